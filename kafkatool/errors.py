@@ -1,0 +1,46 @@
+"""One error hierarchy for the whole tool.
+
+Library code raises these (never prints); the CLI maps them to one-line messages and exit codes.
+Damage found *inside* a file is not an exception: readers yield :class:`kafkatool.model.Finding`
+and keep going. Exceptions are for situations where nothing sensible can be produced at all.
+"""
+
+from __future__ import annotations
+
+
+class KafkaToolError(Exception):
+    """Root of every error kafkatool raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(KafkaToolError):
+    """The command line asked for something that cannot be done (bad path kind, bad option mix)."""
+
+    exit_code = 2
+
+
+class InputIOError(KafkaToolError):
+    """A file or directory could not be read (missing, permission denied, I/O error)."""
+
+    exit_code = 3
+
+
+class FormatError(KafkaToolError):
+    """Bytes that do not follow the declared layout.
+
+    Carries the byte position so the boundary that catches it can turn it into a Finding.
+    """
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.position = position
+
+
+class DecompressionError(FormatError):
+    """A compressed payload could not be decoded."""
+
+
+class DecompressionLimitExceeded(DecompressionError):
+    """A compressed payload would expand beyond the configured cap (decompression bomb guard)."""

@@ -1,0 +1,111 @@
+"""What a file in a Kafka log dir is, from its name alone (as the broker decides it too).
+
+Names follow ``LogFileUtils`` / ``UnifiedLog`` / ``Snapshots`` in Kafka's storage module:
+20-digit zero-padded base offsets for segment files, ``<offset 20>-<epoch 10>.checkpoint`` for KRaft
+snapshots, fixed names for broker-level and partition-level checkpoint files. A trailing ``.swap``,
+``.cleaned``, ``.deleted`` or ``.tmp`` marks a file the broker was in the middle of replacing; its
+content has the inner type.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+
+class FileKind(str, Enum):
+    LOG = "log"                      # record batches (segment)
+    KRAFT_SNAPSHOT = "kraft_snapshot"  # record batches (KRaft .checkpoint, bootstrap.checkpoint)
+    INDEX = "index"
+    TIME_INDEX = "timeindex"
+    TXN_INDEX = "txnindex"
+    PRODUCER_SNAPSHOT = "producer_snapshot"
+    OFFSET_CHECKPOINT = "offset_checkpoint"  # replication / recovery-point / log-start / cleaner
+    EPOCH_CHECKPOINT = "leader_epoch_checkpoint"
+    PARTITION_METADATA = "partition_metadata"
+    META_PROPERTIES = "meta_properties"
+    CLEAN_SHUTDOWN = "clean_shutdown"
+    QUORUM_STATE = "quorum_state"
+    LOCK = "lock"
+    UNKNOWN = "unknown"
+
+    @property
+    def holds_records(self) -> bool:
+        return self in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT)
+
+
+LEFTOVER_SUFFIXES = (".swap", ".cleaned", ".deleted", ".tmp")
+OFFSET_CHECKPOINT_NAMES = frozenset(
+    {
+        "replication-offset-checkpoint",
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    }
+)
+_SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.(?P<ext>log|index|timeindex|txnindex|snapshot)$")
+_KRAFT_SNAPSHOT = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
+_FIXED = {
+    "leader-epoch-checkpoint": FileKind.EPOCH_CHECKPOINT,
+    "partition.metadata": FileKind.PARTITION_METADATA,
+    "meta.properties": FileKind.META_PROPERTIES,
+    ".kafka_cleanshutdown": FileKind.CLEAN_SHUTDOWN,
+    "quorum-state": FileKind.QUORUM_STATE,
+    ".lock": FileKind.LOCK,
+    "bootstrap.checkpoint": FileKind.KRAFT_SNAPSHOT,
+}
+_EXT_KIND = {
+    "log": FileKind.LOG,
+    "index": FileKind.INDEX,
+    "timeindex": FileKind.TIME_INDEX,
+    "txnindex": FileKind.TXN_INDEX,
+    "snapshot": FileKind.PRODUCER_SNAPSHOT,
+}
+# Order in which a partition dir's files are shown: segment by segment, log first.
+_KIND_ORDER = {
+    FileKind.LOG: 0,
+    FileKind.INDEX: 1,
+    FileKind.TIME_INDEX: 2,
+    FileKind.TXN_INDEX: 3,
+    FileKind.PRODUCER_SNAPSHOT: 4,
+    FileKind.KRAFT_SNAPSHOT: 5,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """A classified file name."""
+
+    kind: FileKind
+    leftover: str | None = None   # ".swap" / ".cleaned" / ".deleted" / ".tmp" when present
+    base_offset: int | None = None  # segment base offset, snapshot offset, KRaft snapshot end offset
+    epoch: int | None = None        # KRaft snapshot epoch
+
+
+def classify(path: str | Path) -> FileInfo:
+    """Classify a file by its name (never by its content)."""
+    name = Path(path).name
+    leftover = None
+    for suffix in LEFTOVER_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            leftover, name = suffix, name[: -len(suffix)]
+            break
+    if m := _SEGMENT_FILE.match(name):
+        return FileInfo(_EXT_KIND[m["ext"]], leftover, int(m["base"]))
+    if m := _KRAFT_SNAPSHOT.match(name):
+        return FileInfo(FileKind.KRAFT_SNAPSHOT, leftover, int(m["offset"]), int(m["epoch"]))
+    if name in OFFSET_CHECKPOINT_NAMES:
+        return FileInfo(FileKind.OFFSET_CHECKPOINT, leftover)
+    if name in _FIXED:
+        return FileInfo(_FIXED[name], leftover)
+    return FileInfo(FileKind.UNKNOWN, leftover)
+
+
+def sort_key(path: Path) -> tuple:
+    """Offset order within a directory: segments by base offset (log, then its indexes), then the rest."""
+    info = classify(path)
+    if info.base_offset is not None:
+        return (0, info.base_offset, info.epoch or 0, _KIND_ORDER.get(info.kind, 9), path.name)
+    return (1, 0, 0, 0, path.name)

@@ -1,0 +1,157 @@
+"""Plain, immutable values that readers yield and presenters turn into output.
+
+Every value has ``as_dict()`` returning exactly the JSON-lines shape of the corpus ``SCHEMA.md``
+(including its ``"type"`` key). Readers never print; the CLI never parses.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["info", "warning", "error"]
+SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error")
+
+
+def b64(data: bytes | None) -> str | None:
+    """Standard base64 with padding, ``None`` stays ``None`` (SCHEMA.md's byte encoding)."""
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something wrong (or noteworthy) in a file: where, how bad, and why, in one line."""
+
+    severity: Severity
+    code: str
+    path: str
+    position: int | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "finding",
+            "severity": self.severity,
+            "code": self.code,
+            "path": self.path,
+            "position": self.position,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Trailing:
+    """Bytes at the end of a record file that do not form a whole batch."""
+
+    position: int
+    bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "trailing", "position": self.position, "bytes": self.bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class FileStart:
+    """Separator emitted before each file's lines when several files are dumped in one run."""
+
+    path: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "file", "path": self.path}
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A v2 record batch, or a top-level v0/v1 message (possibly a compressed wrapper).
+
+    ``size`` is the bytes the entry occupies on disk (v2: batch_length + 12; v0/v1: the whole
+    log entry including the 12-byte offset+size prefix). v2-only fields are ``None`` for legacy.
+    """
+
+    position: int
+    base_offset: int
+    last_offset: int
+    size: int
+    magic: int
+    crc: int
+    crc_valid: bool
+    attributes: int
+    compression: str
+    timestamp_type: str
+    first_timestamp: int
+    max_timestamp: int
+    record_count: int
+    partition_leader_epoch: int | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    base_sequence: int | None = None
+    transactional: bool | None = None
+    control: bool | None = None
+    delete_horizon_ms: int | None = None
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "type": "batch",
+            "position": self.position,
+            "base_offset": self.base_offset,
+            "last_offset": self.last_offset,
+            "size": self.size,
+            "magic": self.magic,
+            "crc": self.crc,
+            "crc_valid": self.crc_valid,
+        }
+        if self.magic >= 2:
+            d["partition_leader_epoch"] = self.partition_leader_epoch
+        d["compression"] = self.compression
+        d["timestamp_type"] = self.timestamp_type
+        if self.magic >= 2:
+            d["transactional"] = self.transactional
+            d["control"] = self.control
+        d["first_timestamp"] = self.first_timestamp
+        d["max_timestamp"] = self.max_timestamp
+        if self.magic >= 2:
+            d["producer_id"] = self.producer_id
+            d["producer_epoch"] = self.producer_epoch
+            d["base_sequence"] = self.base_sequence
+        d["record_count"] = self.record_count
+        if self.delete_horizon_ms is not None:
+            d["delete_horizon_ms"] = self.delete_horizon_ms
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record (v2) or inner message (v0/v1), with its absolute offset.
+
+    Header keys are decoded as UTF-8 the way Kafka does (malformed bytes become U+FFFD).
+    ``control_type`` / ``coordinator_epoch`` are set only for records of control batches.
+    """
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    control_type: str | None = None
+    coordinator_epoch: int | None = None
+    control: Any = field(default=None, compare=False)  # decoded control payload, if any
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "type": "record",
+            "offset": self.offset,
+            "timestamp": self.timestamp,
+            "key": b64(self.key),
+            "value": b64(self.value),
+            "headers": [[k, b64(v)] for k, v in self.headers],
+        }
+        if self.control_type is not None:
+            d["control_type"] = self.control_type
+            if self.coordinator_epoch is not None:
+                d["coordinator_epoch"] = self.coordinator_epoch
+        return d

@@ -1,0 +1,58 @@
+"""Shared test fixtures: where the ground-truth corpus lives.
+
+The corpus is read in place (``KAFKATOOL_CORPUS``, default ``../shared/corpus`` beside the project
+root). A missing corpus is a test *failure*, never a skip: CI must not go green without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def corpus_root() -> Path:
+    root = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    if not (root / "expected").is_dir():
+        pytest.fail(
+            f"ground-truth corpus not found at {root} (set KAFKATOOL_CORPUS); tests cannot run without it",
+            pytrace=False,
+        )
+    return root
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    return corpus_root()
+
+
+def golden_files(suffixes: tuple[str, ...]) -> list[tuple[Path, Path]]:
+    """(input file, golden jsonl) pairs for every golden whose input name ends with one of ``suffixes``.
+
+    Suffix matching ignores a trailing .swap/.cleaned/.deleted/.tmp, as the goldens do.
+    Called at collection time, so a missing corpus fails collection loudly.
+    """
+    root = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    expected = root / "expected"
+    if not expected.is_dir():
+        raise RuntimeError(f"ground-truth corpus not found at {root} (set KAFKATOOL_CORPUS)")
+    pairs = []
+    for golden in sorted(expected.rglob("*.jsonl")):
+        rel = golden.relative_to(expected)
+        src = root / str(rel)[: -len(".jsonl")]
+        name = src.name
+        for leftover in (".swap", ".cleaned", ".deleted", ".tmp"):
+            if name.endswith(leftover):
+                name = name[: -len(leftover)]
+        if name.endswith(suffixes) or name in suffixes:
+            pairs.append((src, golden))
+    return pairs
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
