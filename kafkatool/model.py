@@ -7,8 +7,8 @@ Every value has ``as_dict()`` returning exactly the JSON-lines shape of the corp
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 Severity = Literal["info", "warning", "error"]
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error")
@@ -61,12 +61,12 @@ class FileStart:
         return {"type": "file", "path": self.path}
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
+class Batch(NamedTuple):
     """A v2 record batch, or a top-level v0/v1 message (possibly a compressed wrapper).
 
     ``size`` is the bytes the entry occupies on disk (v2: batch_length + 12; v0/v1: the whole
     log entry including the 12-byte offset+size prefix). v2-only fields are ``None`` for legacy.
+    A NamedTuple rather than a dataclass: millions are made per second on the scan hot path.
     """
 
     position: int
@@ -124,8 +124,7 @@ class Batch:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One record (v2) or inner message (v0/v1), with its absolute offset.
 
     Header keys are decoded as UTF-8 the way Kafka does (malformed bytes become U+FFFD).
@@ -139,7 +138,6 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...] = ()
     control_type: str | None = None
     coordinator_epoch: int | None = None
-    control: Any = field(default=None, compare=False)  # decoded control payload, if any
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -1,0 +1,78 @@
+"""Message formats v0 and v1: the legacy message set (Kafka < 0.11, still readable by every broker).
+
+Follows ``clients/src/main/java/org/apache/kafka/common/record/LegacyRecord.java`` and
+``AbstractLegacyRecordBatch.java`` (KIP-32 added the v1 timestamp)::
+
+    LogEntry =>
+      offset        int64     absolute offset (a compressed wrapper carries its LAST inner offset)
+      message_size  int32     bytes of message
+      message       Message
+
+    Message =>                      offset in entry
+      crc           uint32          12   CRC32 of magic .. end of message
+      magic         int8 (0 or 1)   16
+      attributes    int8            17   bits 0-2 codec, bit 3 timestamp type (v1 only)
+      timestamp     int64           18   v1 only
+      key           int32 length (-1 = null) + bytes
+      value         int32 length (-1 = null) + bytes
+
+A compressed message ("wrapper") holds, in its value, a compressed message set of inner entries.
+In v1 the inner offsets are relative (0..n-1) and the absolute offset of an inner message is
+``wrapper offset - last inner offset + inner offset``; in v0 they are absolute.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from construct import (
+    BitsInteger,
+    BitStruct,
+    Enum,
+    If,
+    Int8sb,
+    Int32sb,
+    Int32ub,
+    Int64sb,
+    Prefixed,
+    Rebuild,
+    Struct,
+    Terminated,
+    this,
+)
+
+from .primitives import int32_bytes
+
+RECORD_OVERHEAD_V0 = 14  # crc + magic + attributes + key length + value length
+RECORD_OVERHEAD_V1 = 22  # ... + timestamp
+CRC_COVERAGE_OFFSET = 4  # within the message: from magic to the end
+
+LegacyAttributes = BitStruct(
+    "unused" / BitsInteger(4),
+    "timestamp_type" / Enum(BitsInteger(1), create=0, log_append=1),
+    "compression" / Enum(BitsInteger(3), none=0, gzip=1, snappy=2, lz4=3, zstd=4),
+)
+
+MessageBody = Struct(  # what the CRC covers
+    "magic" / Int8sb,
+    "attributes" / LegacyAttributes,
+    "timestamp" / If(this.magic >= 1, Int64sb),
+    "key" / int32_bytes(),
+    "value" / int32_bytes(),
+    Terminated,
+)
+
+
+def _message_crc(ctx) -> int:
+    return zlib.crc32(MessageBody.build(ctx.body))
+
+
+Message = Struct(
+    "crc" / Rebuild(Int32ub, _message_crc),  # parsed as stored; computed when building
+    "body" / MessageBody,
+)
+
+LogEntry = Struct(
+    "offset" / Int64sb,
+    "message" / Prefixed(Int32sb, Message),  # message_size
+)

@@ -1,0 +1,88 @@
+"""The ``kafkatool`` command: assembles the command groups and maps errors to exit codes.
+
+Exit codes (every command): 0 clean, 1 findings, 2 usage error, 3 I/O error
+(70: an internal error, i.e. a bug in kafkatool).
+Set ``KAFKATOOL_DEBUG=1`` to see tracebacks instead of one-line messages.
+Heavy modules are imported inside the commands, so ``kafkatool --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from ..errors import KafkaToolError
+from . import dump_cmd
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad input
+
+app = typer.Typer(
+    name="kafkatool",
+    help=(
+        "Inspect and repair Apache Kafka log directories offline, straight from broker disks: "
+        "no broker, no JVM.\n\n"
+        "Exit codes: 0 clean, 1 findings, 2 usage error, 3 I/O error."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+def command(fn: Callable[..., int]) -> Callable[..., None]:
+    """Run a command body: its int result is the exit code; known errors become one line on stderr."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> None:
+        debug = os.environ.get("KAFKATOOL_DEBUG", "") not in ("", "0")
+        try:
+            code = fn(*args, **kwargs)
+        except BrokenPipeError:
+            # The reader went away (``| head``): stop quietly, as Unix tools do.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            code = EXIT_OK
+        except KafkaToolError as exc:
+            if debug:
+                raise
+            sys.stderr.write(f"kafkatool: error: {exc}\n")
+            code = exc.exit_code
+        except OSError as exc:
+            if debug:
+                raise
+            where = f" {exc.filename}:" if exc.filename else ""
+            sys.stderr.write(f"kafkatool: I/O error:{where} {exc.strerror or exc}\n")
+            code = EXIT_IO
+        except Exception as exc:  # a bug: one line, not a traceback, unless debugging
+            if debug:
+                raise
+            sys.stderr.write(f"kafkatool: internal error: {type(exc).__name__}: {exc}"
+                             " (set KAFKATOOL_DEBUG=1 for the traceback; please report it)\n")
+            code = EXIT_INTERNAL
+        raise typer.Exit(code or EXIT_OK)
+
+    return run
+
+
+@app.callback()
+def _root() -> None:
+    """Inspect and repair Apache Kafka log directories offline: no broker, no JVM."""
+
+
+app.command("dump", epilog=dump_cmd.EXAMPLES)(command(dump_cmd.dump))
+
+
+def main() -> None:
+    app(prog_name="kafkatool")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

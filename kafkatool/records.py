@@ -1,0 +1,494 @@
+"""Reading record files (``.log`` segments, KRaft ``.checkpoint`` snapshots): the hot path.
+
+The byte layouts are declared in :mod:`kafkatool.formats.record_batch` and
+:mod:`kafkatool.formats.legacy`; this module reads the same layouts with ``struct`` and hand-inlined
+varints because it runs per batch and per record over terabytes. ``tests/test_fastpath_agrees.py``
+proves both agree on every batch and record of the corpus.
+
+Framing follows ``FileLogInputStream.nextBatch``: 12 bytes of offset + size; fewer than 12 bytes
+left, or fewer than ``size`` after them, is a partial entry at the end (``Trailing``); a size below
+the v0 message overhead (14) is corruption that ends the scan (the framing is lost); otherwise the
+magic byte at position 16 says v0/v1 message or v2 batch.
+
+Reading is windowed (``readinto`` into one reused buffer): memory stays bounded by the window and
+the largest batch, whatever the file size, and any binary file object works (local files, remote
+filesystems' streams).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from crc32c import crc32c
+
+from .errors import DecompressionError, DecompressionLimitExceeded
+from .formats.control import CONTROL_TYPES
+from .formats.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
+from .formats.record_batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from .model import Batch, Finding, Record, Trailing
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+DEFAULT_MAX_DECOMPRESSED = 128 * 1024 * 1024
+DEFAULT_WINDOW = 4 * 1024 * 1024
+
+_LOG_HEADER = struct.Struct(">qi")
+_V2_HEADER = struct.Struct(">qiiBIhiqqqhii")  # == formats.record_batch.RecordBatchHeader
+_LEGACY_HEADER = struct.Struct(">qiIbb")        # offset, size, crc, magic, attributes
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_CONTROL_KEY = struct.Struct(">hh")
+_END_TXN_MARKER = struct.Struct(">hi")
+
+Item = Batch | Finding | Trailing
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    """Knobs of a scan. ``max_decompressed`` caps one batch's decompressed size (bomb guard)."""
+
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    window: int = DEFAULT_WINDOW
+
+
+@dataclass(frozen=True, slots=True)
+class RawBatch:
+    """A batch together with its bytes on disk (whole entry incl. the 12-byte framing)."""
+
+    batch: Batch
+    raw: bytes
+
+
+def _codec_name(codec_id: int) -> str:
+    return CODECS[codec_id] if codec_id < len(CODECS) else f"unknown({codec_id})"
+
+
+def _is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
+    fh.seek(start)
+    remaining = length
+    while remaining > 0:
+        chunk = fh.read(min(remaining, 1 << 20))
+        if not chunk:
+            return False
+        if chunk.count(0) != len(chunk):
+            return False
+        remaining -= len(chunk)
+    return True
+
+
+def scan(
+    fh: BinaryIO,
+    path: str,
+    *,
+    start: int = 0,
+    end: int | None = None,
+    with_raw: bool = False,
+    options: ScanOptions = ScanOptions(),
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[Batch | RawBatch | Finding | Trailing]:
+    """Yield every batch (header fields, CRC checked) of a record file, in file order.
+
+    ``start``/``end`` select the entries that *begin* in ``[start, end)`` (``start`` must be an entry
+    boundary), so byte-range splits of one file never share or lose a batch. With ``with_raw`` each
+    batch comes as :class:`RawBatch` carrying its bytes, for record decoding. ``progress`` is called
+    with the number of bytes consumed since its last call.
+    """
+    fh.seek(0, 2)
+    file_size = fh.tell()
+    limit = file_size if end is None else min(end, file_size)
+    buf = bytearray(options.window)
+    mv = memoryview(buf)
+    base = start      # file position of buf[0]
+    filled = 0        # valid bytes in buf
+    p = 0             # parse position in buf
+    eof = False
+    fh.seek(start)
+    unpack_log = _LOG_HEADER.unpack_from
+    unpack_v2 = _V2_HEADER.unpack_from
+    new_batch = Batch._make
+    reported = start
+
+    while True:
+        avail = filled - p
+        size = None
+        if avail >= LOG_OVERHEAD:
+            size = unpack_log(buf, p)[1]
+            total = size + LOG_OVERHEAD
+            position = base + p
+            if position >= limit:
+                break
+            if size >= RECORD_OVERHEAD_V0 and avail >= total:
+                # Fast path: a whole entry is in the window.
+                magic = buf[p + 16]
+                if magic == 2 and total >= RECORD_BATCH_OVERHEAD:
+                    (base_offset, _len, epoch, _magic, crc, attrs, last_delta, first_ts, max_ts,
+                     pid, pepoch, bseq, count) = unpack_v2(buf, p)
+                    batch = new_batch((
+                        position, base_offset, base_offset + last_delta, total, 2, crc,
+                        crc32c(mv[p + ATTRIBUTES_OFFSET:p + total]) == crc, attrs,
+                        _codec_name(attrs & 7), "log_append" if attrs & 0x08 else "create",
+                        first_ts, max_ts, count, epoch, pid, pepoch, bseq,
+                        bool(attrs & 0x10), bool(attrs & 0x20), first_ts if attrs & 0x40 else None,
+                    ))
+                    yield RawBatch(batch, bytes(mv[p:p + total])) if with_raw else batch
+                    if not batch.crc_valid:
+                        yield Finding("error", "crc-mismatch", path, position,
+                                      f"stored CRC32C {crc} does not match the batch contents")
+                elif magic == 2:
+                    yield Finding("error", "batch-too-small", path, position,
+                                  f"v2 batch of {total} bytes is smaller than its "
+                                  f"{RECORD_BATCH_OVERHEAD}-byte header")
+                elif magic == 0 or magic == 1:
+                    raw = bytes(mv[p:p + total])
+                    batch, _records, findings = _legacy_entry(raw, position, path, options)
+                    if batch is not None:
+                        yield RawBatch(batch, raw) if with_raw else batch
+                    yield from findings
+                else:
+                    yield Finding("error", "unknown-magic", path, position,
+                                  f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted"
+                                  " from here")
+                    break
+                p += total
+                continue
+        # Slow path: the window runs dry, the file ends, or the framing is broken.
+        position = base + p
+        if position >= limit:
+            break
+        if size is not None and size < RECORD_OVERHEAD_V0:
+            rest = file_size - position
+            if _is_all_zero(fh, position, rest):
+                yield Finding("error", "zero-filled-tail", path, position,
+                              f"{rest} zero bytes from here to the end of the file"
+                              " (preallocated or crash-left tail)")
+            else:
+                yield Finding("error", "size-below-minimum", path, position,
+                              f"entry size {size} is smaller than the minimum record overhead "
+                              f"({RECORD_OVERHEAD_V0}); the framing is lost from here")
+            break
+        if eof:
+            yield Trailing(position, avail)
+            declared = f" (the entry declares {size + LOG_OVERHEAD} bytes)" if size is not None else ""
+            yield Finding("error", "torn-tail", path, position,
+                          f"the last {avail} bytes of the file do not form a whole batch{declared}")
+            break
+        need = LOG_OVERHEAD if size is None else size + LOG_OVERHEAD
+        if need > len(buf):
+            del mv
+            buf.extend(bytes(need - len(buf)))
+            mv = memoryview(buf)
+        if p:
+            buf[0:avail] = buf[p:filled]
+            base += p
+            p = 0
+            filled = avail
+        while filled < len(buf):
+            n = fh.readinto(mv[filled:])
+            if not n:
+                eof = True
+                break
+            filled += n
+        if progress is not None and base > reported:
+            progress(base - reported)
+            reported = base
+    if progress is not None and limit > reported:
+        progress(limit - reported)
+
+
+# --------------------------------------------------------------------------------------------
+# v2 records
+
+
+def _varint_slow(data: bytes, pos: int, max_shift: int) -> tuple[int, int]:
+    value = 0
+    shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+        if shift > max_shift:
+            raise ValueError("varint is too long")
+
+
+def decompress_records(batch: Batch, raw: bytes, options: ScanOptions = ScanOptions()) -> bytes:
+    """The records section of a v2 batch, decompressed. Raises DecompressionError."""
+    codec = batch.attributes & 7
+    payload = memoryview(raw)[RECORD_BATCH_OVERHEAD:]
+    if codec == 0:
+        return bytes(payload)
+    if codec >= len(CODECS):
+        raise DecompressionError(f"unknown compression codec id {codec}")
+    from .codecs import decompress  # imported lazily: keeps CLI start-up light
+
+    return decompress(codec, payload, limit=options.max_decompressed)
+
+
+def decode_records(
+    batch: Batch, raw: bytes, path: str, options: ScanOptions = ScanOptions()
+) -> tuple[list[Record], list[Finding]]:
+    """Every record of a batch (decompressed), with absolute offsets, or findings where it fails."""
+    if batch.magic < 2:
+        _batch, records, findings = _legacy_entry(raw, batch.position, path, options)
+        return records, findings
+    try:
+        data = decompress_records(batch, raw, options)
+    except DecompressionLimitExceeded as exc:
+        return [], [Finding("error", "decompression-limit", path, batch.position, str(exc))]
+    except DecompressionError as exc:
+        return [], [Finding("error", "decompression-failed", path, batch.position,
+                            f"{batch.compression} payload cannot be decompressed: {exc}")]
+    return _decode_v2_records(batch, data, path)
+
+
+def _decode_v2_records(batch: Batch, data: bytes, path: str) -> tuple[list[Record], list[Finding]]:
+    records: list[Record] = []
+    base_offset = batch.base_offset
+    base_ts = batch.first_timestamp
+    log_append_ts = batch.max_timestamp if batch.timestamp_type == "log_append" else None
+    control = batch.control
+    n = len(data)
+    pos = 0
+    new_record = Record._make
+    try:
+        for _ in range(batch.record_count):
+            # length
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = _varint_slow(data, pos, 28)
+            end = pos + length
+            if length < 0 or end > n:
+                raise ValueError(f"record length {length} runs past the end of the records section")
+            pos += 1  # attributes (unused)
+            b = data[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = _varint_slow(data, pos, 63)
+            b = data[pos]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                off_delta, pos = _varint_slow(data, pos, 28)
+            b = data[pos]
+            if b < 0x80:
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                klen, pos = _varint_slow(data, pos, 28)
+            if klen >= 0:
+                key = data[pos:pos + klen]
+                pos += klen
+            else:
+                key = None
+            b = data[pos]
+            if b < 0x80:
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                vlen, pos = _varint_slow(data, pos, 28)
+            if vlen >= 0:
+                value = data[pos:pos + vlen]
+                pos += vlen
+            else:
+                value = None
+            b = data[pos]
+            if b < 0x80:
+                hcount = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                hcount, pos = _varint_slow(data, pos, 28)
+            if hcount:
+                if hcount < 0:
+                    raise ValueError(f"invalid negative header count {hcount}")
+                headers = []
+                for _h in range(hcount):
+                    hklen, pos = _varint_slow(data, pos, 28)
+                    if hklen < 0:
+                        raise ValueError("invalid negative header key size")
+                    hkey = data[pos:pos + hklen].decode("utf-8", "replace")
+                    pos += hklen
+                    hvlen, pos = _varint_slow(data, pos, 28)
+                    if hvlen >= 0:
+                        hval = data[pos:pos + hvlen]
+                        pos += hvlen
+                    else:
+                        hval = None
+                    headers.append((hkey, hval))
+                headers = tuple(headers)
+            else:
+                headers = ()
+            if pos != end or (key is not None and len(key) != klen) or (value is not None and len(value) != vlen):
+                raise ValueError(f"record declares {length} bytes but its fields take {pos - end + length}")
+            offset = base_offset + off_delta
+            ts = log_append_ts if log_append_ts is not None else base_ts + ts_delta
+            if control:
+                records.append(_control_record(offset, ts, key, value, headers))
+            else:
+                records.append(new_record((offset, ts, key, value, headers, None, None)))
+    except (IndexError, ValueError) as exc:
+        reason = "record runs past the end of the records section" if isinstance(exc, IndexError) else str(exc)
+        return records, [Finding("error", "record-invalid", path, batch.position,
+                                 f"record {len(records)} of batch at offset {base_offset}: {reason}")]
+    if pos != n:
+        return records, [Finding("error", "records-trailing-bytes", path, batch.position,
+                                 f"{n - pos} bytes remain after the declared {batch.record_count} records")]
+    return records, []
+
+
+def _control_record(offset: int, ts: int, key, value, headers) -> Record:
+    if key is None or len(key) < 4:
+        raise ValueError(f"control record key has {0 if key is None else len(key)} bytes, needs at least 4")
+    version, ctype = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise ValueError(f"invalid control record key version {version}")
+    name = CONTROL_TYPES.get(ctype, "UNKNOWN")
+    coordinator_epoch = None
+    if name in ("ABORT", "COMMIT"):
+        if value is None or len(value) < 6:
+            raise ValueError("end-transaction marker value is shorter than 6 bytes")
+        _v, coordinator_epoch = _END_TXN_MARKER.unpack_from(value)
+    return Record(offset, ts, key, value, headers, name, coordinator_epoch)
+
+
+# --------------------------------------------------------------------------------------------
+# v0 / v1 messages
+
+
+def _parse_legacy_message(raw: bytes | memoryview, pos: int, size: int) -> tuple:
+    """(crc, magic, attributes, timestamp, key, value, crc_valid) of the message at ``pos``."""
+    end = pos + size
+    crc, magic, attrs = struct.unpack_from(">Ibb", raw, pos)
+    q = pos + 6
+    if magic == 1:
+        if size < RECORD_OVERHEAD_V1:
+            raise ValueError(f"v1 message size {size} is below the minimum {RECORD_OVERHEAD_V1}")
+        (timestamp,) = _INT64.unpack_from(raw, q)
+        q += 8
+    elif magic == 0:
+        timestamp = -1
+    else:
+        raise ValueError(f"unknown magic {magic} in a legacy message set")
+    (klen,) = _INT32.unpack_from(raw, q)
+    q += 4
+    key = None
+    if klen >= 0:
+        if q + klen > end:
+            raise ValueError(f"key length {klen} runs past the message")
+        key = bytes(raw[q:q + klen])
+        q += klen
+    elif klen != -1:
+        raise ValueError(f"invalid key length {klen}")
+    if q + 4 > end:
+        raise ValueError("message ends before its value length")
+    (vlen,) = _INT32.unpack_from(raw, q)
+    q += 4
+    value = None
+    if vlen >= 0:
+        if q + vlen > end:
+            raise ValueError(f"value length {vlen} runs past the message")
+        value = bytes(raw[q:q + vlen])
+        q += vlen
+    elif vlen != -1:
+        raise ValueError(f"invalid value length {vlen}")
+    if q != end:
+        raise ValueError(f"message declares {size} bytes but its fields take {q - pos}")
+    crc_valid = (zlib.crc32(raw[pos + 4:end]) & 0xFFFFFFFF) == crc
+    return crc, magic, attrs, timestamp, key, value, crc_valid
+
+
+def _legacy_entry(
+    raw: bytes, position: int, path: str, options: ScanOptions
+) -> tuple[Batch | None, list[Record], list[Finding]]:
+    """Decode one top-level v0/v1 log entry (a message or a compressed wrapper)."""
+    findings: list[Finding] = []
+    offset, size = _LOG_HEADER.unpack_from(raw, 0)
+    try:
+        crc, magic, attrs, timestamp, key, value, crc_valid = _parse_legacy_message(raw, 12, size)
+    except (ValueError, struct.error) as exc:
+        return None, [], [Finding("error", "message-invalid", path, position, f"v0/v1 message: {exc}")]
+    if not crc_valid:
+        findings.append(Finding("error", "crc-mismatch", path, position,
+                                f"stored CRC32 {crc} does not match the message contents"))
+    codec = attrs & 7
+    ts_type = "none" if magic == 0 else ("log_append" if attrs & 0x08 else "create")
+    records: list[Record] = []
+    if codec == 0:
+        records.append(Record(offset, timestamp, key, value, ()))
+    else:
+        records, inner_findings = _legacy_inner(offset, magic, ts_type, timestamp, codec, value,
+                                                position, path, options)
+        findings.extend(inner_findings)
+    first_ts = records[0].timestamp if records else timestamp
+    base_offset = records[0].offset if records else offset
+    batch = Batch(position, base_offset, offset, len(raw), magic, crc, crc_valid, attrs,
+                  _codec_name(codec), ts_type, first_ts, timestamp, len(records))
+    return batch, records, findings
+
+
+def _legacy_inner(
+    wrapper_offset: int, wrapper_magic: int, ts_type: str, wrapper_ts: int, codec: int,
+    value: bytes | None, position: int, path: str, options: ScanOptions,
+) -> tuple[list[Record], list[Finding]]:
+    if value is None:
+        return [], [Finding("error", "message-invalid", path, position, "compressed wrapper has a null value")]
+    if codec >= len(CODECS):
+        return [], [Finding("error", "unknown-compression", path, position, f"unknown codec id {codec}")]
+    from .codecs import decompress
+
+    try:
+        data = decompress(codec, value, limit=options.max_decompressed, legacy_lz4_checksum=wrapper_magic == 0)
+    except DecompressionLimitExceeded as exc:
+        return [], [Finding("error", "decompression-limit", path, position, str(exc))]
+    except DecompressionError as exc:
+        return [], [Finding("error", "decompression-failed", path, position,
+                            f"{CODECS[codec]} wrapper cannot be decompressed: {exc}")]
+    inner: list[tuple] = []
+    findings: list[Finding] = []
+    q = 0
+    n = len(data)
+    while q + LOG_OVERHEAD <= n:
+        inner_offset, inner_size = _LOG_HEADER.unpack_from(data, q)
+        if inner_size < RECORD_OVERHEAD_V0 or q + LOG_OVERHEAD + inner_size > n:
+            break
+        try:
+            _crc, magic, attrs, ts, key, val, ok = _parse_legacy_message(data, q + LOG_OVERHEAD, inner_size)
+        except (ValueError, struct.error) as exc:
+            findings.append(Finding("error", "message-invalid", path, position,
+                                    f"inner message at {q} of the wrapper: {exc}"))
+            return [], findings
+        if attrs & 7:
+            findings.append(Finding("error", "nested-compression", path, position,
+                                    "a compressed wrapper holds another compressed message"))
+            return [], findings
+        if not ok:
+            findings.append(Finding("error", "crc-mismatch", path, position,
+                                    f"inner message at {q} of the wrapper has a bad CRC32"))
+        inner.append((inner_offset, magic, ts, key, val))
+        q += LOG_OVERHEAD + inner_size
+    if q != n:
+        findings.append(Finding("warning", "records-trailing-bytes", path, position,
+                                f"{n - q} bytes after the last whole inner message of the wrapper"))
+    if not inner:
+        return [], findings
+    last_inner = inner[-1][0]
+    records = []
+    for inner_offset, magic, ts, key, val in inner:
+        if wrapper_magic >= 1:
+            absolute = wrapper_offset - last_inner + inner_offset
+        else:
+            absolute = inner_offset
+        if magic >= 1 and ts_type == "log_append":
+            ts = wrapper_ts
+        records.append(Record(absolute, ts, key, val, ()))
+    return records, findings
