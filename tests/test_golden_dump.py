@@ -1,0 +1,77 @@
+"""`kafkatool dump --format jsonl --records` over EVERY corpus file that has a golden, compared
+line by line and field by field with what Kafka's own classes made of the same file.
+
+One real subprocess dumps all files (relative paths, run from the corpus root, so the ``file`` lines
+name them the way the goldens' paths do); each golden is then its own test case.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import corpus_root, golden_files, read_jsonl
+
+ALL_SUFFIXES = (
+    ".log", ".checkpoint", ".index", ".timeindex", ".txnindex", ".snapshot",
+    "replication-offset-checkpoint", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint", "leader-epoch-checkpoint", "partition.metadata",
+)
+PAIRS = golden_files(ALL_SUFFIXES)
+
+
+def test_every_golden_is_covered() -> None:
+    """Every golden in expected/ is one of the kinds above (a new kind must not go untested)."""
+    root = corpus_root()
+    total = sum(1 for _ in (root / "expected").rglob("*.jsonl"))
+    assert total == len(PAIRS) > 1000
+
+
+@pytest.fixture(scope="module")
+def dumped() -> dict[str, list[dict]]:
+    root = corpus_root()
+    rel = [str(src.relative_to(root)) for src, _ in PAIRS]
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkatool", "dump", "--format", "jsonl", "--records", *rel],
+        cwd=root, capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    out: dict[str, list[dict]] = {}
+    current: list[dict] | None = None
+    for line in proc.stdout.splitlines():
+        obj = json.loads(line)  # every stdout line is one plain JSON object
+        if obj["type"] == "file":
+            current = out.setdefault(obj["path"], [])
+        else:
+            assert current is not None, "output must start with a file line when dumping several files"
+            current.append(obj)
+    return out
+
+
+def assert_matches_golden(got: list[dict], expected: list[dict], where: str) -> None:
+    values = [g for g in got if g["type"] != "finding"]
+    errors = [g for g in got if g["type"] == "finding" and g["severity"] == "error"]
+    want = [e for e in expected if e["type"] != "error"]
+    for i, (g, e) in enumerate(zip(values, want, strict=False)):
+        assert g == e, f"{where}: line {i} differs"
+    assert len(values) == len(want), f"{where}: {len(values)} lines, golden has {len(want)}"
+    if any(e["type"] == "error" for e in expected):
+        assert errors, f"{where}: Kafka fails on this file ({expected[-1]['message']}), kafkatool reported no error"
+    damaged = any(e["type"] in ("error", "trailing") or e.get("crc_valid") is False for e in expected)
+    if not damaged:
+        problems = [g for g in got if g["type"] == "finding" and g["severity"] != "info"]
+        assert not problems, f"{where}: findings on a file Kafka reads cleanly: {problems}"
+
+
+@pytest.mark.parametrize(
+    "src,golden", PAIRS, ids=[str(s.relative_to(corpus_root())) for s, _ in PAIRS]
+)
+def test_dump_matches_golden(dumped: dict[str, list[dict]], src: Path, golden: Path) -> None:
+    rel = str(src.relative_to(corpus_root()))
+    assert rel in dumped, f"{rel} was not dumped"
+    assert_matches_golden(dumped[rel], read_jsonl(golden), rel)
