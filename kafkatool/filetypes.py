@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 
-class FileKind(str, Enum):
+class FileKind(StrEnum):
     LOG = "log"                      # record batches (segment)
     KRAFT_SNAPSHOT = "kraft_snapshot"  # record batches (KRaft .checkpoint, bootstrap.checkpoint)
     INDEX = "index"

@@ -142,7 +142,13 @@ class Output:
         if total <= 0 or not self.err.is_terminal or (self._console and self._console.is_terminal):
             yield None
             return
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                       TransferSpeedColumn(), TimeRemainingColumn(), console=self.err, transient=True) as bar:
@@ -159,7 +165,9 @@ def _file(o: Output, d: dict[str, Any]) -> str:
 
 def _batch(o: Output, d: dict[str, Any]) -> str:
     crc = "[green]crc ok[/green]" if d["crc_valid"] else "[bold red]CRC MISMATCH[/bold red]"
-    offsets = f"{d['base_offset']}" if d["base_offset"] == d["last_offset"] else f"{d['base_offset']}..{d['last_offset']}"
+    offsets = str(d["base_offset"])
+    if d["last_offset"] != d["base_offset"]:
+        offsets += f"..{d['last_offset']}"
     parts = [
         f"[bold]offset {offsets}[/bold]",
         f"pos {d['position']}",
