@@ -76,8 +76,8 @@ compact_length = _CompactLength(uvarint)
 def compact_array(element: Construct) -> Struct:
     """Flexible-version array: uvarint ``count + 1`` (0 = null), then ``count`` elements."""
     return Struct(
-        "count" / Rebuild(compact_length, lambda ctx: -1 if ctx.items is None else len(ctx.items)),
-        "items" / If(this.count >= 0, Array(this.count, element)),
+        "count" / Rebuild(compact_length, lambda ctx: -1 if ctx.entries is None else len(ctx.entries)),
+        "entries" / If(this.count >= 0, Array(this.count, element)),
     )
 
 
