@@ -19,16 +19,22 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from crc32c import crc32c
 
 from .errors import DecompressionError, DecompressionLimitExceeded
 from .formats.control import CONTROL_TYPES
 from .formats.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from .formats.record_batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from .formats.record_batch import (
+    ATTRIBUTES_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    RecordBatchHeader,
+)
 from .model import Batch, Finding, Record, Trailing
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -43,6 +49,11 @@ _INT32 = struct.Struct(">i")
 _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_MARKER = struct.Struct(">hi")
 
+# The scan loop spells these as literals (a global lookup per batch is measurable); tie them to the
+# Construct declarations here, and tests/test_records_formats.py ties the field decoding.
+assert (LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, ATTRIBUTES_OFFSET) == (12, 61, 21)
+assert _V2_HEADER.size == RecordBatchHeader.sizeof()
+
 Item = Batch | Finding | Trailing
 
 
@@ -54,16 +65,21 @@ class ScanOptions:
     window: int = DEFAULT_WINDOW
 
 
-@dataclass(frozen=True, slots=True)
-class RawBatch:
+class RawBatch(NamedTuple):
     """A batch together with its bytes on disk (whole entry incl. the 12-byte framing)."""
 
     batch: Batch
     raw: bytes
 
 
+_tuple_new = tuple.__new__  # builds NamedTuples without the Python-level ``_make`` call
+
+
+_CODEC_BY_ID = (*CODECS, "unknown(5)", "unknown(6)", "unknown(7)")  # every value of 3 attribute bits
+
+
 def _codec_name(codec_id: int) -> str:
-    return CODECS[codec_id] if codec_id < len(CODECS) else f"unknown({codec_id})"
+    return _CODEC_BY_ID[codec_id & 7]
 
 
 def _is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
@@ -99,62 +115,42 @@ def scan(
     fh.seek(0, 2)
     file_size = fh.tell()
     limit = file_size if end is None else min(end, file_size)
-    buf = bytearray(options.window)
-    mv = memoryview(buf)
-    base = start      # file position of buf[0]
-    filled = 0        # valid bytes in buf
-    p = 0             # parse position in buf
-    eof = False
     fh.seek(start)
+    buf = bytearray(options.window)  # reused for the whole file: no fresh pages per refill
+    wmv = memoryview(buf)
+    window = wmv[:0]  # the valid part of buf
+    base = start      # file position of buf[0]
+    p = 0             # parse position in window
+    eof = False
     unpack_log = _LOG_HEADER.unpack_from
     unpack_v2 = _V2_HEADER.unpack_from
-    new_batch = Batch._make
     reported = start
 
     while True:
-        avail = filled - p
-        size = None
-        if avail >= LOG_OVERHEAD:
-            size = unpack_log(buf, p)[1]
-            total = size + LOG_OVERHEAD
-            position = base + p
-            if position >= limit:
-                break
-            if size >= RECORD_OVERHEAD_V0 and avail >= total:
-                # Fast path: a whole entry is in the window.
-                magic = buf[p + 16]
-                if magic == 2 and total >= RECORD_BATCH_OVERHEAD:
-                    (base_offset, _len, epoch, _magic, crc, attrs, last_delta, first_ts, max_ts,
-                     pid, pepoch, bseq, count) = unpack_v2(buf, p)
-                    batch = new_batch((
-                        position, base_offset, base_offset + last_delta, total, 2, crc,
-                        crc32c(mv[p + ATTRIBUTES_OFFSET:p + total]) == crc, attrs,
-                        _codec_name(attrs & 7), "log_append" if attrs & 0x08 else "create",
-                        first_ts, max_ts, count, epoch, pid, pepoch, bseq,
-                        bool(attrs & 0x10), bool(attrs & 0x20), first_ts if attrs & 0x40 else None,
-                    ))
-                    yield RawBatch(batch, bytes(mv[p:p + total])) if with_raw else batch
-                    if not batch.crc_valid:
-                        yield Finding("error", "crc-mismatch", path, position,
-                                      f"stored CRC32C {crc} does not match the batch contents")
-                elif magic == 2:
-                    yield Finding("error", "batch-too-small", path, position,
-                                  f"v2 batch of {total} bytes is smaller than its "
-                                  f"{RECORD_BATCH_OVERHEAD}-byte header")
-                elif magic == 0 or magic == 1:
-                    raw = bytes(mv[p:p + total])
-                    batch, _records, findings = _legacy_entry(raw, position, path, options)
-                    if batch is not None:
-                        yield RawBatch(batch, raw) if with_raw else batch
-                    yield from findings
-                else:
-                    yield Finding("error", "unknown-magic", path, position,
-                                  f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted"
-                                  " from here")
+        avail = len(window) - p
+        if avail >= 61:  # RECORD_BATCH_OVERHEAD: try the v2 fast path with a single unpack
+            (base_offset, size, epoch, magic, crc, attrs, last_delta, first_ts, max_ts,
+             pid, pepoch, bseq, count) = unpack_v2(window, p)
+            total = size + 12
+            if magic == 2 and 61 <= total <= avail:
+                position = base + p
+                if position >= limit:
                     break
+                crc_ok = crc32c(wmv[p + 21:p + total]) == crc  # ATTRIBUTES_OFFSET .. end
+                batch = _tuple_new(Batch, (
+                    position, base_offset, base_offset + last_delta, total, 2, crc, crc_ok, attrs,
+                    _CODEC_BY_ID[attrs & 7], "log_append" if attrs & 0x08 else "create",
+                    first_ts, max_ts, count, epoch, pid, pepoch, bseq,
+                    attrs & 0x10 != 0, attrs & 0x20 != 0, first_ts if attrs & 0x40 else None,
+                ))
+                yield _tuple_new(RawBatch, (batch, bytes(window[p:p + total]))) if with_raw else batch
+                if not crc_ok:
+                    yield Finding("error", "crc-mismatch", path, position,
+                                  f"stored CRC32C {crc} does not match the batch contents")
                 p += total
                 continue
-        # Slow path: the window runs dry, the file ends, or the framing is broken.
+        # General path: legacy messages, damaged framing, a window running dry, the end of the file.
+        size = unpack_log(window, p)[1] if avail >= LOG_OVERHEAD else None
         position = base + p
         if position >= limit:
             break
@@ -169,28 +165,49 @@ def scan(
                               f"entry size {size} is smaller than the minimum record overhead "
                               f"({RECORD_OVERHEAD_V0}); the framing is lost from here")
             break
+        if size is not None and avail >= size + LOG_OVERHEAD:
+            total = size + LOG_OVERHEAD
+            magic = window[p + MAGIC_OFFSET]
+            if magic == 2:  # whole, but shorter than a v2 header
+                yield Finding("error", "batch-too-small", path, position,
+                              f"v2 batch of {total} bytes is smaller than its {RECORD_BATCH_OVERHEAD}-byte header")
+            elif magic == 0 or magic == 1:
+                raw = bytes(window[p:p + total])
+                legacy_batch, _records, findings = _legacy_entry(raw, position, path, options)
+                if legacy_batch is not None:
+                    yield _tuple_new(RawBatch, (legacy_batch, raw)) if with_raw else legacy_batch
+                yield from findings
+            else:
+                yield Finding("error", "unknown-magic", path, position,
+                              f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted from here")
+                break
+            p += total
+            continue
         if eof:
             yield Trailing(position, avail)
             declared = f" (the entry declares {size + LOG_OVERHEAD} bytes)" if size is not None else ""
             yield Finding("error", "torn-tail", path, position,
                           f"the last {avail} bytes of the file do not form a whole batch{declared}")
             break
+        # Refill: move the unparsed tail to the front, read more (grow the buffer for a big batch).
         need = LOG_OVERHEAD if size is None else size + LOG_OVERHEAD
+        del window
         if need > len(buf):
-            del mv
+            del wmv
             buf.extend(bytes(need - len(buf)))
-            mv = memoryview(buf)
+            wmv = memoryview(buf)
         if p:
-            buf[0:avail] = buf[p:filled]
+            buf[:avail] = buf[p:p + avail]
             base += p
             p = 0
-            filled = avail
+        filled = avail
         while filled < len(buf):
-            n = fh.readinto(mv[filled:])
+            n = fh.readinto(wmv[filled:])
             if not n:
                 eof = True
                 break
             filled += n
+        window = wmv[:filled]
         if progress is not None and base > reported:
             progress(base - reported)
             reported = base
@@ -219,9 +236,9 @@ def _varint_slow(data: bytes, pos: int, max_shift: int) -> tuple[int, int]:
 def decompress_records(batch: Batch, raw: bytes, options: ScanOptions = ScanOptions()) -> bytes:
     """The records section of a v2 batch, decompressed. Raises DecompressionError."""
     codec = batch.attributes & 7
-    payload = memoryview(raw)[RECORD_BATCH_OVERHEAD:]
     if codec == 0:
-        return bytes(payload)
+        return raw[RECORD_BATCH_OVERHEAD:]
+    payload = memoryview(raw)[RECORD_BATCH_OVERHEAD:]
     if codec >= len(CODECS):
         raise DecompressionError(f"unknown compression codec id {codec}")
     from .codecs import decompress  # imported lazily: keeps CLI start-up light
@@ -229,39 +246,53 @@ def decompress_records(batch: Batch, raw: bytes, options: ScanOptions = ScanOpti
     return decompress(codec, payload, limit=options.max_decompressed)
 
 
+_NO_FINDINGS: tuple[Finding, ...] = ()
+_ZIGZAG1 = tuple((b >> 1) ^ -(b & 1) for b in range(128))  # value of every one-byte zig-zag varint
+_DEFAULT_OPTIONS = ScanOptions()
+
+
 def decode_records(
-    batch: Batch, raw: bytes, path: str, options: ScanOptions = ScanOptions()
-) -> tuple[list[Record], list[Finding]]:
-    """Every record of a batch (decompressed), with absolute offsets, or findings where it fails."""
-    if batch.magic < 2:
-        _batch, records, findings = _legacy_entry(raw, batch.position, path, options)
-        return records, findings
-    try:
-        data = decompress_records(batch, raw, options)
-    except DecompressionLimitExceeded as exc:
-        return [], [Finding("error", "decompression-limit", path, batch.position, str(exc))]
-    except DecompressionError as exc:
-        return [], [Finding("error", "decompression-failed", path, batch.position,
-                            f"{batch.compression} payload cannot be decompressed: {exc}")]
-    return _decode_v2_records(batch, data, path)
+    batch: Batch, raw: bytes, path: str, options: ScanOptions = _DEFAULT_OPTIONS
+) -> tuple[list[Record], Sequence[Finding]]:
+    """Every record of a batch (decompressed), with absolute offsets, or findings where it fails.
 
-
-def _decode_v2_records(batch: Batch, data: bytes, path: str) -> tuple[list[Record], list[Finding]]:
+    One function on purpose: for 1-record batches the per-call overhead is most of the cost.
+    """
+    if batch[4] == 2 and not batch[7] & 7:  # v2 and uncompressed (magic, attributes): decode in place
+        data = raw
+        pos = RECORD_BATCH_OVERHEAD
+    elif batch[4] < 2:
+        _batch, legacy_records, findings = _legacy_entry(raw, batch.position, path, options)
+        return legacy_records, findings
+    else:
+        try:
+            data = decompress_records(batch, raw, options)
+        except DecompressionLimitExceeded as exc:
+            return [], [Finding("error", "decompression-limit", path, batch.position, str(exc))]
+        except DecompressionError as exc:
+            return [], [Finding("error", "decompression-failed", path, batch.position,
+                                f"{batch.compression} payload cannot be decompressed: {exc}")]
+        pos = 0
     records: list[Record] = []
-    base_offset = batch.base_offset
-    base_ts = batch.first_timestamp
-    log_append_ts = batch.max_timestamp if batch.timestamp_type == "log_append" else None
-    control = batch.control
+    append = records.append
+    new = _tuple_new
+    record_type = Record
+    zz = _ZIGZAG1
+    (_position, base_offset, _last, _size, _magic, _crc, _ok, attributes, _codec, _ts_type, base_ts, max_ts,
+     count, _epoch, _pid, _pepoch, _seq, _txn, control, _horizon) = batch  # one unpack: cheaper than 6 lookups
+    log_append_ts = max_ts if attributes & 0x08 else None
     n = len(data)
-    pos = 0
-    new_record = Record._make
     try:
-        for _ in range(batch.record_count):
+        for _ in range(count):
             # length
             b = data[pos]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
+                length = zz[b]
                 pos += 1
+            elif data[pos + 1] < 0x80:  # two bytes: common for lengths and time deltas
+                v = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (v >> 1) ^ -(v & 1)
+                pos += 2
             else:
                 length, pos = _varint_slow(data, pos, 28)
             end = pos + length
@@ -270,19 +301,23 @@ def _decode_v2_records(batch: Batch, data: bytes, path: str) -> tuple[list[Recor
             pos += 1  # attributes (unused)
             b = data[pos]
             if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
+                ts_delta = zz[b]
                 pos += 1
+            elif data[pos + 1] < 0x80:  # two bytes: common for lengths and time deltas
+                v = (b & 0x7F) | (data[pos + 1] << 7)
+                ts_delta = (v >> 1) ^ -(v & 1)
+                pos += 2
             else:
                 ts_delta, pos = _varint_slow(data, pos, 63)
             b = data[pos]
             if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
+                off_delta = zz[b]
                 pos += 1
             else:
                 off_delta, pos = _varint_slow(data, pos, 28)
             b = data[pos]
             if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
+                klen = zz[b]
                 pos += 1
             else:
                 klen, pos = _varint_slow(data, pos, 28)
@@ -293,8 +328,12 @@ def _decode_v2_records(batch: Batch, data: bytes, path: str) -> tuple[list[Recor
                 key = None
             b = data[pos]
             if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
+                vlen = zz[b]
                 pos += 1
+            elif data[pos + 1] < 0x80:  # two bytes: common for lengths and time deltas
+                v = (b & 0x7F) | (data[pos + 1] << 7)
+                vlen = (v >> 1) ^ -(v & 1)
+                pos += 2
             else:
                 vlen, pos = _varint_slow(data, pos, 28)
             if vlen >= 0:
@@ -304,7 +343,7 @@ def _decode_v2_records(batch: Batch, data: bytes, path: str) -> tuple[list[Recor
                 value = None
             b = data[pos]
             if b < 0x80:
-                hcount = (b >> 1) ^ -(b & 1)
+                hcount = zz[b]
                 pos += 1
             else:
                 hcount, pos = _varint_slow(data, pos, 28)
@@ -328,14 +367,14 @@ def _decode_v2_records(batch: Batch, data: bytes, path: str) -> tuple[list[Recor
                 headers = tuple(headers)
             else:
                 headers = ()
-            if pos != end or (key is not None and len(key) != klen) or (value is not None and len(value) != vlen):
+            if pos != end:  # also catches a key/value/header running past ``end`` (pos moved beyond it)
                 raise ValueError(f"record declares {length} bytes but its fields take {pos - end + length}")
             offset = base_offset + off_delta
             ts = log_append_ts if log_append_ts is not None else base_ts + ts_delta
             if control:
-                records.append(_control_record(offset, ts, key, value, headers))
+                append(_control_record(offset, ts, key, value, headers))
             else:
-                records.append(new_record((offset, ts, key, value, headers, None, None)))
+                append(new(record_type, (offset, ts, key, value, headers, None, None)))
     except (IndexError, ValueError) as exc:
         reason = "record runs past the end of the records section" if isinstance(exc, IndexError) else str(exc)
         return records, [Finding("error", "record-invalid", path, batch.position,
@@ -343,7 +382,7 @@ def _decode_v2_records(batch: Batch, data: bytes, path: str) -> tuple[list[Recor
     if pos != n:
         return records, [Finding("error", "records-trailing-bytes", path, batch.position,
                                  f"{n - pos} bytes remain after the declared {batch.record_count} records")]
-    return records, []
+    return records, _NO_FINDINGS
 
 
 def _control_record(offset: int, ts: int, key, value, headers) -> Record:

@@ -1,0 +1,209 @@
+"""Throughput of the record-file hot path, on generated segments (``make bench``).
+
+Two segments of ``--size`` bytes (default 1 GiB), built with the project's own builders:
+``big``: uncompressed batches of ~16 KiB (16 records of 1 KiB); ``tiny``: 1-record batches (~80 B).
+Measured, each in a fresh process (so peak RSS is that measurement's own):
+
+- ``crc32c raw``: the crc32c library over the file, read in 4 MiB chunks: this machine's ceiling.
+- ``scan``: ``kafkatool.records.scan`` over the file: framing, v2 header decode, CRC32C check.
+- ``decode``: records/s of ``scan`` + ``decode_records`` over the first ``--decode-mb`` MiB, next to
+  kafka-python's ``MemoryRecords`` iterating the same bytes (both touch offset, timestamp, key,
+  value and headers of every record).
+
+The files are written once and then read from the page cache: this measures CPU cost, not disk.
+Each measurement runs ``--repeat`` times (fresh processes) and the fastest counts: this machine's
+timings vary by tens of percent from run to run. Results go to stdout and ``bench/out/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+CHUNK = 4 << 20
+
+
+# -- generation ------------------------------------------------------------------------------------
+
+def _template(kind: str) -> bytes:
+    from kafkatool.build import RecordSpec, record_batch
+
+    if kind == "big":
+        records = [RecordSpec(f"key-{i:04d}".encode(), bytes([65 + i % 26]) * 1000, 1_700_000_000_000 + i)
+                   for i in range(16)]
+    else:
+        records = [RecordSpec(b"k", b"tiny-value", 1_700_000_000_000)]
+    return record_batch(0, records, partition_leader_epoch=1)
+
+
+def generate(path: Path, kind: str, size: int) -> dict:
+    """Write ``size`` bytes (rounded down to whole batches) of copies of one batch, offsets patched.
+
+    The CRC covers attributes..end, not the base offset, so every copy stays valid.
+    """
+    template = _template(kind)
+    per = len(template)
+    count = size // per
+    records_per = 16 if kind == "big" else 1
+    meta = {"kind": kind, "batch_bytes": per, "batches": count, "records": count * records_per,
+            "bytes": count * per}
+    stamp = path.with_suffix(".json")
+    if path.exists() and stamp.exists() and json.loads(stamp.read_text()) == meta:
+        return meta
+    block_batches = max(1, (8 << 20) // per)
+    block = bytearray(template * block_batches)
+    pack = struct.Struct(">q").pack_into
+    offset = 0
+    with open(path, "wb") as fh:
+        remaining = count
+        while remaining:
+            n = min(block_batches, remaining)
+            for i in range(n):
+                pack(block, i * per, offset)
+                offset += records_per
+            fh.write(memoryview(block)[: n * per])
+            remaining -= n
+    stamp.write_text(json.dumps(meta))
+    return meta
+
+
+# -- measurements (each runs in its own process) -----------------------------------------------------
+
+def m_crc(path: str) -> dict:
+    from crc32c import crc32c
+
+    buf = bytearray(CHUNK)
+    mv = memoryview(buf)
+    t = time.perf_counter()
+    total = 0
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(buf):
+            crc32c(mv[:n])
+            total += n
+    return {"seconds": time.perf_counter() - t, "bytes": total}
+
+
+def m_scan(path: str) -> dict:
+    from kafkatool.model import Batch
+    from kafkatool.records import scan
+
+    t = time.perf_counter()
+    batches = bad = 0
+    with open(path, "rb", buffering=0) as fh:
+        for item in scan(fh, path):
+            if type(item) is Batch:
+                batches += 1
+                bad += not item.crc_valid
+            else:
+                bad += 1
+    return {"seconds": time.perf_counter() - t, "bytes": os.path.getsize(path), "batches": batches, "bad": bad}
+
+
+def m_decode(path: str, limit: int) -> dict:
+    from kafkatool.records import RawBatch, decode_records, scan
+
+    t = time.perf_counter()
+    n = 0
+    with open(path, "rb", buffering=0) as fh:
+        for item in scan(fh, path, end=limit, with_raw=True):
+            if isinstance(item, RawBatch):
+                records, _ = decode_records(item.batch, item.raw, path)
+                for r in records:
+                    _ = (r.offset, r.timestamp, r.key, r.value, r.headers)
+                n += len(records)
+    return {"seconds": time.perf_counter() - t, "records": n}
+
+
+def m_kafka_python(path: str, limit: int) -> dict:
+    from kafka.record.memory_records import MemoryRecords
+
+    with open(path, "rb") as fh:
+        data = fh.read(limit)
+    t = time.perf_counter()
+    n = 0
+    records = MemoryRecords(data)
+    while (batch := records.next_batch()) is not None:
+        for r in batch:
+            _ = (r.offset, r.timestamp, r.key, r.value, r.headers)
+            n += 1
+    return {"seconds": time.perf_counter() - t, "records": n}
+
+
+def _child(argv: list[str]) -> None:
+    name, path, *rest = argv
+    fn = {"crc": m_crc, "scan": m_scan, "decode": m_decode, "kafka_python": m_kafka_python}[name]
+    result = fn(path, *(int(x) for x in rest))
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
+
+
+def run(name: str, *args: object, repeat: int = 1) -> dict:
+    """Best (fastest) of ``repeat`` runs, each in a fresh process; peak RSS is the largest seen."""
+    results = []
+    for _ in range(repeat):
+        proc = subprocess.run([sys.executable, __file__, "--child", name, *map(str, args)],
+                              capture_output=True, text=True, check=True)
+        results.append(json.loads(proc.stdout))
+    best = min(results, key=lambda r: r["seconds"])
+    best["peak_rss_mib"] = max(r["peak_rss_mib"] for r in results)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=1 << 30, help="bytes per generated segment (default 1 GiB)")
+    ap.add_argument("--decode-mb", type=int, default=64, help="MiB of each segment to decode records from")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest counts")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(args.child)
+        return
+    OUT.mkdir(exist_ok=True)
+    results = {}
+    for kind in ("big", "tiny"):
+        path = OUT / f"{kind}.log"
+        sys.stderr.write(f"generating {path} ...\n")
+        meta = generate(path, kind, args.size)
+        run("crc", path)  # warm the page cache
+        crc = run("crc", path, repeat=args.repeat)
+        scan = run("scan", path, repeat=args.repeat)
+        assert scan["batches"] == meta["batches"] and scan["bad"] == 0, scan
+        limit = (args.decode_mb << 20) // meta["batch_bytes"] * meta["batch_bytes"]  # whole batches
+        ours = run("decode", path, limit, repeat=args.repeat)
+        theirs = run("kafka_python", path, limit, repeat=args.repeat)
+        assert ours["records"] == theirs["records"], (ours, theirs)
+        gb = meta["bytes"] / 1e9
+        results[kind] = {
+            "segment": meta,
+            "crc32c_raw_GBps": round(gb / crc["seconds"], 3),
+            "scan_GBps": round(gb / scan["seconds"], 3),
+            "scan_batches_per_s": round(scan["batches"] / scan["seconds"]),
+            "scan_peak_rss_mib": round(scan["peak_rss_mib"], 1),
+            "decode_records_per_s": round(ours["records"] / ours["seconds"]),
+            "kafka_python_records_per_s": round(theirs["records"] / theirs["seconds"]),
+            "decode_speedup_vs_kafka_python": round(theirs["seconds"] / ours["seconds"], 2),
+            "decode_sample_records": ours["records"],
+        }
+    (OUT / "results.json").write_text(json.dumps(results, indent=2))
+    cols = ["segment", "crc32c raw GB/s", "scan GB/s", "scan batches/s", "scan peak RSS MiB",
+            "decode rec/s", "kafka-python rec/s", "speed-up"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for kind, r in results.items():
+        seg = f"{kind}: {r['segment']['bytes'] / (1 << 30):.2f} GiB, {r['segment']['batch_bytes']} B batches"
+        print(f"| {seg} | {r['crc32c_raw_GBps']} | {r['scan_GBps']} | {r['scan_batches_per_s']:,} | "
+              f"{r['scan_peak_rss_mib']} | {r['decode_records_per_s']:,} | {r['kafka_python_records_per_s']:,} | "
+              f"{r['decode_speedup_vs_kafka_python']}x |")
+
+
+if __name__ == "__main__":
+    main()
