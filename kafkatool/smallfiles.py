@@ -1,0 +1,522 @@
+"""Readers for the small (non-record) files of a log dir: indexes, producer snapshots, checkpoints, metadata.
+
+:func:`read_small_file` yields, in file order, the values below (each ``as_dict()`` is the corpus
+``SCHEMA.md`` JSON-lines shape) and :class:`~kafkatool.model.Finding`\\ s for what Kafka would reject.
+Semantics follow the Kafka classes the corpus goldens were produced with:
+
+- ``.index`` / ``.timeindex``: entries are listed up to the first zero-filled (preallocated) slot,
+  then ``sanityCheck()`` runs on the whole file; a failure is one error Finding at the end.
+- ``.txnindex``: ``allAbortedTxns()`` then ``sanityCheck()``; an entry with a version Kafka rejects
+  ends the listing with an error.
+- producer ``.snapshot``: the header, then either all producers or (when Kafka's ``readSnapshot``
+  throws: schema, version, CRC) an error Finding and no producers.
+- text files: the header and entries up to the point Kafka's reader throws, then an error Finding.
+
+Bad content never raises: it becomes a Finding and the reader stops. Only a file that cannot be
+read raises :class:`~kafkatool.errors.InputIOError`. Index files are bulk-decoded with ``struct``
+(``.index`` files can be 10 MiB preallocated); the formats are the Construct declarations in
+``kafkatool.formats``, from which the ``struct`` layouts here are derived.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from construct import Array
+
+from .errors import InputIOError, UsageError
+from .filetypes import FileKind, classify
+from .formats import checkpoints, metadata_files
+from .formats import index as index_format
+from .formats import producer_snapshot as snapshot_format
+from .formats import txnindex as txn_format
+from .formats.checkpoints import TextFileError
+from .model import Finding
+
+# --- values ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    offset: int    # absolute: segment base offset + relative offset
+    position: int  # byte position in the .log
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "index_entry", "offset": self.offset, "position": self.position}
+
+
+@dataclass(frozen=True, slots=True)
+class TimeIndexEntry:
+    timestamp: int
+    offset: int  # absolute
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "time_index_entry", "timestamp": self.timestamp, "offset": self.offset}
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "aborted_txn",
+            "version": self.version,
+            "producer_id": self.producer_id,
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "last_stable_offset": self.last_stable_offset,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerSnapshotHeader:
+    version: int
+    crc: int
+    crc_valid: bool
+    count: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "producer_snapshot",
+            "version": self.version,
+            "crc": self.crc,
+            "crc_valid": self.crc_valid,
+            "count": self.count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerEntry:
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int  # -1: no open transaction
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "producer",
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "last_sequence": self.last_sequence,
+            "last_offset": self.last_offset,
+            "offset_delta": self.offset_delta,
+            "timestamp": self.timestamp,
+            "coordinator_epoch": self.coordinator_epoch,
+            "current_txn_first_offset": self.current_txn_first_offset,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointHeader:
+    version: int
+    count: int | None  # None: the file ends after the version line
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "checkpoint", "version": self.version, "count": self.count}
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCheckpointEntry:
+    topic: str
+    partition: int
+    offset: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "offset", "topic": self.topic, "partition": self.partition, "offset": self.offset}
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "epoch", "epoch": self.epoch, "start_offset": self.start_offset}
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    version: int
+    topic_id: str  # Uuid.toString(): URL-safe base64, no padding
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "partition_metadata", "version": self.version, "topic_id": self.topic_id}
+
+
+@dataclass(frozen=True, slots=True)
+class MetaProperties:
+    """``meta.properties``: the raw properties plus what Kafka derives from them."""
+
+    version: int | None  # None when the file is unusable (see the accompanying Finding)
+    node_id: int | None  # broker.id (v0) or node.id (v1)
+    cluster_id: str | None
+    directory_id: str | None
+    properties: tuple[tuple[str, str], ...]  # file order
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "meta_properties",
+            "version": self.version,
+            "node_id": self.node_id,
+            "cluster_id": self.cluster_id,
+            "directory_id": self.directory_id,
+            "properties": dict(self.properties),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CleanShutdown:
+    """``.kafka_cleanshutdown``: present means the broker shut down cleanly; epoch since Kafka 3.7."""
+
+    version: int | None
+    broker_epoch: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "clean_shutdown", "version": self.version, "broker_epoch": self.broker_epoch}
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumState:
+    """KRaft ``quorum-state``: ``data_version`` plus the QuorumStateData fields as written (camelCase)."""
+
+    data_version: int
+    fields: tuple[tuple[str, Any], ...]  # file order, data_version excluded
+
+    def as_dict(self) -> dict[str, Any]:
+        fields = {_snake(k): _snake_keys(v) for k, v in self.fields}
+        return {"type": "quorum_state", "data_version": self.data_version, **fields}
+
+
+SmallFileValue = (
+    IndexEntry | TimeIndexEntry | AbortedTxn | ProducerSnapshotHeader | ProducerEntry | CheckpointHeader
+    | OffsetCheckpointEntry | EpochEntry | PartitionMetadata | MetaProperties | CleanShutdown | QuorumState
+)
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def _snake_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_snake(k): _snake_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_snake_keys(v) for v in value]
+    return value
+
+
+# --- entry point ------------------------------------------------------------------------------------
+
+Reader = Callable[[bytes, str, int], Iterator[SmallFileValue | Finding]]
+
+
+def read_small_file(
+    path: Path, kind: FileKind, display_path: str, base_offset: int | None = None
+) -> Iterator[SmallFileValue | Finding]:
+    """Values and Findings of one small file, in file order.
+
+    ``base_offset`` (segment base offset, for index kinds) defaults to the one in the file name.
+    The file is read when this is called: :class:`InputIOError` is raised here, not while iterating.
+    """
+    reader = _READERS.get(kind)
+    if reader is None:
+        raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
+    data = _read_bytes(path, display_path)
+    if base_offset is None:
+        base_offset = classify(path).base_offset
+    if base_offset is None and kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+        return _with_first(
+            Finding("warning", "base-offset-unknown", display_path, None,
+                    "no segment base offset in the file name; offsets shown relative to 0"),
+            reader(data, display_path, 0),
+        )
+    return reader(data, display_path, base_offset or 0)
+
+
+def _read_bytes(path: Path, display_path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise InputIOError(f"{display_path}: cannot read: {e.strerror or e}") from e
+
+
+def _with_first(first: Finding, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def _error(path: str, code: str, position: int | None, message: str) -> Finding:
+    return Finding("error", code, path, position, message)
+
+
+def _packer(decl: Any) -> struct.Struct:
+    """The ``struct`` layout of a Construct Struct of big-endian fixed-size fields (for bulk decoding)."""
+    return struct.Struct(">" + "".join(sc.subcon.fmtstr.lstrip("<>=!") for sc in decl.subcons))
+
+
+_OFFSET_ENTRY = _packer(index_format.OffsetIndexEntry)
+_TIME_ENTRY = _packer(index_format.TimeIndexEntry)
+_TXN_ENTRY = _packer(txn_format.AbortedTxnEntry)
+_SLOTS = {FileKind.INDEX: _OFFSET_ENTRY, FileKind.TIME_INDEX: _TIME_ENTRY, FileKind.TXN_INDEX: _TXN_ENTRY}
+
+
+def index_slots(data: bytes, kind: FileKind) -> Iterator[tuple]:
+    """Every whole entry slot of an index file, as a tuple of its fields in declaration order.
+
+    Bulk ``struct`` decoding; a partial last slot is left out (``len(data) % entry size`` bytes).
+    """
+    packer = _SLOTS[kind]
+    return packer.iter_unpack(memoryview(data)[: len(data) - len(data) % packer.size])
+
+
+# --- .index / .timeindex / .txnindex ------------------------------------------------------------------
+
+
+def _offset_index(data: bytes, path: str, base_offset: int) -> Iterator[IndexEntry | Finding]:
+    for i, (relative, position) in enumerate(index_slots(data, FileKind.INDEX)):
+        if relative == 0 and (i > 0 or position == 0):  # preallocated, never-written slot
+            break
+        yield IndexEntry(base_offset + relative, position)
+    if problem := offset_index_sanity(data, path):
+        yield problem
+
+
+def offset_index_sanity(data: bytes, path: str) -> Finding | None:
+    """``OffsetIndex.sanityCheck()``: the last (mapped) entry below the base offset, or a partial entry."""
+    size = _OFFSET_ENTRY.size
+    entries = len(data) // size
+    if entries and _OFFSET_ENTRY.unpack_from(data, (entries - 1) * size)[0] < 0:
+        return _error(path, "index-last-offset-below-base", (entries - 1) * size,
+                      f"last slot ({entries - 1}) has a negative relative offset: below the base offset")
+    if len(data) % size:
+        return _error(path, "index-size-not-multiple", entries * size,
+                      f"index is {len(data)} bytes, not a multiple of {size}")
+    return None
+
+
+def _time_index(data: bytes, path: str, base_offset: int) -> Iterator[TimeIndexEntry | Finding]:
+    for i, (timestamp, relative) in enumerate(index_slots(data, FileKind.TIME_INDEX)):
+        if relative == 0 and (i > 0 or timestamp == 0):  # preallocated, never-written slot
+            break
+        yield TimeIndexEntry(timestamp, base_offset + relative)
+    if problem := time_index_sanity(data, path):
+        yield problem
+
+
+def time_index_sanity(data: bytes, path: str) -> Finding | None:
+    """``TimeIndex.sanityCheck()``: last timestamp below the first, last offset below base, partial entry."""
+    size = _TIME_ENTRY.size
+    entries = len(data) // size
+    if entries:
+        first_timestamp = _TIME_ENTRY.unpack_from(data, 0)[0]
+        last_timestamp, last_relative = _TIME_ENTRY.unpack_from(data, (entries - 1) * size)
+        if last_timestamp < first_timestamp:
+            return _error(path, "timeindex-last-timestamp-below-first", (entries - 1) * size,
+                          f"last timestamp {last_timestamp} (slot {entries - 1}) is less than the first "
+                          f"timestamp {first_timestamp}")
+        if last_relative < 0:
+            return _error(path, "timeindex-last-offset-below-base", (entries - 1) * size,
+                          f"last slot ({entries - 1}) has a negative relative offset: below the base offset")
+    if len(data) % size:
+        return _error(path, "timeindex-size-not-multiple", entries * size,
+                      f"time index is {len(data)} bytes, not a multiple of {size}")
+    return None
+
+
+def _txn_index(data: bytes, path: str, base_offset: int) -> Iterator[AbortedTxn | Finding]:
+    size = _TXN_ENTRY.size
+    txns: list[AbortedTxn] = []
+    for i, fields in enumerate(index_slots(data, FileKind.TXN_INDEX)):
+        txn = AbortedTxn(*fields)
+        seen_by_kafka = txn_format.kafka_version(txn.version)
+        if seen_by_kafka > txn_format.CURRENT_VERSION:
+            yield _error(path, "txnindex-bad-version", i * size,
+                         f"entry {i} has version {txn.version} (Kafka reads {seen_by_kafka}, "
+                         f"supports {txn_format.CURRENT_VERSION})")
+            return
+        if txn.version != txn_format.CURRENT_VERSION:
+            yield Finding("warning", "txnindex-odd-version", path, i * size,
+                          f"entry {i} has version {txn.version}; Kafka reads only the first byte, accepts it")
+        txns.append(txn)
+        yield txn
+    if len(data) % size:
+        yield Finding("warning", "txnindex-partial-entry", path, len(data) - len(data) % size,
+                      f"{len(data) % size} trailing bytes do not form a whole entry (Kafka ignores them)")
+    for i, txn in enumerate(txns):  # TransactionIndex.sanityCheck()
+        if txn.last_offset < base_offset:
+            yield _error(path, "txnindex-last-offset-below-base", i * size,
+                         f"aborted transaction {i} ends at offset {txn.last_offset}, "
+                         f"before the segment base offset {base_offset}")
+            return
+
+
+# --- producer .snapshot -----------------------------------------------------------------------------
+
+
+def _producer_snapshot(data: bytes, path: str, base_offset: int) -> Iterator[Any]:
+    fmt = snapshot_format
+    if len(data) < fmt.HEADER_SIZE:
+        yield _error(path, "snapshot-truncated", 0,
+                     f"snapshot is {len(data)} bytes, shorter than its {fmt.HEADER_SIZE}-byte header")
+        return
+    header = fmt.SnapshotHeader.parse(data)
+    crc_valid = fmt.snapshot_crc(data) == header.crc
+    yield ProducerSnapshotHeader(header.version, header.crc, crc_valid, header.num_entries)
+    available = len(data) - fmt.HEADER_SIZE
+    if header.num_entries < 0:
+        yield _error(path, "snapshot-bad-count", fmt.ENTRIES_OFFSET,
+                     f"negative entry count {header.num_entries}")
+    elif not fmt.entries_fit(header.num_entries, available):
+        yield _error(path, "snapshot-truncated", fmt.ENTRIES_OFFSET,
+                     f"{header.num_entries} entries of {fmt.PRODUCER_ENTRY_SIZE} bytes do not fit in the "
+                     f"{available} bytes after the header")
+    elif header.version != fmt.VERSION:
+        yield _error(path, "snapshot-bad-version", 0,
+                     f"unknown snapshot version {header.version} (expected {fmt.VERSION})")
+    elif not crc_valid:
+        yield _error(path, "snapshot-crc-mismatch", fmt.CRC_OFFSET,
+                     f"stored CRC {header.crc} != computed CRC {fmt.snapshot_crc(data)}")
+    else:
+        end = fmt.HEADER_SIZE + header.num_entries * fmt.PRODUCER_ENTRY_SIZE
+        for entry in Array(header.num_entries, fmt.ProducerEntry).parse(data[fmt.HEADER_SIZE : end]):
+            yield ProducerEntry(**{k: v for k, v in entry.items() if not k.startswith("_")})
+        if end < len(data):
+            yield Finding("warning", "snapshot-trailing-bytes", path, end,
+                          f"{len(data) - end} bytes after the last entry (CRC-covered; Kafka ignores them)")
+
+
+# --- text checkpoints and metadata files ----------------------------------------------------------
+
+
+def _checkpoint(parse_line: Callable[[str], tuple | None], make: Callable[..., Any]) -> Reader:
+    def read(data: bytes, path: str, base_offset: int) -> Iterator[Any]:
+        try:
+            items = checkpoints.parse_checkpoint(data, parse_line)
+            for i, item in enumerate(items):
+                if i == 0:
+                    yield CheckpointHeader(*item)
+                    if item[1] is None:
+                        yield Finding("warning", "checkpoint-no-count", path, len(data),
+                                      "file ends after the version line (Kafka reads it as empty)")
+                else:
+                    yield make(*item)
+        except TextFileError as e:
+            yield _error(path, e.code, e.position, e.message)
+
+    return read
+
+
+def _partition_metadata(data: bytes, path: str, base_offset: int) -> Iterator[PartitionMetadata | Finding]:
+    try:
+        version, topic_id = metadata_files.parse_partition_metadata(data)
+    except TextFileError as e:
+        yield _error(path, e.code, e.position, e.message)
+        return
+    yield PartitionMetadata(version, metadata_files.uuid_to_string(topic_id))
+
+
+def _meta_properties(data: bytes, path: str, base_offset: int) -> Iterator[MetaProperties | Finding]:
+    try:
+        _, props = metadata_files.parse_properties(data)
+    except TextFileError as e:
+        yield _error(path, e.code, e.position, e.message)
+        return
+    problem = None
+    try:
+        version, node_id = metadata_files.meta_properties_node_id(props)
+    except TextFileError as e:
+        version, node_id, problem = None, None, _error(path, e.code, e.position, e.message)
+    yield MetaProperties(version, node_id, props.get("cluster.id"), props.get("directory.id"),
+                         tuple(props.items()))
+    if problem:
+        yield problem
+
+
+def _clean_shutdown(data: bytes, path: str, base_offset: int) -> Iterator[CleanShutdown | Finding]:
+    try:
+        version, epoch = metadata_files.parse_clean_shutdown(data)
+    except TextFileError as e:  # Kafka still treats the shutdown as clean; only the epoch is lost
+        yield CleanShutdown(None, None)
+        yield Finding("warning", e.code, path, e.position, e.message)
+        return
+    yield CleanShutdown(version, epoch)
+
+
+def _quorum_state(data: bytes, path: str, base_offset: int) -> Iterator[QuorumState | Finding]:
+    try:
+        state = metadata_files.parse_quorum_state(data)
+    except TextFileError as e:
+        yield _error(path, e.code, e.position, e.message)
+        return
+    yield QuorumState(state["data_version"], tuple((k, v) for k, v in state.items() if k != "data_version"))
+
+
+_READERS: dict[FileKind, Reader] = {
+    FileKind.INDEX: _offset_index,
+    FileKind.TIME_INDEX: _time_index,
+    FileKind.TXN_INDEX: _txn_index,
+    FileKind.PRODUCER_SNAPSHOT: _producer_snapshot,
+    FileKind.OFFSET_CHECKPOINT: _checkpoint(checkpoints.parse_offset_line, OffsetCheckpointEntry),
+    FileKind.EPOCH_CHECKPOINT: _checkpoint(checkpoints.parse_epoch_line, EpochEntry),
+    FileKind.PARTITION_METADATA: _partition_metadata,
+    FileKind.META_PROPERTIES: _meta_properties,
+    FileKind.CLEAN_SHUTDOWN: _clean_shutdown,
+    FileKind.QUORUM_STATE: _quorum_state,
+}
+
+
+# --- helpers for the rest of the tool ---------------------------------------------------------------
+
+
+def _values(path: Path, kind: FileKind, base_offset: int | None, cls: type) -> list:
+    return [v for v in read_small_file(path, kind, str(path), base_offset) if isinstance(v, cls)]
+
+
+def read_offset_index(path: Path, base_offset: int | None = None) -> list[IndexEntry]:
+    """The entries of an ``.index`` file as listed (preallocated slots dropped; Findings dropped)."""
+    return _values(path, FileKind.INDEX, base_offset, IndexEntry)
+
+
+def read_time_index(path: Path, base_offset: int | None = None) -> list[TimeIndexEntry]:
+    """The entries of a ``.timeindex`` file as listed (preallocated slots dropped; Findings dropped)."""
+    return _values(path, FileKind.TIME_INDEX, base_offset, TimeIndexEntry)
+
+
+def read_txn_index(path: Path, base_offset: int | None = None) -> list[AbortedTxn]:
+    """The aborted transactions of a ``.txnindex`` file (up to an entry Kafka would reject)."""
+    return _values(path, FileKind.TXN_INDEX, base_offset, AbortedTxn)
+
+
+def read_producer_entries(path: Path) -> list[ProducerEntry]:
+    """The producers of a ``.snapshot`` file; empty when Kafka could not load it (bad CRC, version...)."""
+    return _values(path, FileKind.PRODUCER_SNAPSHOT, None, ProducerEntry)
+
+
+def read_offset_checkpoint(path: Path) -> list[OffsetCheckpointEntry]:
+    """The entries of an offset checkpoint file, in file order (up to a line Kafka would reject)."""
+    return _values(path, FileKind.OFFSET_CHECKPOINT, None, OffsetCheckpointEntry)
+
+
+def read_epoch_checkpoint(path: Path) -> list[EpochEntry]:
+    """The entries of a ``leader-epoch-checkpoint``, in file order (up to a line Kafka would reject)."""
+    return _values(path, FileKind.EPOCH_CHECKPOINT, None, EpochEntry)
+
+
+def read_topic_id(path: Path) -> str | None:
+    """The topic id in a ``partition.metadata`` file, or ``None`` when Kafka could not read one."""
+    found = _values(path, FileKind.PARTITION_METADATA, None, PartitionMetadata)
+    return found[0].topic_id if found else None
+
