@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,30 @@ def golden_files(suffixes: tuple[str, ...]) -> list[tuple[Path, Path]]:
         if name.endswith(suffixes) or name in suffixes:
             pairs.append((src, golden))
     return pairs
+
+
+# Goldens that do not describe the input file as stored in the corpus: reported in the issue notes,
+# tested as strict expected failures (so the test turns red, and this entry must go, once fixed).
+KNOWN_BAD_GOLDENS = {
+    "kafka/recovery/corrupt-index/before/rtopic-0/00000000000000000259.index": (
+        "golden says Kafka found 4101 bytes (5 garbage bytes appended, per case.json) but the stored file is "
+        "4096 bytes: the 5 bytes are missing, so sanityCheck() passes on the stored bytes"
+    ),
+}
+
+
+def golden_params(suffixes: tuple[str, ...], keep: Callable[[Path], bool] = lambda p: True) -> list:
+    """``pytest.param(src, golden, id=<path in corpus>)`` per golden, known-bad ones as strict xfails."""
+    root = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    params = []
+    for src, golden in golden_files(suffixes):
+        if not keep(src):
+            continue
+        rel = str(src.relative_to(root))
+        bad = KNOWN_BAD_GOLDENS.get(rel)
+        marks = [pytest.mark.xfail(reason=bad, strict=True)] if bad else []
+        params.append(pytest.param(src, golden, id=rel, marks=marks))
+    return params
 
 
 def read_jsonl(path: Path) -> list[dict]:

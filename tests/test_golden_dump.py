@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import corpus_root, golden_files, read_jsonl
+from .conftest import corpus_root, golden_files, golden_params, read_jsonl
 
 ALL_SUFFIXES = (
     ".log", ".checkpoint", ".index", ".timeindex", ".txnindex", ".snapshot",
@@ -22,6 +22,7 @@ ALL_SUFFIXES = (
     "cleaner-offset-checkpoint", "leader-epoch-checkpoint", "partition.metadata",
 )
 PAIRS = golden_files(ALL_SUFFIXES)
+PARAMS = golden_params(ALL_SUFFIXES)
 
 
 def test_every_golden_is_covered() -> None:
@@ -68,9 +69,7 @@ def assert_matches_golden(got: list[dict], expected: list[dict], where: str) -> 
         assert not problems, f"{where}: findings on a file Kafka reads cleanly: {problems}"
 
 
-@pytest.mark.parametrize(
-    "src,golden", PAIRS, ids=[str(s.relative_to(corpus_root())) for s, _ in PAIRS]
-)
+@pytest.mark.parametrize(("src", "golden"), PARAMS)
 def test_dump_matches_golden(dumped: dict[str, list[dict]], src: Path, golden: Path) -> None:
     rel = str(src.relative_to(corpus_root()))
     assert rel in dumped, f"{rel} was not dumped"

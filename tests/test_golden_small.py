@@ -8,7 +8,6 @@ that ends the output. Warnings would be extra lines, so the corpus must produce 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from kafkatool.filetypes import FileKind, classify
 from kafkatool.smallfiles import read_small_file
 
-from .conftest import PROJECT_ROOT, golden_files, read_jsonl
+from .conftest import golden_params, read_jsonl
 
 SMALL_KINDS = (
     FileKind.INDEX,
@@ -29,31 +28,7 @@ SMALL_KINDS = (
 )
 SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot", "-checkpoint", "partition.metadata")
 
-# Goldens that do not describe the input file as stored in the corpus (reported, not worked around).
-KNOWN_BAD_GOLDENS = {
-    "kafka/recovery/corrupt-index/before/rtopic-0/00000000000000000259.index": (
-        "golden says Kafka found 4101 bytes (5 garbage bytes appended, per case.json) but the stored file is "
-        "4096 bytes: the 5 bytes are missing, so sanityCheck() passes on the stored bytes"
-    ),
-}
-
-# Same location rule as conftest.golden_files (ids are needed at collection time).
-CORPUS = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
-
-
-def _cases() -> list:
-    cases = []
-    for src, golden in golden_files(SUFFIXES):
-        if classify(src).kind not in SMALL_KINDS:
-            continue
-        rel = str(src.relative_to(CORPUS))
-        bad = KNOWN_BAD_GOLDENS.get(rel)
-        marks = [pytest.mark.xfail(reason=bad, strict=True)] if bad else []
-        cases.append(pytest.param(src, golden, id=rel, marks=marks))
-    return cases
-
-
-CASES = _cases()
+CASES = golden_params(SUFFIXES, keep=lambda src: classify(src).kind in SMALL_KINDS)
 
 
 @pytest.mark.parametrize(("src", "golden"), CASES)
