@@ -46,30 +46,41 @@ def dump_paths(
 
 
 def total_bytes(paths: list[str] | list[Path]) -> int:
-    """Bytes of record files under ``paths`` (what a progress bar counts)."""
-    return sum(f.path.stat().st_size for f in expand(paths) if f.kind.holds_records)
+    """Bytes of record files under ``paths`` (what a progress bar counts); unreadable files count 0."""
+    total = 0
+    for f in expand(paths):
+        if f.kind.holds_records:
+            try:
+                total += f.path.stat().st_size
+            except OSError:
+                pass
+    return total
 
 
 def dump_file(
     f: FoundFile, options: DumpOptions = DumpOptions(), progress: Callable[[int], None] | None = None
 ) -> Iterator[object]:
-    if f.kind.holds_records:
-        yield from _dump_records(f, options, progress)
-    elif f.kind is FileKind.UNKNOWN:
-        yield Finding("warning", "unknown-file-type", f.display, None,
-                      "not a Kafka log-dir file name; cannot tell how to read it")
-    else:
-        from .smallfiles import read_small_file
+    """Values of one file. A file that cannot be read yields an ``io-error`` finding, not an exception."""
+    try:
+        if f.kind.holds_records:
+            yield from _dump_records(f, options, progress)
+        elif f.kind is FileKind.UNKNOWN:
+            yield Finding("warning", "unknown-file-type", f.display, None,
+                          "not a Kafka log-dir file name; cannot tell how to read it")
+        else:
+            from .smallfiles import read_small_file
 
-        yield from read_small_file(f.path, f.kind, f.display, classify(f.path).base_offset)
+            yield from read_small_file(f.path, f.kind, f.display, classify(f.path).base_offset)
+    except (OSError, InputIOError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        yield Finding("error", IO_ERROR, f.display, None, f"cannot read the file: {reason}")
+
+
+IO_ERROR = "io-error"  # the finding code the CLI turns into exit code 3
 
 
 def _dump_records(f: FoundFile, options: DumpOptions, progress) -> Iterator[object]:
-    try:
-        fh = open(f.path, "rb")  # noqa: SIM115 (closed below, generator-safe)
-    except OSError as exc:
-        raise InputIOError(f"cannot read {f.display}: {exc.strerror or exc}") from exc
-    with fh:
+    with open(f.path, "rb") as fh:
         batches = 0
         for item in scan(fh, f.display, end=options.max_bytes, with_raw=options.records,
                          options=options.scan, progress=progress):

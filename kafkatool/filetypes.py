@@ -84,8 +84,15 @@ class FileInfo:
     epoch: int | None = None        # KRaft snapshot epoch
 
 
-def classify(path: str | Path) -> FileInfo:
-    """Classify a file by its name (never by its content)."""
+_BY_EXTENSION = re.compile(r"^.+\.(?P<ext>log|index|timeindex|txnindex|snapshot)$")
+
+
+def classify(path: str | Path, *, by_extension: bool = False) -> FileInfo:
+    """Classify a file by its name (never by its content).
+
+    ``by_extension``: also accept names that are not Kafka's (``copy.log``), with no base offset. Only
+    for files a user names explicitly: walking a directory stays strict, so ``server.log`` is not a segment.
+    """
     name = Path(path).name
     leftover = None
     for suffix in LEFTOVER_SUFFIXES:
@@ -100,6 +107,8 @@ def classify(path: str | Path) -> FileInfo:
         return FileInfo(FileKind.OFFSET_CHECKPOINT, leftover)
     if name in _FIXED:
         return FileInfo(_FIXED[name], leftover)
+    if by_extension and (m := _BY_EXTENSION.match(name)):
+        return FileInfo(_EXT_KIND[m["ext"]], leftover)
     return FileInfo(FileKind.UNKNOWN, leftover)
 
 

@@ -61,7 +61,7 @@ def expand(paths: Iterable[str | Path]) -> list[FoundFile]:
         if p.is_dir():
             found.extend(_walk_dir(p, str(raw)))
         elif p.exists():
-            found.append(FoundFile(p, str(raw), classify(p).kind, True))
+            found.append(FoundFile(p, str(raw), classify(p, by_extension=True).kind, True))
         else:
             raise UsageError(f"no such file or directory: {raw}")
     return found

@@ -58,6 +58,6 @@ def dump(
         max_bytes=max_bytes, scan=ScanOptions(max_decompressed=max_decompressed),
     )
     out = Output(fmt, values)
-    with out.progress(total_bytes(paths), "dump") as advance:
+    with out.progress(lambda: total_bytes(paths), "dump") as advance:
         out.emit_all(dump_paths(paths, options, progress=advance))
     return out.exit_code("warning")

@@ -60,6 +60,7 @@ class Output:
         self.fmt = fmt
         self.values = values or ("base64" if fmt == "jsonl" else "text")
         self.findings: Counter[str] = Counter()
+        self.codes: Counter[str] = Counter()
         self._out = sys.stdout
         self._console = Console(file=sys.stdout, highlight=False, soft_wrap=True) if fmt == "text" else None
         self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
@@ -70,6 +71,7 @@ class Output:
         d = item if isinstance(item, dict) else item.as_dict()
         if d.get("type") == "finding":
             self.findings[d["severity"]] += 1
+            self.codes[d["code"]] += 1
         if d.get("type") == "record" and self.values != "base64" and not (self.fmt == "text" and self.values == "text"):
             d = self._revalue(d)
         if self.fmt == "jsonl":
@@ -87,7 +89,9 @@ class Output:
         self._out.flush()
 
     def exit_code(self, fail_on: str = "warning") -> int:
-        """1 when a finding at or above ``fail_on`` was emitted, else 0."""
+        """3 when a file could not be read, 1 when a finding at or above ``fail_on`` was emitted, else 0."""
+        if self.codes["io-error"]:
+            return 3
         order = ["info", "warning", "error"]
         worst = [s for s in order[order.index(fail_on):] if self.findings[s]]
         return 1 if worst else 0
@@ -137,9 +141,16 @@ class Output:
         self._console.print(table)
 
     @contextmanager
-    def progress(self, total: int, label: str) -> Any:
-        """A byte progress bar on stderr, shown only when stderr is a terminal and stdout is not."""
-        if total <= 0 or not self.err.is_terminal or (self._console and self._console.is_terminal):
+    def progress(self, total: Callable[[], int], label: str) -> Any:
+        """A byte progress bar on stderr, shown only when stderr is a terminal and stdout is not.
+
+        ``total`` is called only when the bar will be shown (it may walk a whole log dir).
+        """
+        if not self.err.is_terminal or sys.stdout.isatty():
+            yield None
+            return
+        size = total()
+        if size <= 0:
             yield None
             return
         from rich.progress import (
@@ -152,7 +163,7 @@ class Output:
 
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                       TransferSpeedColumn(), TimeRemainingColumn(), console=self.err, transient=True) as bar:
-            task = bar.add_task(label, total=total)
+            task = bar.add_task(label, total=size)
             yield lambda n: bar.advance(task, n)
 
 

@@ -1,0 +1,149 @@
+"""The command line as a user meets it: real subprocesses, real files, exit codes and streams."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkatool.build import RecordSpec, record_batch
+
+from .conftest import corpus_root
+
+ROOT = corpus_root()
+TXN = ROOT / "kafka/logdir/txn-0"
+
+
+def kt(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
+                          check=False)
+
+
+def jsonl(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_clean_dump_exits_0_and_jsonl_is_plain_json() -> None:
+    proc = kt("dump", "--format", "jsonl", "--records", TXN)
+    assert proc.returncode == 0, proc.stderr
+    lines = jsonl(proc.stdout)
+    assert lines[0] == {"type": "file", "path": str(TXN / "00000000000000000000.log")}
+    assert not [x for x in lines if x["type"] == "finding"]
+    assert {"batch", "record", "index_entry", "time_index_entry", "aborted_txn", "producer"} <= {
+        x["type"] for x in lines}
+
+
+def test_damaged_file_exits_1_with_findings_on_stdout() -> None:
+    torn = ROOT / "kafka/recovery/torn-tail/before/rtopic-0/00000000000000000259.log"
+    proc = kt("dump", "--format", "jsonl", torn)
+    assert proc.returncode == 1
+    finding = jsonl(proc.stdout)[-1]
+    assert finding == {"type": "finding", "severity": "error", "code": "torn-tail", "path": str(torn),
+                       "position": 846, "message": finding["message"]}
+
+
+def test_usage_errors_exit_2() -> None:
+    assert kt("dump", "/no/such/path").returncode == 2
+    assert kt("dump", "--format", "xml", TXN).returncode == 2
+    assert kt("dump", "--no-such-option", TXN).returncode == 2
+    assert kt("no-such-command").returncode == 2
+
+
+def test_unreadable_file_is_a_finding_and_exits_3(tmp_path: Path) -> None:
+    """An I/O error on one file is reported with its path; the other files are still dumped."""
+    (tmp_path / "00000000000000000000.log").symlink_to("/proc/self/mem")  # any read fails, even for root
+    shutil.copyfile(TXN / "leader-epoch-checkpoint", tmp_path / "leader-epoch-checkpoint")
+    proc = kt("dump", "-f", "jsonl", tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    lines = jsonl(proc.stdout)
+    (err,) = [x for x in lines if x["type"] == "finding"]
+    assert (err["code"], err["path"]) == ("io-error", str(tmp_path / "00000000000000000000.log"))
+    assert any(x["type"] == "epoch" for x in lines)
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_has_examples_and_does_not_import_the_engines() -> None:
+    for args in (["--help"], ["dump", "--help"]):
+        proc = kt(*args)
+        assert proc.returncode == 0
+    assert "Examples" in kt("dump", "--help").stdout
+    probe = ("import sys, kafkatool.cli.main as m; "
+             "print(sorted(x for x in sys.modules if x.split('.')[0] in ('construct', 'crc32c', 'zstandard', 'lz4', "
+             "'cramjam', 'pyspark') or x in ('kafkatool.records', 'kafkatool.codecs', 'kafkatool.dump')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"heavy modules imported at start-up: {out}"
+
+
+def test_filters_and_limits() -> None:
+    seg = TXN / "00000000000000000000.log"
+    lines = jsonl(kt("dump", "-f", "jsonl", "-r", "--from-offset", "20", "--to-offset", "25", seg).stdout)
+    batches = [x for x in lines if x["type"] == "batch"]
+    assert batches and all(b["last_offset"] >= 20 and b["base_offset"] <= 25 for b in batches)
+    assert sorted({x["offset"] for x in lines if x["type"] == "record"}) == list(range(20, 26))
+    assert len([x for x in jsonl(kt("dump", "-f", "jsonl", "--max-batches", "3", seg).stdout)
+                if x["type"] == "batch"]) == 3
+    first = [x for x in jsonl(kt("dump", "-f", "jsonl", "--max-bytes", "1", seg).stdout) if x["type"] == "batch"]
+    assert [b["position"] for b in first] == [0]
+
+
+def test_value_renderings() -> None:
+    seg = ROOT / "kafka/logdir/headers-0/00000000000000000000.log"
+    base = jsonl(kt("dump", "-f", "jsonl", "-r", "--max-batches", "1", seg).stdout)
+    for mode in ("text", "hex", "none"):
+        got = jsonl(kt("dump", "-f", "jsonl", "-r", "--max-batches", "1", "--values", mode, seg).stdout)
+        assert len(got) == len(base)
+        rec = [x for x in got if x["type"] == "record"][0]
+        if mode == "none":
+            assert "key" not in rec and "value" not in rec
+        elif mode == "hex":
+            assert rec["key"] == b"k".hex()
+        else:
+            assert rec["key"] == "k"
+    text = kt("dump", "-r", "--max-batches", "1", seg)
+    assert text.returncode == 0 and "key='k'" in text.stdout and "0x000102fffe" in text.stdout
+
+
+def test_decompression_bomb_is_a_finding_not_an_allocation(tmp_path: Path) -> None:
+    bomb = record_batch(0, [RecordSpec(None, bytes(64 << 20), 1_700_000_000_000)], compression="zstd")
+    assert len(bomb) < 64 << 10
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(bomb)
+    proc = kt("dump", "-f", "jsonl", "-r", "--max-decompressed", str(1 << 20), seg)
+    assert proc.returncode == 1
+    findings = [x for x in jsonl(proc.stdout) if x["type"] == "finding"]
+    assert [(f["code"], f["position"]) for f in findings] == [("decompression-limit", 0)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mutated_segments_never_crash(tmp_path: Path, seed: int) -> None:
+    """Random byte flips, truncations and garbage: always findings with positions, never a traceback."""
+    rng = random.Random(seed)
+    sources = [TXN / "00000000000000000000.log", ROOT / "kafka/logdir/codecs-4/00000000000000000000.log",
+               ROOT / "kafka/legacy/magic1-snappy-0/00000000000000000000.log",
+               ROOT / "kafka/legacy/magic0-lz4-0/00000000000000000000.log"]
+    data = bytearray(sources[seed % len(sources)].read_bytes())
+    for _ in range(rng.randint(1, 40)):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    if seed % 2:
+        del data[rng.randrange(len(data)):]
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(bytes(data))
+    for fmt in ("jsonl", "text"):
+        proc = kt("dump", "-f", fmt, "-r", seg)
+        assert proc.returncode in (0, 1), proc.stderr
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    for f in jsonl(kt("dump", "-f", "jsonl", "-r", seg).stdout):
+        if f["type"] == "finding":
+            assert f["path"] == str(seg) and isinstance(f["position"], int) and f["message"]
+
+
+def test_text_dump_of_a_whole_log_dir() -> None:
+    proc = kt("dump", "--records", ROOT / "kafka/logdir")
+    assert proc.returncode == 0, proc.stderr
+    assert "── " in proc.stdout and "COMMIT" in proc.stdout and "ABORT" in proc.stdout
+    assert "producer_id" in proc.stdout  # producer snapshot table header
