@@ -28,7 +28,6 @@ import zlib
 from construct import (
     BitsInteger,
     BitStruct,
-    Enum,
     If,
     Int8sb,
     Int32sb,
@@ -42,15 +41,16 @@ from construct import (
 )
 
 from .primitives import int32_bytes
+from .record_batch import Compression, TimestampType
 
 RECORD_OVERHEAD_V0 = 14  # crc + magic + attributes + key length + value length
 RECORD_OVERHEAD_V1 = 22  # ... + timestamp
 CRC_COVERAGE_OFFSET = 4  # within the message: from magic to the end
 
-LegacyAttributes = BitStruct(
+LegacyAttributes = BitStruct(  # the low byte of v2's attributes, with the same codec ids
     "unused" / BitsInteger(4),
-    "timestamp_type" / Enum(BitsInteger(1), create=0, log_append=1),
-    "compression" / Enum(BitsInteger(3), none=0, gzip=1, snappy=2, lz4=3, zstd=4),
+    "timestamp_type" / TimestampType,  # v1 only; always 0 in v0
+    "compression" / Compression,
 )
 
 MessageBody = Struct(  # what the CRC covers

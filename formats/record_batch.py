@@ -75,8 +75,8 @@ Attributes = BitStruct(
     "compression" / Compression,
 )
 
-# Everything the CRC covers.
-BatchBody = Struct(
+# The header fields the CRC covers (attributes .. records_count), shared by the two views below.
+_CRC_COVERED_HEADER = (
     "attributes" / Attributes,
     "last_offset_delta" / Int32sb,
     "base_timestamp" / Int64sb,
@@ -85,6 +85,11 @@ BatchBody = Struct(
     "producer_epoch" / Int16sb,
     "base_sequence" / Int32sb,
     "records_count" / Int32sb,
+)
+
+# Everything the CRC covers.
+BatchBody = Struct(
+    *_CRC_COVERED_HEADER,
     "records" / GreedyBytes,  # bounded by batch_length (Prefixed below); compressed as one unit
 )
 
@@ -113,14 +118,7 @@ RecordBatchHeader = Struct(
     "partition_leader_epoch" / Int32sb,
     "magic" / Int8sb,
     "crc" / Int32ub,
-    "attributes" / Attributes,
-    "last_offset_delta" / Int32sb,
-    "base_timestamp" / Int64sb,
-    "max_timestamp" / Int64sb,
-    "producer_id" / Int64sb,
-    "producer_epoch" / Int16sb,
-    "base_sequence" / Int32sb,
-    "records_count" / Int32sb,
+    *_CRC_COVERED_HEADER,
 )
 assert RecordBatchHeader.sizeof() == RECORD_BATCH_OVERHEAD
 
