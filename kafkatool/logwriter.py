@@ -1,0 +1,615 @@
+"""Appending record batches to a partition as a Kafka broker does, and writing the log dir's broker-level files.
+
+Used to build fixtures, by replica-scenario tests and (later) by ``repair`` to rebuild indexes and snapshots.
+Every file goes through the build helpers of :mod:`kafkatool.formats`; nothing depends on the wall clock.
+
+One :meth:`PartitionWriter.append` is one ``UnifiedLog.append`` with the offsets taken as given (the follower
+path, origin REPLICATION; ``core/src/main/scala/kafka/log/UnifiedLog.scala``), in Kafka's order:
+
+1. Leader-epoch cache (``storage/.../internals/epoch/LeaderEpochFileCache.java``, ``assign``): a v2 batch whose
+   partition leader epoch differs from the latest entry starts that epoch at its base offset, after dropping
+   trailing entries with an epoch or start offset not below the new one; a v0/v1 entry clears the cache.
+   ``leader-epoch-checkpoint`` is rewritten on each change (created empty with the log).
+2. Roll (``UnifiedLog.maybeRoll``, ``LogSegment.shouldRoll``): when ``size > segment.bytes - append size``, when
+   the append's max timestamp is more than ``segment.ms`` past the first append's of the segment (only
+   timestamp-based rolling: Kafka's wall-clock fallback for timestamp-less segments is left out), when either
+   index is full (``segment.index.bytes // entry size`` entries, ``AbstractIndex``), or when the last offset does
+   not fit a 32-bit offset relative to the segment base. The new segment's base is the first batch's base
+   offset (v0/v1 carry only their last offset, so Kafka falls back to the log end offset). The old segment
+   gets a last time-index entry and trimmed index files (``LogSegment.onBecomeInactiveSegment``); a producer
+   snapshot is taken at the new base offset (``UnifiedLog.roll``, ``ProducerStateManager.takeSnapshot``).
+3. Segment append (``LogSegment.append``, ``OffsetIndex.append``, ``TimeIndex.maybeAppend``): when more than
+   ``index.interval.bytes`` were appended since the last index entry (counted *before* this append), the offset
+   index gets (last offset of the append, its file position) and the time index (max timestamp so far, offset
+   of the batch that first reached it) unless that timestamp is not above its last entry's.
+4. Producer state (``ProducerAppendInfo``, ``ProducerStateEntry``, ``ProducerStateManager.update``): per batch
+   with a producer id; a new producer epoch forgets the previous batch; a transactional data batch with no open
+   transaction opens one at its base offset; a COMMIT/ABORT marker closes it, sets the coordinator epoch and
+   the timestamp and keeps the last data batch's sequence/offset (same epoch).
+5. Aborted transactions (``LogSegment.updateTxnIndex``, ``ProducerStateManager.lastStableOffset``): each ABORT of
+   a non-empty transaction appends (producer id, first offset, marker offset, LSO) to the ``.txnindex`` of the
+   segment that holds the marker; LSO = first offset of the earliest still-open transaction of *another*
+   producer, else marker offset + 1.
+
+:meth:`PartitionWriter.close` is ``UnifiedLog.close``: a producer snapshot at the log end offset, then
+``LogSegment.close`` (last time-index entry, index files trimmed to their entries by ``AbstractIndex.close``).
+``close(clean=False)`` leaves what a killed broker leaves: the active segment's index files still
+preallocated (zero-filled to ``segment.index.bytes`` rounded down to whole entries), no final time-index entry,
+no snapshot at the log end. :class:`LogDirWriter` adds what ``LogManager.shutdown`` and ``ReplicaManager`` write:
+offset checkpoints, ``meta.properties`` and ``.kafka_cleanshutdown``.
+
+Orders Kafka takes from Java hash maps are reproduced: snapshot entries in ``HashMap<Long, _>`` order,
+``meta.properties`` keys in ``Properties`` (``ConcurrentHashMap``) order as ``Properties.store`` writes them on
+JDK 17 (JDK 18+ sorts the keys). Offset checkpoints list partitions in the order they were created (Kafka's own
+order comes from a hash map of ``TopicPartition``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from .errors import KafkaToolError
+from .formats import checkpoints, metadata_files
+from .formats import index as index_format
+from .formats import producer_snapshot as snapshot_format
+from .formats import txnindex as txn_format
+from .model import Batch
+from .records import RawBatch, decode_records, scan
+from .smallfiles import AbortedTxn, IndexEntry, ProducerEntry, TimeIndexEntry
+
+DEFAULT_SEGMENT_BYTES = 1 << 30          # segment.bytes
+DEFAULT_INDEX_INTERVAL_BYTES = 4096      # index.interval.bytes
+DEFAULT_SEGMENT_INDEX_BYTES = 10 << 20   # segment.index.bytes
+DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000  # segment.ms
+_INT32_MAX = (1 << 31) - 1
+
+
+class AppendError(KafkaToolError):
+    """An append Kafka would refuse (bad framing or CRC, offsets going back, invalid transaction state...)."""
+
+
+class Appended(NamedTuple):
+    """Where one append went."""
+
+    first_offset: int     # base offset of the first batch (v0/v1: its last offset)
+    last_offset: int
+    segment_base_offset: int
+    position: int         # byte position in the segment's .log
+
+
+def segment_file(dir: Path, base_offset: int, suffix: str) -> Path:
+    """``<dir>/<base offset, 20 digits>.<suffix>`` (``LogFileUtils``)."""
+    return dir / f"{base_offset:020d}.{suffix}"
+
+
+# --- in-memory state ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Producer:
+    """``ProducerStateEntry`` reduced to what a snapshot stores (only the last batch's metadata is kept)."""
+
+    producer_id: int
+    epoch: int = -1
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1
+    txn_first_offset: int = -1
+    last_batch: tuple[int, int, int] | None = None  # last sequence, last offset, offset delta
+
+    def set_epoch(self, epoch: int) -> None:
+        if epoch != self.epoch:  # maybeUpdateProducerEpoch: a new epoch forgets the batch metadata
+            self.epoch, self.last_batch = epoch, None
+
+    def entry(self) -> ProducerEntry:
+        seq, offset, delta = self.last_batch or (-1, -1, 0)
+        return ProducerEntry(self.producer_id, self.epoch, seq, offset, delta, self.last_timestamp,
+                             self.coordinator_epoch, self.txn_first_offset)
+
+
+@dataclasses.dataclass
+class _Segment:
+    base_offset: int
+    fh: BinaryIO | None
+    size: int = 0
+    offset_index: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # (offset, position)
+    time_index: list[tuple[int, int]] = dataclasses.field(default_factory=list)    # (timestamp, offset)
+    aborted: list[AbortedTxn] = dataclasses.field(default_factory=list)
+    bytes_since_index_entry: int = 0
+    max_timestamp: int = -1       # TimeIndex.lastEntry() of an empty index: (NO_TIMESTAMP, base offset)
+    offset_of_max_timestamp: int = 0
+    rolling_timestamp: int | None = None  # max timestamp of the segment's first append
+
+    def maybe_append_time(self, timestamp: int, offset: int) -> None:
+        """``TimeIndex.maybeAppend``: only a timestamp above the last entry's is added."""
+        last_timestamp, last_offset = self.time_index[-1] if self.time_index else (-1, self.base_offset)
+        if self.time_index and (offset < last_offset or timestamp < last_timestamp):
+            raise AppendError(f"time index entry ({timestamp}, {offset}) goes back from ({last_timestamp}, "
+                              f"{last_offset})")
+        if timestamp > last_timestamp:
+            self.time_index.append((timestamp, offset))
+
+
+class _Pending(NamedTuple):
+    """The producer-state effect of one append, computed before anything is written."""
+
+    producers: dict[int, _Producer]                    # updated copies
+    started: list[tuple[int, int]]                     # (first offset, producer id)
+    completed: list[tuple[int, int, int, bool]]        # (producer id, first offset, marker offset, aborted)
+
+
+# --- one partition ------------------------------------------------------------------------------------
+
+
+class PartitionWriter:
+    """A partition directory written batch by batch as a broker's ``UnifiedLog`` writes it (see module doc).
+
+    ``dir`` must be absent or empty. ``start_offset`` is the log start offset of the new log (the first
+    segment's base offset). ``high_watermark`` (default: log end offset), ``log_start_offset`` and
+    ``cleaner_offset`` are what :class:`LogDirWriter` puts in the broker-level checkpoints.
+    """
+
+    def __init__(
+        self,
+        dir: Path,
+        *,
+        topic: str,
+        partition: int,
+        topic_id: bytes,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
+        segment_ms: int = DEFAULT_SEGMENT_MS,
+        start_offset: int = 0,
+    ) -> None:
+        self.dir = Path(dir)
+        self.topic, self.partition, self.topic_id = topic, partition, topic_id
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.segment_ms = segment_ms
+        self.max_offset_entries = segment_index_bytes // index_format.OFFSET_INDEX_ENTRY_SIZE
+        self.max_time_entries = segment_index_bytes // index_format.TIME_INDEX_ENTRY_SIZE
+        self.high_watermark: int | None = None
+        self.log_start_offset = start_offset
+        self.cleaner_offset: int | None = None
+        self.recovery_point = start_offset
+        self.closed = False
+        self._log_end_offset = start_offset
+        self._epochs: list[tuple[int, int]] = []
+        self._producers: dict[int, _Producer] = {}  # insertion order = HashMap insertion order
+        self._ongoing: dict[int, int] = {}          # first offset -> producer id (ongoingTxns)
+        self._map_end_offset = self._last_snapshot_offset = start_offset
+        self._sealed: list[_Segment] = []
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if any(self.dir.iterdir()):
+            raise AppendError(f"{self.dir}: not empty; PartitionWriter only creates new logs")
+        (self.dir / "partition.metadata").write_bytes(metadata_files.build_partition_metadata(topic_id))
+        (self.dir / "leader-epoch-checkpoint").write_bytes(b"")  # CheckpointFile creates it empty
+        self._active = self._new_segment(start_offset)
+
+    # --- state ---------------------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        return [s.base_offset for s in self._segments()]
+
+    @property
+    def leader_epochs(self) -> list[tuple[int, int]]:
+        """``(epoch, start offset)`` entries of the leader-epoch cache."""
+        return list(self._epochs)
+
+    def producers(self) -> list[ProducerEntry]:
+        """The producer state as a snapshot taken now would list it (and in that order)."""
+        return [self._producers[pid].entry() for pid in java_hashmap_order(list(self._producers))]
+
+    def offset_index(self, base_offset: int) -> list[IndexEntry]:
+        return [IndexEntry(o, p) for o, p in self._segment(base_offset).offset_index]
+
+    def time_index(self, base_offset: int) -> list[TimeIndexEntry]:
+        return [TimeIndexEntry(t, o) for t, o in self._segment(base_offset).time_index]
+
+    def aborted_transactions(self, base_offset: int) -> list[AbortedTxn]:
+        return list(self._segment(base_offset).aborted)
+
+    def _segments(self) -> list[_Segment]:
+        return [*self._sealed, self._active]
+
+    def _segment(self, base_offset: int) -> _Segment:
+        for s in self._segments():
+            if s.base_offset == base_offset:
+                return s
+        raise KeyError(f"no segment with base offset {base_offset}")
+
+    # --- append --------------------------------------------------------------------------------------
+
+    def append(self, records: bytes) -> Appended:
+        """Append one or more whole batches (v2, or v0/v1 log entries) as one ``UnifiedLog.append``."""
+        if self.closed:
+            raise AppendError(f"{self.dir}: closed")
+        batches = _parse(records)
+        first, last = batches[0].batch, batches[-1].batch
+        first_or_last = first.base_offset if first.magic >= 2 else first.last_offset
+        if first_or_last < self._log_end_offset:
+            raise AppendError(f"first offset {first_or_last} is below the log end offset {self._log_end_offset}")
+        max_timestamp, shallow_offset = -1, -1
+        for b in (rb.batch for rb in batches):
+            if b.max_timestamp > max_timestamp:
+                max_timestamp, shallow_offset = b.max_timestamp, b.last_offset
+        pending = self._producer_updates(batches)  # raises before anything is written, as Kafka does
+        if len(records) > self.segment_bytes:
+            raise AppendError(f"{len(records)} bytes exceed segment.bytes {self.segment_bytes}")
+
+        for b in (rb.batch for rb in batches):
+            if b.magic >= 2:
+                self._assign_epoch(b.partition_leader_epoch, b.base_offset)
+            elif self._epochs:
+                self._epochs.clear()
+                self._write_epochs()
+
+        if self._should_roll(len(records), max_timestamp, last.last_offset):
+            roll_offset = first.base_offset if first.magic >= 2 else last.last_offset - _INT32_MAX
+            self._roll(max(roll_offset, self._log_end_offset))
+        seg = self._active
+        position = seg.size
+        if position == 0:
+            seg.rolling_timestamp = max_timestamp
+        if not 0 <= last.last_offset - seg.base_offset <= _INT32_MAX:
+            raise AppendError(f"offset {last.last_offset} does not fit segment {seg.base_offset}")
+        seg.fh.write(records)
+        seg.size += len(records)
+        if max_timestamp > seg.max_timestamp:
+            seg.max_timestamp, seg.offset_of_max_timestamp = max_timestamp, shallow_offset
+        if seg.bytes_since_index_entry > self.index_interval_bytes:
+            if seg.offset_index and last.last_offset <= seg.offset_index[-1][0]:
+                raise AppendError(f"offset index entry {last.last_offset} is not above the last one")
+            seg.offset_index.append((last.last_offset, position))
+            seg.maybe_append_time(seg.max_timestamp, seg.offset_of_max_timestamp)
+            seg.bytes_since_index_entry = 0
+        seg.bytes_since_index_entry += len(records)
+        self._log_end_offset = last.last_offset + 1
+
+        self._apply(pending, seg)
+        self._map_end_offset = last.last_offset + 1
+        return Appended(first_or_last, last.last_offset, seg.base_offset, position)
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        if epoch < 0:
+            raise AppendError(f"batch at offset {start_offset} has no partition leader epoch ({epoch})")
+        if self._epochs and self._epochs[-1][0] == epoch and start_offset >= self._epochs[-1][1]:
+            return
+        while self._epochs and (self._epochs[-1][0] >= epoch or self._epochs[-1][1] >= start_offset):
+            self._epochs.pop()
+        self._epochs.append((epoch, start_offset))
+        self._write_epochs()
+
+    def _should_roll(self, size: int, max_timestamp: int, last_offset: int) -> bool:
+        seg = self._active
+        reached_ms = (seg.size > 0 and seg.rolling_timestamp is not None and seg.rolling_timestamp >= 0
+                      and max_timestamp - seg.rolling_timestamp > self.segment_ms)
+        return (seg.size > self.segment_bytes - size or reached_ms
+                or len(seg.offset_index) >= self.max_offset_entries
+                or len(seg.time_index) >= self.max_time_entries
+                or not 0 <= last_offset - seg.base_offset <= _INT32_MAX)
+
+    def _producer_updates(self, batches: list[RawBatch]) -> _Pending:
+        """``analyzeAndValidateProducerState``: the appends' effect on copies of the producer entries."""
+        pending = _Pending({}, [], [])
+        for raw_batch in batches:
+            b = raw_batch.batch
+            if b.magic < 2 or b.producer_id < 0:
+                continue
+            pid = b.producer_id
+            p = pending.producers.get(pid) or dataclasses.replace(self._producers.get(pid) or _Producer(pid))
+            pending.producers[pid] = p
+            if b.control:
+                _end_transaction(p, raw_batch, pending)
+                continue
+            p.set_epoch(b.producer_epoch)
+            p.last_batch = (_last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
+            p.last_timestamp = b.max_timestamp
+            if p.txn_first_offset >= 0 and not b.transactional:
+                raise AppendError(f"producer {pid}: non-transactional batch at offset {b.base_offset} "
+                                  f"inside its open transaction (InvalidTxnStateException)")
+            if p.txn_first_offset < 0 and b.transactional:
+                p.txn_first_offset = b.base_offset
+                pending.started.append((b.base_offset, pid))
+        return pending
+
+    def _apply(self, pending: _Pending, seg: _Segment) -> None:
+        """``ProducerStateManager.update`` for each producer, then the completed transactions."""
+        self._producers.update(pending.producers)
+        self._ongoing.update(pending.started)
+        for pid, first_offset, marker_offset, aborted in pending.completed:
+            others = [off for off in sorted(self._ongoing) if self._ongoing[off] != pid]
+            lso = others[0] if others else marker_offset + 1
+            if aborted:
+                txn = AbortedTxn(txn_format.CURRENT_VERSION, pid, first_offset, marker_offset, lso)
+                seg.aborted.append(txn)
+                with open(segment_file(self.dir, seg.base_offset, "txnindex"), "ab") as fh:
+                    fh.write(txn_format.AbortedTxnEntry.build(dataclasses.asdict(txn)))
+            if self._ongoing.pop(first_offset, None) is None:
+                raise AppendError(f"producer {pid}: completed transaction at {first_offset} was never started")
+
+    # --- segments, snapshots, close ------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int) -> _Segment:
+        fh = open(segment_file(self.dir, base_offset, "log"), "xb")  # closed when the segment is sealed
+        return _Segment(base_offset, fh, offset_of_max_timestamp=base_offset)
+
+    def _roll(self, new_offset: int) -> None:
+        """``UnifiedLog.roll``: seal the active segment, open one at ``new_offset``, snapshot producers there."""
+        if new_offset != self._active.base_offset:  # an empty active segment at that offset is kept as is
+            self._seal(self._active, clean=True)
+            self._sealed.append(self._active)
+            self._active = self._new_segment(new_offset)
+        self._map_end_offset = new_offset
+        self.take_snapshot()
+        self.recovery_point = new_offset  # the roll schedules a flush up to the new segment
+
+    def _seal(self, seg: _Segment, *, clean: bool) -> None:
+        """``onBecomeInactiveSegment`` / ``LogSegment.close``: last time entry, index files written trimmed."""
+        if clean:
+            seg.maybe_append_time(seg.max_timestamp, seg.offset_of_max_timestamp)
+        offsets = [{"relative_offset": o - seg.base_offset, "position": p} for o, p in seg.offset_index]
+        times = [{"timestamp": t, "relative_offset": o - seg.base_offset} for t, o in seg.time_index]
+        pad_offsets = pad_times = b""
+        if not clean:  # still preallocated, as the mmap left them
+            pad_offsets = bytes((self.max_offset_entries - len(offsets)) * index_format.OFFSET_INDEX_ENTRY_SIZE)
+            pad_times = bytes((self.max_time_entries - len(times)) * index_format.TIME_INDEX_ENTRY_SIZE)
+        segment_file(self.dir, seg.base_offset, "index").write_bytes(
+            index_format.OffsetIndex.build({"entries": offsets, "trailing": pad_offsets}))
+        segment_file(self.dir, seg.base_offset, "timeindex").write_bytes(
+            index_format.TimeIndex.build({"entries": times, "trailing": pad_times}))
+        if seg.fh is not None:
+            seg.fh.close()
+            seg.fh = None
+
+    def take_snapshot(self) -> Path | None:
+        """``ProducerStateManager.takeSnapshot``: a snapshot at the map end offset, if newer than the last."""
+        if self._map_end_offset <= self._last_snapshot_offset:
+            return None
+        path = segment_file(self.dir, self._map_end_offset, "snapshot")
+        entries = [dataclasses.asdict(e) for e in self.producers()]
+        path.write_bytes(snapshot_format.build_snapshot(entries))
+        self._last_snapshot_offset = self._map_end_offset
+        return path
+
+    def flush(self) -> None:
+        """``UnifiedLog.flush``: everything is on disk already; the recovery point moves to the log end."""
+        self.recovery_point = self._log_end_offset
+
+    def close(self, *, clean: bool = True) -> None:
+        """``UnifiedLog.close`` (clean), or leave the partition as a killed broker would (``clean=False``)."""
+        if self.closed:
+            return
+        if clean:
+            self.take_snapshot()
+        self._seal(self._active, clean=clean)
+        self.closed = True
+
+    def abandon(self) -> None:
+        """Release the open file without writing anything more (after an error)."""
+        if self._active.fh is not None:
+            self._active.fh.close()
+            self._active.fh = None
+        self.closed = True
+
+    def _write_epochs(self) -> None:
+        (self.dir / "leader-epoch-checkpoint").write_bytes(checkpoints.build_epoch_checkpoint(self._epochs))
+
+    def __enter__(self) -> PartitionWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abandon()
+
+
+def _parse(records: bytes) -> list[RawBatch]:
+    """The whole batches of ``records``; anything Kafka's append validation would reject raises."""
+    batches: list[RawBatch] = []
+    for item in scan(io.BytesIO(records), "<append>", with_raw=True):
+        if not isinstance(item, RawBatch):
+            raise AppendError(f"records cannot be appended: {getattr(item, 'message', item)}")
+        if batches and item.batch.last_offset <= batches[-1].batch.last_offset:
+            raise AppendError(f"offsets go back at offset {item.batch.base_offset} (OffsetsOutOfOrderException)")
+        batches.append(item)
+    if not batches:
+        raise AppendError("no batch to append")
+    return batches
+
+
+def _last_sequence(b: Batch) -> int:
+    """``DefaultRecordBatch.lastSequence``: base sequence + last offset delta, wrapping past Int.MAX."""
+    if b.base_sequence < 0:
+        return -1
+    delta = b.last_offset - b.base_offset
+    seq = b.base_sequence + delta
+    return seq - _INT32_MAX - 1 if seq > _INT32_MAX else seq
+
+
+def _end_transaction(p: _Producer, raw_batch: RawBatch, pending: _Pending) -> None:
+    """``ProducerAppendInfo.appendEndTxnMarker`` for a control batch (an empty one changes nothing)."""
+    b = raw_batch.batch
+    records, findings = decode_records(b, raw_batch.raw, "<append>")
+    if findings:
+        raise AppendError(f"control batch at offset {b.base_offset}: {findings[0].message}")
+    if not records:
+        return
+    marker = records[0]
+    if marker.control_type not in ("ABORT", "COMMIT"):
+        raise AppendError(f"control batch at offset {b.base_offset} with producer id {p.producer_id} is "
+                          f"{marker.control_type}, not an end-transaction marker")
+    if p.txn_first_offset >= 0:
+        pending.completed.append((p.producer_id, p.txn_first_offset, b.base_offset, marker.control_type == "ABORT"))
+    p.set_epoch(b.producer_epoch)
+    p.coordinator_epoch = marker.coordinator_epoch
+    p.txn_first_offset = -1
+    p.last_timestamp = marker.timestamp
+
+
+# --- Java hash orders -----------------------------------------------------------------------------------
+
+
+def java_hashmap_order(keys: list[int]) -> list[int]:
+    """Iteration order of a ``java.util.HashMap<Long, _>`` that had ``keys`` put in this order, no removals.
+
+    ``Long.hashCode`` folds the two halves, ``HashMap.hash`` XORs in the high 16 bits; iteration goes bucket by
+    bucket (``hash & (table size - 1)``), each bucket in insertion order. The table starts at 16 and doubles when
+    the size passes 3/4 of it, or when a bucket passes 8 nodes while the table is under 64 (``treeifyBin``).
+    Not modelled: the order inside tree bins (more than 8 colliding keys in a table of 64 or more).
+    """
+    def spread(key: int) -> int:
+        key &= (1 << 64) - 1
+        h = (key ^ (key >> 32)) & 0xFFFFFFFF
+        return h ^ (h >> 16)
+
+    table, bucket_sizes = 16, Counter[int]()
+    for n, key in enumerate(keys, 1):
+        bucket_sizes[spread(key) & (table - 1)] += 1
+        grown = table * 2 if bucket_sizes[spread(key) & (table - 1)] > 8 and table < 64 else table
+        if n > grown * 3 // 4:
+            grown *= 2
+        if grown != table:
+            table, bucket_sizes = grown, Counter(spread(k) & (grown - 1) for k in keys[:n])
+    return [k for _, k in sorted(((spread(k) & (table - 1), i), k) for i, k in enumerate(keys))]
+
+
+def _java_string_hash(s: str) -> int:
+    """``String.hashCode``: over UTF-16 code units, 32-bit wrapping."""
+    utf16 = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(utf16), 2):
+        h = (31 * h + int.from_bytes(utf16[i:i + 2], "big")) & 0xFFFFFFFF
+    return h
+
+
+def java_properties_order(keys: Iterable[str]) -> list[str]:
+    """Order ``Properties.store`` writes up to 12 keys on JDK 9-17: its ``ConcurrentHashMap`` (16 bins)."""
+    keys = list(keys)
+    if len(keys) > 12:
+        raise ValueError("more keys than a 16-bin ConcurrentHashMap holds before resizing")
+
+    def bucket(k: str) -> int:
+        h = _java_string_hash(k)
+        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & 15
+
+    return [k for _, k in sorted(((bucket(k), i), k) for i, k in enumerate(keys))]
+
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def java_date(ms: int) -> str:
+    """``java.util.Date.toString()`` in UTC, e.g. ``Tue Nov 14 22:13:20 UTC 2023``."""
+    d = datetime.fromtimestamp(ms / 1000, UTC)
+    return f"{_DAYS[d.weekday()]} {_MONTHS[d.month - 1]} {d:%d %H:%M:%S} UTC {d.year}"
+
+
+# --- a log dir --------------------------------------------------------------------------------------------
+
+
+class LogDirWriter:
+    """A broker log dir: partitions made with :meth:`partition`, broker-level files written by :meth:`close`.
+
+    ``node_id`` gives a KRaft ``meta.properties`` (version 1, with ``directory_id`` if given), ``broker_id`` a
+    ZooKeeper-mode one (version 0). ``written_at_ms`` is the date ``Properties.store`` puts in its comment.
+    ``broker_epoch`` goes in ``.kafka_cleanshutdown`` (``None``: the empty pre-3.7 file). Partition config
+    keyword arguments given here are the defaults of every :meth:`partition`.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        cluster_id: str | None,
+        node_id: int | None = None,
+        broker_id: int | None = None,
+        directory_id: bytes | None = None,
+        broker_epoch: int | None = -1,
+        written_at_ms: int = 1_700_000_000_000,
+        **partition_defaults: int,
+    ) -> None:
+        if (node_id is None) == (broker_id is None):
+            raise ValueError("give exactly one of node_id (KRaft) and broker_id (ZooKeeper mode)")
+        self.root = Path(root)
+        self.cluster_id, self.node_id, self.broker_id = cluster_id, node_id, broker_id
+        self.directory_id, self.broker_epoch, self.written_at_ms = directory_id, broker_epoch, written_at_ms
+        self.partition_defaults = partition_defaults
+        self.partitions: list[PartitionWriter] = []
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def partition(self, topic: str, partition: int, topic_id: bytes, **config: int) -> PartitionWriter:
+        """A new partition directory ``<root>/<topic>-<partition>``."""
+        writer = PartitionWriter(self.root / f"{topic}-{partition}", topic=topic, partition=partition,
+                                 topic_id=topic_id, **{**self.partition_defaults, **config})
+        self.partitions.append(writer)
+        return writer
+
+    def close(self, *, clean: bool = True) -> None:
+        """``LogManager.shutdown``: flush and close open partitions, then the checkpoints and marker files.
+
+        Partitions already closed keep their recovery point (no flush). ``clean=False`` closes them as a crash
+        leaves them and writes neither the offset checkpoints nor ``.kafka_cleanshutdown``.
+        """
+        for p in self.partitions:
+            if not p.closed:
+                if clean:
+                    p.flush()
+                p.close(clean=clean)
+        self._write("meta.properties", self._meta_properties())
+        if not clean:
+            return
+
+        def offsets(value) -> bytes:
+            entries = [(p.topic, p.partition, value(p)) for p in self.partitions]
+            return checkpoints.build_offset_checkpoint(e for e in entries if e[2] is not None)
+
+        self._write("replication-offset-checkpoint", offsets(
+            lambda p: p.log_end_offset if p.high_watermark is None else p.high_watermark))
+        self._write("recovery-point-offset-checkpoint", offsets(lambda p: p.recovery_point))
+        # LogManager.checkpointLogStartOffsetsInDir lists only logs starting above their first segment
+        self._write("log-start-offset-checkpoint", offsets(
+            lambda p: p.log_start_offset if p.log_start_offset > p.segment_base_offsets[0] else None))
+        self._write("cleaner-offset-checkpoint", offsets(lambda p: p.cleaner_offset))
+        self._write(".kafka_cleanshutdown", metadata_files.build_clean_shutdown(self.broker_epoch))
+
+    def _meta_properties(self) -> bytes:
+        """``MetaProperties.toProperties`` stored by ``PropertiesUtils.writePropertiesFile``."""
+        props = {"version": "1" if self.node_id is not None else "0"}
+        if self.cluster_id is not None:
+            props["cluster.id"] = self.cluster_id
+        if self.node_id is not None:
+            props["node.id"] = str(self.node_id)
+        else:
+            props["broker.id"] = str(self.broker_id)
+        if self.directory_id is not None:
+            props["directory.id"] = metadata_files.uuid_to_string(self.directory_id)
+        ordered = {k: props[k] for k in java_properties_order(props)}
+        return metadata_files.build_properties(ordered, comments=("", java_date(self.written_at_ms)))
+
+    def _write(self, name: str, data: bytes) -> None:
+        (self.root / name).write_bytes(data)
+
+    def __enter__(self) -> LogDirWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            for p in self.partitions:
+                p.abandon()
