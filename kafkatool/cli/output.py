@@ -64,7 +64,9 @@ class Output:
         self._out = sys.stdout
         # Piped text must never be cut to 80 columns: tables take the width they need.
         width = None if sys.stdout.isatty() else 1000
-        self._console = Console(file=sys.stdout, highlight=False, soft_wrap=True, width=width) if fmt == "text" else None
+        self._console = (
+            Console(file=sys.stdout, highlight=False, soft_wrap=True, width=width) if fmt == "text" else None
+        )
         self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
         self._table_rows: list[dict[str, Any]] = []
 
