@@ -40,6 +40,7 @@ from .model import Batch, Finding, Record, Trailing
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 DEFAULT_MAX_DECOMPRESSED = 128 * 1024 * 1024
 DEFAULT_WINDOW = 4 * 1024 * 1024
+DEFAULT_MAX_BATCH = 256 * 1024 * 1024  # far above any broker's message.max.bytes in practice
 
 _LOG_HEADER = struct.Struct(">qi")
 _V2_HEADER = struct.Struct(">qiiBIhiqqqhii")  # == formats.record_batch.RecordBatchHeader
@@ -63,6 +64,7 @@ class ScanOptions:
 
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     window: int = DEFAULT_WINDOW
+    max_batch: int = DEFAULT_MAX_BATCH  # an entry declaring more is corruption, never allocated
 
 
 class RawBatch(NamedTuple):
@@ -124,6 +126,7 @@ def scan(
     eof = False
     unpack_log = _LOG_HEADER.unpack_from
     unpack_v2 = _V2_HEADER.unpack_from
+    max_batch = options.max_batch
     reported = start
 
     while True:
@@ -132,7 +135,7 @@ def scan(
             (base_offset, size, epoch, magic, crc, attrs, last_delta, first_ts, max_ts,
              pid, pepoch, bseq, count) = unpack_v2(window, p)
             total = size + 12
-            if magic == 2 and 61 <= total <= avail:
+            if magic == 2 and 61 <= total <= avail and total <= max_batch:
                 position = base + p
                 if position >= limit:
                     break
@@ -164,6 +167,11 @@ def scan(
                 yield Finding("error", "size-below-minimum", path, position,
                               f"entry size {size} is smaller than the minimum record overhead "
                               f"({RECORD_OVERHEAD_V0}); the framing is lost from here")
+            break
+        if size is not None and size + LOG_OVERHEAD > max_batch and size + LOG_OVERHEAD <= file_size - position:
+            yield Finding("error", "batch-too-large", path, position,
+                          f"entry declares {size + LOG_OVERHEAD} bytes, above the {max_batch}-byte limit"
+                          " (--max-batch-bytes); treated as a corrupt length, the framing is lost from here")
             break
         if size is not None and avail >= size + LOG_OVERHEAD:
             total = size + LOG_OVERHEAD

@@ -147,3 +147,17 @@ def test_text_dump_of_a_whole_log_dir() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "── " in proc.stdout and "COMMIT" in proc.stdout and "ABORT" in proc.stdout
     assert "producer_id" in proc.stdout  # producer snapshot table header
+
+
+def test_absurd_length_field_is_a_finding_not_an_allocation(tmp_path: Path) -> None:
+    """A size field that fits in the file but exceeds --max-batch-bytes is corruption, not a 1 GiB read."""
+    good = record_batch(0, [RecordSpec(b"k", b"v", 1_700_000_000_000)])
+    bad = bytearray(record_batch(1, [RecordSpec(b"k", b"v" * 5000, 1_700_000_000_000)]))
+    bad[8:12] = (len(bad) - 12 + 1).to_bytes(4, "big")  # declares more than it holds, still within the file
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(good + bytes(bad) + bytes(4096))
+    proc = kt("dump", "-f", "jsonl", "--max-batch-bytes", "4096", seg)
+    assert proc.returncode == 1
+    lines = jsonl(proc.stdout)
+    assert [x["type"] for x in lines] == ["batch", "finding"]
+    assert (lines[1]["code"], lines[1]["position"]) == ("batch-too-large", len(good))

@@ -37,6 +37,9 @@ def dump(
     max_decompressed: Annotated[
         int, typer.Option(help="Refuse to decompress a batch beyond N bytes (decompression-bomb guard).", min=1)
     ] = 128 * 1024 * 1024,
+    max_batch_bytes: Annotated[
+        int, typer.Option(help="Treat an entry declaring more than N bytes as a corrupt length.", min=61)
+    ] = 256 * 1024 * 1024,
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
 
@@ -55,7 +58,7 @@ def dump(
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
     options = DumpOptions(
         records=records, from_offset=from_offset, to_offset=to_offset, max_batches=max_batches,
-        max_bytes=max_bytes, scan=ScanOptions(max_decompressed=max_decompressed),
+        max_bytes=max_bytes, scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
     )
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
