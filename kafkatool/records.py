@@ -55,9 +55,6 @@ _END_TXN_MARKER = struct.Struct(">hi")
 assert (LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, ATTRIBUTES_OFFSET) == (12, 61, 21)
 assert _V2_HEADER.size == RecordBatchHeader.sizeof()
 
-Item = Batch | Finding | Trailing
-
-
 @dataclass(frozen=True, slots=True)
 class ScanOptions:
     """Knobs of a scan. ``max_decompressed`` caps one batch's decompressed size (bomb guard)."""
@@ -65,6 +62,9 @@ class ScanOptions:
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     window: int = DEFAULT_WINDOW
     max_batch: int = DEFAULT_MAX_BATCH  # an entry declaring more is corruption, never allocated
+
+
+_DEFAULT_OPTIONS = ScanOptions()
 
 
 class RawBatch(NamedTuple):
@@ -78,10 +78,6 @@ _tuple_new = tuple.__new__  # builds NamedTuples without the Python-level ``_mak
 
 
 _CODEC_BY_ID = (*CODECS, "unknown(5)", "unknown(6)", "unknown(7)")  # every value of 3 attribute bits
-
-
-def _codec_name(codec_id: int) -> str:
-    return _CODEC_BY_ID[codec_id & 7]
 
 
 def _is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
@@ -104,7 +100,7 @@ def scan(
     start: int = 0,
     end: int | None = None,
     with_raw: bool = False,
-    options: ScanOptions = ScanOptions(),
+    options: ScanOptions = _DEFAULT_OPTIONS,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[Batch | RawBatch | Finding | Trailing]:
     """Yield every batch (header fields, CRC checked) of a record file, in file order.
@@ -241,7 +237,7 @@ def _varint_slow(data: bytes, pos: int, max_shift: int) -> tuple[int, int]:
             raise ValueError("varint is too long")
 
 
-def decompress_records(batch: Batch, raw: bytes, options: ScanOptions = ScanOptions()) -> bytes:
+def decompress_records(batch: Batch, raw: bytes, options: ScanOptions = _DEFAULT_OPTIONS) -> bytes:
     """The records section of a v2 batch, decompressed. Raises DecompressionError."""
     codec = batch.attributes & 7
     if codec == 0:
@@ -256,7 +252,6 @@ def decompress_records(batch: Batch, raw: bytes, options: ScanOptions = ScanOpti
 
 _NO_FINDINGS: tuple[Finding, ...] = ()
 _ZIGZAG1 = tuple((b >> 1) ^ -(b & 1) for b in range(128))  # value of every one-byte zig-zag varint
-_DEFAULT_OPTIONS = ScanOptions()
 
 
 def decode_records(
@@ -479,7 +474,7 @@ def _legacy_entry(
     first_ts = records[0].timestamp if records else timestamp
     base_offset = records[0].offset if records else offset
     batch = Batch(position, base_offset, offset, len(raw), magic, crc, crc_valid, attrs,
-                  _codec_name(codec), ts_type, first_ts, timestamp, len(records))
+                  _CODEC_BY_ID[codec], ts_type, first_ts, timestamp, len(records))
     return batch, records, findings
 
 
