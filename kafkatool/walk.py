@@ -16,7 +16,8 @@ from pathlib import Path
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, sort_key
 
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?P<suffix>\.[0-9a-f]{32}-(delete|future|stray))?$")
+# topic-3, or topic-3.<uuid hex>-delete / -future / -stray (a dir being deleted, moved in, or no longer assigned)
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?P<state>delete|future|stray))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +30,7 @@ class FoundFile:
 
 def partition_of(dirname: str) -> tuple[str, int] | None:
     """``("topic", 3)`` for a partition dir name ``topic-3`` (also ``topic-3.<uuid>-delete``)."""
-    m = _PARTITION_DIR.match(dirname)
+    m = PARTITION_DIR.match(dirname)
     return (m["topic"], int(m["partition"])) if m else None
 
 

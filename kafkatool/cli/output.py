@@ -69,6 +69,8 @@ class Output:
         )
         self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
         self._table_rows: list[dict[str, Any]] = []
+        self._summaries: list[dict[str, Any]] = []  # text: shown as one table after everything else
+        self.current_file: str | None = None  # the file whose header was shown last (text)
 
     # -- results -------------------------------------------------------------------------------
     def emit(self, item: Any) -> None:
@@ -90,6 +92,8 @@ class Output:
 
     def close(self) -> None:
         self._flush_table()
+        if self._summaries:
+            self._summary_table()
         self._out.flush()
 
     def exit_code(self, fail_on: str = "warning") -> int:
@@ -121,6 +125,9 @@ class Output:
 
     def _text(self, d: dict[str, Any]) -> None:
         t = d.get("type")
+        if t == "summary":
+            self._summaries.append(d)
+            return
         if t in _TABLE_TYPES:
             if self._table_rows and self._table_rows[0]["type"] != t:
                 self._flush_table()
@@ -143,6 +150,25 @@ class Output:
             table.add_row(*(escape(str(r.get(c))) for c in cols))
         assert self._console is not None
         self._console.print(table)
+
+    def _summary_table(self) -> None:
+        rows, self._summaries = self._summaries, []
+        parts = [r for r in rows if r.get("scope") == "partition"]
+        assert self._console is not None
+        if parts:
+            table = Table(*_SUMMARY_COLUMNS.values(), box=None, pad_edge=False, header_style="bold")
+            for r in parts:
+                style = "bold red" if r["errors"] else "yellow" if r["warnings"] else None
+                table.add_row(*(escape(_cell(r.get(k))) for k in _SUMMARY_COLUMNS), style=style)
+            self._console.print()
+            self._console.print(table)
+        for r in rows:
+            if r.get("scope") == "total":
+                verdict = ("[bold red]errors[/]" if r["errors"] else "[yellow]warnings[/]" if r["warnings"]
+                           else "[green]clean[/]")
+                self._console.print(
+                    f"\n{verdict}: {r['partitions']} partitions, {r['files']} files, {r['bytes']:,} bytes, "
+                    f"{r['batches']:,} batches; {r['errors']} errors, {r['warnings']} warnings, {r['infos']} info")
 
     @contextmanager
     def progress(self, total: Callable[[], int], label: str) -> Any:
@@ -173,8 +199,23 @@ class Output:
 
 # -- one renderer per value type (text format) --------------------------------------------------
 
+_SUMMARY_COLUMNS = {
+    "path": "partition", "segments": "segments", "bytes": "bytes", "batches": "batches",
+    "log_start_offset": "log start", "log_end_offset": "LEO", "high_watermark": "HW",
+    "open_transactions": "open txns", "index": "index", "errors": "errors", "warnings": "warnings",
+    "infos": "info",
+}
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10000 else str(v)
+
+
 
 def _file(o: Output, d: dict[str, Any]) -> str:
+    o.current_file = d["path"]
     return f"\n[bold]── {escape(d['path'])}[/bold]"
 
 
@@ -232,11 +273,46 @@ def _record(o: Output, d: dict[str, Any]) -> str:
 def _finding(o: Output, d: dict[str, Any]) -> str:
     style = _SEVERITY_STYLE.get(d["severity"], "")
     pos = "" if d["position"] is None else f" @ {d['position']}"
-    return f"[{style}]{d['severity'].upper()}[/{style}] {escape(d['code'])}{pos}: {escape(d['message'])}"
+    where = "" if d["path"] == o.current_file else f" {escape(d['path'])}{pos}"
+    if not where and pos:
+        where = pos
+    return f"[{style}]{d['severity'].upper()}[/{style}] {escape(d['code'])}{where}: {escape(d['message'])}"
 
 
 def _trailing(o: Output, d: dict[str, Any]) -> str:
     return f"[yellow]trailing {d['bytes']} bytes at {d['position']} (not a whole batch)[/yellow]"
+
+
+def _locate_step(o: Output, d: dict[str, Any]) -> str:
+    if d["step"] == "fallback":
+        return f"  [yellow]fallback:[/yellow] {escape(d['message'])}"
+    return f"  {escape(d['message'])}"
+
+
+def _location(o: Output, d: dict[str, Any]) -> str:
+    """``locate``: the target, each step of the search, then the batch and the record (or why not found)."""
+    t = d["target"]
+    if "offset" in t:
+        what = f"offset {t['offset']}"
+    elif "name" in t:
+        what = f"timestamp {t['name']}"
+    else:
+        what = f"timestamp {t['timestamp']} ({_iso(t['timestamp'])})"
+    lines = [f"[bold]locate {what}[/bold] in {escape(d['partition'])}"]
+    lines.extend(_locate_step(o, s) for s in d["steps"])
+    lines.append(f"  read {d['bytes_read']:,} bytes of .log files")
+    if d["batch"] is not None:
+        lines.append(_batch(o, d["batch"]))
+    if d["record"] is not None:
+        lines.append(_record(o, d["record"]))
+    if not d["found"]:
+        lines.append(f"[bold red]not found:[/bold red] {escape(d['note'] or '')}")
+    else:
+        if d["note"]:
+            lines.append(f"[yellow]note:[/yellow] {escape(d['note'])}")
+        if d["batch"] is None:  # latest / earliest of an empty log: an offset without a record
+            lines.append(f"[bold]offset {d['offset']}[/bold]")
+    return "\n".join(lines)
 
 
 def _generic(label: str, *keys: str) -> Callable[[Output, dict[str, Any]], str]:
@@ -252,6 +328,8 @@ _TEXT: dict[str, Callable[[Output, dict[str, Any]], str]] = {
     "record": _record,
     "finding": _finding,
     "trailing": _trailing,
+    "location": _location,
+    "locate_step": _locate_step,
     "index_entry": _generic("index", "offset", "position"),
     "time_index_entry": _generic("time index", "timestamp", "offset"),
     "checkpoint": _generic("checkpoint", "version", "count"),

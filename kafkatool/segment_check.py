@@ -1,0 +1,648 @@
+"""Checking one segment (``.log`` with its ``.index``, ``.timeindex``, ``.txnindex``) on its own.
+
+This is the unit of work of ``verify`` (one process task each with ``--jobs``) and of the Spark scan:
+a pure function from file paths to a picklable :class:`SegmentReport`. Everything that needs the
+segments before it (offset continuity across segments, producer state, leader epochs, checkpoints)
+is left as small summaries in the report for :mod:`kafkatool.verify` to join in offset order.
+
+What is checked, per batch (one pass, streaming, bounded memory):
+
+* framing, size, magic and CRC (CRC32C for v2, CRC32 for v0/v1) — :func:`kafkatool.records.scan`;
+* offsets strictly increasing; gaps counted (legal after compaction, judged by the caller);
+* v2 record count against ``lastOffsetDelta + 1`` (fewer is compaction, more is corruption);
+* timestamps: none below -1, max >= first for CREATE_TIME, none far in the future;
+* control batches decoded and checked (one record, known type, end-transaction markers only in
+  transactional batches of a producer);
+* with ``deep``: every batch decompressed and every record decoded, offsets and timestamps checked.
+
+Indexes are merged with the batch stream as it passes (entries sorted by position / offset), so a
+10 MB index and a 1 GiB log never need more memory than the index entries:
+
+* ``.index``: each entry points at the first byte of a batch, no earlier offset lives after it, its
+  offset is the last offset of a batch at or after that position (Kafka writes the last offset of
+  the append, the position of its first batch), and it is not beyond the log;
+* ``.timeindex``: each ``(timestamp, offset)`` names a batch at which the running maximum timestamp
+  of the segment became ``timestamp``; for a rolled segment the last entry is the segment's maximum
+  (``onBecomeInactiveSegment``), which is what the broker reads back as its largest timestamp.
+
+Each index gets a verdict: ``exact`` (what the broker writes), ``usable`` (every lookup still lands
+at or before its batch, but it is sparser or coarser than the broker's), ``broken`` (a lookup can go
+wrong, or the broker's own sanity check rejects it), or ``missing``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InputIOError
+from .filetypes import FileKind
+from .model import Batch, Finding, Trailing
+from .records import RawBatch, ScanOptions, decode_records, scan
+from .smallfiles import AbortedTxn, index_slots, offset_index_sanity, read_small_file, time_index_sanity
+
+_INT32_MAX = 2**31 - 1
+_NEVER = 1 << 63  # an offset or position no batch reaches
+MAX_INDEX_BYTES = 64 * 1024 * 1024  # segment.index.bytes is 10 MiB by default; beyond this is not an index
+TXN_MARKERS = ("ABORT", "COMMIT")
+KRAFT_CONTROL = ("LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS")
+
+# Findings the scanner reports as errors that verify judges differently.
+_SEVERITY_OVERRIDES = {
+    # Nothing was written there: a preallocated file (log.preallocate) or a crash after extending it.
+    # The broker's recovery truncates it; no record is lost.
+    "zero-filled-tail": "warning",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    deep: bool = False                 # decompress and decode every record
+    index_interval_bytes: int = 4096   # index.interval.bytes of the topic (Kafka's default)
+    now_ms: int | None = None          # "now" for future timestamps; None: the wall clock
+    future_tolerance_ms: int = 24 * 3600 * 1000
+    max_findings_per_code: int = 100   # per file; the rest are counted in one summary finding
+    scan: ScanOptions = field(default_factory=ScanOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentTask:
+    """The files of one segment (paths as strings: picklable, and shown as given)."""
+
+    base_offset: int
+    log: str | None
+    index: str | None = None
+    timeindex: str | None = None
+    txnindex: str | None = None
+    active: bool = False        # the partition's last segment (the broker's active segment)
+    standalone: bool = False    # a lone record file (KRaft snapshot, .swap): batch checks only
+    check_indexes: bool = True  # False: a .log named alone; its indexes are not part of the question
+
+
+@dataclass
+class IndexVerdict:
+    status: str                  # exact | usable | broken | missing | empty
+    entries: int = 0
+    slots: int = 0               # entry slots in the file (more than entries: preallocated, untrimmed)
+    worst_scan_bytes: int = 0    # the most bytes a lookup through this index scans
+
+    def as_dict(self) -> dict:
+        return {"status": self.status, "entries": self.entries, "slots": self.slots,
+                "worst_scan_bytes": self.worst_scan_bytes}
+
+
+@dataclass
+class SegmentReport:
+    """What one segment told us; joined in offset order by :mod:`kafkatool.verify`."""
+
+    task: SegmentTask
+    findings: list[Finding] = field(default_factory=list)
+    size: int = 0
+    valid_end: int = 0             # end of the last whole batch (where recovery would truncate)
+    batches: int = 0
+    records: int = 0               # from the batch headers (v2) or messages (v0/v1)
+    first_offset: int | None = None
+    last_offset: int | None = None
+    max_timestamp: int = -1
+    gaps: int = 0                  # holes in the offsets between batches
+    missing_offsets: int = 0
+    first_gap: tuple[int, int, int] | None = None  # (position, first missing offset, last missing offset)
+    compacted_batches: int = 0     # v2 batches with fewer records than offsets (the cleaner's work)
+    delete_horizon: bool = False   # a batch carries the cleaner's delete horizon
+    legacy_batches: int = 0
+    epochs: list[tuple[int, int, int]] = field(default_factory=list)  # (epoch, first offset, position) changes
+    # Transactions, resolved within the segment (see :func:`kafkatool.verify.join_transactions`):
+    aborts: list[tuple[int, int | None, int, int]] = field(default_factory=list)  # pid, local first, marker, lso
+    first_marker: dict[int, int] = field(default_factory=dict)   # pid -> offset of its first marker here
+    ongoing: dict[int, int] = field(default_factory=dict)        # pid -> first offset, open at the end
+    txn_entries: list[AbortedTxn] | None = None                   # the .txnindex (None: no file)
+    index: IndexVerdict | None = None
+    timeindex: IndexVerdict | None = None
+    io_error: bool = False
+
+
+class _Sink:
+    """Findings of one file, at most ``cap`` per code; the rest become one counting finding."""
+
+    def __init__(self, out: list[Finding], cap: int) -> None:
+        self.out, self.cap = out, cap
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.first: dict[tuple[str, str], Finding] = {}
+
+    def add(self, f: Finding) -> None:
+        severity = _SEVERITY_OVERRIDES.get(f.code)
+        if severity is not None and severity != f.severity:
+            f = Finding(severity, f.code, f.path, f.position, f.message)  # type: ignore[arg-type]
+        key = (f.path, f.code)
+        n = self.counts[key] = self.counts[key] + 1
+        if n <= self.cap:
+            self.out.append(f)
+        elif n == self.cap + 1:
+            self.first[key] = f
+
+    def __call__(self, severity: str, code: str, path: str, position: int | None, message: str) -> None:
+        self.add(Finding(severity, code, path, position, message))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        for (path, code), f in self.first.items():
+            more = self.counts[(path, code)] - self.cap
+            self.out.append(Finding(f.severity, code, path, f.position,
+                                    f"... and {more} more {code} findings in this file, from here on "
+                                    f"(--max-findings {self.cap})"))
+
+
+# --- index files -----------------------------------------------------------------------------------------
+
+
+def _read_index(path: str, sink: _Sink) -> bytes | None:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_INDEX_BYTES:
+            sink("error", "index-too-large", path, None,
+                 f"{size} bytes: larger than any index the broker writes ({MAX_INDEX_BYTES}); not read")
+            return None
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        sink("error", "io-error", path, None, f"cannot read: {exc.strerror or exc}")
+        return None
+
+
+Entries = list[tuple[int, int]]
+
+
+def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink) -> tuple[Entries, IndexVerdict]:
+    """The entries (absolute offset, position) of an ``.index`` worth merging, and a first verdict."""
+    data = _read_index(path, sink)
+    if data is None:
+        return [], IndexVerdict("broken")
+    slots = list(index_slots(data, FileKind.INDEX))
+    verdict = IndexVerdict("exact", slots=len(slots))
+    if problem := offset_index_sanity(data, path):
+        sink.add(problem)
+        verdict.status = "broken"
+    used = len(slots)
+    for i, (relative, position) in enumerate(slots):
+        if relative == 0 and (i > 0 or position == 0):
+            used = i
+            break
+    tail = slots[used:]
+    if tail:
+        if any(s != (0, 0) for s in tail):
+            bad = next(i for i, s in enumerate(tail, used) if s != (0, 0))
+            sink("error", "index-entries-after-empty-slot", path, bad * 8,
+                 f"slot {bad} holds an entry after the never-written slot {used}: the index is scrambled")
+            verdict.status = "broken"
+        else:
+            _untrimmed(sink, path, used, len(slots), active, "index")
+    for i, (relative, position) in enumerate(slots[:used]):
+        if relative < 0 or position < 0:
+            sink("error", "index-entry-invalid", path, i * 8,
+                 f"entry {i} has a negative {'relative offset' if relative < 0 else 'position'} "
+                 f"({relative}, {position}): garbage")
+            verdict.status = "broken"
+            return [], verdict
+    entries = [(base_offset + r, p) for r, p in slots[:used]]
+    for i in range(1, len(entries)):
+        if entries[i][0] <= entries[i - 1][0] or entries[i][1] <= entries[i - 1][1]:
+            sink("error", "index-not-increasing", path, i * 8,
+                 f"entry {i} ({entries[i][0]} at {entries[i][1]}) does not follow entry {i - 1} "
+                 f"({entries[i - 1][0]} at {entries[i - 1][1]}): offsets and positions must both increase")
+            verdict.status = "broken"
+            return entries[:i], verdict
+    verdict.entries = len(entries)
+    return entries, verdict
+
+
+def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink) -> tuple[Entries, IndexVerdict]:
+    """The entries (timestamp, absolute offset) of a ``.timeindex``, and a first verdict."""
+    data = _read_index(path, sink)
+    if data is None:
+        return [], IndexVerdict("broken")
+    slots = list(index_slots(data, FileKind.TIME_INDEX))
+    verdict = IndexVerdict("exact", slots=len(slots))
+    used = len(slots)
+    for i, (timestamp, relative) in enumerate(slots):
+        if relative == 0 and (i > 0 or timestamp == 0):
+            used = i
+            break
+    tail = slots[used:]
+    untrimmed = bool(tail) and all(s == (0, 0) for s in tail)
+    problem = time_index_sanity(data, path)
+    if problem and not (untrimmed and problem.code == "timeindex-last-timestamp-below-first"):
+        # An untrimmed index fails this check by construction (last slot is zero); it is reported as such.
+        sink.add(problem)
+        verdict.status = "broken"
+    if tail:
+        if not untrimmed:
+            bad = next(i for i, s in enumerate(tail, used) if s != (0, 0))
+            sink("error", "timeindex-entries-after-empty-slot", path, bad * 12,
+                 f"slot {bad} holds an entry after the never-written slot {used}: the index is scrambled")
+            verdict.status = "broken"
+        else:
+            _untrimmed(sink, path, used, len(slots), active, "time index")
+    for i, (timestamp, relative) in enumerate(slots[:used]):
+        if relative < 0 or timestamp < -1:
+            sink("error", "timeindex-entry-invalid", path, i * 12,
+                 f"entry {i} has a negative {'relative offset' if relative < 0 else 'timestamp'} "
+                 f"({timestamp}, {relative}): garbage")
+            verdict.status = "broken"
+            return [], verdict
+    entries = [(t, base_offset + r) for t, r in slots[:used]]
+    for i in range(1, len(entries)):
+        if entries[i][0] <= entries[i - 1][0] or entries[i][1] < entries[i - 1][1]:
+            sink("error", "timeindex-not-increasing", path, i * 12,
+                 f"entry {i} ({entries[i][0]} at offset {entries[i][1]}) does not follow entry {i - 1} "
+                 f"({entries[i - 1][0]} at offset {entries[i - 1][1]}): timestamps must increase, offsets "
+                 "must not go back")
+            verdict.status = "broken"
+            return entries[:i], verdict
+    verdict.entries = len(entries)
+    return entries, verdict
+
+
+def _untrimmed(sink: _Sink, path: str, used: int, slots: int, active: bool, what: str) -> None:
+    if active:
+        sink("info", "index-preallocated", path, None,
+             f"{what} uses {used} of {slots} preallocated slots: the active segment was not closed (broker "
+             "running, or not shut down cleanly); the broker rebuilds it when it recovers the segment")
+    else:
+        sink("warning", "index-preallocated", path, None,
+             f"{what} of a rolled segment uses {used} of {slots} preallocated slots: it was never trimmed "
+             "(crash right after a roll?); the broker reads the zero slots as entries unless it recovers "
+             "this segment")
+
+
+# --- the segment ---------------------------------------------------------------------------------------
+
+
+def check_segment(
+    task: SegmentTask, options: CheckOptions = CheckOptions(), progress: Callable[[int], None] | None = None
+) -> SegmentReport:
+    """Check one segment and its indexes; see the module docstring. Never raises on bad data."""
+    report = SegmentReport(task)
+    sink = _Sink(report.findings, options.max_findings_per_code)
+    base = task.base_offset
+    offset_entries: list[tuple[int, int]] = []
+    time_entries: list[tuple[int, int]] = []
+    if not task.standalone:
+        if task.index is not None:
+            offset_entries, report.index = load_offset_index(task.index, base, task.active, sink)
+        if task.timeindex is not None:
+            time_entries, report.timeindex = load_time_index(task.timeindex, base, task.active, sink)
+        if task.txnindex is not None:
+            report.txn_entries = _load_txn_index(task.txnindex, base, sink)
+    if task.log is not None:
+        try:
+            _check_log(task, options, report, sink, offset_entries, time_entries, progress)
+        except OSError as exc:
+            report.io_error = True
+            sink("error", "io-error", task.log, None, f"cannot read: {exc.strerror or exc}")
+    sink.close()
+    return report
+
+
+def _load_txn_index(path: str, base_offset: int, sink: _Sink) -> list[AbortedTxn]:
+    try:
+        items = list(read_small_file(Path(path), FileKind.TXN_INDEX, path, base_offset))
+    except InputIOError as exc:
+        sink("error", "io-error", path, None, str(exc))
+        return []
+    out = []
+    for item in items:
+        if isinstance(item, Finding):
+            sink.add(item)
+        else:
+            out.append(item)
+    return out
+
+
+def _check_log(
+    task: SegmentTask,
+    options: CheckOptions,
+    report: SegmentReport,
+    sink: _Sink,
+    offset_entries: list[tuple[int, int]],
+    time_entries: list[tuple[int, int]],
+    progress: Callable[[int], None] | None,
+) -> None:
+    path = task.log
+    assert path is not None
+    deep = options.deep
+    now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
+    future_limit = now + options.future_tolerance_ms
+    base_offset = task.base_offset
+    standalone = task.standalone
+
+    # Offset-index merge state: the next entry by position.
+    oi = 0
+    n_oi = len(offset_entries)
+    next_ipos = offset_entries[0][1] if n_oi else _NEVER
+    pending_exact: int | None = None     # an entry offset waiting for the batch that ends at or after it
+    inexact = 0
+    # Time-index merge state: the next entry by offset.
+    ti = 0
+    n_ti = len(time_entries)
+    next_toff = time_entries[0][1] if n_ti else _NEVER
+    time_usable = True
+    time_inexact = 0
+
+    prev_last = base_offset - 1
+    seg_max = -1
+    epoch_now = None
+    epochs = report.epochs
+    batches = records = 0
+    gaps = missing = compacted = legacy = 0
+    first_gap = None
+    largest_batch = 0
+    ongoing = report.ongoing
+    first_marker = report.first_marker
+    aborts = report.aborts
+    valid_end = 0
+    first_offset = None
+
+    with open(path, "rb", buffering=0) as fh:
+        fd = fh.fileno()
+        report.size = os.fstat(fd).st_size
+        for item in scan(fh, path, with_raw=deep, options=options.scan, progress=progress):
+            cls = item.__class__
+            if cls is RawBatch:
+                batch, raw = item
+            elif cls is Batch:
+                batch, raw = item, None
+            elif cls is Trailing:
+                continue
+            else:
+                sink.add(item)
+                continue
+            (position, base, last, size, magic, _crc, _ok, attrs, _codec, _tstype, first_ts, max_ts,
+             count, epoch, pid, _pepoch, _seq, transactional, control, horizon) = batch
+            batches += 1
+            valid_end = position + size
+            if size > largest_batch:
+                largest_batch = size
+            if first_offset is None:
+                first_offset = base
+                if base < base_offset and not standalone:
+                    sink("error", "offset-below-segment-base", path, position,
+                         f"first batch starts at offset {base}, below the segment's base offset {base_offset} "
+                         "(file name)")
+            # offsets
+            before = prev_last  # last offset of the batches before this one
+            if base <= prev_last:
+                if batches > 1:
+                    sink("error", "offset-not-increasing", path, position,
+                         f"batch offsets {base}..{last} do not follow the previous batch (last offset {prev_last})")
+            elif base != prev_last + 1 and batches > 1:
+                gaps += 1
+                missing += base - prev_last - 1
+                if first_gap is None:
+                    first_gap = (position, prev_last + 1, base - 1)
+            if last > prev_last:
+                prev_last = last
+            if not standalone and last - base_offset > _INT32_MAX:
+                sink("error", "offset-beyond-segment-range", path, position,
+                     f"offset {last} is more than 2^31-1 above the segment base {base_offset}: "
+                     "the index cannot address it")
+            # record count vs lastOffsetDelta, timestamps, epochs
+            if magic == 2:
+                if count != last - base + 1:
+                    if count > last - base + 1 or count < 0:
+                        sink("error", "record-count-mismatch", path, position,
+                             f"{count} records declared for {last - base + 1} offsets (lastOffsetDelta "
+                             f"{last - base})")
+                    else:
+                        compacted += 1
+                records += count
+                if horizon is not None:
+                    report.delete_horizon = True
+                if epoch != epoch_now:
+                    epochs.append((epoch, base, position))
+                    epoch_now = epoch
+            else:
+                legacy += 1
+                records += count
+            if max_ts > future_limit or first_ts < -1 or max_ts < first_ts and not attrs & 0x48:
+                _timestamp_finding(sink, path, position, first_ts, max_ts, attrs, future_limit, magic)
+            # the time index: entries are checked when their batch passes
+            while last >= next_toff:
+                t_e, o_e = time_entries[ti]
+                if seg_max >= t_e:
+                    time_usable = False
+                    sink("error", "timeindex-entry-wrong", task.timeindex or path, ti * 12,
+                         f"entry {ti} ({t_e} at offset {o_e}): an earlier batch already has timestamp {seg_max}; "
+                         "a search for that time would skip it")
+                elif max_ts != t_e:
+                    time_inexact += 1
+                ti += 1
+                next_toff = time_entries[ti][1] if ti < n_ti else _NEVER
+            if max_ts > seg_max:
+                seg_max = max_ts
+            # the offset index: an entry must point at the first byte of a batch
+            if pending_exact is not None and last >= pending_exact:
+                if last != pending_exact and base <= pending_exact:
+                    inexact += 1
+                pending_exact = None
+            if position >= next_ipos:
+                while oi < n_oi and offset_entries[oi][1] < position:
+                    o_e, p_e = offset_entries[oi]
+                    sink("error", "index-entry-not-batch-start", task.index or path, oi * 8,
+                         f"entry {oi} (offset {o_e}) points at position {p_e}, which is not the start of a batch")
+                    _broken(report)
+                    oi += 1
+                if oi < n_oi and offset_entries[oi][1] == position:
+                    o_e = offset_entries[oi][0]
+                    if o_e <= before:  # the offset lives in an earlier batch
+                        sink("error", "index-entry-points-too-far", task.index or path, oi * 8,
+                             f"entry {oi} (offset {o_e}) points at position {position}, a batch starting at "
+                             f"offset {base}: a lookup of offset {o_e} would not find it")
+                        _broken(report)
+                    elif last >= o_e:
+                        if last != o_e and base <= o_e:
+                            inexact += 1
+                    else:
+                        pending_exact = o_e
+                    oi += 1
+                next_ipos = offset_entries[oi][1] if oi < n_oi else _NEVER
+            # control batches and transactions
+            if control:
+                if raw is None:
+                    raw = os.pread(fd, size, position)  # rare and small: read it again rather than keep all
+                _control_batch(path, batch, raw, options, sink, ongoing, first_marker, aborts)
+            elif transactional and pid >= 0 and pid not in ongoing:
+                ongoing[pid] = base
+            if deep and not control:
+                _deep_check(path, batch, raw, options, sink)
+
+    report.batches, report.records = batches, records
+    report.first_offset = first_offset
+    report.last_offset = prev_last if first_offset is not None else None
+    report.max_timestamp = seg_max
+    report.gaps, report.missing_offsets, report.first_gap = gaps, missing, first_gap
+    report.compacted_batches, report.legacy_batches = compacted, legacy
+    report.valid_end = valid_end
+    if standalone or not task.check_indexes:
+        return
+    _finish_offset_index(task, options, report, sink, offset_entries, oi, pending_exact, inexact, largest_batch)
+    _finish_time_index(task, options, report, sink, time_entries, ti, time_usable, time_inexact, seg_max)
+
+
+def _sibling(log_path: str, ext: str) -> str:
+    return log_path[: -len("log")] + ext if log_path.endswith(".log") else f"{log_path}.{ext}"
+
+
+def _broken(report: SegmentReport) -> None:
+    if report.index is not None:
+        report.index.status = "broken"
+
+
+def _finish_offset_index(task, options, report, sink, entries, oi, pending_exact, inexact, largest_batch) -> None:
+    verdict = report.index
+    if verdict is None:
+        if report.batches:
+            report.index = IndexVerdict("missing")
+            sink(_missing_severity(report, options), "index-missing", _sibling(task.log, "index"), None,
+                 "no .index for this segment: the broker rebuilds it when loading (slow start); offset "
+                 "lookups scan the whole segment until then")
+        return
+    for i in range(oi, len(entries)):
+        o_e, p_e = entries[i]
+        sink("error", "index-entry-beyond-log", task.index, i * 8,
+             f"entry {i} (offset {o_e}) points at position {p_e}, past the last whole batch (ends at "
+             f"{report.valid_end}): the broker would start reading the next offset from there")
+        verdict.status = "broken"
+    if pending_exact is not None and verdict.status != "broken":
+        sink("error", "index-entry-beyond-log", task.index, (oi - 1) * 8,
+             f"the last entry's offset {pending_exact} is beyond the segment's last offset {report.last_offset}: "
+             "the broker derives the next offset to write from it")
+        verdict.status = "broken"
+    positions = [p for _, p in entries[:oi]]
+    spans = [b - a for a, b in zip([0, *positions], [*positions, report.valid_end], strict=True)]
+    verdict.worst_scan_bytes = max(spans) if spans else 0
+    if verdict.status == "broken":
+        return
+    tail = spans[-1] if spans else 0
+    interval = options.index_interval_bytes
+    between = max(spans[:-1], default=0)
+    coarse = tail > interval + largest_batch and tail > between
+    if inexact or coarse:
+        verdict.status = "usable"
+        why = []
+        if inexact:
+            why.append(f"{inexact} entries name an offset inside a batch rather than a batch's last offset")
+        if coarse:
+            why.append(f"the last {tail} bytes have no entry (index.interval.bytes {interval})")
+        sink("info", "index-sparse", task.index, None,
+             f"usable but not what the broker writes: {'; '.join(why)}; a lookup scans up to "
+             f"{verdict.worst_scan_bytes} bytes")
+
+
+def _missing_severity(report: SegmentReport, options: CheckOptions) -> str:
+    """A missing index costs a segment recovery at start-up; below one index interval it would be empty anyway."""
+    return "info" if report.valid_end <= options.index_interval_bytes else "warning"
+
+
+def _finish_time_index(task, options, report, sink, entries, ti, usable, inexact, seg_max) -> None:
+    verdict = report.timeindex
+    if verdict is None:
+        if report.batches:
+            report.timeindex = IndexVerdict("missing")
+            sink(_missing_severity(report, options), "timeindex-missing", _sibling(task.log, "timeindex"), None,
+                 "no .timeindex for this segment: the broker rebuilds it when loading; until then "
+                 "time-based retention and offset-for-time lookups see this segment as empty")
+        return
+    for i in range(ti, len(entries)):
+        t_e, o_e = entries[i]
+        sink("error", "timeindex-entry-beyond-log", task.timeindex, i * 12,
+             f"entry {i} ({t_e} at offset {o_e}) is beyond the segment's last offset {report.last_offset}")
+        usable = False
+    if not usable:
+        verdict.status = "broken"
+        return
+    if verdict.status == "broken":
+        return
+    last_ts = entries[-1][0] if entries else -1
+    closed = not task.active or verdict.slots == verdict.entries
+    if report.batches and closed and last_ts < seg_max:
+        verdict.status = "usable"
+        sink("warning", "timeindex-max-missing", task.timeindex, None,
+             f"the last entry's timestamp {last_ts} is below the segment's largest timestamp {seg_max}: the broker "
+             "takes the last entry as the segment's largest timestamp (retention.ms, offset-for-time lookups)")
+    elif inexact:
+        verdict.status = "usable"
+        sink("info", "timeindex-inexact", task.timeindex, None,
+             f"{inexact} entries name a batch whose max timestamp differs from the entry: lookups stay correct")
+
+
+def _timestamp_finding(sink, path, position, first_ts, max_ts, attrs, future_limit, magic) -> None:
+    if first_ts < -1 or max_ts < -1:
+        sink("warning", "timestamp-invalid", path, position,
+             f"timestamp {min(first_ts, max_ts)} is negative (only -1, 'none', is valid)")
+    elif max_ts > future_limit:
+        sink("warning", "timestamp-in-future", path, position,
+             f"max timestamp {max_ts} is more than a day ahead of now: time-based retention and rolling "
+             "will not treat this segment as old")
+    elif magic == 2:  # neither LOG_APPEND_TIME nor a delete horizon in the first-timestamp field (0x48)
+        sink("warning", "timestamp-order", path, position,
+             f"max timestamp {max_ts} is below the first timestamp {first_ts} of a CREATE_TIME batch")
+
+
+def _control_batch(path, batch, raw, options, sink, ongoing, first_marker, aborts) -> None:
+    position = batch.position
+    recs, problems = decode_records(batch, raw, path, options.scan)
+    for p in problems:
+        sink("error", "control-batch-invalid", path, position, f"control batch: {p.message}")
+    if problems:
+        return
+    if not recs:
+        return  # the cleaner keeps emptied control batches
+    if len(recs) > 1 or batch.record_count != 1:
+        sink("error", "control-batch-invalid", path, position,
+             f"control batch holds {len(recs)} records (header says {batch.record_count}); it must hold one")
+    ctype = recs[0].control_type
+    if ctype in TXN_MARKERS:
+        if batch.producer_id < 0 or not batch.transactional:
+            sink("error", "control-batch-invalid", path, position,
+                 f"{ctype} marker in a batch that is not transactional or has no producer id")
+            return
+        pid = batch.producer_id
+        marker = batch.base_offset
+        first = ongoing.pop(pid, None)
+        is_first = pid not in first_marker
+        if is_first:
+            first_marker[pid] = marker
+        if ctype == "ABORT" and (first is not None or is_first):
+            others = [f for p, f in ongoing.items() if p != pid]
+            aborts.append((pid, first, marker, min(others) if others else marker + 1))
+    elif ctype not in KRAFT_CONTROL:
+        sink("error", "control-type-unknown", path, position,
+             f"control record type {ctype}: not one Kafka defines")
+
+
+def _deep_check(path, batch, raw, options, sink) -> None:
+    recs, problems = decode_records(batch, raw, path, options.scan)
+    for p in problems:
+        sink.add(p)
+    if problems:
+        return
+    if len(recs) != batch.record_count:
+        sink("error", "record-count-mismatch", path, batch.position,
+             f"{len(recs)} records decoded, the header declares {batch.record_count}")
+    prev = batch.base_offset - 1
+    top = -1
+    for r in recs:
+        if r.offset <= prev or r.offset > batch.last_offset:
+            sink("error", "record-offset-invalid", path, batch.position,
+                 f"record offset {r.offset} is not increasing within {batch.base_offset}..{batch.last_offset}")
+            return
+        prev = r.offset
+        if r.timestamp > top:
+            top = r.timestamp
+    if batch.magic == 2 and batch.timestamp_type == "create" and recs and top != batch.max_timestamp:
+        if top > batch.max_timestamp or batch.record_count == batch.last_offset - batch.base_offset + 1:
+            sink("warning", "max-timestamp-mismatch", path, batch.position,
+                 f"records' largest timestamp is {top}, the header says {batch.max_timestamp}")

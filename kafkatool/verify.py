@@ -1,0 +1,785 @@
+"""``verify``: is a log dir healthy, as the broker would see it when it starts?
+
+Three levels, each a small set of named checks yielding :class:`~kafkatool.model.Finding`:
+
+* segment (:mod:`kafkatool.segment_check`): batches, their CRCs and offsets, the indexes against the
+  log. Segments are independent, so ``jobs > 1`` checks them in several processes;
+* partition (:func:`verify_partition` joins the segment reports in offset order): segment names and
+  order, offsets continuing across segments, gaps, the ``.txnindex`` against the aborted
+  transactions the log implies (producer state carried across segments), the leader epochs of the
+  batches against ``leader-epoch-checkpoint``, producer snapshots, ``partition.metadata``, files the
+  broker left half-way (``.swap``, ``.cleaned``, ``.deleted``);
+* log dir: ``meta.properties``, the clean-shutdown marker, and the offset checkpoints (high
+  watermark, recovery point, log start, cleaner offsets) against each partition's log.
+
+Values come out in order: each partition's findings, then its :class:`PartitionSummary`; then the
+log dir's findings; then one :class:`VerifySummary` for everything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputIOError, UsageError
+from .filetypes import FileKind, classify
+from .model import Finding
+from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
+from .smallfiles import (
+    EpochEntry,
+    OffsetCheckpointEntry,
+    ProducerEntry,
+    ProducerSnapshotHeader,
+    read_small_file,
+)
+from .walk import PARTITION_DIR, partition_of
+
+# Topics that are always compacted (cleanup.policy=compact): offset gaps are normal there.
+_COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
+_CHECKPOINTS = {
+    "replication-offset-checkpoint": "high watermark",
+    "recovery-point-offset-checkpoint": "recovery point",
+    "log-start-offset-checkpoint": "log start offset",
+    "cleaner-offset-checkpoint": "cleaner offset",
+}
+_SHORT = {
+    "replication-offset-checkpoint": "high-watermark",
+    "recovery-point-offset-checkpoint": "recovery-point",
+    "log-start-offset-checkpoint": "log-start",
+    "cleaner-offset-checkpoint": "cleaner-offset",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOptions:
+    check: CheckOptions = field(default_factory=CheckOptions)
+    jobs: int = 1
+
+
+@dataclass
+class PartitionSummary:
+    path: str
+    topic: str | None
+    partition: int | None
+    segments: int = 0
+    bytes: int = 0
+    batches: int = 0
+    records: int = 0
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    high_watermark: int | None = None
+    first_unstable_offset: int | None = None
+    open_transactions: int = 0
+    index: str = "-"
+    findings: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "summary", "scope": "partition", "path": self.path, "topic": self.topic,
+            "partition": self.partition, "segments": self.segments, "bytes": self.bytes,
+            "batches": self.batches, "records": self.records, "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset, "high_watermark": self.high_watermark,
+            "first_unstable_offset": self.first_unstable_offset, "open_transactions": self.open_transactions,
+            "index": self.index, "errors": self.findings["error"], "warnings": self.findings["warning"],
+            "infos": self.findings["info"],
+        }
+
+
+@dataclass
+class VerifySummary:
+    partitions: int = 0
+    files: int = 0
+    bytes: int = 0
+    batches: int = 0
+    findings: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "summary", "scope": "total", "partitions": self.partitions, "files": self.files,
+            "bytes": self.bytes, "batches": self.batches, "errors": self.findings["error"],
+            "warnings": self.findings["warning"], "infos": self.findings["info"],
+        }
+
+
+# --- what the paths are ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Partition:
+    path: Path
+    display: str
+    topic: str | None
+    partition: int | None
+    state: str | None                      # delete | future | stray (a suffixed dir), else None
+    files: list[tuple[Path, str]]          # (path, display) of every file in the dir
+    logdir: _LogDir | None = None
+
+
+@dataclass
+class _LogDir:
+    path: Path
+    display: str
+    files: list[tuple[Path, str]]
+    partitions: list[_Partition]
+    checkpoints: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+    clean_shutdown: bool = False
+
+
+def _listing(d: Path, display: str) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
+    try:
+        entries = sorted(os.scandir(d), key=lambda e: e.name)
+    except OSError as exc:
+        raise InputIOError(f"cannot list {display}: {exc.strerror or exc}") from exc
+    files = [(Path(e.path), os.path.join(display, e.name)) for e in entries if e.is_file()]
+    dirs = [(Path(e.path), os.path.join(display, e.name)) for e in entries if e.is_dir()]
+    return files, dirs
+
+
+def _partition(d: Path, display: str, files: list[tuple[Path, str]] | None = None) -> _Partition:
+    m = PARTITION_DIR.match(d.name)
+    if files is None:
+        files, _dirs = _listing(d, display)
+    return _Partition(d, display, m["topic"] if m else None, int(m["partition"]) if m else None,
+                      m["state"] if m else None, files)
+
+
+_PARTITION_KINDS = frozenset({
+    FileKind.LOG, FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT,
+    FileKind.EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA, FileKind.KRAFT_SNAPSHOT, FileKind.QUORUM_STATE,
+})
+_LOGDIR_FILES = frozenset({"meta.properties", ".kafka_cleanshutdown", *_CHECKPOINTS})
+
+
+def _looks_like_partition(name: str, files: list[tuple[Path, str]], dirs: list[tuple[Path, str]]) -> bool:
+    """A partition dir holds segment files (or is an empty ``topic-N``) and never has subdirectories."""
+    if dirs or any(p.name in _LOGDIR_FILES for p, _ in files):
+        return False
+    return any(classify(p).kind in _PARTITION_KINDS for p, _ in files) or (not files and bool(partition_of(name)))
+
+
+def _discover(paths: Iterable[str | Path]) -> Iterator[_LogDir | _Partition | tuple[Path, str]]:
+    for raw in paths:
+        p, display = Path(raw), str(raw)
+        if p.is_file():
+            yield (p, display)
+        elif p.is_dir():
+            yield from _discover_dir(p, display)
+        else:
+            raise UsageError(f"no such file or directory: {raw}")
+
+
+def _discover_dir(d: Path, display: str) -> Iterator[_LogDir | _Partition]:
+    files, dirs = _listing(d, display)
+    if _looks_like_partition(d.name, files, dirs):
+        yield _partition(d, display, files)
+        return
+    subs = [(sub, sub_display, *_listing(sub, sub_display)) for sub, sub_display in dirs]
+    partitions = [(sub, sd, f) for sub, sd, f, dd in subs if _looks_like_partition(sub.name, f, dd)]
+    if any(p.name in _LOGDIR_FILES for p, _ in files) or partitions:
+        logdir = _LogDir(d, display, files, [])
+        for sub, sub_display, sub_files, sub_dirs in subs:
+            if _looks_like_partition(sub.name, sub_files, sub_dirs):
+                part = _partition(sub, sub_display, sub_files)
+            else:  # not a partition: reported as an unknown dir of the log dir
+                part = _Partition(sub, sub_display, None, None, None, sub_files)
+            part.logdir = logdir
+            logdir.partitions.append(part)
+        logdir.partitions.sort(key=lambda q: (q.topic is None, q.topic or q.path.name, q.partition or 0, q.path.name))
+        yield logdir
+        return
+    for sub, sub_display, *_rest in subs:  # a directory above log dirs (/var/lib/kafka holding data-1, data-2)
+        yield from _discover_dir(sub, sub_display)
+
+
+# --- the command's library function -----------------------------------------------------------------------
+
+
+def verify_paths(
+    paths: Iterable[str | Path], options: VerifyOptions = VerifyOptions(),
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[Any]:
+    """Findings, one summary per partition, and a final summary, for files, partition dirs or log dirs."""
+    units = list(_discover(paths))
+    total = VerifySummary()
+    runner = _Runner(options, progress)
+    try:
+        for unit in units:
+            if isinstance(unit, _LogDir):
+                items: Iterator[Any] = _verify_logdir(unit, options, runner)
+            elif isinstance(unit, _Partition):
+                items = verify_partition(unit, options, runner)
+            else:
+                items = _verify_file(unit[0], unit[1], options, runner)
+            for item in items:
+                if isinstance(item, Finding):
+                    total.findings[item.severity] += 1
+                elif isinstance(item, PartitionSummary):
+                    total.partitions += 1
+                    total.bytes += item.bytes
+                    total.batches += item.batches
+                elif isinstance(item, _FileCount):
+                    total.files += item.n
+                    continue
+                yield item
+    finally:
+        runner.close()
+    yield total
+
+
+@dataclass
+class _FileCount:
+    n: int
+
+
+class _Runner:
+    """Runs segment checks in this process, or in a pool of ``jobs`` processes, results in task order."""
+
+    def __init__(self, options: VerifyOptions, progress: Callable[[int], None] | None) -> None:
+        self.options, self.progress = options, progress
+        self.pool = None
+        if options.jobs > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn: no fork of a process that may run a progress thread; workers import little.
+            self.pool = ProcessPoolExecutor(options.jobs, mp_context=multiprocessing.get_context("spawn"))
+
+    def run(self, tasks: list[SegmentTask]) -> Iterator[SegmentReport]:
+        check = self.options.check
+        if self.pool is None:
+            for task in tasks:
+                yield check_segment(task, check, self.progress)
+            return
+        futures = [self.pool.submit(check_segment, task, check) for task in tasks]
+        for task, fut in zip(tasks, futures, strict=True):
+            report = fut.result()
+            if self.progress is not None:
+                self.progress(report.size if task.log else 0)
+            yield report
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
+# --- small files ----------------------------------------------------------------------------------------
+
+
+def _small(path: Path, kind: FileKind, display: str, base: int | None = None) -> tuple[list[Any], list[Finding]]:
+    try:
+        items = list(read_small_file(path, kind, display, base))
+    except InputIOError as exc:
+        return [], [Finding("error", "io-error", display, None, str(exc))]
+    values = [i for i in items if not isinstance(i, Finding)]
+    return values, [i for i in items if isinstance(i, Finding)]
+
+
+def _verify_file(path: Path, display: str, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
+    """A single file named on the command line: the checks that need nothing else."""
+    info = classify(path, by_extension=True)
+    yield _FileCount(1)
+    if info.kind.holds_records:
+        standalone = info.kind is FileKind.KRAFT_SNAPSHOT or info.leftover is not None or info.base_offset is None
+        task = SegmentTask(info.base_offset or 0, display, standalone=standalone, check_indexes=False)
+        for report in runner.run([task]):
+            yield from report.findings
+        return
+    if info.kind in (FileKind.INDEX, FileKind.TIME_INDEX) and info.base_offset is not None:
+        log = os.path.join(os.path.dirname(display), f"{info.base_offset:020d}.log")
+        if os.path.exists(log):  # check it against its segment
+            task = SegmentTask(info.base_offset, log, **{
+                "index" if info.kind is FileKind.INDEX else "timeindex": display})
+            for report in runner.run([task]):
+                yield from (f for f in report.findings if f.path == display)
+            return
+    if info.kind in (FileKind.UNKNOWN, FileKind.LOCK):
+        yield Finding("info", "unknown-file", display, None, "not a file kafkatool knows; not checked")
+        return
+    _values, findings = _small(path, info.kind, display)
+    yield from findings
+
+
+# --- a partition ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Files:
+    logs: dict[int, tuple[Path, str]] = field(default_factory=dict)
+    by_kind: dict[tuple[int, FileKind], str] = field(default_factory=dict)
+    snapshots: dict[int, tuple[Path, str]] = field(default_factory=dict)
+    epoch_checkpoint: tuple[Path, str] | None = None
+    partition_metadata: tuple[Path, str] | None = None
+    others: list[tuple[Path, str, FileKind]] = field(default_factory=list)   # KRaft snapshots, quorum-state
+    leftovers: list[tuple[Path, str, str]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+
+def _sort_files(part: _Partition) -> tuple[_Files, list[Finding]]:
+    out, findings = _Files(), []
+    for path, display in part.files:
+        info = classify(path)
+        if info.leftover is not None:
+            out.leftovers.append((path, display, info.leftover))
+        elif info.kind is FileKind.LOG:
+            out.logs[info.base_offset] = (path, display)
+        elif info.kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+            out.by_kind[(info.base_offset, info.kind)] = display
+        elif info.kind is FileKind.PRODUCER_SNAPSHOT:
+            out.snapshots[info.base_offset] = (path, display)
+        elif info.kind is FileKind.EPOCH_CHECKPOINT:
+            out.epoch_checkpoint = (path, display)
+        elif info.kind is FileKind.PARTITION_METADATA:
+            out.partition_metadata = (path, display)
+        elif info.kind in (FileKind.KRAFT_SNAPSHOT, FileKind.QUORUM_STATE):
+            out.others.append((path, display, info.kind))
+        else:
+            out.unknown.append(display)
+            name = path.name
+            segmentish = re.match(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$", name)
+            if segmentish:
+                findings.append(Finding("error", "segment-name-invalid", display, None,
+                                        f"{name}: segment files are named by a 20-digit base offset; "
+                                        "the broker ignores this file"))
+            else:
+                findings.append(Finding("info", "unknown-file", display, None,
+                                        "not a file the broker writes in a partition dir; ignored by it"))
+    return out, findings
+
+
+_LEFTOVER_MEANING = {
+    ".deleted": ("info", "a segment file scheduled for deletion (retention, truncation, compaction); "
+                         "the broker deletes it at start-up"),
+    ".cleaned": ("warning", "output of an interrupted log-cleaner pass; the broker deletes it at start-up "
+                            "and cleans again"),
+    ".swap": ("warning", "an interrupted segment replacement (cleaner or split); the broker completes it at "
+                         "start-up by renaming this file over the segment, so its contents become the log"),
+    ".tmp": ("info", "a temporary file from an interrupted write; the broker ignores or deletes it"),
+}
+
+
+def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
+    """Every check of one partition dir; ends with its :class:`PartitionSummary`."""
+    summary = PartitionSummary(part.display, part.topic, part.partition)
+    files, sorted_findings = _sort_files(part)
+
+    def emit(f: Finding) -> Finding:
+        summary.findings[f.severity] += 1
+        return f
+
+    yield _FileCount(len(part.files))
+    if part.state == "delete":
+        yield emit(Finding("info", "partition-pending-delete", part.display, None,
+                           "partition dir renamed for deletion (topic deleted or replica moved); the broker "
+                           "deletes it; not checked further"))
+        summary.bytes = sum(_size(p) for p, _ in part.files)
+        yield summary
+        return
+    if part.state in ("future", "stray"):
+        what = ("a replica being moved between log dirs (alter-replica-log-dirs); the broker resumes the "
+                "copy" if part.state == "future" else "a stray replica the controller no longer assigns here; "
+                "the broker will delete it")
+        yield emit(Finding("info", f"partition-{part.state}", part.display, None, what))
+    for f in sorted_findings:
+        yield emit(f)
+
+    # Leftover files: what the broker will do with them; a .swap log is what the segment will become.
+    swap_tasks = []
+    for path, display, suffix in files.leftovers:
+        severity, meaning = _LEFTOVER_MEANING[suffix]
+        yield emit(Finding(severity, f"leftover{suffix.replace('.', '-')}", display, None, meaning))  # type: ignore[arg-type]
+        info = classify(path)
+        if suffix == ".swap" and info.kind is FileKind.LOG:
+            swap_tasks.append(SegmentTask(info.base_offset or 0, display, standalone=True))
+    for report in runner.run(swap_tasks):
+        for f in report.findings:
+            yield emit(f)
+
+    # Segments.
+    bases = sorted(files.logs)
+    tasks = []
+    for i, base in enumerate(bases):
+        _path, display = files.logs[base]
+        tasks.append(SegmentTask(base, display, files.by_kind.get((base, FileKind.INDEX)),
+                                 files.by_kind.get((base, FileKind.TIME_INDEX)),
+                                 files.by_kind.get((base, FileKind.TXN_INDEX)), active=i == len(bases) - 1))
+    for (base, kind), display in sorted(files.by_kind.items()):
+        if base not in files.logs:
+            yield emit(Finding("warning", "orphan-index", display, None,
+                               f"no {base:020d}.log beside this {kind.value}: the broker deletes it at start-up"))
+    compacted = part.topic in _COMPACTED_TOPICS or _cleaner_knows(part)
+    snapshot = _snapshot_state(files, bases[0] if bases else None)
+    state = _PartitionState(prior=snapshot[0], prior_known=snapshot[1])
+    for report in runner.run(tasks):
+        for f in _join_segment(report, state, part, compacted):
+            yield emit(f)
+    summary.segments = len(bases)
+    summary.bytes = sum(_size(p) for p, _ in part.files)
+    summary.batches, summary.records = state.batches, state.records
+    summary.log_start_offset = state.first_offset
+    summary.log_end_offset = state.leo
+    if state.prior:  # transactions still open at the end of the log
+        summary.first_unstable_offset = min(state.prior.values())
+        summary.open_transactions = len(state.prior)
+    summary.index = _index_word(state.index_status)
+
+    for f in _check_epochs(files, state, part):
+        yield emit(f)
+    for f in _check_snapshots(files, state):
+        yield emit(f)
+    for f in _check_partition_metadata(files, part):
+        yield emit(f)
+    for path, display, kind in files.others:  # KRaft snapshots, quorum-state
+        if kind is FileKind.KRAFT_SNAPSHOT:
+            for report in runner.run([SegmentTask(0, display, standalone=True)]):
+                for f in report.findings:
+                    yield emit(f)
+        else:
+            for f in _small(path, kind, display)[1]:
+                yield emit(f)
+    if part.logdir is not None:
+        for f in _check_checkpoints_for(part, state, summary):
+            yield emit(f)
+    yield summary
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+def _index_word(statuses: Counter[str]) -> str:
+    for word in ("broken", "missing", "usable"):
+        if statuses[word]:
+            return word
+    return "exact" if statuses else "-"
+
+
+def _cleaner_knows(part: _Partition) -> bool:
+    if part.logdir is None:
+        return False
+    cleaner = part.logdir.checkpoints.get("cleaner-offset-checkpoint", {})
+    return (part.topic or "", part.partition or 0) in cleaner
+
+
+@dataclass
+class _PartitionState:
+    """What the partition's earlier segments leave for the next one."""
+
+    prior: dict[int, int]                    # producer id -> first offset of its open transaction
+    prior_known: bool
+    first_offset: int | None = None
+    last_offset: int | None = None
+    last_segment_base: int | None = None
+    batches: int = 0
+    records: int = 0
+    epochs: list[tuple[int, int, int, str]] = field(default_factory=list)  # epoch, start offset, position, path
+    legacy: bool = False
+    index_status: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def leo(self) -> int | None:
+        if self.last_offset is not None:
+            return self.last_offset + 1
+        return self.last_segment_base
+
+
+def _snapshot_state(files: _Files, first_base: int | None) -> tuple[dict[int, int], bool]:
+    """Open transactions at the first segment, from the producer snapshot taken there (if Kafka could read it)."""
+    if first_base is None or first_base == 0:
+        return {}, True
+    snap = files.snapshots.get(first_base)
+    if snap is None:
+        return {}, False
+    values, findings = _small(snap[0], FileKind.PRODUCER_SNAPSHOT, snap[1])
+    if any(f.severity == "error" for f in findings):
+        return {}, False
+    return {e.producer_id: e.current_txn_first_offset for e in values
+            if isinstance(e, ProducerEntry) and e.current_txn_first_offset >= 0}, True
+
+
+def join_transactions(
+    report: SegmentReport, prior: dict[int, int]
+) -> tuple[list[tuple[int, int, int, int]], dict[int, int]]:
+    """The aborted transactions a segment's ``.txnindex`` must hold, and the transactions open after it.
+
+    ``prior`` is producer id -> first offset of the transactions open when the segment starts. A
+    segment resolves its own transactions alone (:mod:`kafkatool.segment_check`) except those begun
+    before it; this puts them right, as ``ProducerStateManager`` would have seen them:
+    ``AbortedTxn(pid, first offset, marker offset, last stable offset)`` where the last stable offset is
+    the first offset of the earliest other open transaction, or the marker offset + 1.
+    """
+    expected = []
+    for pid, local_first, marker, local_lso in report.aborts:
+        if pid in prior and report.first_marker.get(pid) == marker:
+            first = prior[pid]
+        elif local_first is None:
+            continue  # a marker with no transaction: Kafka records nothing
+        else:
+            first = local_first
+        others = [f for p, f in prior.items() if p != pid and report.first_marker.get(p, 1 << 63) > marker]
+        expected.append((pid, first, marker, min(others) if others else local_lso))
+    after = {p: f for p, f in prior.items() if p not in report.first_marker}
+    for p, f in report.ongoing.items():
+        if p not in after:
+            after[p] = f
+    return expected, after
+
+
+def _join_segment(
+    report: SegmentReport, state: _PartitionState, part: _Partition, compacted: bool
+) -> Iterator[Finding]:
+    task = report.task
+    yield from report.findings
+    path = task.log or ""
+    for verdict in (report.index, report.timeindex):
+        if verdict is not None:
+            state.index_status[verdict.status] += 1
+    state.last_segment_base = task.base_offset
+    if report.first_offset is None:
+        if not task.active and not report.io_error:
+            yield Finding("info", "segment-empty", path, 0, "segment holds no batch")
+        return
+    compacted = compacted or report.compacted_batches > 0 or report.delete_horizon
+    if state.last_offset is not None:
+        if task.base_offset <= state.last_offset:
+            yield Finding("error", "segment-overlap", path, 0,
+                          f"segment base offset {task.base_offset} is not above the previous segment's last "
+                          f"offset {state.last_offset}")
+        elif report.first_offset > state.last_offset + 1:
+            missing = report.first_offset - state.last_offset - 1
+            yield Finding("info" if compacted else "warning", "offset-gap", path, 0,
+                          f"offsets {state.last_offset + 1}..{report.first_offset - 1} ({missing}) are in no "
+                          "segment" + (" (normal after compaction)" if compacted else
+                                       ": a segment file removed by hand? (normal only on compacted topics)"))
+    if report.gaps:
+        pos, lo, hi = report.first_gap or (0, 0, 0)
+        yield Finding("info" if compacted else "warning", "offset-gaps", path, pos,
+                      f"{report.gaps} holes between batches, {report.missing_offsets} offsets in all (first: "
+                      f"{lo}..{hi})" + (" — normal after compaction" if compacted else
+                                        "; offsets are contiguous unless the topic is compacted"))
+    if state.first_offset is None:
+        state.first_offset = report.first_offset
+    state.last_offset = report.last_offset
+    state.batches += report.batches
+    state.records += report.records
+    state.legacy = state.legacy or report.legacy_batches > 0
+    state.epochs.extend((e, o, p, path) for e, o, p in report.epochs)
+
+    expected, state.prior = join_transactions(report, state.prior)
+    yield from _compare_txn_index(report, expected, state.prior_known)
+
+
+def _compare_txn_index(report: SegmentReport, expected: list[tuple[int, int, int, int]], prior_known: bool):
+    task = report.task
+    have = [(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in report.txn_entries or []]
+    if have == expected:
+        return
+    where = task.txnindex or (task.log[:-3] + "txnindex" if task.log else "")
+    if report.txn_entries is None and expected:
+        yield Finding("error", "txnindex-missing", where, None,
+                      f"the log holds {len(expected)} aborted transactions (first: producer {expected[0][0]}, "
+                      f"offsets {expected[0][1]}..{expected[0][2]}) but there is no .txnindex: read_committed "
+                      "consumers would receive their records")
+        return
+    by_key = {(h[0], h[2]): (i, h) for i, h in enumerate(have)}
+    for pid, first, marker, lso in expected:
+        found = by_key.pop((pid, marker), None)
+        if found is None:
+            yield Finding("error", "txnindex-missing-abort", where, None,
+                          f"aborted transaction of producer {pid} ({first}..{marker}) is not in the index: "
+                          "read_committed consumers would receive its records")
+            continue
+        i, (_p, h_first, _m, h_lso) = found
+        if h_first != first and prior_known:
+            yield Finding("error", "txnindex-wrong-entry", where, i * 34,
+                          f"entry {i}: producer {pid}'s aborted transaction starts at {first}, the index says "
+                          f"{h_first}")
+        elif h_lso != lso:
+            yield Finding("warning" if prior_known else "info", "txnindex-wrong-lso", where, i * 34,
+                          f"entry {i}: last stable offset {h_lso}, the log implies {lso}")
+    for i, (pid, first, marker, _lso) in sorted(by_key.values()):
+        yield Finding("error", "txnindex-extra-entry", where, i * 34,
+                      f"entry {i}: producer {pid} aborted {first}..{marker}, but the log has no ABORT marker of "
+                      "that producer there: read_committed consumers would drop its records")
+
+
+def _check_epochs(files: _Files, state: _PartitionState, part: _Partition) -> Iterator[Finding]:
+    """The leader epochs of the batches against ``leader-epoch-checkpoint`` (``LeaderEpochFileCache``)."""
+    expected: list[tuple[int, int]] = []
+    for epoch, start, position, path in state.epochs:
+        if expected and epoch < expected[-1][0]:
+            yield Finding("error", "epoch-goes-back", path, position,
+                          f"batch at offset {start} has leader epoch {epoch}, after epoch {expected[-1][0]}: "
+                          "a leader's data after a newer leader's (divergent log)")
+        if expected and expected[-1][0] == epoch:
+            continue  # the same leader's later batches (or the next segment): no new entry
+        while expected and (expected[-1][0] >= epoch or expected[-1][1] >= start):
+            expected.pop()
+        expected.append((epoch, start))
+    leo = state.leo
+    if files.epoch_checkpoint is None:
+        if expected and not state.legacy:
+            yield Finding("warning", "epoch-checkpoint-missing", os.path.join(part.display, "leader-epoch-checkpoint"),
+                          None, f"no leader-epoch-checkpoint, but the batches carry epochs {_epoch_list(expected)}: "
+                          "the broker cannot answer OffsetsForLeaderEpoch correctly after a restart")
+        return
+    path, display = files.epoch_checkpoint
+    values, findings = _small(path, FileKind.EPOCH_CHECKPOINT, display)
+    yield from findings
+    entries = [(e.epoch, e.start_offset) for e in values if isinstance(e, EpochEntry)]
+    for i in range(1, len(entries)):
+        if entries[i][0] <= entries[i - 1][0] or entries[i][1] <= entries[i - 1][1]:
+            yield Finding("error", "epoch-checkpoint-not-increasing", display, None,
+                          f"entry {entries[i]} does not follow {entries[i - 1]}: epochs and start offsets must "
+                          "both increase")
+    for epoch, start in entries:
+        if leo is not None and start > leo:
+            yield Finding("warning", "epoch-start-beyond-log-end", display, None,
+                          f"epoch {epoch} starts at {start}, beyond the log end offset {leo}; the broker drops it "
+                          "when it loads the log")
+        elif state.first_offset is not None and start < state.first_offset and (epoch, start) != entries[0]:
+            yield Finding("info", "epoch-start-below-log-start", display, None,
+                          f"epoch {epoch} starts at {start}, below the log start offset {state.first_offset}")
+    if state.legacy:
+        return  # v0/v1 batches carry no epoch; the cache cannot be rebuilt from them
+    have = dict(entries)
+    for i, (epoch, start) in enumerate(expected):
+        if epoch not in have:
+            yield Finding("warning", "epoch-missing-from-checkpoint", display, None,
+                          f"batches from offset {start} carry leader epoch {epoch}, which the checkpoint lacks "
+                          f"(it has {_epoch_list(entries)})")
+        elif have[epoch] != start and not (i == 0 and have[epoch] < start):
+            yield Finding("warning", "epoch-start-mismatch", display, None,
+                          f"epoch {epoch}: the checkpoint says it starts at {have[epoch]}, its first batch is at "
+                          f"offset {start}")
+
+
+def _epoch_list(entries: list[tuple[int, int]]) -> str:
+    shown = ", ".join(f"{e}@{s}" for e, s in entries[:8])
+    return shown + (f", … ({len(entries)} in all)" if len(entries) > 8 else "")
+
+
+def _check_snapshots(files: _Files, state: _PartitionState) -> Iterator[Finding]:
+    leo = state.leo
+    for offset, (path, display) in sorted(files.snapshots.items()):
+        values, findings = _small(path, FileKind.PRODUCER_SNAPSHOT, display)
+        yield from findings
+        header = next((v for v in values if isinstance(v, ProducerSnapshotHeader)), None)
+        if header is None:
+            continue
+        if leo is not None and offset > leo:
+            yield Finding("warning", "snapshot-beyond-log-end", display, None,
+                          f"producer snapshot at offset {offset}, beyond the log end offset {leo}: the broker "
+                          "deletes it when it loads the log")
+
+
+def _check_partition_metadata(files: _Files, part: _Partition) -> Iterator[Finding]:
+    if files.partition_metadata is None:
+        if files.logs and part.logdir is not None:
+            yield Finding("info", "partition-metadata-missing", os.path.join(part.display, "partition.metadata"),
+                          None, "no partition.metadata (topic id): written by brokers since 2.8; the broker "
+                          "writes it when it next leads or follows this partition")
+        return
+    path, display = files.partition_metadata
+    yield from _small(path, FileKind.PARTITION_METADATA, display)[1]
+
+
+# --- a log dir --------------------------------------------------------------------------------------------
+
+
+def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
+    yield _FileCount(len(logdir.files))
+    names = {p.name: (p, d) for p, d in logdir.files}
+    if "meta.properties" in names:
+        p, d = names["meta.properties"]
+        yield from _small(p, FileKind.META_PROPERTIES, d)[1]
+    else:
+        yield Finding("info", "meta-properties-missing", os.path.join(logdir.display, "meta.properties"), None,
+                      "no meta.properties: not a formatted broker log dir (a copy of partition dirs?); a KRaft "
+                      "broker refuses to start on it")
+    logdir.clean_shutdown = ".kafka_cleanshutdown" in names
+    if logdir.clean_shutdown:
+        p, d = names[".kafka_cleanshutdown"]
+        yield from _small(p, FileKind.CLEAN_SHUTDOWN, d)[1]
+    entries: dict[str, list[tuple[int, OffsetCheckpointEntry]]] = {}
+    for name in _CHECKPOINTS:
+        if name not in names:
+            continue
+        p, d = names[name]
+        values, findings = _small(p, FileKind.OFFSET_CHECKPOINT, d)
+        yield from findings
+        offsets = [v for v in values if isinstance(v, OffsetCheckpointEntry)]
+        logdir.checkpoints[name] = {(v.topic, v.partition): v.offset for v in offsets}
+        entries[name] = list(enumerate(offsets))
+    for p, d in logdir.files:
+        info = classify(p)
+        if info.kind is FileKind.UNKNOWN and info.leftover is None:
+            yield Finding("info", "unknown-file", d, None, "not a file the broker writes in a log dir")
+        elif info.leftover is not None:
+            yield Finding("info", "leftover-tmp", d, None, "an interrupted checkpoint write; the broker ignores it")
+
+    present: set[tuple[str, int]] = set()
+    for part in logdir.partitions:
+        if part.topic is None:
+            yield Finding("info", "unknown-dir", part.display, None,
+                          "not a partition dir (topic-partition); the broker ignores it")
+            continue
+        if part.state is None:
+            present.add((part.topic, part.partition or 0))
+        yield from verify_partition(part, options, runner)
+    for name, listed in entries.items():
+        _p, display = names[name]
+        for _i, entry in listed:
+            if (entry.topic, entry.partition) not in present:
+                yield Finding("info", "checkpoint-unknown-partition", display, None,
+                              f"{entry.topic}-{entry.partition} has a {_CHECKPOINTS[name]} ({entry.offset}) but no "
+                              "partition dir here")
+
+
+def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: PartitionSummary) -> Iterator[Finding]:
+    """The log dir's checkpoints against this partition's log (what ``LogManager``/``UnifiedLog`` do on load)."""
+    assert part.logdir is not None
+    key = (part.topic or "", part.partition or 0)
+    leo, start = state.leo, state.first_offset
+    display = part.logdir.display
+    cps = part.logdir.checkpoints
+    hw = cps.get("replication-offset-checkpoint", {}).get(key)
+    summary.high_watermark = hw
+    log_start = cps.get("log-start-offset-checkpoint", {}).get(key)
+    if log_start is not None:
+        summary.log_start_offset = max(log_start, start) if start is not None else log_start
+    if leo is None or part.state is not None:
+        return
+    low = summary.log_start_offset if summary.log_start_offset is not None else start
+    for name, what in _CHECKPOINTS.items():
+        value = cps.get(name, {}).get(key)
+        if value is None:
+            continue
+        where = os.path.join(display, name)
+        if value > leo:
+            consequence = {
+                "replication-offset-checkpoint": "the broker caps the high watermark at the log end offset; "
+                                                 "acknowledged data may be missing from this replica",
+                "recovery-point-offset-checkpoint": "the broker resets it and recovers every segment",
+                "log-start-offset-checkpoint": "the log start is past the data: the broker deletes the segments",
+                "cleaner-offset-checkpoint": "the cleaner resets it to the log start and cleans everything again",
+            }[name]
+            yield Finding("warning", f"{_SHORT[name]}-beyond-log-end",
+                          where, None, f"{part.topic}-{part.partition}: {what} {value} is beyond the log end offset "
+                          f"{leo}; {consequence}")
+        elif low is not None and value < low and name != "recovery-point-offset-checkpoint":
+            yield Finding("info", f"{_SHORT[name]}-below-log-start",
+                          where, None, f"{part.topic}-{part.partition}: {what} {value} is below the log "
+                          f"start offset {low}; the broker moves it up")
+    recovery_points = cps.get("recovery-point-offset-checkpoint")
+    if recovery_points is not None and key not in recovery_points and state.batches:
+        yield Finding("info", "recovery-point-missing", os.path.join(display, "recovery-point-offset-checkpoint"),
+                      None, f"{part.topic}-{part.partition} has no recovery point: after an unclean shutdown the "
+                      "broker recovers all of its segments")
