@@ -273,6 +273,11 @@ _TXN_ENTRY = _packer(txn_format.AbortedTxnEntry)
 _SLOTS = {FileKind.INDEX: _OFFSET_ENTRY, FileKind.TIME_INDEX: _TIME_ENTRY, FileKind.TXN_INDEX: _TXN_ENTRY}
 
 
+def entry_struct(kind: FileKind) -> struct.Struct:
+    """The ``struct`` of one entry of an index kind, derived from its Construct declaration."""
+    return _SLOTS[kind]
+
+
 def index_slots(data: bytes, kind: FileKind) -> Iterator[tuple]:
     """Every whole entry slot of an index file, as a tuple of its fields in declaration order.
 

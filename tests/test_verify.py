@@ -408,3 +408,25 @@ def test_cli_text_table_and_fail_on() -> None:
     assert kafkatool("verify", "--fail-on", "warning", zero).returncode == 1
     assert kafkatool("verify", "--fail-on", "fatal", zero).returncode == 2
     assert kafkatool("verify", "/nonexistent/dir").returncode == 2
+
+
+def test_bulk_index_loader_agrees_with_the_construct_reader() -> None:
+    """``load_offset_index`` decodes with ``array``; the entries must be the Construct-derived reader's, on every
+    ``.index`` of the corpus (preallocated, trimmed, garbage)."""
+    from kafkatool.filetypes import FileKind, classify
+    from kafkatool.segment_check import _Sink, load_offset_index
+    from kafkatool.smallfiles import IndexEntry, read_small_file
+
+    checked = 0
+    for path in sorted(corpus_root().rglob("*.index")):
+        base = classify(path).base_offset or 0
+        entries, verdict = load_offset_index(str(path), base, True, _Sink([], 100))
+        theirs = [(e.offset, e.position) for e in read_small_file(path, FileKind.INDEX, str(path), base)
+                  if isinstance(e, IndexEntry)]
+        ours = [entries.entry(i) for i in range(len(entries))]
+        if verdict.status == "broken":
+            assert ours == theirs[: len(ours)], path
+        else:
+            assert ours == theirs, path
+        checked += 1
+    assert checked > 100
