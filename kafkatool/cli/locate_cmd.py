@@ -1,0 +1,61 @@
+"""``kafkatool locate``: where an offset or a timestamp lives in a partition, step by step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool locate /var/lib/kafka/data/orders-0 --offset 123456
+
+  kafkatool locate /var/lib/kafka/data/orders-0 --timestamp 2024-03-01T12:00:00Z
+
+  kafkatool locate /var/lib/kafka/data/orders-0 --timestamp latest
+
+  kafkatool locate -f jsonl orders-0 -o 123456 | jq '.segment, .position, .record.offset'
+"""
+
+
+def locate(
+    path: Annotated[Path, typer.Argument(help="A partition dir (or one .log segment).", show_default=False)],
+    offset: Annotated[int | None, typer.Option("--offset", "-o", help="The offset to find.")] = None,
+    timestamp: Annotated[
+        str | None,
+        typer.Option("--timestamp", "-t", help="Find the first record at or after this time: milliseconds since the"
+                     " epoch, ISO-8601 (no zone: UTC), or earliest | latest | max (as Kafka's ListOffsets)."),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text (readable) or jsonl (one location line).")] = "text",
+    no_index: Annotated[
+        bool, typer.Option("--no-index", help="Ignore .index/.timeindex files and scan (to cross-check them).")
+    ] = False,
+) -> int:
+    """Find the segment, index entry, batch and record of an offset or a timestamp, as the broker does.
+
+    Binary search over the segments' base offsets, then over the offset index (the time index
+    first for a timestamp), then a scan from the indexed position to the batch; every step is
+    shown. Missing or broken indexes are reported and the segment is scanned instead.
+    Exit 1 when nothing is found or damage was met on the way.
+    """
+    from ..errors import UsageError
+    from ..locate import LocateOptions, parse_timestamp
+    from ..locate import locate as locate_in_partition
+    from .output import FORMATS, Output
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    if (offset is None) == (timestamp is None):
+        raise UsageError("give exactly one of --offset or --timestamp")
+    location = locate_in_partition(
+        path, offset=offset, timestamp=None if timestamp is None else parse_timestamp(timestamp),
+        options=LocateOptions(use_indexes=not no_index),
+    )
+    out = Output(fmt)
+    out.emit(location)
+    for finding in location.findings:
+        out.emit(finding)
+    out.close()
+    return out.exit_code("warning") if location.found else 1
