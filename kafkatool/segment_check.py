@@ -405,12 +405,14 @@ def _check_log(
         report.size = os.fstat(fd).st_size
         # The loop runs once per batch over terabytes: locals only, and the common case (a plain v2 batch
         # following the previous one) takes one comparison per check; anything unusual branches out.
-        batch = raw = None
-        for item in scan(fh, path, with_raw=deep, options=options.scan, progress=progress):
-            if item.__class__ is Batch:  # raw stays None: only --deep scans with the bytes
+        batch = None
+        raw_of_deep: list[bytes] = [b""]  # --deep: the current batch's bytes (the decoding happens in _deep)
+        items = scan(fh, path, with_raw=deep, options=options.scan, progress=progress)
+        if deep:
+            items = _deep(items, path, options, sink, raw_of_deep)
+        for item in items:
+            if item.__class__ is Batch:
                 batch = item
-            elif item.__class__ is RawBatch:
-                batch, raw = item
             elif item.__class__ is Trailing:
                 continue
             else:
@@ -499,14 +501,12 @@ def _check_log(
             # transactions, control batches, the delete horizon (attributes 0x10, 0x20, 0x40)
             if attrs & 0x70 and magic == 2:
                 if attrs & 0x20:  # rare and small: read its bytes again rather than keep every batch's
-                    data = raw if deep else os.pread(fd, size, position)
+                    data = raw_of_deep[0] if deep else os.pread(fd, size, position)
                     _control_batch(path, batch, data, options, sink, ongoing, first_marker, aborts)
                 elif attrs & 0x10 and pid >= 0 and pid not in ongoing:
                     ongoing[pid] = base
                 if attrs & 0x40:
                     report.delete_horizon = True
-            if deep and not attrs & 0x20:
-                _deep_check(path, batch, raw, options, sink)
             prev_last = last
         if batch is not None:
             valid_end = batch.position + batch.size
@@ -543,11 +543,9 @@ def _broken(report: SegmentReport) -> None:
 def _finish_offset_index(task, options, report, sink, entries, oi, pending_exact, inexact, largest_batch) -> None:
     verdict = report.index
     if verdict is None:
-        if report.batches:
-            report.index = IndexVerdict("missing")
-            sink(_missing_severity(report, options), "index-missing", _sibling(task.log, "index"), None,
-                 "no .index for this segment: the broker rebuilds it when loading (slow start); offset "
-                 "lookups scan the whole segment until then")
+        report.index = _missing(task, options, report, sink, "index",
+                                "the broker rebuilds it when loading (slow start); offset lookups scan the whole "
+                                "segment until then")
         return
     for i in range(oi, len(entries)):
         o_e, p_e = entries.entry(i)
@@ -581,19 +579,22 @@ def _finish_offset_index(task, options, report, sink, entries, oi, pending_exact
              f"{verdict.worst_scan_bytes} bytes")
 
 
-def _missing_severity(report: SegmentReport, options: CheckOptions) -> str:
-    """A missing index costs a segment recovery at start-up; below one index interval it would be empty anyway."""
-    return "info" if report.valid_end <= options.index_interval_bytes else "warning"
+def _missing(task, options, report, sink, ext: str, consequence: str) -> IndexVerdict | None:
+    """A missing index of a segment holding batches. It costs a segment recovery at start-up; below one index
+    interval the rebuilt one would be empty anyway (info)."""
+    if not report.batches:
+        return None
+    severity = "info" if report.valid_end <= options.index_interval_bytes else "warning"
+    sink(severity, f"{ext}-missing", _sibling(task.log, ext), None, f"no .{ext} for this segment: {consequence}")
+    return IndexVerdict("missing")
 
 
 def _finish_time_index(task, options, report, sink, entries, ti, usable, inexact, seg_max) -> None:
     verdict = report.timeindex
     if verdict is None:
-        if report.batches:
-            report.timeindex = IndexVerdict("missing")
-            sink(_missing_severity(report, options), "timeindex-missing", _sibling(task.log, "timeindex"), None,
-                 "no .timeindex for this segment: the broker rebuilds it when loading; until then "
-                 "time-based retention and offset-for-time lookups see this segment as empty")
+        report.timeindex = _missing(task, options, report, sink, "timeindex",
+                                    "the broker rebuilds it when loading; until then time-based retention and "
+                                    "offset-for-time lookups see this segment as empty")
         return
     for i in range(ti, len(entries)):
         t_e, o_e = entries[i]
@@ -609,9 +610,14 @@ def _finish_time_index(task, options, report, sink, entries, ti, usable, inexact
     closed = not task.active or verdict.slots == verdict.entries
     if report.batches and closed and last_ts < seg_max:
         verdict.status = "usable"
+        if verdict.slots > verdict.entries:  # untrimmed: the broker maps every slot, the last one is all zero
+            seen = (f"the broker reads all {verdict.slots} slots, so the last one, all zero, makes timestamp 0 "
+                    "(1970) this segment's largest")
+        else:
+            seen = f"the last entry's timestamp {last_ts} is what the broker takes as this segment's largest"
         sink("warning", "timeindex-max-missing", task.timeindex, None,
-             f"the last entry's timestamp {last_ts} is below the segment's largest timestamp {seg_max}: the broker "
-             "takes the last entry as the segment's largest timestamp (retention.ms, offset-for-time lookups)")
+             f"{seen}, but its batches reach {seg_max}: retention.ms judges the segment by it (deleting it too "
+             "early) and offset-for-time lookups may skip it")
     elif inexact:
         verdict.status = "usable"
         sink("info", "timeindex-inexact", task.timeindex, None,
@@ -662,6 +668,19 @@ def _control_batch(path, batch, raw, options, sink, ongoing, first_marker, abort
     elif ctype not in KRAFT_CONTROL:
         sink("error", "control-type-unknown", path, position,
              f"control record type {ctype}: not one Kafka defines")
+
+
+def _deep(items, path, options, sink, raw_of_deep: list[bytes]):
+    """``--deep``: decode every (non-control) batch as it passes; the main loop sees plain batches."""
+    for item in items:
+        if item.__class__ is RawBatch:
+            batch, raw = item
+            raw_of_deep[0] = raw
+            if not batch.control:
+                _deep_check(path, batch, raw, options, sink)
+            yield batch
+        else:
+            yield item
 
 
 def _deep_check(path, batch, raw, options, sink) -> None:

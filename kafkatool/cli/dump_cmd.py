@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatchBytes, MaxDecompressed
+
 EXAMPLES = """
 [bold]Examples[/bold]
 
@@ -34,12 +36,8 @@ def dump(
     max_bytes: Annotated[
         int | None, typer.Option(help="Read only the entries starting in the first N bytes of each record file.", min=1)
     ] = None,
-    max_decompressed: Annotated[
-        int, typer.Option(help="Refuse to decompress a batch beyond N bytes (decompression-bomb guard).", min=1)
-    ] = 128 * 1024 * 1024,
-    max_batch_bytes: Annotated[
-        int, typer.Option(help="Treat an entry declaring more than N bytes as a corrupt length.", min=61)
-    ] = 256 * 1024 * 1024,
+    max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
+    max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
 

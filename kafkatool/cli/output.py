@@ -159,7 +159,7 @@ class Output:
             table = Table(*_SUMMARY_COLUMNS.values(), box=None, pad_edge=False, header_style="bold")
             for r in parts:
                 style = "bold red" if r["errors"] else "yellow" if r["warnings"] else None
-                table.add_row(*(escape(_cell(r.get(k))) for k in _SUMMARY_COLUMNS), style=style)
+                table.add_row(*(escape(_cell(k, r.get(k))) for k in _SUMMARY_COLUMNS), style=style)
             self._console.print()
             self._console.print(table)
         for r in rows:
@@ -207,10 +207,10 @@ _SUMMARY_COLUMNS = {
 }
 
 
-def _cell(v: Any) -> str:
+def _cell(key: str, v: Any) -> str:
     if v is None:
         return "-"
-    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10000 else str(v)
+    return f"{v:,}" if key in ("bytes", "batches") else str(v)  # offsets stay copyable
 
 
 

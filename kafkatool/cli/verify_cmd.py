@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatchBytes, MaxDecompressed
+
 EXAMPLES = """
 [bold]Examples[/bold]
 
@@ -37,12 +39,8 @@ def verify(
     max_findings: Annotated[
         int, typer.Option(help="Report at most N findings of one kind per file (the rest are counted).", min=1)
     ] = 100,
-    max_decompressed: Annotated[
-        int, typer.Option(help="Refuse to decompress a batch beyond N bytes (decompression-bomb guard).", min=1)
-    ] = 128 * 1024 * 1024,
-    max_batch_bytes: Annotated[
-        int, typer.Option(help="Treat an entry declaring more than N bytes as a corrupt length.", min=61)
-    ] = 256 * 1024 * 1024,
+    max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
+    max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
 ) -> int:
     """Check a log dir the way the broker would load it: batches, CRCs, offsets, indexes, checkpoints.
 

@@ -1,0 +1,16 @@
+"""Options several commands share, declared once (same flag, same help, same default everywhere)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+MaxDecompressed = Annotated[
+    int, typer.Option(help="Refuse to decompress a batch beyond N bytes (decompression-bomb guard).", min=1)
+]
+MaxBatchBytes = Annotated[
+    int, typer.Option(help="Treat an entry declaring more than N bytes as a corrupt length.", min=61)
+]
+DEFAULT_MAX_DECOMPRESSED = 128 * 1024 * 1024
+DEFAULT_MAX_BATCH_BYTES = 256 * 1024 * 1024
