@@ -16,10 +16,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-## demo: dump and check the bundled fixture log dir (what an SRE would run first)
+## demo: dump, verify and search the bundled fixture log dir (what an SRE would run first)
 demo: install
 	$(VENV)/bin/kafkatool dump fixtures/logdir/payments-0
 	$(VENV)/bin/kafkatool dump --records --from-offset 40 --to-offset 44 fixtures/logdir/orders-0
+	$(VENV)/bin/kafkatool verify fixtures/logdir
+	$(VENV)/bin/kafkatool locate fixtures/logdir/orders-0 --offset 44
 
 ## test: the whole suite against the ground-truth corpus (fails if ../shared/corpus is missing)
 test: install
@@ -34,9 +36,10 @@ lint: install
 fixtures: install
 	$(PY) fixtures/generate.py fixtures/logdir
 
-## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments
+## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency
 bench: install
 	$(PY) bench/bench_scan.py
+	$(PY) bench/bench_locate.py
 
 clean:
 	rm -rf $(VENV) bench/out .pytest_cache

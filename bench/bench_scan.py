@@ -91,9 +91,10 @@ def generate_indexes(log: Path, meta: dict, interval: int = 4096) -> Path:
 
     part = OUT / f"verify-{log.stem}" / "bench-0"
     part.mkdir(parents=True, exist_ok=True)
-    linked = part / "00000000000000000000.log"
-    if linked.exists() and os.path.samefile(linked, log) and (part / "00000000000000000000.timeindex").exists():
+    linked, stamp = part / "00000000000000000000.log", OUT / f"verify-{log.stem}.json"
+    if linked.exists() and os.path.samefile(linked, log) and stamp.exists() and json.loads(stamp.read_text()) == meta:
         return part
+    stamp.unlink(missing_ok=True)
     if linked.exists():
         linked.unlink()
     os.link(log, linked)
@@ -109,6 +110,7 @@ def generate_indexes(log: Path, meta: dict, interval: int = 4096) -> Path:
     (part / "00000000000000000000.index").write_bytes(bytes(index))
     max_ts = 1_700_000_000_000 + step - 1
     (part / "00000000000000000000.timeindex").write_bytes(time_entry.pack(max_ts, step - 1))
+    stamp.write_text(json.dumps(meta))  # outside the partition dir: verify would call it an unknown file
     return part
 
 
