@@ -577,7 +577,8 @@ class _Search:
         return Location(
             partition=self.display, target=target, found=found, bytes_read=self.bytes_read,
             log_start_offset=self.log_start, log_end_offset=self._leo,
-            fallback="; ".join(self.fallbacks) or None, steps=tuple(self.steps), findings=tuple(self.findings),
+            fallback="; ".join(self.fallbacks) or None, steps=tuple(self.steps),
+            findings=tuple(dict.fromkeys(self.findings)),  # a file scanned twice reports its damage once
             **fields,
         )
 
