@@ -510,3 +510,10 @@ def test_cli_exit_codes() -> None:
     helped = subprocess.run([sys.executable, "-m", "kafkatool", "locate", "--help"], capture_output=True, text=True,
                             check=False)
     assert helped.returncode == 0 and "Examples" in helped.stdout
+
+
+def test_damage_met_twice_is_reported_once() -> None:
+    """Past the torn tail the lookup scans the last segment for the target, then again for the log end."""
+    loc = locate(ROOT / "kafka/recovery/torn-tail/before/rtopic-0", offset=268)
+    assert not loc.found
+    assert [(f.code, f.position) for f in loc.findings] == [("torn-tail", 846)]
