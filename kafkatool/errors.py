@@ -26,6 +26,20 @@ class InputIOError(KafkaToolError):
     exit_code = 3
 
 
+class LogDirLocked(KafkaToolError):
+    """A log dir's ``.lock`` is held by another live process (a running broker, another kafkatool): refused.
+
+    Nothing was changed and the lock was left alone. Exit code 2, as for a usage error: the command cannot be
+    done as asked until the broker is stopped (1 stays "findings").
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, lock_file: str) -> None:
+        super().__init__(message)
+        self.lock_file = lock_file
+
+
 class FormatError(KafkaToolError):
     """Bytes that do not follow the declared layout.
 

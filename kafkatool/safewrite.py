@@ -1,0 +1,696 @@
+"""The one layer through which kafkatool changes a log dir: nothing is ever lost, and a kill at any point is harmless.
+
+Every writing command (``repair``, later ``truncation --apply``) plans a list of :class:`FileOp` and runs it
+through :func:`apply_ops` while holding :func:`log_dir_lock`::
+
+    with log_dir_lock(log_dir):
+        resume(log_dir)                  # finish an interrupted apply first: a plan made from a
+        ops = plan(...)                  # half-applied state could differ
+        if ops and not dry_run:          # the dry run is the caller's
+            apply_ops(log_dir, ops, backup_dir)
+
+What :func:`apply_ops` does, in this order (the order is what makes a kill harmless):
+
+1. **Check**, writing nothing: every path lies under ``root``, ``backup_dir`` does not, no interrupted apply
+   is pending (its journal exists: :func:`resume` it first), and the ops make sense in sequence (a truncate
+   never extends, a rename stays in its directory and has a source or, already done, a destination, ``.lock``
+   is never touched). Otherwise :class:`ApplyRefused`. Re-applying ops already applied changes nothing.
+2. **Stage** the new contents of "write" ops in ``backup_dir/staged/<id>/<op number>`` (``<id>`` is derived
+   from the journal path, so only that journal can refer to it).
+3. **Back up** every file an op changes, deletes, renames or renames over, as it is before the apply, to
+   ``backup_dir/<path relative to root>``. A copy only ever appears complete (temp + fsync + rename) and is
+   never overwritten or deleted: when the backup dir already holds a copy of that path (an earlier apply into
+   the same dir, or this one killed before its commit), an identical copy is reused and a different one kept,
+   the current file going to ``<path>.~2~`` (``.~3~``...). ``backup_dir/MANIFEST.json`` lists every copy
+   (root, path, copy, size, sha256), merged with the entries of earlier applies.
+4. **Commit**: the journal (default ``root/.kafkatool-apply.journal``) is written atomically. Its first line is
+   one JSON object: the ops (paths relative to ``root``, staged name, length and sha256 of new contents), the
+   backups, ``backup_dir`` (absolute). Until it exists, ``root`` is untouched; once it exists, everything a
+   resume needs is durable.
+5. **Execute** the ops in order. Each is idempotent from the state just before it or just after it: write =
+   ``<name>.kafkatool-tmp`` (a name the broker ignores), write, fsync, rename over, fsync the dir; truncate =
+   ``ftruncate`` unless already that size, fsync; delete = unlink if present, fsync the dir; rename = rename if
+   the source exists (else the destination must), fsync the dir. After each op a line ``{"done": i}`` is
+   appended to the journal and fsynced.
+6. **Clean up**: the staged contents are deleted, then the journal (the dir fsynced after each).
+
+:func:`resume` finishes a pending journal: it re-runs the ops from the first one not recorded as done (the
+recorded ones are not re-run: a replay from the start is wrong for sequences such as "rename A to B, then
+write A"), after checking every staged content it needs against its sha256, then cleans up. A kill before the
+commit leaves ``root`` exactly as it was (a re-run plans and applies again, keeping the complete backup
+copies, which are the same originals); a kill after it leaves a journal that :func:`resume` completes; a kill
+during the cleanup leaves a journal whose ops are all done. Either way no ``*.kafkatool-tmp`` file survives
+the re-run in ``root`` (in the backup dir, a kill before the commit can leave a partial ``*.kafkatool-tmp``
+copy, overwritten when the re-run backs up the same file, and staged contents, which the re-run removes).
+Power loss is covered too (every rename and unlink is followed by an fsync of its directory before the next
+phase relies on it), as long as the disk honours fsync.
+
+Crash testing: ``KAFKATOOL_CRASH_AT=N`` (read once, at import) makes the process SIGKILL itself right before
+its N-th *durable step*, counting from 1 over the whole process: every fsync (of a file or a directory),
+rename, unlink, rmdir and truncate this module does, in program order (:func:`steps_taken` gives the count so
+far). The count of a given apply is deterministic, so a test can kill a real subprocess at every step in turn.
+Unset, it costs one integer comparison per durable step.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import stat
+import struct
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import KafkaToolError, LogDirLocked, UsageError
+
+TMP_SUFFIX = ".kafkatool-tmp"
+JOURNAL_NAME = ".kafkatool-apply.journal"
+MANIFEST_NAME = "MANIFEST.json"
+STAGED_DIR = "staged"
+LOCK_NAME = ".lock"
+KINDS = ("write", "truncate", "delete", "rename")
+
+_JOURNAL_FORMAT = "kafkatool-apply-journal"
+_MANIFEST_FORMAT = "kafkatool-backup-manifest"
+_VERSION = 1
+_CHUNK = 1 << 20
+
+
+class ApplyRefused(KafkaToolError):
+    """The ops cannot be applied safely as asked; nothing was changed (under ``root``)."""
+
+    exit_code = 2
+
+
+class JournalError(KafkaToolError):
+    """An interrupted apply cannot be completed: its journal is unreadable, or the files are in neither the state
+    before nor after an op (changed by something else). The journal and the backups are left in place."""
+
+
+@dataclass(frozen=True)
+class FileOp:
+    """One change to one file under the apply's root."""
+
+    kind: str            # "write" | "truncate" | "delete" | "rename"
+    path: Path           # the file acted on (absolute or relative to the cwd)
+    data: bytes | None = None   # write: the complete new content (the file may or may not exist)
+    size: int | None = None     # truncate: the new length (<= the current length)
+    dest: Path | None = None    # rename: the new path, in the same directory
+    reason: str = ""            # one line, shown to users
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"FileOp kind {self.kind!r}: not one of {', '.join(KINDS)}")
+        if self.kind == "truncate" and (not isinstance(self.size, int) or self.size < 0):
+            raise ValueError(f"truncate {self.path}: size must be an int >= 0, not {self.size!r}")
+        if self.kind == "rename" and self.dest is None:
+            raise ValueError(f"rename {self.path}: no dest")
+
+
+@dataclass(frozen=True)
+class BackedUp:
+    """One original file and its copy in the backup dir."""
+
+    path: Path      # the original (under root)
+    copy: Path      # backup_dir / path relative to root (``.~2~``... when an earlier version is there)
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ApplyReport:
+    """What an apply (or the resume of one) did. When a report is returned, every op of the apply is done."""
+
+    ops: tuple[FileOp, ...]          # every op of the apply, in order (after a resume: write ops carry data=None)
+    ops_run: int                     # executed by this call (a resume skips the ops the journal records as done)
+    backups: tuple[BackedUp, ...]    # every original this apply backed up (including copies kept from a re-run)
+    bytes_backed_up: int             # bytes copied by this call (0 for a resume: its backups were made before)
+    backup_dir: Path
+    resumed: bool
+
+
+# --- durable steps (and the crash hook) -----------------------------------------------------------------------
+
+
+def _crash_at_from_env() -> int | None:
+    raw = os.environ.get("KAFKATOOL_CRASH_AT", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
+_CRASH_AT = _crash_at_from_env()
+_steps_taken = 0
+
+
+def steps_taken() -> int:
+    """Durable steps this process has taken so far (what ``KAFKATOOL_CRASH_AT`` counts)."""
+    return _steps_taken
+
+
+def _step() -> None:
+    global _steps_taken
+    _steps_taken += 1
+    if _steps_taken == _CRASH_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _fsync(fd: int) -> None:
+    _step()
+    os.fsync(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _replace(src: Path, dst: Path) -> None:
+    _step()
+    os.replace(src, dst)
+
+
+def _unlink(path: Path) -> None:
+    _step()
+    os.unlink(path)
+
+
+def _rmdir(path: Path) -> None:
+    _step()
+    os.rmdir(path)
+
+
+def _tmp_of(path: Path) -> Path:
+    return path.with_name(path.name + TMP_SUFFIX)
+
+
+def _makedirs(path: Path, *, sync: bool = True) -> None:
+    """``mkdir -p``; with ``sync`` each new directory is made durable (its parent fsynced)."""
+    missing = []
+    while not path.is_dir():
+        missing.append(path)
+        path = path.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            pass
+        if sync:
+            _fsync_dir(d.parent)
+
+
+def _take_owner(fd: int, like: os.stat_result | None, mode: bool) -> None:
+    """Give a new file the mode (``mode``) and owner of ``like``: the file it replaces, or its directory. A
+    repair run as root must not leave files the broker's user cannot write. Ownership is best effort."""
+    if like is None:
+        return
+    if mode:
+        os.fchmod(fd, stat.S_IMODE(like.st_mode))
+    st = os.fstat(fd)
+    if (st.st_uid, st.st_gid) != (like.st_uid, like.st_gid):
+        try:
+            os.fchown(fd, like.st_uid, like.st_gid)
+        except PermissionError:
+            pass
+
+
+def _write_temp(tmp: Path, data: bytes, like: os.stat_result | None, mode: bool) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        _take_owner(fd, like, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view[:_CHUNK]):]
+        _fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace (or create) ``path`` with ``data`` so that it is always either the old or the new content, durably:
+    ``<name>.kafkatool-tmp`` written and fsynced, renamed over ``path``, the directory fsynced. Missing parent
+    directories are created (durably). A replaced file keeps its mode and (when allowed) its owner; a new one
+    gets its directory's owner."""
+    path = Path(path)
+    _makedirs(path.parent)
+    try:
+        like, mode = path.stat(), True
+    except FileNotFoundError:
+        like, mode = path.parent.stat(), False
+    tmp = _tmp_of(path)
+    _write_temp(tmp, data, like, mode)
+    _replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+# --- the log dir lock ---------------------------------------------------------------------------------------
+
+_held_locks: set[tuple[int, int]] = set()
+
+
+def lock_file_for(log_dir: Path) -> Path:
+    """The ``.lock`` that guards ``log_dir``: its own; else, when its parent has one (a partition dir was given),
+    the parent's (the broker's lock covers its partitions); else its own, to be created as the broker does."""
+    log_dir = Path(log_dir)
+    if not log_dir.is_dir():
+        raise UsageError(f"{log_dir}: not a directory")
+    own = log_dir / LOCK_NAME
+    if own.exists():
+        return own
+    parent = log_dir.resolve().parent / LOCK_NAME
+    return parent if parent.is_file() else own
+
+
+def _posix_lock_holder(fd: int) -> int | None:
+    """The pid holding a POSIX record lock that conflicts with ours (``F_GETLK``; Linux layout), else None."""
+    if sys.platform != "linux":
+        return None
+    layout = "@hhqqi4x"  # struct flock: l_type, l_whence, l_start, l_len, l_pid (64-bit off_t)
+    try:
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(layout, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+        l_type, _whence, _start, _len, pid = struct.unpack(layout, answer)
+    except (OSError, struct.error):
+        return None
+    return pid if l_type != fcntl.F_UNLCK and pid > 0 else None
+
+
+@contextmanager
+def log_dir_lock(log_dir: Path) -> Iterator[Path]:
+    """Hold ``log_dir``'s ``.lock`` as a Kafka broker does, for the whole ``with`` block; yields the lock file.
+
+    The broker (``LogManager.lockLogDirs``, ``FileLock``) creates ``<log dir>/.lock`` and takes
+    ``FileChannel.tryLock()``: on Linux a POSIX record lock (``fcntl F_SETLK``). The same lock is taken here
+    (``fcntl.lockf``), and also ``flock`` (an independent lock family on Linux), so tools that use flock are
+    respected too. Either held by another process raises :class:`LogDirLocked`; so does a second hold from this
+    process (POSIX locks are per process, so the check is ours). The lock file is never deleted or broken. For
+    the file chosen, see :func:`lock_file_for`: a missing ``.lock`` is created, as the broker does at start-up
+    (a broker starting meanwhile then fails to lock it instead of loading a half-repaired dir).
+
+    Caveat of POSIX locks: closing *any* descriptor of the lock file in this process releases the record lock
+    (the flock stays), so nothing else in the process may open ``.lock`` while it is held.
+    """
+    lock = lock_file_for(Path(log_dir))
+    try:
+        st = lock.stat()
+        if (st.st_dev, st.st_ino) in _held_locks:
+            raise LogDirLocked(f"{lock}: already held by this process", str(lock))
+    except FileNotFoundError:
+        pass
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        if key in _held_locks:  # created or replaced between the two looks: never close a held lock's file
+            raise LogDirLocked(f"{lock}: already held by this process", str(lock))
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            pid = _posix_lock_holder(fd)
+            who = f"process {pid}" if pid else "another process"
+            raise LogDirLocked(f"{lock} is locked by {who} (a running Kafka broker?): stop it first; "
+                               "nothing was changed", str(lock)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LogDirLocked(f"{lock} is locked (flock) by another process: stop it first; nothing was changed",
+                               str(lock)) from None
+        _held_locks.add(key)
+        try:
+            yield lock
+        finally:
+            _held_locks.discard(key)
+    finally:
+        os.close(fd)  # releases both locks; the file stays
+
+
+# --- paths and checks -----------------------------------------------------------------------------------------
+
+
+def _abs(path: Path) -> Path:
+    """Absolute, with the directory's symlinks resolved but not the file's own name."""
+    path = Path(path)
+    return path.parent.resolve() / path.name
+
+
+def _rel(root: Path, path: Path, what: str) -> str:
+    try:
+        return _abs(path).relative_to(root).as_posix()
+    except ValueError:
+        raise ApplyRefused(f"{what} {path}: not under {root}") from None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _hash_file(path: Path) -> tuple[int, str]:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def _regular_size(path: Path, what: str) -> int | None:
+    """Size of the regular file at ``path``; None if nothing is there; refused if something else is."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise ApplyRefused(f"{what} {path}: not a regular file")
+    return st.st_size
+
+
+def _check_ops(root: Path, ops: Sequence[FileOp], journal: Path) -> list[str]:
+    """Refuse ops that cannot be applied in sequence; return the root-relative paths to back up (those that exist
+    now and that an op changes, deletes, renames or renames over), in first-use order."""
+    sizes: dict[str, int | None] = {}  # root-relative path -> size in the simulated sequence (None: absent)
+    touched: list[str] = []
+
+    def current(rel: str, what: str) -> int | None:
+        if rel not in sizes:
+            sizes[rel] = _regular_size(root / rel, what)
+            if sizes[rel] is not None:
+                touched.append(rel)
+        return sizes[rel]
+
+    for op in ops:
+        what = op.kind
+        rel = _rel(root, op.path, what)
+        rels = [rel] + ([_rel(root, op.dest, "rename to")] if op.kind == "rename" and op.dest else [])
+        for r in rels:
+            p = root / r
+            if p.name == LOCK_NAME:
+                raise ApplyRefused(f"{what} {op.path}: the lock file is never touched")
+            if p == journal:
+                raise ApplyRefused(f"{what} {op.path}: that is the apply journal")
+            if (top := r.split("/", 1)[0]) in (STAGED_DIR, MANIFEST_NAME):
+                raise ApplyRefused(f"{what} {op.path}: its backup copy would clash with the backup dir's own {top}")
+            if not p.parent.is_dir():
+                raise ApplyRefused(f"{what} {op.path}: no such directory {p.parent}")
+        size = current(rel, what)
+        if op.kind == "write":
+            if not isinstance(op.data, bytes | bytearray | memoryview):
+                raise ApplyRefused(f"write {op.path}: no data")
+            sizes[rel] = len(op.data)
+        elif op.kind == "truncate":
+            assert op.size is not None
+            if size is None:
+                raise ApplyRefused(f"truncate {op.path}: no such file")
+            if op.size > size:
+                raise ApplyRefused(f"truncate {op.path} to {op.size} bytes: it has {size}; a truncate never extends")
+            sizes[rel] = op.size
+        elif op.kind == "delete":
+            sizes[rel] = None
+        else:
+            dest = rels[1]
+            if (root / dest).parent != (root / rel).parent or dest == rel:
+                raise ApplyRefused(f"rename {op.path} to {op.dest}: must stay in its directory under a new name")
+            if size is None:
+                # Already done (re-applied): the destination must be there. It is not changed, so not backed up.
+                there = sizes[dest] if dest in sizes else _regular_size(root / dest, "rename to")
+                if there is None:
+                    raise ApplyRefused(f"rename {op.path}: no such file (nor {op.dest})")
+                continue
+            current(dest, "rename to")
+            sizes[dest], sizes[rel] = size, None
+    return touched
+
+
+def _load_manifest(backup_dir: Path) -> dict[str, dict[str, Any]]:
+    """The backup dir's manifest entries by copy (path relative to the backup dir)."""
+    path = backup_dir / MANIFEST_NAME
+    try:
+        doc = json.loads(path.read_bytes())
+        if doc.get("format") != _MANIFEST_FORMAT:
+            raise ValueError(f"not a {_MANIFEST_FORMAT}")
+        return {entry["copy"]: entry for entry in doc["files"]}
+    except FileNotFoundError:
+        return {}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ApplyRefused(f"{path}: unreadable ({exc}); use a new backup dir") from None
+
+
+def _copy_for(backup_dir: Path, rel: str, src: Path) -> tuple[Path, tuple[int, str] | None]:
+    """Where the original of ``rel`` goes: a complete copy already there with the same bytes (reused: its size
+    and sha256 come along), else the first free name of ``<rel>``, ``<rel>.~2~``, ``<rel>.~3~``... An existing
+    copy is never overwritten: a different one is an earlier version (an earlier apply into the same dir)."""
+    size = src.stat().st_size
+    digest = None
+    n = 1
+    while True:
+        copy = backup_dir / (rel if n == 1 else f"{rel}.~{n}~")
+        if not copy.exists():
+            return copy, None
+        if copy.stat().st_size == size:
+            digest = digest or _hash_file(src)
+            if _hash_file(copy) == digest:
+                return copy, digest
+        n += 1
+
+
+def _staged_dir(backup_dir: Path, journal: Path) -> Path:
+    return backup_dir / STAGED_DIR / hashlib.sha256(str(journal).encode()).hexdigest()[:16]
+
+
+def _backup_copy(src: Path, dst: Path) -> tuple[int, str]:
+    """Copy ``src`` to ``dst`` (temp + fsync + rename), hashing as it goes; the directory is fsynced later."""
+    tmp = _tmp_of(dst)
+    h = hashlib.sha256()
+    size = 0
+    buf = bytearray(_CHUNK)
+    with open(src, "rb", buffering=0) as fin:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            while n := fin.readinto(buf):
+                chunk = memoryview(buf)[:n]
+                h.update(chunk)
+                size += n
+                while chunk:
+                    chunk = chunk[os.write(fd, chunk):]
+            _fsync(fd)
+        finally:
+            os.close(fd)
+    _replace(tmp, dst)
+    return size, h.hexdigest()
+
+
+# --- apply and resume ---------------------------------------------------------------------------------------
+
+
+def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: Path | None = None) -> ApplyReport:
+    """Apply ``ops`` in order under ``root``, backing up every original to ``backup_dir`` first; see the module
+    docstring for the phases and guarantees. The caller holds :func:`log_dir_lock` and has called :func:`resume`.
+    Raises :class:`ApplyRefused` (nothing under ``root`` changed) when the ops cannot be applied safely."""
+    root = Path(root).resolve(strict=True)
+    backup_dir = _abs(Path(backup_dir))
+    journal = root / JOURNAL_NAME if journal is None else _abs(Path(journal))
+    if _inside(backup_dir, root):
+        raise ApplyRefused(f"backup dir {backup_dir} is inside {root}: it must be outside the tree it backs up")
+    if journal.exists():
+        raise ApplyRefused(f"{journal}: an interrupted apply is pending; resume it before planning anew")
+    if not ops:
+        return ApplyReport((), 0, (), 0, backup_dir, False)
+    to_back_up = _check_ops(root, ops, journal)
+    manifest = _load_manifest(backup_dir)
+    copies = {rel: _copy_for(backup_dir, rel, root / rel) for rel in to_back_up}
+
+    # Stage the new contents.
+    staged_dir = _staged_dir(backup_dir, journal)
+    records: list[dict[str, Any]] = []
+    writes = [i for i, op in enumerate(ops) if op.kind == "write"]
+    if writes:
+        _makedirs(staged_dir, sync=False)
+        for leftover in sorted(staged_dir.iterdir()):  # from this journal's apply killed before its commit
+            _unlink(leftover)
+    for i, op in enumerate(ops):
+        record: dict[str, Any] = {"kind": op.kind, "path": _rel(root, op.path, op.kind), "reason": op.reason}
+        if op.kind == "write":
+            assert op.data is not None
+            data = bytes(op.data)
+            name = f"{i:06d}"
+            _write_temp(_tmp_of(staged_dir / name), data, None, False)
+            _replace(_tmp_of(staged_dir / name), staged_dir / name)
+            record.update(staged=name, length=len(data), sha256=hashlib.sha256(data).hexdigest())
+        elif op.kind == "truncate":
+            record["size"] = op.size
+        elif op.kind == "rename":
+            assert op.dest is not None
+            record["dest"] = _rel(root, op.dest, "rename to")
+        records.append(record)
+
+    # Back up the originals.
+    backups: list[BackedUp] = []
+    copied = 0
+    dirs = {staged_dir} if writes else set()
+    for rel in to_back_up:
+        copy, reused = copies[rel]
+        if reused is None:
+            _makedirs(copy.parent, sync=False)
+            size, digest = _backup_copy(root / rel, copy)
+            copied += size
+            dirs.add(copy.parent)
+        else:
+            size, digest = reused
+        backups.append(BackedUp(root / rel, copy, size, digest))
+        key = copy.relative_to(backup_dir).as_posix()
+        manifest[key] = {"root": str(root), "path": rel, "copy": key, "size": size, "sha256": digest}
+    # Every directory the resume relies on, up to the backup dir's parent (even those a killed run created).
+    for d in list(dirs):
+        dirs.update(a for a in d.parents if _inside(a, backup_dir.parent))
+    for d in sorted(dirs, key=lambda d: (-len(d.parts), d)):
+        _fsync_dir(d)
+    atomic_write(backup_dir / MANIFEST_NAME, _json({"format": _MANIFEST_FORMAT, "version": _VERSION,
+                                                    "files": sorted(manifest.values(), key=lambda e: e["copy"])}))
+
+    # Commit, execute, clean up.
+    header = {"format": _JOURNAL_FORMAT, "version": _VERSION, "root": str(root), "backup_dir": str(backup_dir),
+              "staged_dir": str(staged_dir), "ops": records,
+              "backups": [{"path": rel, "copy": b.copy.relative_to(backup_dir).as_posix(), "size": b.size,
+                           "sha256": b.sha256} for rel, b in zip(to_back_up, backups, strict=True)]}
+    atomic_write(journal, json.dumps(header, separators=(",", ":")).encode() + b"\n")
+    data_of = {i: bytes(ops[i].data or b"") for i in writes}
+    _run(root, journal, header, 0, data_of)
+    return ApplyReport(tuple(ops), len(ops), tuple(backups), copied, backup_dir, False)
+
+
+def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
+    """Complete the apply interrupted under ``root``, if its journal exists, and remove the journal; None when
+    there was nothing to resume. Call it (holding :func:`log_dir_lock`) before planning anew.
+
+    Raises :class:`JournalError` when the journal cannot be completed (unreadable, staged contents missing or
+    damaged, files in neither the state before nor after an op); nothing is deleted then."""
+    root = Path(root).resolve(strict=True)
+    journal = root / JOURNAL_NAME if journal is None else _abs(Path(journal))
+    tmp = _tmp_of(journal)
+    if tmp.exists():  # killed while writing the journal: the apply never started changing root
+        _unlink(tmp)
+        _fsync_dir(tmp.parent)
+    try:
+        text = journal.read_bytes()
+    except FileNotFoundError:
+        return None
+    lines = text.split(b"\n")
+    try:
+        header = json.loads(lines[0])
+        if header.get("format") != _JOURNAL_FORMAT or header.get("version") != _VERSION:
+            raise ValueError("not a kafkatool apply journal of a known version")
+        records = header["ops"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise JournalError(f"{journal}: unreadable ({exc}); the originals are in the apply's backup dir") from None
+    done = 0
+    for raw in lines[1:]:
+        if not raw:
+            continue
+        try:
+            mark = json.loads(raw)["done"]
+        except (ValueError, KeyError, TypeError):
+            break  # a record torn by a power loss (the last one): its op runs again
+        if mark != done:
+            raise JournalError(f"{journal}: progress records out of order ({mark} after {done - 1})")
+        done += 1
+    staged_dir = Path(header["staged_dir"])
+    data_of: dict[int, bytes] = {}
+    for i in range(done, len(records)):
+        record = records[i]
+        if record["kind"] != "write":
+            continue
+        staged = staged_dir / record["staged"]
+        try:
+            data = staged.read_bytes()
+        except OSError as exc:
+            raise JournalError(f"{journal}: the new content of {record['path']} ({staged}) cannot be read: "
+                               f"{exc.strerror or exc}") from None
+        if len(data) != record["length"] or hashlib.sha256(data).hexdigest() != record["sha256"]:
+            raise JournalError(f"{journal}: the new content of {record['path']} ({staged}) is damaged")
+        data_of[i] = data
+    # A journal resumed in a copy of the tree it was written for: the staged contents may still be needed by the
+    # original's resume, so they are left in place.
+    _run(root, journal, header, done, data_of, clean_staged=header.get("root") == str(root))
+    backup_dir = Path(header["backup_dir"])
+    ops = tuple(FileOp(r["kind"], root / r["path"], size=r.get("size"), reason=r.get("reason", ""),
+                       dest=root / r["dest"] if "dest" in r else None) for r in records)
+    backups = tuple(BackedUp(root / b["path"], backup_dir / b["copy"], b["size"], b["sha256"])
+                    for b in header["backups"])
+    return ApplyReport(ops, len(records) - done, backups, 0, backup_dir, True)
+
+
+def _run(root: Path, journal: Path, header: dict[str, Any], start: int, data_of: dict[int, bytes], *,
+         clean_staged: bool = True) -> None:
+    """Execute the journal's ops from ``start`` (marking each done), then clean up: staged contents, journal."""
+    for i in range(start, len(header["ops"])):
+        _execute(root, journal, header["ops"][i], data_of.get(i))
+        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            os.write(fd, b'{"done":%d}\n' % i)
+            _fsync(fd)
+        finally:
+            os.close(fd)
+    staged_dir = Path(header["staged_dir"])
+    if clean_staged and staged_dir.is_dir():
+        for leftover in sorted(staged_dir.iterdir()):
+            _unlink(leftover)
+        _rmdir(staged_dir)
+        _fsync_dir(staged_dir.parent)
+    staged_root = staged_dir.parent
+    if clean_staged and staged_root.is_dir() and not any(staged_root.iterdir()):  # no other journal's staged contents
+        _rmdir(staged_root)
+        _fsync_dir(staged_root.parent)
+    _unlink(journal)
+    _fsync_dir(journal.parent)
+
+
+def _execute(root: Path, journal: Path, record: dict[str, Any], data: bytes | None) -> None:
+    """One op, idempotent from the state just before it or just after it."""
+    kind, path = record["kind"], root / record["path"]
+    if kind == "write":
+        assert data is not None
+        atomic_write(path, data)
+    elif kind == "truncate":
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise JournalError(f"{journal}: truncate {path}: the file is gone (changed by something else?)") from None
+        try:
+            size = os.fstat(fd).st_size
+            if size < record["size"]:
+                raise JournalError(f"{journal}: truncate {path} to {record['size']}: it has only {size} bytes "
+                                   "(changed by something else?)")
+            if size != record["size"]:
+                _step()
+                os.ftruncate(fd, record["size"])
+            _fsync(fd)
+        finally:
+            os.close(fd)
+    elif kind == "delete":
+        if os.path.lexists(path):
+            _unlink(path)
+        _fsync_dir(path.parent)
+    elif kind == "rename":
+        dest = root / record["dest"]
+        if os.path.lexists(path):
+            _replace(path, dest)
+        elif not os.path.lexists(dest):
+            raise JournalError(f"{journal}: rename {path} to {dest.name}: neither exists (changed by something "
+                               "else?)")
+        _fsync_dir(path.parent)
+    else:
+        raise JournalError(f"{journal}: unknown op kind {kind!r}")
+
+
+def _json(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, indent=1) + "\n").encode()

@@ -1,0 +1,445 @@
+"""``kafkatool.safewrite``: ops, backups, the log dir lock, and a real process killed before every durable step.
+
+No filesystem mocks: every test works on real files under ``tmp_path``; the crash test SIGKILLs a real
+subprocess (``KAFKATOOL_CRASH_AT``) and lets :func:`resume` finish what it left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import random
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kafkatool import safewrite
+from kafkatool.errors import LogDirLocked
+from kafkatool.safewrite import (
+    JOURNAL_NAME,
+    ApplyRefused,
+    FileOp,
+    JournalError,
+    apply_ops,
+    atomic_write,
+    log_dir_lock,
+    resume,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root``: relative path -> content."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def temp_files(*dirs: Path) -> list[str]:
+    return [str(p) for d in dirs if d.exists() for p in d.rglob("*") if p.name.endswith(safewrite.TMP_SUFFIX)]
+
+
+def noise(seed: int, size: int) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+
+
+def rebase(ops: list[FileOp], base: Path) -> list[FileOp]:
+    return [dataclasses.replace(op, path=base / op.path, dest=None if op.dest is None else base / op.dest)
+            for op in ops]
+
+
+# --- ops --------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "logdir"
+    write_tree(root, {"p-0/a.log": b"0123456789", "p-0/b.index": b"old index", "p-0/c.snapshot": b"snap",
+                      "p-0/d.log.swap": b"swapped", "p-0/e.log": b"replaced", "p-0/f.log.cleaned": b"cleaned",
+                      "p-0/untouched.log": b"same", "recovery-point-offset-checkpoint": b"0\n1\np 0 5\n"})
+    return root, tmp_path / "backup"
+
+
+def small_ops(root: Path) -> list[FileOp]:
+    p = root / "p-0"
+    return [
+        FileOp("truncate", p / "a.log", size=4, reason="torn tail"),
+        FileOp("write", p / "b.index", data=b"new index"),
+        FileOp("write", p / "new.txnindex", data=b"fresh"),
+        FileOp("delete", p / "c.snapshot"),
+        FileOp("delete", p / "never-there.snapshot"),
+        FileOp("rename", p / "d.log.swap", dest=p / "d.log"),
+        FileOp("rename", p / "f.log.cleaned", dest=p / "e.log"),
+        FileOp("write", root / "recovery-point-offset-checkpoint", data=b"0\n1\np 0 4\n"),
+    ]
+
+
+def test_ops_do_what_they_say(small: tuple[Path, Path]) -> None:
+    root, backup = small
+    report = apply_ops(root, small_ops(root), backup)
+    assert tree(root) == {
+        "p-0/a.log": b"0123", "p-0/b.index": b"new index", "p-0/new.txnindex": b"fresh", "p-0/d.log": b"swapped",
+        "p-0/e.log": b"cleaned", "p-0/untouched.log": b"same", "recovery-point-offset-checkpoint": b"0\n1\np 0 4\n",
+    }
+    assert report.ops_run == 8 and not report.resumed and report.backup_dir == backup
+    assert not (root / JOURNAL_NAME).exists() and temp_files(root, backup) == []
+    assert not (backup / "staged").exists()
+
+
+def test_reapplying_applied_ops_changes_nothing(small: tuple[Path, Path]) -> None:
+    root, backup = small
+    apply_ops(root, small_ops(root), backup)
+    after = tree(root)
+    apply_ops(root, small_ops(root), backup.with_name("backup-2"))
+    assert tree(root) == after
+    # Into the same backup dir: the copies of the first apply stay; the files it changed are kept as versions.
+    first = tree(backup)
+    apply_ops(root, small_ops(root), backup)
+    assert tree(root) == after
+    now = tree(backup)
+    assert {k: v for k, v in now.items() if k in first and k != "MANIFEST.json"} == {
+        k: v for k, v in first.items() if k != "MANIFEST.json"}
+    assert now["p-0/a.log.~2~"] == b"0123" and now["p-0/b.index.~2~"] == b"new index"
+
+
+def test_backup_holds_every_original_byte_and_nothing_else(small: tuple[Path, Path]) -> None:
+    root, backup = small
+    originals = tree(root)
+    report = apply_ops(root, small_ops(root), backup)
+    touched = {"p-0/a.log", "p-0/b.index", "p-0/c.snapshot", "p-0/d.log.swap", "p-0/e.log", "p-0/f.log.cleaned",
+               "recovery-point-offset-checkpoint"}
+    assert set(tree(backup)) == touched | {"MANIFEST.json"}
+    for rel in touched:
+        assert (backup / rel).read_bytes() == originals[rel], rel
+    manifest = json.loads((backup / "MANIFEST.json").read_bytes())
+    assert {e["path"]: (e["size"], e["sha256"]) for e in manifest["files"]} == {
+        rel: (len(originals[rel]), hashlib.sha256(originals[rel]).hexdigest()) for rel in touched}
+    assert report.bytes_backed_up == sum(len(originals[rel]) for rel in touched)
+    assert {b.copy for b in report.backups} == {backup / rel for rel in touched}
+
+
+def test_backup_dir_inside_root_is_refused(small: tuple[Path, Path]) -> None:
+    root, _ = small
+    before = tree(root)
+    for inside in (root / "backup", root / "p-0" / "bk", root):
+        with pytest.raises(ApplyRefused, match="inside"):
+            apply_ops(root, small_ops(root), inside)
+    assert tree(root) == before
+
+
+@pytest.mark.parametrize("op, match", [
+    (FileOp("truncate", Path("p-0/a.log"), size=11), "never extends"),
+    (FileOp("truncate", Path("p-0/nope.log"), size=0), "no such file"),
+    (FileOp("rename", Path("p-0/a.log"), dest=Path("elsewhere.log")), "stay in its directory"),
+    (FileOp("rename", Path("p-0/gone.log"), dest=Path("p-0/gone2.log")), "no such file"),
+    (FileOp("write", Path("p-0/.lock"), data=b""), "lock file"),
+    (FileOp("write", Path("../outside.log"), data=b""), "not under"),
+    (FileOp("write", Path("p-9/new.log"), data=b""), "no such directory"),
+    (FileOp("delete", Path("p-0")), "not a regular file"),
+    (FileOp("write", Path("p-0/a.log")), "no data"),
+])
+def test_impossible_ops_are_refused_before_anything_changes(small: tuple[Path, Path], op: FileOp,
+                                                            match: str) -> None:
+    root, backup = small
+    before = tree(root)
+    ops = [FileOp("write", root / "p-0/b.index", data=b"x"), rebase([op], root)[0]]
+    with pytest.raises(ApplyRefused, match=match):
+        apply_ops(root, ops, backup)
+    assert tree(root) == before and not backup.exists()
+
+
+def test_a_pending_journal_must_be_resumed_first(small: tuple[Path, Path]) -> None:
+    root, backup = small
+    (root / JOURNAL_NAME).write_bytes(b"{}\n")
+    with pytest.raises(ApplyRefused, match="resume"):
+        apply_ops(root, small_ops(root), backup)
+    with pytest.raises(JournalError, match="unreadable"):
+        resume(root)
+    assert (root / JOURNAL_NAME).exists()
+
+
+def test_resume_with_nothing_pending_returns_none(small: tuple[Path, Path]) -> None:
+    root, _ = small
+    before = tree(root)
+    assert resume(root) is None and tree(root) == before
+
+
+def test_atomic_write_creates_parents_keeps_the_mode_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "file"
+    atomic_write(target, b"one")
+    assert target.read_bytes() == b"one"
+    target.chmod(0o640)
+    atomic_write(target, b"two")
+    assert target.read_bytes() == b"two" and target.stat().st_mode & 0o777 == 0o640
+    assert temp_files(tmp_path) == []
+
+
+# --- killed at every durable step ---------------------------------------------------------------------------
+
+CRASH_FILES = {  # about 3 MiB: backing up means copying
+    "p-0/00000000000000000000.log": noise(1, 1 << 20),
+    "p-0/00000000000000000000.index": noise(2, 40 << 10),
+    "p-0/00000000000000000000.timeindex": noise(3, 60 << 10),
+    "p-0/leader-epoch-checkpoint": b"0\n2\n0 0\n1 500\n",
+    "p-1/00000000000000000000.log": noise(4, 512 << 10),
+    "p-1/00000000000000000000.log.cleaned": noise(5, 384 << 10),
+    "p-1/00000000000000000100.log": noise(6, 512 << 10),
+    "p-1/00000000000000000100.index": noise(7, 10 << 10),
+    "p-1/00000000000000000200.log.swap": noise(8, 256 << 10),
+    "recovery-point-offset-checkpoint": b"0\n2\np 0 900\np 1 250\n",
+    "meta.properties": b"version=1\nbroker.id=0\n",
+    ".lock": b"",
+}
+P0, P1 = Path("root/p-0"), Path("root/p-1")
+CRASH_OPS = [  # paths relative to the trial dir (the subprocess runs there): relative paths are resolved too
+    FileOp("truncate", P0 / "00000000000000000000.log", size=654_321, reason="torn tail"),
+    FileOp("write", P0 / "00000000000000000000.index", data=noise(9, 8 << 10)),
+    FileOp("write", P0 / "00000000000000000000.txnindex", data=noise(10, 34)),
+    FileOp("delete", P1 / "00000000000000000100.log"),
+    FileOp("delete", P1 / "00000000000000000100.index"),
+    FileOp("rename", P1 / "00000000000000000200.log.swap", dest=P1 / "00000000000000000200.log"),
+    FileOp("rename", P1 / "00000000000000000000.log.cleaned", dest=P1 / "00000000000000000000.log"),
+    # Moving a file away and writing a new one in its place: replaying from the first op would be wrong here.
+    FileOp("rename", P0 / "00000000000000000000.timeindex", dest=P0 / "00000000000000000000.timeindex.old"),
+    FileOp("write", P0 / "00000000000000000000.timeindex", data=noise(11, 12)),
+    FileOp("write", Path("root/recovery-point-offset-checkpoint"), data=b"0\n2\np 0 800\np 1 250\n"),
+    FileOp("delete", P0 / "00000000000000000005.snapshot"),
+]
+TOUCHED = {str(op.path.relative_to("root")) for op in CRASH_OPS} | {
+    str(op.dest.relative_to("root")) for op in CRASH_OPS if op.dest is not None}
+ORIGINALLY_TOUCHED = TOUCHED & set(CRASH_FILES)
+
+RUN_APPLY = """
+import pickle, sys
+from pathlib import Path
+from kafkatool.safewrite import apply_ops, resume
+ops = pickle.loads(Path("ops.pickle").read_bytes())
+if sys.argv[1] == "apply":
+    apply_ops(Path("root"), ops, Path("backup"))
+else:
+    resume(Path("root"))
+"""
+
+
+def new_trial(base: Path, name: str) -> Path:
+    trial = base / name
+    write_tree(trial / "root", CRASH_FILES)
+    (trial / "ops.pickle").write_bytes(pickle.dumps(CRASH_OPS))
+    return trial
+
+
+def run(trial: Path, what: str, crash_at: int | None) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "KAFKATOOL_CRASH_AT"}
+    if crash_at is not None:
+        env["KAFKATOOL_CRASH_AT"] = str(crash_at)
+    done = subprocess.run([sys.executable, "-c", RUN_APPLY, what], cwd=trial, env=env, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode in (0, -9), done.stderr
+    return done.returncode
+
+
+def assert_complete(trial: Path, expected: dict[str, bytes], where: str) -> None:
+    root, backup = trial / "root", trial / "backup"
+    assert tree(root) == expected, where
+    assert temp_files(root, backup) == [], where
+    assert not (root / JOURNAL_NAME).exists() and not (backup / "staged").exists(), where
+    manifest = {e["path"]: e for e in json.loads((backup / "MANIFEST.json").read_bytes())["files"]}
+    assert set(manifest) == ORIGINALLY_TOUCHED, where
+    for rel in ORIGINALLY_TOUCHED:
+        original = CRASH_FILES[rel]
+        assert (backup / rel).read_bytes() == original, (where, rel)
+        assert manifest[rel]["sha256"] == hashlib.sha256(original).hexdigest(), (where, rel)
+    assert set(tree(backup)) == ORIGINALLY_TOUCHED | {"MANIFEST.json"}, where
+
+
+def finish_like_a_caller(trial: Path) -> str:
+    """What a re-run does: resume; when there was nothing to resume, the dir is untouched or done."""
+    root = trial / "root"
+    if resume(root) is not None:
+        return "resumed"
+    now = tree(root)
+    if now == CRASH_FILES:  # killed before the journal was committed: plan and apply again, same backup dir
+        apply_ops(root, rebase(CRASH_OPS, trial), trial / "backup")
+        return "re-applied"
+    return "was done"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], int]:
+    """The uninterrupted result, and how many durable steps it takes."""
+    trial = new_trial(tmp_path_factory.mktemp("reference"), "t")
+    before = safewrite.steps_taken()
+    apply_ops(trial / "root", rebase(CRASH_OPS, trial), trial / "backup")
+    steps = safewrite.steps_taken() - before
+    expected = tree(trial / "root")
+    assert_complete(trial, expected, "uninterrupted")
+    assert expected["p-0/00000000000000000000.timeindex.old"] == CRASH_FILES["p-0/00000000000000000000.timeindex"]
+    return expected, steps
+
+
+def test_killed_before_any_durable_step_resume_completes_the_apply(
+        tmp_path: Path, reference: tuple[dict[str, bytes], int]) -> None:
+    expected, steps = reference
+    assert steps > 40
+
+    def kill_then_finish(n: int) -> str:
+        trial = new_trial(tmp_path, f"n{n}")
+        assert run(trial, "apply", n) == (-9 if n <= steps else 0), f"crash at {n} of {steps}"
+        how = finish_like_a_caller(trial)
+        assert_complete(trial, expected, f"killed before step {n} of {steps} ({how})")
+        shutil.rmtree(trial)
+        return how
+
+    with ThreadPoolExecutor(max_workers=4) as pool:  # the subprocesses mostly wait for fsync
+        outcomes = Counter(pool.map(kill_then_finish, range(1, steps + 2)))
+    # Every phase was hit: before the commit, after it (resumed), after the journal was removed.
+    assert outcomes["re-applied"] > 10 and outcomes["resumed"] > 10 and outcomes["was done"] >= 2, outcomes
+
+
+def test_killed_while_resuming_a_resume_still_completes(tmp_path: Path,
+                                                        reference: tuple[dict[str, bytes], int]) -> None:
+    """Kill the apply in the middle of its ops, then kill the resume before each of its own steps."""
+    expected, steps = reference
+    crash_at = steps - 12  # after the commit, a few ops in
+    probe = new_trial(tmp_path, "probe")
+    assert run(probe, "apply", crash_at) == -9 and (probe / "root" / JOURNAL_NAME).exists()
+    before = safewrite.steps_taken()
+    assert resume(probe / "root") is not None
+    resume_steps = safewrite.steps_taken() - before
+    assert_complete(probe, expected, "resumed")
+
+    def kill_resume_then_finish(m: int) -> None:
+        trial = new_trial(tmp_path, f"m{m}")
+        assert run(trial, "apply", crash_at) == -9
+        assert run(trial, "resume", m) == (-9 if m <= resume_steps else 0), m
+        resume(trial / "root")  # None when killed after the journal went: then the job was done
+        assert_complete(trial, expected, f"resume killed before its step {m} of {resume_steps}")
+        shutil.rmtree(trial)
+
+    assert resume_steps > 10
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(kill_resume_then_finish, range(1, resume_steps + 2)))
+
+
+def test_a_copy_of_an_interrupted_tree_resumes_without_robbing_the_original(
+        tmp_path: Path, reference: tuple[dict[str, bytes], int]) -> None:
+    expected, steps = reference
+    original = new_trial(tmp_path, "original")
+    assert run(original, "apply", steps - 20) == -9
+    copy = tmp_path / "copy"
+    shutil.copytree(original / "root", copy)
+    assert resume(copy) is not None and tree(copy) == expected
+    assert resume(original / "root") is not None
+    assert_complete(original, expected, "original resumed after its copy")
+
+
+def test_resume_refuses_damaged_staged_content(tmp_path: Path, reference: tuple[dict[str, bytes], int]) -> None:
+    _, steps = reference
+    trial = new_trial(tmp_path, "t")
+    assert run(trial, "apply", steps - 20) == -9
+    header = json.loads((trial / "root" / JOURNAL_NAME).read_bytes().split(b"\n")[0])
+    staged = Path(header["staged_dir"])
+    victim = [staged / r["staged"] for r in header["ops"] if r["kind"] == "write"][-1]  # not yet written
+    victim.write_bytes(b"garbage")
+    with pytest.raises(JournalError, match="damaged"):
+        resume(trial / "root")
+    assert (trial / "root" / JOURNAL_NAME).exists()
+
+
+# --- the log dir lock -----------------------------------------------------------------------------------------
+
+HOLD_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+if sys.argv[2] == "flock":
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+else:  # a broker's FileChannel.tryLock(): a POSIX record lock over 0..Long.MAX_VALUE
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, (1 << 63) - 1, 0)
+print("locked", flush=True)
+sys.stdin.read()  # hold until the test closes our stdin
+"""
+
+TRY_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    if sys.argv[2] == "flock":
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except OSError:
+    sys.exit(1)
+"""
+
+
+@pytest.fixture
+def holder(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[subprocess.Popen[str]]:
+    lock = tmp_path / "logdir" / ".lock"
+    lock.parent.mkdir()
+    with subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), request.param], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as proc:  # closes the pipes, waits
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+            yield proc
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()  # the holder exits
+            proc.wait(timeout=30)
+
+
+def can_lock(lock: Path, kind: str) -> bool:
+    return subprocess.run([sys.executable, "-c", TRY_LOCK, str(lock), kind], check=False).returncode == 0
+
+
+@pytest.mark.parametrize("holder", ["lockf", "flock"], indirect=True)
+def test_a_held_lock_refuses_and_is_left_alone(tmp_path: Path, holder: subprocess.Popen[str]) -> None:
+    logdir = tmp_path / "logdir"
+    with pytest.raises(LogDirLocked, match=r"\.lock is locked") as refused:
+        with log_dir_lock(logdir):
+            pytest.fail("entered a locked log dir")
+    assert refused.value.exit_code == 2 and refused.value.lock_file == str(logdir / ".lock")
+    if holder.args[-1] == "lockf":
+        assert f"process {holder.pid}" in str(refused.value)
+    assert (logdir / ".lock").exists()
+    assert holder.stdin is not None
+    holder.stdin.close()
+    holder.wait(timeout=30)
+    with log_dir_lock(logdir) as lock:
+        assert lock == logdir / ".lock"
+
+
+@pytest.mark.parametrize("kind", ["lockf", "flock"])
+def test_the_lock_is_held_for_the_whole_block_and_released_after(tmp_path: Path, kind: str) -> None:
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+    with log_dir_lock(logdir) as lock:
+        assert lock == logdir / ".lock" and lock.exists()  # created, as the broker does
+        assert not can_lock(lock, kind)
+        with pytest.raises(LogDirLocked, match="already held by this process"):
+            with log_dir_lock(logdir):
+                pass
+        assert not can_lock(lock, kind)  # the refused inner attempt did not release the outer lock
+    assert can_lock(lock, kind) and lock.exists()
+
+
+def test_a_partition_dir_is_guarded_by_its_log_dirs_lock(tmp_path: Path) -> None:
+    logdir = tmp_path / "logdir"
+    (logdir / "topic-0").mkdir(parents=True)
+    (logdir / ".lock").touch()
+    with log_dir_lock(logdir / "topic-0") as lock:
+        assert lock == logdir / ".lock" and not can_lock(lock, "lockf")
+    assert not (logdir / "topic-0" / ".lock").exists()
