@@ -230,6 +230,46 @@ class PartitionWriter:
                 return s
         raise KeyError(f"no segment with base offset {base_offset}")
 
+    # --- replaying an existing log (repair) --------------------------------------------------------------
+
+    def load_producers(self, entries: Iterable[ProducerEntry]) -> None:
+        """Start from a producer snapshot's entries (``ProducerStateManager.loadFromSnapshot``), in file order.
+
+        Only before the first append: the state a broker reads back when it replays a log from a snapshot.
+        """
+        if self._producers:
+            raise AppendError("producer state can only be loaded into an empty producer state")
+        for e in entries:
+            p = _Producer(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp,
+                          e.current_txn_first_offset,
+                          (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
+            self._producers[e.producer_id] = p
+            if p.txn_first_offset >= 0:
+                self._ongoing[p.txn_first_offset] = p.producer_id
+        self._last_snapshot_offset = max(self._last_snapshot_offset, self._map_end_offset)  # already on disk
+
+    def reload_producers(self, now_ms: int, expiration_ms: int) -> None:
+        """Read the producer state back as a new ``ProducerStateManager`` loading a snapshot taken now would.
+
+        ``loadFromSnapshot`` drops expired producers: no open transaction and a last timestamp at least
+        ``producer.id.expiration.ms`` before the broker's clock. The broker does this each time it recovers a
+        segment, so its rebuilt snapshots depend on its wall clock; this does the same with ``now_ms``.
+        """
+        entries = self.producers()
+        self._producers.clear()
+        self._ongoing.clear()
+        self._last_snapshot_offset, saved = -1, self._last_snapshot_offset
+        self.load_producers(e for e in entries
+                            if e.current_txn_first_offset >= 0 or now_ms - e.timestamp < expiration_ms)
+        self._last_snapshot_offset = saved
+
+    def roll_at(self, base_offset: int) -> None:
+        """Start a new segment at ``base_offset`` (an existing log's segment boundary, when replaying it)."""
+        if base_offset < self._log_end_offset:
+            raise AppendError(f"cannot roll at {base_offset}, below the log end offset {self._log_end_offset}")
+        self._roll(base_offset)
+        self._log_end_offset = max(self._log_end_offset, base_offset)
+
     # --- append --------------------------------------------------------------------------------------
 
     def append(self, records: bytes) -> Appended:

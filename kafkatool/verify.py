@@ -196,6 +196,31 @@ def _discover_dir(d: Path, display: str) -> Iterator[_LogDir | _Partition]:
         yield from _discover_dir(sub, sub_display)
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionDir:
+    """A live partition dir under the paths a per-partition command was given, and the log dir holding it."""
+
+    path: Path
+    display: str
+    topic: str
+    partition: int
+    files: tuple[tuple[Path, str], ...]   # (path, display) of every file in the dir
+    logdir: Path                          # its parent: where the broker-level offset checkpoints live
+    logdir_display: str
+
+
+def partition_dirs(paths: Iterable[str | Path]) -> Iterator[PartitionDir]:
+    """Every partition dir under ``paths`` (found as ``verify`` finds them), skipping ``-delete``/``-future``/
+    ``-stray`` dirs. A plain file is a UsageError."""
+    for unit in _discover(paths):
+        if isinstance(unit, tuple):
+            raise UsageError(f"{unit[1]}: a file; name partition dirs or log dirs")
+        for part in unit.partitions if isinstance(unit, _LogDir) else [unit]:
+            if part.topic is not None and part.state is None:
+                yield PartitionDir(part.path, part.display, part.topic, part.partition or 0, tuple(part.files),
+                                   part.path.parent, os.path.dirname(part.display) or ".")
+
+
 # --- the command's library function -----------------------------------------------------------------------
 
 
@@ -505,8 +530,8 @@ def _snapshot_state(files: _Files, first_base: int | None) -> tuple[dict[int, in
 
 
 def join_transactions(
-    report: SegmentReport, prior: dict[int, int]
-) -> tuple[list[tuple[int, int, int, int]], dict[int, int]]:
+    report: SegmentReport, prior: dict[int, int], prior_known: bool = True
+) -> tuple[list[tuple[int, int | None, int, int | None]], dict[int, int]]:
     """The aborted transactions a segment's ``.txnindex`` must hold, and the transactions open after it.
 
     ``prior`` is producer id -> first offset of the transactions open when the segment starts. A
@@ -514,17 +539,25 @@ def join_transactions(
     before it; this puts them right, as ``ProducerStateManager`` would have seen them:
     ``AbortedTxn(pid, first offset, marker offset, last stable offset)`` where the last stable offset is
     the first offset of the earliest other open transaction, or the marker offset + 1.
+
+    When the state before the segment is not known (a log starting after segments were deleted, with no
+    readable producer snapshot there), a producer's first marker may close a transaction begun before the
+    log start: its first offset is then None (unknown), and so is every last stable offset.
     """
-    expected = []
+    expected: list[tuple[int, int | None, int, int | None]] = []
     for pid, local_first, marker, local_lso in report.aborts:
         if pid in prior and report.first_marker.get(pid) == marker:
             first = prior[pid]
+        elif not prior_known and report.first_marker.get(pid) == marker:
+            expected.append((pid, None, marker, None))
+            continue
         elif local_first is None:
             continue  # a marker with no transaction: Kafka records nothing
         else:
             first = local_first
         others = [f for p, f in prior.items() if p != pid and report.first_marker.get(p, 1 << 63) > marker]
-        expected.append((pid, first, marker, min(others) if others else local_lso))
+        lso = min(others) if others else local_lso
+        expected.append((pid, first, marker, lso if prior_known else None))
     after = {p: f for p, f in prior.items() if p not in report.first_marker}
     for p, f in report.ongoing.items():
         if p not in after:
@@ -572,11 +605,14 @@ def _join_segment(
     state.legacy = state.legacy or report.legacy_batches > 0
     state.epochs.extend((e, o, p, path) for e, o, p in report.epochs)
 
-    expected, state.prior = join_transactions(report, state.prior)
+    expected, state.prior = join_transactions(report, state.prior, state.prior_known)
     yield from _compare_txn_index(report, expected, state.prior_known)
 
 
-def _compare_txn_index(report: SegmentReport, expected: list[tuple[int, int, int, int]], prior_known: bool):
+def _compare_txn_index(
+    report: SegmentReport, expected: list[tuple[int, int | None, int, int | None]], prior_known: bool
+) -> Iterator[Finding]:
+    """The segment's ``.txnindex`` against the aborts the log implies (None: not knowable, not compared)."""
     task = report.task
     have = [(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in report.txn_entries or []]
     if have == expected:
@@ -597,12 +633,12 @@ def _compare_txn_index(report: SegmentReport, expected: list[tuple[int, int, int
                           "read_committed consumers would receive its records")
             continue
         i, (_p, h_first, _m, h_lso) = found
-        if h_first != first and prior_known:
+        if first is not None and h_first != first:
             yield Finding("error", "txnindex-wrong-entry", where, i * 34,
                           f"entry {i}: producer {pid}'s aborted transaction starts at {first}, the index says "
                           f"{h_first}")
-        elif h_lso != lso:
-            yield Finding("warning" if prior_known else "info", "txnindex-wrong-lso", where, i * 34,
+        elif lso is not None and h_lso != lso:
+            yield Finding("warning", "txnindex-wrong-lso", where, i * 34,
                           f"entry {i}: last stable offset {h_lso}, the log implies {lso}")
     for i, (pid, first, marker, _lso) in sorted(by_key.values()):
         yield Finding("error", "txnindex-extra-entry", where, i * 34,
@@ -611,9 +647,22 @@ def _compare_txn_index(report: SegmentReport, expected: list[tuple[int, int, int
 
 
 def _check_epochs(files: _Files, state: _PartitionState, part: _Partition) -> Iterator[Finding]:
-    """The leader epochs of the batches against ``leader-epoch-checkpoint`` (``LeaderEpochFileCache``)."""
+    return check_epochs(state.epochs, files.epoch_checkpoint, state.leo, state.first_offset, state.legacy,
+                        part.display)
+
+
+def check_epochs(
+    runs: list[tuple[int, int, int, str]], checkpoint: tuple[Path, str] | None, leo: int | None,
+    first_offset: int | None, legacy: bool, partition_display: str,
+) -> Iterator[Finding]:
+    """The leader epochs of the batches against ``leader-epoch-checkpoint`` (``LeaderEpochFileCache``).
+
+    ``runs``: (epoch, first offset, byte position, segment path) wherever the batches' leader epoch changes, in
+    offset order; ``checkpoint``: (path, display) of the file, None when there is none; ``legacy``: the log
+    holds v0/v1 batches (which carry no epoch).
+    """
     expected: list[tuple[int, int]] = []
-    for epoch, start, position, path in state.epochs:
+    for epoch, start, position, path in runs:
         if expected and epoch < expected[-1][0]:
             yield Finding("error", "epoch-goes-back", path, position,
                           f"batch at offset {start} has leader epoch {epoch}, after epoch {expected[-1][0]}: "
@@ -623,14 +672,14 @@ def _check_epochs(files: _Files, state: _PartitionState, part: _Partition) -> It
         while expected and (expected[-1][0] >= epoch or expected[-1][1] >= start):
             expected.pop()
         expected.append((epoch, start))
-    leo = state.leo
-    if files.epoch_checkpoint is None:
-        if expected and not state.legacy:
-            yield Finding("warning", "epoch-checkpoint-missing", os.path.join(part.display, "leader-epoch-checkpoint"),
+    if checkpoint is None:
+        if expected and not legacy:
+            where = os.path.join(partition_display, "leader-epoch-checkpoint")
+            yield Finding("warning", "epoch-checkpoint-missing", where,
                           None, f"no leader-epoch-checkpoint, but the batches carry epochs {_epoch_list(expected)}: "
                           "the broker cannot answer OffsetsForLeaderEpoch correctly after a restart")
         return
-    path, display = files.epoch_checkpoint
+    path, display = checkpoint
     values, findings = _small(path, FileKind.EPOCH_CHECKPOINT, display)
     yield from findings
     entries = [(e.epoch, e.start_offset) for e in values if isinstance(e, EpochEntry)]
@@ -644,10 +693,10 @@ def _check_epochs(files: _Files, state: _PartitionState, part: _Partition) -> It
             yield Finding("warning", "epoch-start-beyond-log-end", display, None,
                           f"epoch {epoch} starts at {start}, beyond the log end offset {leo}; the broker drops it "
                           "when it loads the log")
-        elif state.first_offset is not None and start < state.first_offset and (epoch, start) != entries[0]:
+        elif first_offset is not None and start < first_offset and (epoch, start) != entries[0]:
             yield Finding("info", "epoch-start-below-log-start", display, None,
-                          f"epoch {epoch} starts at {start}, below the log start offset {state.first_offset}")
-    if state.legacy:
+                          f"epoch {epoch} starts at {start}, below the log start offset {first_offset}")
+    if legacy:
         return  # v0/v1 batches carry no epoch; the cache cannot be rebuilt from them
     have = dict(entries)
     for i, (epoch, start) in enumerate(expected):

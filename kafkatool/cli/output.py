@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -22,7 +23,16 @@ from rich.table import Table
 
 FORMATS = ("text", "jsonl")
 VALUE_MODES = ("base64", "text", "hex", "none")
-_TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn"}
+_TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare"}
+# Tables showing chosen fields (field -> header) rather than every field of the value:
+_TABLE_COLUMNS = {
+    "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
+                "recovery_point": "recovery pt", "lso": "LSO", "latest_epoch": "epoch",
+                "latest_epoch_start_offset": "epoch start", "lag": "lag", "in_isr": "ISR", "batches": "batches",
+                "size": "bytes"},
+    "epoch_compare": {"epoch": "epoch", "checkpoint_start": "checkpoint start", "log_start": "log: first offset",
+                      "log_end": "last offset", "status": "status"},
+}
 _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
@@ -144,10 +154,11 @@ class Output:
         if not self._table_rows:
             return
         rows, self._table_rows = self._table_rows, []
-        cols = [k for k in rows[0] if k != "type"]
-        table = Table(*cols, box=None, pad_edge=False, header_style="bold")
+        chosen = _TABLE_COLUMNS.get(rows[0]["type"])
+        cols = chosen or {k: k for k in rows[0] if k != "type"}
+        table = Table(*cols.values(), box=None, pad_edge=False, header_style="bold")
         for r in rows:
-            table.add_row(*(escape(str(r.get(c))) for c in cols))
+            table.add_row(*(escape(_cell(c, r.get(c)) if chosen else str(r.get(c))) for c in cols))
         assert self._console is not None
         self._console.print(table)
 
@@ -210,7 +221,9 @@ _SUMMARY_COLUMNS = {
 def _cell(key: str, v: Any) -> str:
     if v is None:
         return "-"
-    return f"{v:,}" if key in ("bytes", "batches") else str(v)  # offsets stay copyable
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return f"{v:,}" if key in ("bytes", "batches", "size") else str(v)  # offsets stay copyable
 
 
 
@@ -315,6 +328,157 @@ def _location(o: Output, d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_ACTION_STYLE = {"delete": "red", "truncate": "bold red", "rename": "yellow"}
+
+
+def _action(o: Output, d: dict[str, Any]) -> str:
+    """``repair``: one planned or applied step."""
+    style = _ACTION_STYLE.get(d["action"], "cyan")
+    to = f" → {escape(d['to'])}" if d.get("to") else ""
+    return f"  [{style}]{d['action']:8}[/{style}] {escape(d['path'])}{to}: {escape(d['reason'])}"
+
+
+def _repair_partition(o: Output, d: dict[str, Any]) -> str:
+    """``repair``: what it comes to for one partition."""
+    if not d["actions"]:
+        return f"[green]nothing to repair[/green] in {escape(d['path'])} (log end offset {d['leo_after']})"
+    removed = ""
+    if d["bytes_removed"]:
+        rng = d["offsets_removed"]
+        offsets = f", offsets {rng[0]}..{rng[1]}" if rng else ""
+        removed = f"; removes {d['bytes_removed']:,} bytes ({d['batches_removed']} batches{offsets})"
+    salvaged = f"; {d['salvaged_batches']} batches after the cut can be salvaged" if d["salvaged_batches"] else ""
+    done = (f"[green]applied[/green] (originals in {escape(d['backup_dir'])})" if d["applied"]
+            else "[yellow]dry run[/yellow]: run again with --apply (broker stopped) to do it")
+    return (f"[bold]{escape(d['path'])}[/bold]: {d['actions']} actions, log end offset {d['leo_before']} → "
+            f"{d['leo_after']}{removed}{salvaged}; {done}\n")
+
+
+def _partition(o: Output, d: dict[str, Any]) -> str:
+    if "leo_before" in d:
+        return _repair_partition(o, d)
+    if "isr_hw" in d:
+        return _replicas_partition(o, d)
+    return escape(json.dumps(d))
+
+
+def _runs(side: dict[str, Any]) -> str:
+    """``replicas``: the runs of batches one replica has and the other has not."""
+    parts = []
+    for r in side["runs"]:
+        what = {"divergent": "", "ahead": ", past the other's end", "below-log-start": ", below the other's log start"}
+        parts.append(f"{r['first_offset']}..{r['last_offset']} (epoch {r['partition_leader_epoch']}, {r['batches']} "
+                     f"batches{what.get(r['kind'], '')})")
+    if side["more_runs"]:
+        parts.append(f"and {side['more_runs']} more batches")
+    return ", ".join(parts)
+
+
+def _replicas_partition(o: Output, d: dict[str, Any]) -> str:
+    """``replicas``: after the table of replicas, the ISR's high watermark and how each pair compares."""
+    lines = [f"[bold]{escape(d['topic'])}-{d['partition']}[/bold]: {len(d['replicas'])} replicas; ISR high watermark "
+             f"[bold]{d['isr_hw']}[/bold] (min LEO of {escape(', '.join(d['isr']))}); the longest log ends at "
+             f"{d['max_leo']}"]
+    for dv in d["divergence"]:
+        a, b = escape(dv["a_name"]), escape(dv["b_name"])
+        rel, only_a, only_b = dv["relation"], dv["only_in_a"], dv["only_in_b"]
+        if rel == "divergent":
+            line = (f"  [bold red]{a} and {b} diverge at offset {dv['first_divergent_offset']}[/bold red] "
+                    f"({dv['common_batches']} batches in common)")
+            if only_a["batches"]:
+                line += f"; only {a}: {_runs(only_a)}"
+            if only_b["batches"]:
+                line += f"; only {b}: {_runs(only_b)}"
+        elif rel in ("a-ahead", "b-ahead"):
+            ahead, behind, side = (a, b, only_a) if rel == "a-ahead" else (b, a, only_b)
+            line = f"  {behind} is a prefix of {ahead}, which also has {_runs(side)}"
+        else:
+            line = f"  {a} and {b} hold the same {dv['common_batches']} batches"
+            extra = [f"only {n}: {_runs(s)}" for n, s in ((a, only_a), (b, only_b)) if s["batches"]]
+            if extra:
+                line += "; " + "; ".join(extra)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+_RULES = {"epoch": "leader-epoch rule (KIP-101/279)", "hw": "high-watermark rule (before KIP-101)"}
+
+
+def _truncation_step(i: int, s: dict[str, Any]) -> str:
+    if "requested_epoch" in s and s.get("leader_epoch") is not None:
+        follower = ("knows no epoch at or below it" if s.get("follower_epoch") is None
+                    else f"its epoch {s['follower_epoch']} ends at {s['follower_end_offset']}")
+        line = (f"    round {i}: asks for epoch {s['requested_epoch']}; leader: epoch {s['leader_epoch']} ends at "
+                f"{s['leader_end_offset']}; follower: {follower} → truncate to {s['truncate_to']}")
+    elif "follower_high_watermark" in s:
+        line = f"    truncate to its high watermark {s['follower_high_watermark']} → {s['truncate_to']}"
+    else:
+        line = f"    → {s['truncate_to']}"
+    return line + (f" ({escape(s['note'])})" if s.get("note") else "")
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "es" if word.endswith("ch") else "s")
+
+
+def _truncation(o: Output, d: dict[str, Any]) -> str:
+    """``truncation``: one rule's outcome: the offset, how it was reached, what is discarded, the plan."""
+    head = (f"[bold]{_RULES.get(d['rule'], d['rule'])}[/bold]: {escape(d['follower_name'])} "
+            f"({escape(d['topic'])}-{d['partition']}, LEO {d['follower_leo']}) following "
+            f"{escape(d['leader_name'])} (LEO {d['leader_leo']}) truncates to [bold]{d['truncate_to']}[/bold]")
+    discards = (f": discards {_n(d['offsets_removed'], 'offset')}, {_n(d['lost_batches'], 'batch')}, "
+                f"{_n(d['lost_records'], 'record')}")
+    head += discards if d["lost_batches"] or d["offsets_removed"] else ": nothing discarded"
+    lines = [head, *(_truncation_step(i, s) for i, s in enumerate(d["steps"], 1))]
+    shown = d["lost"][:20]
+    for b in shown:
+        offsets = f"{b['base_offset']}..{b['last_offset']}" if b["last_offset"] != b["base_offset"] else str(
+            b["base_offset"])
+        producer = f"  producer {b['producer_id']}" if b["producer_id"] is not None and b["producer_id"] >= 0 else ""
+        where = "on the leader (fetched again)" if b["on_leader"] else "[bold red]not on the leader[/bold red]"
+        acked = "  [yellow]acknowledged[/yellow]" if b["acknowledged"] else ""
+        lines.append(f"    discard offset {offsets}  epoch {b['partition_leader_epoch']}{producer}  "
+                     f"{b['record_count']} rec  {where}{acked}")
+    if d["lost_batches"] > len(shown):
+        lines.append(f"    ... {d['lost_batches'] - len(shown)} more batches (all of them: --format jsonl)")
+    if d["data_loss"]:
+        acked = ", ".join(f"{a}..{b}" for a, b in d["acknowledged_lost"])
+        lines.append(f"  [bold red]data loss[/bold red]: {_n(d['lost_not_on_leader'], 'discarded batch')} not on the "
+                     "leader" + (f"; acknowledged offsets lost: {acked}" if acked else ""))
+    if d["acknowledged_at_risk"]:
+        risk = ", ".join(f"{a}..{b}" for a, b in d["acknowledged_at_risk"])
+        lines.append(f"  [yellow]acknowledged offsets {risk} are then only on the leader[/yellow]: lost if it fails "
+                     "before the follower fetches them again")
+    if d["keeps_divergence_from"] is not None:
+        lines.append(f"  [bold red]stays inconsistent[/bold red]: keeps its own batches from offset "
+                     f"{d['keeps_divergence_from']}, which differ from the leader's")
+    elif d["lost_batches"] and not d["data_loss"]:
+        lines.append("  [green]no data lost[/green]: the leader holds every discarded batch")
+    plan = d.get("plan") or {}
+    if plan.get("changes"):
+        acts = [f"{s['action']} {escape(os.path.basename(s['log']))}" + (
+            f" to {s['keep_bytes']:,} of {s['size']:,} bytes" if s["action"] == "truncate" else "")
+            for s in plan["segments"]]
+        if plan["epoch_checkpoint"] is not None:
+            acts.append("leader-epoch-checkpoint → " + (", ".join(f"{e}@{s}" for e, s in plan["epoch_checkpoint"])
+                                                       or "empty"))
+        acts += [f"delete {escape(os.path.basename(x))}" for x in plan["delete_snapshots"]]
+        acts += [f"{escape(os.path.basename(k))} → {v}" for k, v in plan["checkpoints"].items()]
+        lines.append("  plan (not applied): " + "; ".join(acts))
+    return "\n".join(lines) + "\n"
+
+
+def _epochs(o: Output, d: dict[str, Any]) -> str:
+    """``epochs``: after the table, the checkpoint and the cache the broker would load, side by side."""
+    def show(entries: list[list[int]] | None) -> str:
+        return "none" if entries is None else (", ".join(f"{e}@{s}" for e, s in entries) or "empty")
+
+    verdict = ("[green]they agree[/green]" if not d["disagreements"]
+               else f"[bold red]{d['disagreements']} disagreements[/bold red]")
+    return (f"[bold]{escape(d['path'])}[/bold] (log {d['log_start_offset']}..{d['leo']}): leader-epoch-checkpoint "
+            f"{show(d['checkpoint'])}; batches {show(d['log'])}; {verdict}; the broker would load {show(d['cache'])}\n")
+
+
 def _generic(label: str, *keys: str) -> Callable[[Output, dict[str, Any]], str]:
     def render(o: Output, d: dict[str, Any]) -> str:
         return f"{label} " + "  ".join(f"{k} {escape(str(d.get(k)))}" for k in keys)
@@ -329,6 +493,10 @@ _TEXT: dict[str, Callable[[Output, dict[str, Any]], str]] = {
     "finding": _finding,
     "trailing": _trailing,
     "location": _location,
+    "action": _action,
+    "partition": _partition,
+    "truncation": _truncation,
+    "epochs": _epochs,
     "locate_step": _locate_step,
     "index_entry": _generic("index", "offset", "position"),
     "time_index_entry": _generic("time index", "timestamp", "offset"),

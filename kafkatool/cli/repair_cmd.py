@@ -1,0 +1,82 @@
+"""``kafkatool repair``: the broker's recovery, planned offline and shown first; done safely with --apply."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatchBytes, MaxDecompressed
+
+EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool repair /var/lib/kafka/data/orders-0                      (dry run: the plan, nothing changes)
+
+  kafkatool repair --apply /var/lib/kafka/data/orders-0              (broker stopped; originals backed up)
+
+  kafkatool repair --apply --backup-dir /mnt/spare/backup --salvage /var/lib/kafka/data
+
+  kafkatool repair --index-interval-bytes 1024 --recovery-point 174 -f jsonl orders-0
+"""
+
+
+def repair(
+    paths: Annotated[list[Path], typer.Argument(help="Partition dirs, or log dirs (every partition).",
+                                                show_default=False)],
+    apply: Annotated[bool, typer.Option("--apply", help="Carry the plan out (default: only show it).")] = False,
+    backup_dir: Annotated[
+        Path | None,
+        typer.Option(help="Where originals are copied before anything changes (default: "
+                          "kafkatool-backup-<log dir>-<UTC time> beside the log dir)."),
+    ] = None,
+    salvage: Annotated[
+        bool, typer.Option(help="Also copy the valid batches found after a cut into a side file in the backup dir.")
+    ] = False,
+    index_interval_bytes: Annotated[
+        int, typer.Option(help="The topic's index.interval.bytes: the spacing of rebuilt index entries.", min=1)
+    ] = 4096,
+    recovery_point: Annotated[
+        int | None,
+        typer.Option(help="Recover from this offset (default: the log dir's recovery-point-offset-checkpoint, "
+                          "else 0: every segment).", min=0),
+    ] = None,
+    now_ms: Annotated[
+        int | None,
+        typer.Option(help="The broker clock for producer-id expiry in rebuilt snapshots (default: now).", min=0),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text (readable) or jsonl.")] = "text",
+    max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
+    max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
+) -> int:
+    """Do offline what a broker's recovery after an unclean shutdown would do, losing nothing that can be kept.
+
+    Shows the plan first: cut a segment at its first invalid batch (bad CRC, torn or zero-filled tail),
+    delete the later segments, rebuild .index/.timeindex/.txnindex and producer snapshots from the log,
+    resolve .swap/.cleaned/.deleted leftovers, trim leader-epoch-checkpoint, move the recovery point.
+    With --apply (broker stopped: a held .lock refuses it): originals are backed up first, new files are
+    written to a temporary name, fsynced and renamed; a killed repair completes when run again.
+    Exit 0 when nothing is (left) to do, 1 when a dry run found work or something could not be repaired.
+    """
+    from ..errors import UsageError
+    from ..records import ScanOptions
+    from ..repair import RepairOptions, repair_paths
+    from .output import FORMATS, Output
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    options = RepairOptions(
+        index_interval_bytes=index_interval_bytes, recovery_point=recovery_point, salvage=salvage, now_ms=now_ms,
+        scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
+    )
+    out = Output(fmt)
+    pending = False
+    for item in repair_paths(paths, options, apply=apply, backup_dir=backup_dir):
+        out.emit(item)
+        d = item.as_dict()
+        if d["type"] == "partition" and d["actions"] and not d["applied"]:
+            pending = True
+    out.close()
+    code = out.exit_code("error")
+    return code or (1 if pending else 0)

@@ -1,0 +1,243 @@
+"""``repair`` against Kafka's own recovery of the corpus' damaged partitions, its safety (dry run, lock, backup,
+crash at any point), and salvage."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkatool.smallfiles import read_offset_index, read_time_index, read_txn_index
+from kafkatool.verify import verify_paths
+
+from .conftest import PROJECT_ROOT, corpus_root
+
+CASES = sorted(p.name for p in (corpus_root() / "kafka/recovery").iterdir() if p.is_dir())
+
+
+def kafkatool(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})}, cwd=PROJECT_ROOT)
+
+
+def case_json(case: str) -> dict:
+    return json.loads((corpus_root() / "kafka/recovery" / case / "case.json").read_text())
+
+
+def copy_before(case: str, dst: Path) -> Path:
+    """A writable copy of the damaged log dir (the corpus is read-only and must stay untouched)."""
+    logdir = dst / "logdir"
+    shutil.copytree(corpus_root() / "kafka/recovery" / case / "before", logdir)
+    for p in logdir.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return logdir
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (relative path -> sha256), skipping the lock file."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def repair_args(case: str) -> list[str]:
+    rp = case_json(case)["recovery_invocation"]["recoveryPointCheckpoint"]
+    return ["--index-interval-bytes", "1024", "--recovery-point", str(rp)]
+
+
+# --- what Kafka's recovery made of the same damage ---------------------------------------------------------
+
+# The one place we do not copy Kafka (see kafkatool/repair.py, step 1): Kafka completes an interrupted swap by
+# renaming the .swap files; the case has only a .log.swap, so Kafka leaves segment 86 with an untrimmed empty
+# .index, an empty .timeindex and no .txnindex, below the recovery point, never recovered. We rebuild them.
+SWAPPED_IN = {"leftovers": "00000000000000000086"}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_repair_matches_kafkas_recovery(case: str, tmp_path: Path) -> None:
+    logdir = copy_before(case, tmp_path)
+    backup = tmp_path / "backup"
+    originals = tree(logdir)
+    result = kafkatool("repair", "--apply", "--backup-dir", str(backup), "-f", "jsonl", *repair_args(case),
+                       str(logdir / "rtopic-0"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    summary = lines[-1]
+    assert summary["type"] == "partition" and summary["applied"] is True
+    assert summary["leo_after"] == case_json(case)["kafka_result"]["next_offset"]
+
+    ours, kafka = logdir / "rtopic-0", corpus_root() / "kafka/recovery" / case / "after/rtopic-0"
+    skip = SWAPPED_IN.get(case)
+    ours_names = {p.name for p in ours.iterdir()}
+    kafka_names = {p.name for p in kafka.iterdir()}
+    extra = {n for n in ours_names - kafka_names if not (skip and n == f"{skip}.txnindex")}
+    assert extra == set() and kafka_names - ours_names == set()
+    for name in sorted(kafka_names):
+        mine, theirs = ours / name, kafka / name
+        if skip and name.startswith(skip) and not name.endswith(".log"):
+            continue
+        if name.endswith(".index"):
+            assert read_offset_index(mine) == read_offset_index(theirs), name
+        elif name.endswith(".timeindex"):
+            assert read_time_index(mine) == read_time_index(theirs), name
+        else:  # .log, .snapshot, .txnindex, leader-epoch-checkpoint, partition.metadata: byte for byte
+            assert mine.read_bytes() == theirs.read_bytes(), name
+    if skip:  # the swapped-in segment's indexes are what Kafka wrote for the same bytes before the swap
+        before = corpus_root() / "kafka/recovery" / case / "before/rtopic-0"
+        assert read_offset_index(ours / f"{skip}.index") == read_offset_index(before / f"{skip}.index")
+        assert read_time_index(ours / f"{skip}.timeindex") == read_time_index(before / f"{skip}.timeindex")
+        assert read_txn_index(ours / f"{skip}.txnindex") == read_txn_index(before / f"{skip}.txnindex")
+
+    # The backup holds every original byte of what changed or went away.
+    after = tree(logdir)
+    backed = tree(backup)
+    for rel, digest in originals.items():
+        if after.get(rel) != digest:
+            assert backed.get(rel) == digest, rel
+    # Idempotent: nothing left to do, and the partition verifies without errors.
+    again = kafkatool("repair", *repair_args(case), str(logdir / "rtopic-0"))
+    assert again.returncode == 0 and "nothing to repair" in again.stdout, again.stdout
+    assert not [f for f in verify_paths([ours]) if getattr(f, "severity", None) == "error"]
+
+
+def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
+    logdir = copy_before("crc-flip", tmp_path)
+    before = tree(logdir)
+    result = kafkatool("repair", "-f", "jsonl", *repair_args("crc-flip"), str(logdir))
+    assert result.returncode == 1, result.stderr
+    assert tree(logdir) == before
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    truncate = next(d for d in lines if d["type"] == "action" and d["action"] == "truncate")
+    assert truncate["path"].endswith("00000000000000000259.log") and truncate["size_after"] == 347
+    part = lines[-1]
+    assert part["type"] == "partition" and part["applied"] is False
+    assert (part["leo_before"], part["leo_after"], part["bytes_removed"]) == (269, 264, 924 - 347)
+    assert part["offsets_removed"] == [264, 268]
+    text = kafkatool("repair", *repair_args("crc-flip"), str(logdir))
+    assert "dry run" in text.stdout and "truncate" in text.stdout
+
+
+def test_clean_partitions_need_nothing() -> None:
+    result = kafkatool("repair", str(PROJECT_ROOT / "fixtures/logdir"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("nothing to repair") == 4
+
+
+# --- safety -----------------------------------------------------------------------------------------------
+
+
+HOLD_LOCK = """
+import fcntl, sys, time
+fh = open(sys.argv[1], "a+")
+if sys.argv[2] == "flock":
+    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+else:  # what a Kafka broker takes (FileChannel.tryLock: a POSIX record lock)
+    fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("kind", ["lockf", "flock"])
+def test_apply_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path, kind: str) -> None:
+    logdir = copy_before("torn-tail", tmp_path)
+    lock = logdir / ".lock"
+    lock.touch()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), kind], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        before = tree(logdir)
+        result = kafkatool("repair", "--apply", *repair_args("torn-tail"), str(logdir / "rtopic-0"))
+        assert result.returncode != 0 and ".lock" in result.stderr, result.stderr
+        assert tree(logdir) == before and lock.exists()
+    finally:
+        holder.kill()
+        holder.communicate()  # reaps it and closes the pipe
+    assert kafkatool("repair", "--apply", *repair_args("torn-tail"), str(logdir / "rtopic-0")).returncode == 0
+
+
+@pytest.mark.parametrize("case", ["crc-flip", "leftovers"])
+def test_killed_at_any_point_a_rerun_completes_the_repair(case: str, tmp_path: Path) -> None:
+    """SIGKILL a real ``repair --apply`` before one of its durable steps (fsync, rename, unlink, truncate), then
+    run it again: the result must be the uninterrupted repair's, and the backup must hold every original byte.
+
+    The steps are counted on an uninterrupted run; a spread of them (the first ones, every twelfth of the way,
+    the last ones) is interrupted here; ``tests/test_safewrite.py`` interrupts every step of the layer itself.
+    """
+    from kafkatool import safewrite
+    from kafkatool.repair import RepairOptions, repair_paths
+
+    reference = copy_before(case, tmp_path / "reference")
+    rp = case_json(case)["recovery_invocation"]["recoveryPointCheckpoint"]
+    before_steps = safewrite.steps_taken()
+    items = list(repair_paths([reference / "rtopic-0"], RepairOptions(index_interval_bytes=1024, recovery_point=rp),
+                              apply=True, backup_dir=tmp_path / "reference-backup"))
+    total = safewrite.steps_taken() - before_steps
+    assert items[-1].applied and total > 20
+    expected = tree(reference)
+    points = sorted({1, 2, 3, *range(1, total + 1, max(1, total // 12)), total - 1, total})
+    for step in points:
+        run = tmp_path / f"run-{step}"
+        logdir = copy_before(case, run)
+        originals = tree(logdir)
+        backup = run / "backup"
+        args = ["repair", "--apply", "--backup-dir", str(backup), *repair_args(case), str(logdir / "rtopic-0")]
+        crashed = kafkatool(*args, env={"KAFKATOOL_CRASH_AT": str(step)})
+        assert crashed.returncode == -9, (step, crashed.stdout, crashed.stderr)
+        finished = kafkatool(*args)
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        assert tree(logdir) == expected, f"killed before step {step} of {total}"
+        temporary = [p.name for p in logdir.rglob("*") if "kafkatool" in p.name]
+        assert temporary == [], temporary
+        backed = tree(backup) if backup.exists() else {}
+        for rel, digest in originals.items():
+            if expected.get(rel) != digest:
+                assert backed.get(rel) == digest, (step, rel)
+        shutil.rmtree(run)
+    # one step past the last: the run is not interrupted at all
+    logdir = copy_before(case, tmp_path / "past")
+    args = ["repair", "--apply", "--backup-dir", str(tmp_path / "past-backup"), *repair_args(case),
+            str(logdir / "rtopic-0")]
+    assert kafkatool(*args, env={"KAFKATOOL_CRASH_AT": str(total + 1)}).returncode == 0
+    assert tree(logdir) == expected
+
+
+# --- salvage ------------------------------------------------------------------------------------------------
+
+
+def test_salvage_keeps_the_valid_batches_after_a_cut(tmp_path: Path) -> None:
+    logdir = copy_before("crc-flip", tmp_path)
+    log = logdir / "rtopic-0/00000000000000000259.log"
+    data = log.read_bytes()
+    after_bad = []  # the batches after the damaged one at 347, as the file has them
+    pos = 347 + struct.unpack_from(">i", data, 347 + 8)[0] + 12
+    while pos < len(data):
+        size = struct.unpack_from(">i", data, pos + 8)[0] + 12
+        after_bad.append(data[pos:pos + size])
+        pos += size
+    assert after_bad
+    dry = kafkatool("repair", "--salvage", "-f", "jsonl", *repair_args("crc-flip"), str(logdir / "rtopic-0"))
+    assert json.loads(dry.stdout.splitlines()[-1])["salvaged_batches"] == len(after_bad)
+    backup = tmp_path / "backup"
+    done = kafkatool("repair", "--apply", "--salvage", "--backup-dir", str(backup), *repair_args("crc-flip"),
+                     str(logdir / "rtopic-0"))
+    assert done.returncode == 0, done.stderr
+    side = backup / "salvaged/rtopic-0/00000000000000000259.log"
+    assert side.read_bytes() == b"".join(after_bad)
+    assert kafkatool("verify", str(side)).returncode == 0  # a readable segment file on its own
+
+
+def test_timestamped_default_backup_dir_is_beside_the_log_dir(tmp_path: Path) -> None:
+    logdir = copy_before("torn-tail", tmp_path)
+    start = time.time()
+    assert kafkatool("repair", "--apply", *repair_args("torn-tail"), str(logdir)).returncode == 0
+    backups = [p for p in tmp_path.iterdir() if p.name.startswith("kafkatool-backup-logdir-")]
+    assert len(backups) == 1 and (backups[0] / "rtopic-0/00000000000000000259.log").stat().st_size == 885
+    assert backups[0].stat().st_mtime >= start - 1
