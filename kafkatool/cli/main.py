@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from ..errors import KafkaToolError
-from . import dump_cmd, locate_cmd, repair_cmd, verify_cmd
+from . import dump_cmd, locate_cmd, repair_cmd, replicas_cmd, verify_cmd
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad input
@@ -80,6 +80,9 @@ def _root() -> None:
 app.command("dump", epilog=dump_cmd.EXAMPLES)(command(dump_cmd.dump))
 app.command("verify", epilog=verify_cmd.EXAMPLES)(command(verify_cmd.verify))
 app.command("locate", epilog=locate_cmd.EXAMPLES)(command(locate_cmd.locate))
+app.command("replicas", epilog=replicas_cmd.REPLICAS_EXAMPLES)(command(replicas_cmd.replicas))
+app.command("truncation", epilog=replicas_cmd.TRUNCATION_EXAMPLES)(command(replicas_cmd.truncation))
+app.command("epochs", epilog=replicas_cmd.EPOCHS_EXAMPLES)(command(replicas_cmd.epochs))
 app.command("repair", epilog=repair_cmd.EXAMPLES)(command(repair_cmd.repair))
 
 

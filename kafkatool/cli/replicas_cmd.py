@@ -1,0 +1,159 @@
+"""``kafkatool replicas`` / ``truncation`` / ``epochs``: one partition across brokers' disks, and its leader epochs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatchBytes, MaxDecompressed
+
+REPLICAS_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool replicas /mnt/broker-1/data /mnt/broker-2/data /mnt/broker-3/data
+
+  kafkatool replicas --topic orders --partition 0 --isr broker-1 --isr broker-2 /mnt/broker-*/data
+
+  kafkatool replicas /mnt/broker-1/data/orders-0 /mnt/broker-2/data/orders-0
+
+  kafkatool replicas -f jsonl /mnt/broker-*/data | jq 'select(.type=="partition") | .divergence[]'
+"""
+
+TRUNCATION_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool truncation --leader /mnt/broker-2/data/orders-0 --follower /mnt/broker-1/data/orders-0
+
+  kafkatool truncation --leader /mnt/broker-2/data --follower /mnt/broker-1/data --topic orders --rule epoch
+
+  kafkatool truncation -f jsonl --leader b2/orders-0 --follower b1/orders-0 | jq '.rule, .truncate_to, .lost'
+"""
+
+EPOCHS_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool epochs /var/lib/kafka/data/orders-0
+
+  kafkatool epochs --topic orders /var/lib/kafka/data
+
+  kafkatool epochs -f jsonl /var/lib/kafka/data | jq 'select(.type=="epochs" and .disagreements > 0)'
+"""
+
+Topic = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
+PartitionNo = Annotated[int | None, typer.Option("--partition", "-p", help="Only this partition number.", min=0)]
+Format = Annotated[str, typer.Option("--format", "-f", help="text (tables) or jsonl.")]
+
+
+def _options(max_decompressed: int, max_batch_bytes: int):  # -> ScanOptions (imported when run)
+    from ..records import ScanOptions
+
+    return ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes)
+
+
+def _output(fmt: str):  # -> Output
+    from ..errors import UsageError
+    from .output import FORMATS, Output
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    return Output(fmt)
+
+
+def replicas(
+    paths: Annotated[list[Path], typer.Argument(
+        help="One log dir per broker, or the partition's dir on each broker (a dir holding log dirs works too).",
+        show_default=False)],
+    isr: Annotated[list[str] | None, typer.Option(
+        "--isr", help="Replicas in sync (log dir names, e.g. broker-2, or paths); repeat or comma-separate. "
+                      "Default: all.")
+    ] = None,
+    topic: Topic = None,
+    partition: PartitionNo = None,
+    fmt: Format = "text",
+    max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
+    max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
+) -> int:
+    """Compare the replicas of each partition found on two or more brokers' disks.
+
+    Per replica: log start, log end offset (LEO: after the last valid batch), the high watermark and
+    recovery point checkpoints of its log dir, last stable offset, latest leader epoch, size, lag behind
+    the longest replica. Per partition: the high watermark the ISR would compute (min LEO over --isr),
+    and, for every pair, the first offset where their batches differ (offsets, leader epoch, CRC) and the
+    batches each has that the other does not. Exit 0 when the replicas agree (lagging is normal), 1 when
+    two diverge, a log is damaged or a high watermark is beyond its log end, 2 usage error, 3 I/O error.
+    """
+    from ..replicas import inspect_replicas
+
+    out = _output(fmt)
+    if isr is not None:
+        isr = [name for value in isr for name in value.split(",") if name]
+    out.emit_all(inspect_replicas(paths, isr=isr, topic=topic, partition=partition,
+                                  options=_options(max_decompressed, max_batch_bytes)))
+    return out.exit_code("warning")
+
+
+def truncation(
+    leader: Annotated[Path, typer.Option("--leader", "-l", help="The leader's partition dir (or log dir).",
+                                         show_default=False)],
+    follower: Annotated[Path, typer.Option("--follower", "-F", help="The follower's partition dir (or log dir).",
+                                           show_default=False)],
+    rule: Annotated[str, typer.Option(
+        help="epoch (leader-epoch protocol, Kafka >= 0.11), hw (truncate to the high watermark, before), or both.")
+    ] = "both",
+    topic: Topic = None,
+    partition: PartitionNo = None,
+    max_lost: Annotated[int, typer.Option(help="List at most N discarded batches per rule (all are counted).",
+                                          min=0)] = 1000,
+    fmt: Format = "text",
+    max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
+    max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
+) -> int:
+    """Simulate the follower rejoining the leader: where it truncates its log, and what it discards.
+
+    For each rule: the truncation offset (with the epoch protocol's rounds), every discarded batch
+    (offsets, leader epoch, producer; whether the leader holds the same batch, whether it was
+    acknowledged) and the file changes the truncation implies. Nothing is written. Exit 0 when no
+    rule loses data, 1 when one discards batches the leader does not have (data lost from the
+    partition) or leaves the follower's log diverged from the leader's, 2 usage error, 3 I/O error.
+    """
+    from ..errors import UsageError
+    from ..truncation import RULES, Truncation, truncations
+
+    if rule not in (*RULES, "both"):
+        raise UsageError("--rule must be one of epoch, hw, both")
+    out = _output(fmt)
+    lossy = False
+    for item in truncations(leader, follower, rules=RULES if rule == "both" else (rule,), topic=topic,
+                            partition=partition, max_lost=max_lost, options=_options(max_decompressed,
+                                                                                        max_batch_bytes)):
+        if isinstance(item, Truncation):
+            lossy = lossy or item.data_loss or item.keeps_divergence_from is not None
+        out.emit(item)
+    out.close()
+    code = out.exit_code("error")
+    return code if code else int(lossy)
+
+
+def epochs(
+    paths: Annotated[list[Path], typer.Argument(help="Partition dirs or log dirs.", show_default=False)],
+    topic: Topic = None,
+    partition: PartitionNo = None,
+    fmt: Format = "text",
+    max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
+    max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
+) -> int:
+    """A partition's leader-epoch history: leader-epoch-checkpoint next to the epochs stamped on its batches.
+
+    One row per epoch: where the checkpoint starts it and the offsets of the batches carrying it, with
+    disagreements flagged (an epoch missing from the checkpoint, a different start, epochs going back,
+    entries beyond the log end), then the cache the broker would load. Exit 0 when they agree, 1 when
+    they do not (or the log is damaged), 2 usage error, 3 I/O error.
+    """
+    from ..replicas import epoch_history
+
+    out = _output(fmt)
+    out.emit_all(epoch_history(paths, topic=topic, partition=partition,
+                               options=_options(max_decompressed, max_batch_bytes)))
+    return out.exit_code("warning")

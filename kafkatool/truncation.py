@@ -1,0 +1,372 @@
+"""``truncation``: what a follower does to its log when it (re)joins a leader, simulated from both disks.
+
+Two rules, each giving the offset the follower truncates to, the rounds that led there, exactly which
+batches it discards (offsets, epoch, producer, whether the leader holds the same batch, whether it was
+acknowledged) and a :class:`TruncationPlan` (which files change how) for applying it later:
+
+* ``epoch`` — the leader-epoch protocol (KIP-101, KIP-279; ``AbstractFetcherThread.getOffsetTruncationState``):
+  the follower sends its latest epoch; the leader answers ``endOffsetFor(epoch, leader LEO)`` = (epoch',
+  end offset); the follower looks up its own ``endOffsetFor(epoch', follower LEO)``: the same epoch truncates
+  to min(leader's end, own end, own LEO) and ends; a different one truncates to min(own end, own LEO) and
+  asks again with its (now lower) latest epoch. A follower without epochs, or a leader answering an undefined
+  offset, truncates to its high watermark (``truncateToHighWatermark``);
+* ``hw`` — before KIP-101: the follower truncates to its own high watermark; when that is beyond the
+  leader's log end its next fetch is out of range and it truncates to the leader's LEO
+  (``fetchOffsetAndTruncate``, the unclean-election path).
+
+Either way, a fetch offset below the leader's log start ends in ``truncateFullyAndStartAt``: the follower
+empties its log and starts at the leader's log start.
+
+The plan follows ``UnifiedLog.truncateTo`` / ``LocalLog.truncateTo``: segments whose base offset is above
+the target are deleted, the new active segment is cut at the first batch ending at or after the target
+(so a batch straddling it goes whole), its indexes trimmed; leader-epoch entries starting at or after the
+target are dropped (``truncateFromEnd``), producer snapshots above it deleted, and the high watermark and
+recovery point lowered to it. Nothing here writes: ``repair``'s safe-write layer is to apply it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .model import Batch, Finding
+from .records import ScanOptions
+from .replicas import UNDEFINED_EPOCH_OFFSET, EpochCache, Replica, Segment, compare, merge, open_replica
+from .verify import partition_dirs
+
+RULES = ("epoch", "hw")
+DEFAULT_MAX_LOST = 1000
+
+
+# --- the rules -------------------------------------------------------------------------------------------
+
+
+def epoch_rule(leader: EpochCache, leader_leo: int, follower: EpochCache, follower_leo: int,
+               follower_hw: int) -> tuple[int, list[dict[str, Any]]]:
+    """(offset the follower truncates to, the rounds), by the leader-epoch protocol (see the module doc)."""
+    cache, leo = follower.copy(), follower_leo
+    steps: list[dict[str, Any]] = []
+    for _ in range(len(cache.entries) + 1):  # every round but the last drops an entry of the follower's cache
+        if cache.latest is None:
+            t = min(follower_hw, leo)
+            steps.append({"requested_epoch": None, "truncate_to": t,
+                          "note": "the follower has no leader epochs: it truncates to its high watermark"})
+            return t, steps
+        requested = cache.latest[0]
+        l_epoch, l_end = leader.end_offset_for(requested, leader_leo)
+        step: dict[str, Any] = {"requested_epoch": requested, "leader_epoch": l_epoch, "leader_end_offset": l_end}
+        steps.append(step)
+        if l_end == UNDEFINED_EPOCH_OFFSET:
+            t = min(follower_hw, leo)
+            step.update(follower_epoch=None, follower_end_offset=None, truncate_to=t,
+                        note="the leader knows no such epoch (undefined offset): the follower truncates to its "
+                             "high watermark")
+            return t, steps
+        f_epoch, f_end = cache.end_offset_for(l_epoch, leo)
+        if f_end == UNDEFINED_EPOCH_OFFSET:  # below every epoch the follower tracks: trust the leader
+            t = min(l_end, leo)
+            step.update(follower_epoch=None, follower_end_offset=None, truncate_to=t)
+            return t, steps
+        step.update(follower_epoch=f_epoch, follower_end_offset=f_end)
+        if f_epoch == l_epoch:
+            step["truncate_to"] = t = min(f_end, l_end, leo)
+            return t, steps
+        step["truncate_to"] = t = min(f_end, leo)  # an epoch the follower does not know: cut, then ask again
+        leo = min(leo, t)
+        cache.truncate_from_end(t)
+    raise AssertionError("the epoch rule did not converge")  # unreachable: each round drops a cache entry
+
+
+def hw_rule(follower_hw: int, follower_leo: int, leader_leo: int) -> tuple[int, list[dict[str, Any]]]:
+    """(offset the follower truncates to, the steps), by the old high-watermark rule."""
+    t = min(follower_hw, follower_leo)
+    steps: list[dict[str, Any]] = [{"follower_high_watermark": follower_hw, "truncate_to": t}]
+    if leader_leo < t:
+        t = leader_leo
+        steps.append({"leader_leo": leader_leo, "truncate_to": t,
+                      "note": "the fetch from the high watermark is out of range: the follower truncates to the "
+                              "leader's log end offset"})
+    return t, steps
+
+
+# --- the result -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LostBatch:
+    base_offset: int
+    last_offset: int
+    partition_leader_epoch: int | None
+    producer_id: int | None
+    producer_epoch: int | None
+    record_count: int
+    transactional: bool | None
+    control: bool | None
+    segment: str
+    position: int
+    on_leader: bool       # the leader holds this very batch: the follower fetches it again
+    acknowledged: bool    # below a high watermark that covered it: consumers may have read it
+    below_leader_log_start: bool = False  # the leader's retention removed these offsets already
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"base_offset": self.base_offset, "last_offset": self.last_offset,
+                "partition_leader_epoch": self.partition_leader_epoch, "producer_id": self.producer_id,
+                "producer_epoch": self.producer_epoch, "record_count": self.record_count,
+                "transactional": self.transactional, "control": self.control, "segment": self.segment,
+                "position": self.position, "on_leader": self.on_leader, "acknowledged": self.acknowledged,
+                "below_leader_log_start": self.below_leader_log_start}
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentChange:
+    base_offset: int
+    log: str
+    action: str                 # delete | truncate
+    size: int
+    keep_bytes: int             # bytes of the .log kept (0: delete)
+    files: tuple[str, ...]      # the segment's index files: deleted with it, or trimmed to entries below the target
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"base_offset": self.base_offset, "log": self.log, "action": self.action, "size": self.size,
+                "keep_bytes": self.keep_bytes, "files": list(self.files)}
+
+
+@dataclass(frozen=True, slots=True)
+class TruncationPlan:
+    """What truncating the follower's log to ``truncate_to`` changes, file by file (for the safe-write layer)."""
+
+    partition: str
+    truncate_to: int
+    segments: tuple[SegmentChange, ...]
+    epoch_checkpoint: tuple[tuple[int, int], ...] | None  # the new leader-epoch-checkpoint (None: unchanged)
+    delete_snapshots: tuple[str, ...]
+    checkpoints: tuple[tuple[str, int], ...]              # (log dir checkpoint file, new offset for this partition)
+    start_fresh_at: int | None = None                     # truncateFullyAndStartAt: delete all, start here
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.segments or self.epoch_checkpoint is not None or self.delete_snapshots or self.checkpoints
+                    or self.start_fresh_at is not None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"partition": self.partition, "truncate_to": self.truncate_to, "changes": self.changes,
+                "segments": [s.as_dict() for s in self.segments],
+                "epoch_checkpoint": None if self.epoch_checkpoint is None else [list(e) for e in self.epoch_checkpoint],
+                "delete_snapshots": list(self.delete_snapshots), "checkpoints": dict(self.checkpoints),
+                "start_fresh_at": self.start_fresh_at}
+
+
+@dataclass
+class Truncation:
+    """One rule's outcome for one follower."""
+
+    rule: str
+    topic: str
+    partition: int
+    leader: str
+    follower: str
+    leader_name: str
+    follower_name: str
+    truncate_to: int
+    follower_leo: int
+    leader_leo: int
+    leader_log_start: int
+    follower_hw_checkpoint: int | None
+    leader_hw_checkpoint: int | None
+    steps: list[dict[str, Any]]
+    first_divergent_offset: int | None
+    full_truncation: bool = False
+    lost: list[LostBatch] = field(default_factory=list)
+    lost_batches: int = 0
+    lost_records: int = 0
+    lost_not_on_leader: int = 0
+    lost_acknowledged: int = 0
+    acknowledged_lost: list[list[int]] = field(default_factory=list)     # offset ranges lost, no copy on the leader
+    acknowledged_at_risk: list[list[int]] = field(default_factory=list)  # offset ranges left only on the leader
+    producer_ids: set[int] = field(default_factory=set)
+    cut_at: tuple[str, int] | None = None  # (segment, byte position) of the first discarded batch
+    plan: TruncationPlan | None = None
+
+    @property
+    def offsets_removed(self) -> int:
+        return max(0, self.follower_leo - self.truncate_to)
+
+    @property
+    def keeps_divergence_from(self) -> int | None:
+        """The follower keeps batches the leader does not have, from this offset (its log stays inconsistent)."""
+        d = self.first_divergent_offset
+        return d if d is not None and d < self.truncate_to and not self.full_truncation else None
+
+    @property
+    def data_loss(self) -> bool:
+        return self.lost_not_on_leader > 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "truncation", "rule": self.rule, "truncate_to": self.truncate_to, "follower_leo": self.follower_leo,
+            "lost": [b.as_dict() for b in self.lost], "topic": self.topic, "partition": self.partition,
+            "leader": self.leader, "follower": self.follower, "leader_name": self.leader_name,
+            "follower_name": self.follower_name, "leader_leo": self.leader_leo,
+            "leader_log_start": self.leader_log_start,
+            "follower_hw_checkpoint": self.follower_hw_checkpoint, "leader_hw_checkpoint": self.leader_hw_checkpoint,
+            "steps": self.steps, "offsets_removed": self.offsets_removed, "full_truncation": self.full_truncation,
+            "lost_batches": self.lost_batches, "lost_records": self.lost_records,
+            "lost_complete": len(self.lost) == self.lost_batches, "lost_not_on_leader": self.lost_not_on_leader,
+            "lost_acknowledged": self.lost_acknowledged, "acknowledged_lost": self.acknowledged_lost,
+            "acknowledged_at_risk": self.acknowledged_at_risk,
+            "producer_ids": sorted(self.producer_ids), "data_loss": self.data_loss,
+            "first_divergent_offset": self.first_divergent_offset,
+            "keeps_divergence_from": self.keeps_divergence_from,
+            "plan": None if self.plan is None else self.plan.as_dict(),
+        }
+
+
+# --- simulating -----------------------------------------------------------------------------------------
+
+
+def simulate(leader: Replica, follower: Replica, rules: tuple[str, ...] = RULES,
+             max_lost: int = DEFAULT_MAX_LOST) -> list[Truncation]:
+    """Both logs read (and compared) once, each rule applied, then the follower's discarded batches read."""
+    (divergence,) = compare([leader, follower])
+    l_cache, f_cache = leader.epoch_cache(), follower.epoch_cache()
+    results = []
+    for rule in rules:
+        if rule == "epoch":
+            t, steps = epoch_rule(l_cache, leader.leo, f_cache, follower.leo, follower.high_watermark)
+        else:
+            t, steps = hw_rule(follower.high_watermark, follower.leo, leader.leo)
+        full = t < leader.log_start_offset
+        if full:
+            steps.append({"leader_log_start": leader.log_start_offset, "truncate_to": t,
+                          "note": "the fetch offset is below the leader's log start: the follower deletes its whole "
+                                  "log and starts again at the leader's log start"})
+        results.append(Truncation(
+            rule, follower.dir.topic, follower.dir.partition, leader.path, follower.path, leader.name, follower.name,
+            t, follower.leo, leader.leo, leader.log_start_offset, follower.hw_checkpoint, leader.hw_checkpoint,
+            steps, divergence.first_divergent_offset, full))
+    _collect_lost(leader, follower, results, max_lost)
+    for r in results:
+        r.plan = plan(follower, r.truncate_to, f_cache, leader.log_start_offset if r.full_truncation else None,
+                      r.cut_at)
+    return results
+
+
+def _collect_lost(leader: Replica, follower: Replica, results: list[Truncation], max_lost: int) -> None:
+    """The follower batches each rule discards, judged against the leader's (one partial pass of both)."""
+    cuts = [follower.log_start_offset if r.full_truncation else r.truncate_to for r in results]
+    start = min(cuts, default=follower.leo)
+    if start >= follower.leo:
+        return
+    acked_on_leader = max(leader.high_watermark, follower.high_watermark)
+    streams = [leader.batches(start), follower.batches(start)]
+    for i, seg, b, verdicts in merge(streams, [leader.log_start_offset, follower.log_start_offset]):
+        if i != 1 or b.last_offset < start:
+            continue
+        on_leader, retention = verdicts[0] == "same", verdicts[0] == "below"
+        acked = b.base_offset < (acked_on_leader if on_leader else follower.high_watermark)
+        for r, cut in zip(results, cuts, strict=True):
+            if b.last_offset >= cut:
+                _lose(r, b, seg, on_leader, acked, retention, max_lost)
+
+
+def _lose(r: Truncation, b: Batch, seg: Segment, on_leader: bool, acked: bool, retention: bool,
+          max_lost: int) -> None:
+    if r.cut_at is None:
+        r.cut_at = (seg.display, b.position)
+    r.lost_batches += 1
+    r.lost_records += b.record_count
+    if b.producer_id is not None and b.producer_id >= 0:
+        r.producer_ids.add(b.producer_id)
+    if not on_leader and not retention:
+        r.lost_not_on_leader += 1
+        if acked:
+            r.lost_acknowledged += 1
+            _extend(r.acknowledged_lost, b)
+    elif acked:  # the follower fetches it again; until then only the leader has it (KIP-101, scenario 1)
+        _extend(r.acknowledged_at_risk, b)
+    if len(r.lost) < max_lost:
+        r.lost.append(LostBatch(b.base_offset, b.last_offset, b.partition_leader_epoch, b.producer_id,
+                                b.producer_epoch, b.record_count, b.transactional, b.control, seg.display, b.position,
+                                on_leader, acked, retention))
+
+
+def _extend(ranges: list[list[int]], b: Batch) -> None:
+    if ranges and ranges[-1][1] + 1 == b.base_offset:
+        ranges[-1][1] = b.last_offset
+    else:
+        ranges.append([b.base_offset, b.last_offset])
+
+
+def plan(follower: Replica, truncate_to: int, cache: EpochCache, start_fresh_at: int | None,
+         cut_at: tuple[str, int] | None) -> TruncationPlan:
+    """What ``UnifiedLog.truncateTo(truncate_to)`` (or ``truncateFullyAndStartAt``) changes in the follower's files."""
+    target = start_fresh_at if start_fresh_at is not None else truncate_to
+    part = follower.dir
+    if start_fresh_at is None and truncate_to >= follower.leo:
+        return TruncationPlan(part.display, truncate_to, (), None, (), ())
+    full = start_fresh_at is not None or bool(follower.segments and follower.segments[0].base_offset > truncate_to)
+    changes = []
+    keep = [s for s in follower.segments if s.base_offset <= truncate_to] if not full else []
+    for s in follower.segments:
+        if keep and s is keep[-1]:  # the new active segment: cut at the first discarded batch
+            if cut_at is not None and cut_at[0] == s.display:
+                changes.append(SegmentChange(s.base_offset, s.display, "truncate", s.size, cut_at[1], _companions(s)))
+        elif s not in keep:
+            changes.append(SegmentChange(s.base_offset, s.display, "delete", s.size, 0, _companions(s)))
+    new_cache = cache.copy()
+    if full:
+        new_cache.entries = []
+    else:
+        new_cache.truncate_from_end(truncate_to)
+    epochs = tuple(new_cache.entries) if new_cache.entries != (follower.epoch_checkpoint or []) else None
+    snapshots = tuple(d for offset, _p, d in sorted(follower.snapshots) if offset > truncate_to or full)
+    checkpoints = []
+    for name, value in (("replication-offset-checkpoint", follower.hw_checkpoint),
+                        ("recovery-point-offset-checkpoint", follower.recovery_point),
+                        ("log-start-offset-checkpoint", follower.log_start_checkpoint)):
+        if (full and name != "log-start-offset-checkpoint") or (value is not None and value > target):
+            checkpoints.append((os.path.join(part.logdir_display, name), target))
+    return TruncationPlan(part.display, truncate_to, tuple(changes), epochs, snapshots, tuple(checkpoints),
+                          start_fresh_at if start_fresh_at is not None else (truncate_to if full else None))
+
+
+def _companions(s: Segment) -> tuple[str, ...]:
+    stem = s.display[: -len(".log")]
+    return tuple(f"{stem}.{ext}" for ext in ("index", "timeindex", "txnindex")
+                 if s.path.with_suffix(f".{ext}").exists())
+
+
+def truncations(
+    leader: str | Path, follower: str | Path, *, rules: tuple[str, ...] = RULES, topic: str | None = None,
+    partition: int | None = None, max_lost: int = DEFAULT_MAX_LOST, options: ScanOptions | None = None,
+) -> Iterator[Finding | Truncation]:
+    """For every partition under both ``leader`` and ``follower`` (partition dirs or log dirs): the follower's
+    findings (damage), then one :class:`Truncation` per rule."""
+    if any(r not in RULES for r in rules):
+        raise UsageError(f"unknown rule: give {' or '.join(RULES)}")
+
+    def found(path: str | Path) -> dict[tuple[str, int], Any]:
+        return {(p.topic, p.partition): p for p in partition_dirs([path])
+                if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)}
+
+    leaders, followers = found(leader), found(follower)
+    keys = sorted(set(leaders) & set(followers))
+    if not keys:
+        raise UsageError("no partition is under both --leader and --follower (name the partition's dir on each "
+                         "broker, or their log dirs; --topic/--partition narrow)")
+    for key in keys:
+        lp, fp = leaders[key], followers[key]
+        if lp.path.resolve() == fp.path.resolve():
+            raise UsageError(f"--leader and --follower are the same dir: {lp.display}")
+        l_name, f_name = lp.logdir.resolve().name, fp.logdir.resolve().name
+        if l_name == f_name:
+            l_name, f_name = lp.display, fp.display
+        lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
+        results = simulate(lr, fr, rules, max_lost)
+        yield from lr.findings
+        yield from fr.findings
+        yield from results

@@ -1,0 +1,504 @@
+"""``replicas``, ``truncation`` and ``epochs``: against the corpus cases Kafka's classes computed, and on scenarios
+built with the project's own writer (the HW-truncation data loss, divergence, an unclean election).
+
+Expected values come from ``case.json`` or from how a scenario was built (which batches each broker got), never
+from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
+from kafkatool.formats.checkpoints import build_epoch_checkpoint
+from kafkatool.logwriter import LogDirWriter
+from kafkatool.model import Batch, Finding
+from kafkatool.records import scan
+from kafkatool.replicas import (
+    EpochCache,
+    EpochHistory,
+    EpochRow,
+    PartitionReplicas,
+    ReplicaState,
+    epoch_history,
+    inspect_replicas,
+)
+from kafkatool.truncation import Truncation, truncations
+
+from .conftest import corpus_root
+
+CASES = corpus_root() / "kafka" / "replicas"
+T0 = 1_700_000_000_000
+TOPIC_ID = bytes(range(1, 17))
+
+
+def kt(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
+                          check=False)
+
+
+def case_names() -> list[str]:
+    names = sorted(p.name for p in CASES.iterdir() if (p / "case.json").is_file())
+    assert {"in-sync", "lagging", "divergent", "hw-loss"} <= set(names)
+    return names
+
+
+def load(case: str) -> dict:
+    return json.loads((CASES / case / "case.json").read_text())
+
+
+def report(paths: list[Path], **kw) -> tuple[dict[str, ReplicaState], PartitionReplicas, list[Finding]]:
+    items = list(inspect_replicas(paths, **kw))
+    states = {x.name: x for x in items if isinstance(x, ReplicaState)}
+    (part,) = [x for x in items if isinstance(x, PartitionReplicas)]
+    return states, part, [x for x in items if isinstance(x, Finding)]
+
+
+def truncate(leader: Path, follower: Path, **kw) -> dict[str, Truncation]:
+    return {t.rule: t for t in truncations(leader, follower, **kw) if isinstance(t, Truncation)}
+
+
+def pair(part: PartitionReplicas, a: str, b: str):
+    (d,) = [d for d in part.divergence if {d.a_name, d.b_name} == {a, b}]
+    return d
+
+
+# --- the corpus cases ----------------------------------------------------------------------------------
+
+
+def epoch_at(epochs: list[list[int]], offset: int) -> int:
+    return [e for e, start in epochs if start <= offset][-1]
+
+
+def expected_divergence(a: dict, b: dict) -> int | None:
+    """From case.json alone: the first offset both replicas hold whose leader epoch differs (a leader epoch is one
+    leader's writes, so the same epoch at an offset is the same batch; these cases have one log start, 0)."""
+    for offset in range(min(a["leo"], b["leo"])):
+        if epoch_at(a["epochs"], offset) != epoch_at(b["epochs"], offset):
+            return offset
+    return None
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_replica_state_and_isr_high_watermark_equal_case_json(case: str) -> None:
+    c = load(case)
+    states, part, _findings = report([CASES / case], isr=c["isr"])
+    assert set(states) == set(c["brokers"])
+    for name, exp in c["brokers"].items():
+        s = states[name]
+        assert (s.leo, s.log_start_offset, s.hw_checkpoint, s.recovery_point) == (
+            exp["leo"], exp["log_start_offset"], exp["hw_checkpoint"], exp["recovery_point"]), name
+        assert ([list(e) for e in s.epochs], s.latest_epoch) == (exp["epochs"], exp["latest_epoch"]), name
+        assert s.in_isr == (name in c["isr"])
+        assert s.lag == max(e["leo"] for e in c["brokers"].values()) - exp["leo"]
+    assert part.isr_hw == c["high_watermark"]
+    topic, number = c["topic_partition"].rsplit("-", 1)
+    assert (part.topic, part.partition) == (topic, int(number))
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_divergence_equals_what_case_json_implies(case: str) -> None:
+    c = load(case)
+    _states, part, findings = report([CASES / case])
+    names = sorted(c["brokers"])
+    diverged = 0
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            want = expected_divergence(c["brokers"][a], c["brokers"][b])
+            d = pair(part, a, b)
+            assert d.first_divergent_offset == want, (a, b)
+            diverged += want is not None
+            if want is None:  # one is a prefix of the other: the longer one holds exactly the rest
+                ends = sorted([(c["brokers"][a]["leo"], a), (c["brokers"][b]["leo"], b)])
+                side = d.only_a if ends[1][1] == d.a_name else d.only_b
+                assert side.offsets == ends[1][0] - ends[0][0]
+    assert len([f for f in findings if f.code == "replicas-diverge"]) == diverged
+    assert (case == "divergent") == (diverged > 0)
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_truncation_under_both_rules_equals_case_json(case: str) -> None:
+    c = load(case)
+    leader = CASES / case / c["leader"]
+    followers = {n: b for n, b in c["brokers"].items() if "truncation" in b}
+    assert followers
+    for name, exp in followers.items():
+        got = truncate(leader, CASES / case / name)
+        t = exp["truncation"]
+        assert got["epoch"].truncate_to == t["epoch_rule_truncate_to"], name
+        assert got["hw"].truncate_to == t["hw_rule_truncate_to"], name
+        assert got["epoch"].steps == t["steps"], name
+        assert got["epoch"].offsets_removed == t["offsets_removed_by_epoch_rule"]
+        assert got["hw"].offsets_removed == t["offsets_removed_by_hw_rule"]
+        for rule in ("epoch", "hw"):  # what is listed as discarded is exactly [truncate_to, LEO)
+            r = got[rule]
+            covered = sum(b.last_offset - b.base_offset + 1 for b in r.lost)
+            assert r.follower_leo == exp["leo"] and covered == r.offsets_removed == exp["leo"] - r.truncate_to
+            assert all(b.last_offset >= r.truncate_to for b in r.lost)
+        acked = t["acknowledged_offsets_lost_by_hw_rule"]
+        if acked:  # the acknowledged offsets the HW rule drops: discarded by it, flagged acknowledged
+            flagged = {o for b in got["hw"].lost if b.acknowledged for o in range(b.base_offset, b.last_offset + 1)}
+            assert set(range(acked[0], acked[1] + 1)) <= flagged
+            assert got["hw"].acknowledged_at_risk == [acked]
+
+
+def test_truncation_plan_cuts_at_the_first_discarded_batch() -> None:
+    """divergent: broker-1 follows broker-2; the epoch rule cuts its only segment where offset 40 starts."""
+    follower = CASES / "divergent" / "broker-1" / "orders-0"
+    log = follower / "00000000000000000000.log"
+    with open(log, "rb") as fh:
+        position = next(b.position for b in scan(fh, str(log)) if isinstance(b, Batch) and b.last_offset >= 40)
+    plan = truncate(CASES / "divergent" / "broker-2", follower)["epoch"].plan
+    assert plan is not None and plan.truncate_to == 40
+    (seg,) = plan.segments
+    assert (seg.action, seg.keep_bytes, seg.size) == ("truncate", position, log.stat().st_size)
+    assert plan.delete_snapshots == (str(follower / "00000000000000000050.snapshot"),)
+    assert dict(plan.checkpoints) == {str(follower.parent / "replication-offset-checkpoint"): 40,
+                                      str(follower.parent / "recovery-point-offset-checkpoint"): 40}
+    assert plan.epoch_checkpoint is None  # [(0, 0)] stays as it is
+
+
+# --- scenarios built with the writer ------------------------------------------------------------------------
+
+
+class Msg(NamedTuple):
+    base: int
+    last: int
+    raw: bytes
+
+
+def msg(offset: int, value: str, epoch: int, n: int = 1) -> Msg:
+    recs = [RecordSpec(f"k{offset + i}".encode(), f"{value}/{i}".encode(), T0 + offset + i) for i in range(n)]
+    return Msg(offset, offset + n - 1, record_batch(offset, recs, partition_leader_epoch=epoch))
+
+
+def broker(root: Path, name: str, batches: list[Msg], hw: int | None) -> Path:
+    """A log dir holding ``orders-0`` with these batches, shut down cleanly, with this high watermark."""
+    with LogDirWriter(root / name, cluster_id="c1", node_id=1) as logdir:
+        p = logdir.partition("orders", 0, TOPIC_ID)
+        for b in batches:
+            p.append(b.raw)
+        p.high_watermark = hw
+    return root / name
+
+
+def log_bytes(logdir: Path) -> bytes:
+    return b"".join(f.read_bytes() for f in sorted((logdir / "orders-0").glob("*.log")))
+
+
+def test_hw_rule_loses_an_acknowledged_message_that_the_epoch_rule_keeps(tmp_path: Path) -> None:
+    """KIP-101 scenario 1. B leads, A follows; both hold m0, m1, so m1 is acknowledged (B's HW 2), but A's HW
+    checkpoint still says 1 when A restarts. Then B fails and A becomes the leader."""
+    m = [msg(0, "m0", 0), msg(1, "m1", 0)]
+    b = broker(tmp_path / "before", "broker-b", m, hw=2)
+    a = broker(tmp_path / "before", "broker-a", m, hw=1)
+
+    rejoin = truncate(b, a)  # A restarts and follows B
+    assert rejoin["epoch"].truncate_to == 2 and rejoin["epoch"].lost == []
+    hw = rejoin["hw"]
+    assert hw.truncate_to == 1
+    assert [(x.base_offset, x.on_leader, x.acknowledged) for x in hw.lost] == [(1, True, True)]
+    assert hw.acknowledged_at_risk == [[1, 1]] and not hw.data_loss
+
+    # HW world: A truncated m1 away, B fails, A leads (its log is what the HW rule left); B comes back as follower.
+    a_hw = broker(tmp_path / "hw", "broker-a", [x for x in m if x.last < hw.truncate_to], hw=1)
+    back = truncate(a_hw, b, rules=("hw",))["hw"]
+    assert back.truncate_to == 1  # its fetch from HW 2 is out of range: truncate to A's log end
+    assert [(x.base_offset, x.on_leader, x.acknowledged) for x in back.lost] == [(1, False, True)]
+    assert back.data_loss and back.acknowledged_lost == [[1, 1]]
+    assert m[1].raw not in log_bytes(a_hw)  # the acknowledged m1 is on no replica any more
+
+    # Epoch world: A kept m1, leads in epoch 1 and takes m2; B comes back and keeps everything.
+    a_ep = broker(tmp_path / "epoch", "broker-a",
+                  [x for x in m if x.last < rejoin["epoch"].truncate_to] + [msg(2, "m2", 1)], hw=3)
+    back = truncate(a_ep, b)["epoch"]
+    assert back.truncate_to == 2 and back.lost == [] and not back.data_loss
+    assert m[1].raw in log_bytes(a_ep)
+    _s, part, _f = report([a_ep, b])
+    assert pair(part, "broker-a", "broker-b").relation in ("a-ahead", "b-ahead")  # a prefix, no divergence
+
+
+def test_divergence_stays_with_the_hw_rule_and_converges_with_the_epoch_rule(tmp_path: Path) -> None:
+    """KIP-101 scenario 2. A leads in epoch 0 and writes m0, m1 (A's HW 2, B's HW 1). Both crash; B restarts first,
+    keeps only m0 (its HW), leads in epoch 1 and writes m3 at offset 1. Then A comes back as a follower."""
+    m = [msg(0, "m0", 0), msg(1, "m1", 0)]
+    a = broker(tmp_path, "broker-a", m, hw=2)
+    b_log = [m[0], msg(1, "m3", 1)]
+    b = broker(tmp_path, "broker-b", b_log, hw=2)
+
+    _s, part, findings = report([a, b])
+    assert pair(part, "broker-a", "broker-b").first_divergent_offset == 1
+    assert [f.code for f in findings] == ["replicas-diverge"]
+
+    got = truncate(b, a)
+    hw, ep = got["hw"], got["epoch"]
+    assert hw.truncate_to == 2 and hw.lost == [] and hw.keeps_divergence_from == 1  # m1 stays, m3 never arrives
+    assert ep.truncate_to == 1 and ep.keeps_divergence_from is None
+    assert ep.steps[0]["leader_epoch"] == 0 and ep.steps[0]["leader_end_offset"] == 1
+    assert [(x.base_offset, x.partition_leader_epoch, x.on_leader) for x in ep.lost] == [(1, 0, False)]
+
+    # Each rule applied, then the follower fetches the leader's batches from the truncation offset on:
+    for rule, diverges in (("epoch", None), ("hw", 1)):
+        t = got[rule].truncate_to
+        after = broker(tmp_path / rule, "broker-a", [x for x in m if x.last < t] + [x for x in b_log if x.base >= t],
+                       hw=2)
+        _s, part, _f = report([after, b])
+        d = pair(part, "broker-a", "broker-b")
+        assert d.first_divergent_offset == diverges, rule
+        if diverges is None:
+            assert d.relation == "identical"
+
+    proc = kt("truncation", "--leader", b, "--follower", a)
+    assert proc.returncode == 1 and "stays inconsistent" in proc.stdout, proc.stderr
+    assert kt("truncation", "--rule", "epoch", "--leader", b, "--follower", a).returncode == 1  # m1 is lost
+
+
+def test_unclean_election_reports_the_offsets_the_old_isr_loses(tmp_path: Path) -> None:
+    """L leads epoch 0 with F in sync: offsets 0..9, HW 10. O fell out of sync at 4. L and F fail; O is elected
+    (unclean), leads epoch 1 and writes 4..7. L comes back as a follower."""
+    isr_log = [msg(o, f"isr-{o}", 0, n=2) for o in range(0, 10, 2)]
+    old = broker(tmp_path, "broker-l", isr_log, hw=10)
+    f = broker(tmp_path, "broker-f", isr_log, hw=10)
+    new_leader_log = [x for x in isr_log if x.last < 4] + [msg(4, "o-4", 1, n=2), msg(6, "o-6", 1, n=2)]
+    o = broker(tmp_path, "broker-o", new_leader_log, hw=8)
+    isr_raw = {x.raw for x in isr_log}
+    kept_by_o = {off for x in new_leader_log if x.raw in isr_raw for off in range(x.base, x.last + 1)}
+    lost_from_isr = {off for x in isr_log for off in range(x.base, x.last + 1)} - kept_by_o
+
+    states, part, _f = report([old, f, o], isr=["broker-l", "broker-f"])
+    assert part.isr_hw == 10 and not states["broker-o"].in_isr
+    assert pair(part, "broker-l", "broker-o").first_divergent_offset == 4
+    assert pair(part, "broker-l", "broker-f").relation == "identical"
+
+    for follower in (old, f):
+        got = truncate(o, follower)
+        ep = got["epoch"]
+        assert ep.truncate_to == 4
+        lost = {x for b in ep.lost for x in range(b.base_offset, b.last_offset + 1)}
+        assert lost == lost_from_isr and min(lost) == 4
+        assert ep.acknowledged_lost == [[4, 9]] and ep.data_loss and all(not b.on_leader for b in ep.lost)
+        hw = got["hw"]  # truncates to the new leader's end, keeps its own 4..7 next to the leader's: inconsistent
+        assert hw.truncate_to == 8 and hw.keeps_divergence_from == 4
+
+    proc = kt("truncation", "-f", "jsonl", "--rule", "epoch", "--leader", o, "--follower", old)
+    assert proc.returncode == 1, proc.stderr
+    (line,) = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [(b["base_offset"], b["last_offset"], b["partition_leader_epoch"]) for b in line["lost"]] == [
+        (x.base, x.last, 0) for x in isr_log if x.base >= 4]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_epoch_rule_truncates_to_the_end_of_the_common_history(tmp_path: Path, seed: int) -> None:
+    """Random histories: a common prefix, then epochs only the leader or only the follower led (the leader's
+    last epoch is the newest). KIP-279's loop must end exactly where the two logs stop sharing batches, as
+    the batch-by-batch comparison sees it, however many rounds it takes."""
+    rng = random.Random(seed)
+    common: list[tuple[int, str]] = [(e, f"c{e}") for e in sorted(rng.sample(range(4), rng.randint(1, 3)))]
+    last_common = common[-1][0]
+    extra = [(last_common, f"x{i}") for i in range(rng.randint(0, 3))]  # more of the last shared epoch
+    pool = list(range(last_common + 1, last_common + 7))
+    owners = {e: rng.choice(("leader", "follower", None)) for e in pool}
+    owners[pool[-1]] = "leader"
+    k_l, k_f = rng.randint(0, len(extra)), rng.randint(0, len(extra))
+
+    def build(side: str, keep_extra: int) -> list[Msg]:
+        plan = common + extra[:keep_extra] + [(e, f"{side}{e}") for e in pool if owners[e] == side]
+        out, offset = [], 0
+        for epoch, tag in plan:
+            n = rng.randint(1, 3) if tag[0] not in "cx" else 2
+            out.append(msg(offset, tag, epoch, n))
+            offset += n
+        return out
+
+    leader_log, follower_log = build("leader", k_l), build("follower", k_f)
+    common_end = 2 * (len(common) + min(k_l, k_f))
+    leader = broker(tmp_path, "broker-l", leader_log, hw=0)
+    follower = broker(tmp_path, "broker-f", follower_log, hw=0)
+    _s, part, _f = report([leader, follower])
+    d = pair(part, "broker-l", "broker-f")
+    shared = d.first_divergent_offset if d.first_divergent_offset is not None else min(
+        leader_log[-1].last, follower_log[-1].last) + 1
+    ep = truncate(leader, follower, rules=("epoch",))["epoch"]
+    assert ep.truncate_to == shared == min(common_end, follower_log[-1].last + 1), ep.steps
+    assert len(ep.steps) >= 1 and ep.steps[-1]["truncate_to"] == ep.truncate_to
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path: Path) -> None:
+    """The leader's retention removed everything the follower has: its fetch is out of range and it empties its
+    log (``truncateFullyAndStartAt``). Not data lost by the truncation: the leader had dropped it already."""
+    with LogDirWriter(tmp_path / "broker-l", cluster_id="c1", node_id=1) as logdir:
+        p = logdir.partition("orders", 0, TOPIC_ID, segment_bytes=250)
+        for o in range(0, 20, 2):
+            p.append(msg(o, "l", 0, n=2).raw)
+    start = p.segment_base_offsets[2]
+    for base in p.segment_base_offsets[:2]:
+        for f in (tmp_path / "broker-l" / "orders-0").glob(f"{base:020d}.*"):
+            f.unlink()
+    follower = broker(tmp_path, "broker-f", [msg(0, "l", 0, n=2)], hw=2)
+    for rule, t in truncate(tmp_path / "broker-l", follower).items():
+        assert t.full_truncation and not t.data_loss, rule
+        assert [(b.base_offset, b.below_leader_log_start) for b in t.lost] == [(0, True)]
+        assert t.plan is not None and t.plan.start_fresh_at == start
+        assert [s.action for s in t.plan.segments] == ["delete"]
+
+
+def test_epoch_cache_follows_leader_epoch_file_cache() -> None:
+    cache = EpochCache([(0, 0), (2, 50), (1, 40)])  # assign(1, 40) drops (2, 50): epochs and offsets increase
+    assert cache.entries == [(0, 0), (1, 40)]
+    cache = EpochCache([(0, 0), (1, 40), (3, 60)])
+    assert cache.end_offset_for(3, 90) == (3, 90)    # the latest epoch: the log end
+    assert cache.end_offset_for(2, 90) == (1, 60)    # unknown: the floor epoch, ending where the next starts
+    assert cache.end_offset_for(4, 90) == (-1, -1)   # above every epoch
+    low = EpochCache([(5, 100)])
+    assert low.end_offset_for(2, 200) == (2, 100)    # below every epoch: the requested one, the first start
+    cache.truncate_from_start(45)
+    assert cache.entries == [(1, 45), (3, 60)]
+    cache.truncate_from_end(60)
+    assert cache.entries == [(1, 45)]
+
+
+def test_last_stable_offset_from_snapshot_and_from_the_log(tmp_path: Path) -> None:
+    """An open transaction from offset 2 (no marker): the LSO stops there, whether the producer state comes
+    from the snapshot taken at shutdown or from replaying the log; a COMMIT marker releases it."""
+    txn = record_batch(2, [RecordSpec(b"k", b"v", T0), RecordSpec(b"k", b"w", T0 + 1)], producer_id=7000,
+                       producer_epoch=0, base_sequence=0, transactional=True)
+    batches = [msg(0, "a", 0, n=2), Msg(2, 3, txn), msg(4, "b", 0)]
+    open_ = broker(tmp_path / "open", "broker-1", batches, hw=5)
+    marker = end_transaction_marker(5, True, producer_id=7000, producer_epoch=0, coordinator_epoch=0, timestamp=T0)
+    closed = broker(tmp_path / "closed", "broker-1", [*batches, Msg(5, 5, marker)], hw=6)
+    copy = shutil.copytree(open_, tmp_path / "copy" / "broker-1")
+    for snap in (copy / "orders-0").glob("*.snapshot"):
+        snap.unlink()
+    states, _p, _f = report([open_, closed, copy])
+    by_path = {s.path: s for s in states.values()}
+    s_open, s_closed, s_copy = (by_path[str(d / "orders-0")] for d in (open_, closed, copy))
+    assert (s_open.lso, s_open.first_unstable_offset, s_open.open_transactions) == (2, 2, 1)
+    assert (s_copy.lso, s_copy.first_unstable_offset) == (2, 2)
+    assert (s_closed.lso, s_closed.first_unstable_offset) == (6, None)
+
+
+def test_a_transaction_open_before_the_log_start_is_known_from_the_snapshot(tmp_path: Path) -> None:
+    """Retention deleted the segment where producer 7000's transaction began; only the producer snapshot taken at
+    the next segment's base remembers it. The broker loads that snapshot, so the LSO stays at the log start."""
+    txn = record_batch(2, [RecordSpec(b"k", b"v", T0)], producer_id=7000, producer_epoch=0, base_sequence=0,
+                       transactional=True)
+    batches = [msg(0, "a", 0, n=2), Msg(2, 2, txn)] + [msg(o, "b", 0, n=2) for o in range(3, 15, 2)]
+    with LogDirWriter(tmp_path / "broker-1", cluster_id="c1", node_id=1) as logdir:
+        p = logdir.partition("orders", 0, TOPIC_ID, segment_bytes=300)
+        for b in batches:
+            p.append(b.raw)
+    bases = p.segment_base_offsets
+    assert len(bases) >= 3 and bases[1] > 2
+    shutil.copytree(tmp_path / "broker-1", tmp_path / "broker-2")  # a replica whose retention has not run yet
+    for f in (tmp_path / "broker-1" / "orders-0").glob(f"{0:020d}.*"):
+        f.unlink()  # retention
+    states, part, _f = report([tmp_path])
+    assert (states["broker-1"].log_start_offset, states["broker-1"].lso) == (bases[1], bases[1])
+    assert (states["broker-2"].log_start_offset, states["broker-2"].lso) == (0, 2)
+    assert states["broker-1"].leo == states["broker-2"].leo == batches[-1].last + 1
+    d = pair(part, "broker-1", "broker-2")  # what retention removed is not divergence
+    assert d.first_divergent_offset is None and d.relation == "identical"
+    side = d.only_a if d.a_name == "broker-2" else d.only_b
+    assert [(r.kind, r.first_offset, r.last_offset) for r in side.runs] == [("below-log-start", 0, bases[1] - 1)]
+
+
+def test_same_epoch_different_bytes_is_divergence_the_epoch_rule_cannot_see(tmp_path: Path) -> None:
+    m = [msg(0, "m0", 0), msg(1, "m1", 0)]
+    a = broker(tmp_path, "broker-a", m, hw=2)
+    c = broker(tmp_path, "broker-c", [m[0], msg(1, "not-m1", 0)], hw=2)
+    _s, part, _f = report([a, c])
+    assert pair(part, "broker-a", "broker-c").first_divergent_offset == 1
+    ep = truncate(c, a, rules=("epoch",))["epoch"]
+    assert ep.truncate_to == 2 and ep.keeps_divergence_from == 1  # same epochs: the protocol keeps offset 1
+
+
+def test_damage_ends_the_log_where_recovery_would(tmp_path: Path) -> None:
+    src = CASES / "divergent"
+    for name in ("broker-2", "broker-3"):
+        shutil.copytree(src / name, tmp_path / name)
+    log = tmp_path / "broker-2" / "orders-0" / "00000000000000000000.log"
+    log.chmod(0o644)
+    with open(log, "rb") as fh:
+        batches = [b for b in scan(fh, str(log)) if isinstance(b, Batch)]
+    victim = next(b for b in batches if b.base_offset >= 60)
+    data = bytearray(log.read_bytes())
+    data[victim.position + victim.size - 1] ^= 0xFF  # inside the records: the CRC no longer matches
+    log.write_bytes(bytes(data))
+
+    states, part, findings = report([tmp_path])
+    s = states["broker-2"]
+    assert s.leo == victim.base_offset and s.damaged_at == {"path": str(log), "position": victim.position,
+                                                            "code": "crc-mismatch"}
+    assert ("crc-mismatch", victim.position) in {(f.code, f.position) for f in findings}
+    d = pair(part, "broker-2", "broker-3")  # the undamaged copy just has more: no divergence
+    assert d.first_divergent_offset is None and d.relation == ("a-ahead" if d.a_name == "broker-3" else "b-ahead")
+    assert kt("replicas", tmp_path).returncode == 1
+
+
+def test_epochs_flags_an_epoch_missing_from_the_checkpoint(tmp_path: Path) -> None:
+    logdir = broker(tmp_path, "broker-1", [msg(0, "a", 0, n=2), msg(2, "b", 2, n=2)], hw=4)
+    part = logdir / "orders-0"
+    (part / "leader-epoch-checkpoint").write_bytes(build_epoch_checkpoint([(0, 0)]))
+    items = list(epoch_history([part]))
+    rows = {x.epoch: x for x in items if isinstance(x, EpochRow)}
+    assert (rows[0].status, rows[2].status, rows[2].log_start) == ("ok", "missing from checkpoint", 2)
+    assert any(isinstance(x, Finding) and x.code == "epoch-missing-from-checkpoint" for x in items)
+    (history,) = [x for x in items if isinstance(x, EpochHistory)]
+    assert history.cache == ((0, 0),)  # a clean shutdown: the broker loads the checkpoint as it is
+    (logdir / ".kafka_cleanshutdown").unlink()
+    (history,) = [x for x in epoch_history([part]) if isinstance(x, EpochHistory)]
+    assert history.cache == ((0, 0), (2, 2))  # unclean: recovery re-reads the batches and assigns their epochs
+    proc = kt("epochs", part)
+    assert proc.returncode == 1 and "missing from checkpoint" in proc.stdout, proc.stderr
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+REPLICA_KEYS = {"type", "path", "topic", "partition", "log_start_offset", "leo", "hw_checkpoint", "recovery_point",
+                "lso", "latest_epoch"}
+TRUNCATION_KEYS = {"type", "rule", "truncate_to", "follower_leo", "lost"}
+
+
+def test_cli_replicas_jsonl_contract_and_exit_codes() -> None:
+    c = load("divergent")
+    args = [a for name in c["isr"] for a in ("--isr", name)]
+    proc = kt("replicas", "-f", "jsonl", *args, CASES / "divergent")
+    assert proc.returncode == 1, proc.stderr  # broker-1 diverges
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    replicas = [x for x in lines if x["type"] == "replica"]
+    assert len(replicas) == 3 and all(REPLICA_KEYS <= set(r) for r in replicas)
+    assert lines[-1]["type"] == "partition" and lines[-1]["isr_hw"] == c["high_watermark"]
+    assert {"a", "b", "first_divergent_offset"} <= set(lines[-1]["divergence"][0])
+    text = kt("replicas", CASES / "in-sync" / "broker-1", CASES / "in-sync" / "broker-2" / "orders-0")
+    assert text.returncode == 0 and "ISR high watermark 60" in text.stdout, text.stderr
+
+
+def test_cli_truncation_and_epochs() -> None:
+    proc = kt("truncation", "-f", "jsonl", "--leader", CASES / "hw-loss" / "broker-1", "--follower",
+              CASES / "hw-loss" / "broker-2")
+    assert proc.returncode == 0, proc.stderr  # the HW rule drops 45..49, but the leader has them
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [x["rule"] for x in lines] == ["epoch", "hw"] and all(TRUNCATION_KEYS <= set(x) for x in lines)
+    assert {k for x in lines for b in x["lost"] for k in b} >= {"base_offset", "last_offset", "partition_leader_epoch"}
+    assert kt("epochs", CASES / "divergent" / "broker-2" / "orders-0").returncode == 0
+
+
+def test_cli_usage_errors_and_help() -> None:
+    one = CASES / "in-sync" / "broker-1"
+    assert kt("replicas", one).returncode == 2  # one replica: nothing to compare
+    assert kt("replicas", "--isr", "broker-9", CASES / "in-sync").returncode == 2
+    assert kt("truncation", "--leader", one, "--follower", one).returncode == 2
+    other = CASES / "in-sync" / "broker-2"
+    assert kt("truncation", "--rule", "x", "--leader", one, "--follower", other).returncode == 2
+    assert kt("epochs", "/no/such/dir").returncode == 2
+    for cmd in ("replicas", "truncation", "epochs"):
+        proc = kt(cmd, "--help")
+        assert proc.returncode == 0 and "Examples" in proc.stdout
