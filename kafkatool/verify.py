@@ -366,7 +366,9 @@ def _sort_files(part: _Partition) -> tuple[_Files, list[Finding]]:
             out.unknown.append(display)
             name = path.name
             segmentish = re.match(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$", name)
-            if segmentish:
+            if interrupted := _interrupted_apply(path, display):
+                findings.append(interrupted)
+            elif segmentish:
                 findings.append(Finding("error", "segment-name-invalid", display, None,
                                         f"{name}: segment files are named by a 20-digit base offset; "
                                         "the broker ignores this file"))
@@ -374,6 +376,17 @@ def _sort_files(part: _Partition) -> tuple[_Files, list[Finding]]:
                 findings.append(Finding("info", "unknown-file", display, None,
                                         "not a file the broker writes in a partition dir; ignored by it"))
     return out, findings
+
+
+def _interrupted_apply(path: Path, display: str) -> Finding | None:
+    """The journal or a temporary file of a kafkatool ``--apply`` that was killed (see kafkatool.safewrite)."""
+    from .safewrite import JOURNAL_NAME, TMP_SUFFIX
+
+    if path.name == JOURNAL_NAME or path.name.endswith(TMP_SUFFIX):
+        return Finding("warning", "apply-interrupted", display, None,
+                       "left by a kafkatool --apply that was interrupted (the broker ignores it): run the same "
+                       "command with --apply again to complete it (its journal knows where the backup is)")
+    return None
 
 
 _LEFTOVER_MEANING = {
@@ -769,7 +782,9 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> 
         entries[name] = list(enumerate(offsets))
     for p, d in logdir.files:
         info = classify(p)
-        if info.kind is FileKind.UNKNOWN and info.leftover is None:
+        if interrupted := _interrupted_apply(p, d):
+            yield interrupted
+        elif info.kind is FileKind.UNKNOWN and info.leftover is None:
             yield Finding("info", "unknown-file", d, None, "not a file the broker writes in a log dir")
         elif info.leftover is not None:
             yield Finding("info", "leftover-tmp", d, None, "an interrupted checkpoint write; the broker ignores it")

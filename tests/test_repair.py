@@ -241,3 +241,31 @@ def test_timestamped_default_backup_dir_is_beside_the_log_dir(tmp_path: Path) ->
     backups = [p for p in tmp_path.iterdir() if p.name.startswith("kafkatool-backup-logdir-")]
     assert len(backups) == 1 and (backups[0] / "rtopic-0/00000000000000000259.log").stat().st_size == 885
     assert backups[0].stat().st_mtime >= start - 1
+
+
+def test_a_crashed_log_dir_is_repaired_partition_by_partition(tmp_path: Path) -> None:
+    """The fixture log dir after a crash (no clean-shutdown marker) with one flipped byte in orders-0: only
+    orders-0 loses data; every partition's recovery point moves to its log end; the other partitions' files,
+    recovered from their recovery point with the topic's index interval, come out as they were."""
+    logdir = tmp_path / "logdir"
+    shutil.copytree(PROJECT_ROOT / "fixtures/logdir", logdir)
+    (logdir / ".kafka_cleanshutdown").unlink()
+    log = sorted((logdir / "orders-0").glob("*.log"))[-1]
+    data = bytearray(log.read_bytes())
+    second = struct.unpack_from(">i", data, 8)[0] + 12  # the second batch of the active segment
+    data[second + 70] ^= 0xFF
+    log.write_bytes(bytes(data))
+    untouched = {k: v for k, v in tree(logdir).items() if not k.startswith("orders-0/")
+                 and k != "recovery-point-offset-checkpoint"}
+    result = kafkatool("repair", "--apply", "--index-interval-bytes", "1024", "-f", "jsonl", str(logdir))
+    assert result.returncode == 0, result.stdout + result.stderr
+    parts = {Path(d["path"]).name: d for d in map(json.loads, result.stdout.splitlines()) if d["type"] == "partition"}
+    assert set(parts) == {"events-0", "orders-0", "orders-1", "payments-0"}
+    orders = parts["orders-0"]
+    assert orders["leo_after"] < orders["leo_before"] and orders["bytes_removed"] == len(data) - second
+    assert all(not d["bytes_removed"] for name, d in parts.items() if name != "orders-0")
+    after = tree(logdir)
+    assert {k: after.get(k) for k in untouched} == untouched
+    points = (logdir / "recovery-point-offset-checkpoint").read_text().split("\n")
+    assert f"orders 0 {orders['leo_after']}" in points
+    assert kafkatool("repair", "--index-interval-bytes", "1024", str(logdir)).returncode == 0  # nothing left

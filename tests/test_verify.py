@@ -430,3 +430,11 @@ def test_bulk_index_loader_agrees_with_the_construct_reader() -> None:
             assert ours == theirs, path
         checked += 1
     assert checked > 100
+
+
+def test_an_interrupted_apply_is_named(logdir: Path) -> None:
+    (logdir / ".kafkatool-apply.journal").write_text("{}\n")
+    (logdir / "orders-0" / "00000000000000000000.index.kafkatool-tmp").write_bytes(b"")
+    found = {(f.code, Path(f.path).name) for f in run(logdir)[0]}
+    assert ("apply-interrupted", ".kafkatool-apply.journal") in found
+    assert ("apply-interrupted", "00000000000000000000.index.kafkatool-tmp") in found
