@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -166,6 +167,7 @@ class PartitionWriter:
         segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
         segment_ms: int = DEFAULT_SEGMENT_MS,
         start_offset: int = 0,
+        write_records: bool = True,
     ) -> None:
         self.dir = Path(dir)
         self.topic, self.partition, self.topic_id = topic, partition, topic_id
@@ -178,6 +180,7 @@ class PartitionWriter:
         self.log_start_offset = start_offset
         self.cleaner_offset: int | None = None
         self.recovery_point = start_offset
+        self.write_records = write_records  # False: only indexes, snapshots, epochs (repair's replay)
         self.closed = False
         self._log_end_offset = start_offset
         self._epochs: list[tuple[int, int]] = []
@@ -383,7 +386,8 @@ class PartitionWriter:
     # --- segments, snapshots, close ------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int) -> _Segment:
-        fh = open(segment_file(self.dir, base_offset, "log"), "xb")  # closed when the segment is sealed
+        target = segment_file(self.dir, base_offset, "log") if self.write_records else os.devnull
+        fh = open(target, "xb" if self.write_records else "wb")  # closed when the segment is sealed
         return _Segment(base_offset, fh, offset_of_max_timestamp=base_offset)
 
     def _roll(self, new_offset: int) -> None:
