@@ -257,7 +257,8 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
         scratch = Path(tmp) / part.name
         writer = PartitionWriter(scratch, topic=key[0], partition=key[1], topic_id=bytes(16),
                                  segment_bytes=2**62, index_interval_bytes=options.index_interval_bytes,
-                                 start_offset=start, write_records=False)  # the batches stay where they are
+                                 start_offset=min(start, _segment_of(bases, start)),
+                                 write_records=False)  # the batches stay where they are
         now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
         expiry = options.producer_id_expiration_ms
         writer.load_producers(producers)

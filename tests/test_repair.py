@@ -269,3 +269,20 @@ def test_a_crashed_log_dir_is_repaired_partition_by_partition(tmp_path: Path) ->
     points = (logdir / "recovery-point-offset-checkpoint").read_text().split("\n")
     assert f"orders 0 {orders['leo_after']}" in points
     assert kafkatool("repair", "--index-interval-bytes", "1024", str(logdir)).returncode == 0  # nothing left
+
+
+def test_every_corpus_dir_can_be_planned() -> None:
+    """Real broker dirs (compacted, KRaft metadata, legacy, a log start above the first segment with no snapshot,
+    fetch-response extractions): a plan for each, never a 'repair-impossible'."""
+    from kafkatool.model import Finding
+    from kafkatool.repair import PartitionRepair, repair_paths
+
+    root = corpus_root()
+    dirs = [*sorted((root / "real").iterdir()), root / "kafka/logdir", root / "kafka/legacy",
+            *sorted((root / "kafka/replicas").glob("*/broker-*"))]
+    planned = 0
+    for d in dirs:
+        for item in repair_paths([d]):
+            assert not isinstance(item, Finding), item
+            planned += isinstance(item, PartitionRepair)
+    assert planned > 600
