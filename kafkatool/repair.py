@@ -297,7 +297,7 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
                 bad = _bad_reason(seg.log, cut[2], options)
                 actions.append(Action(os.path.join(display, seg.final.name), "truncate",
                                       f"{why[b]}: the first invalid batch is at byte {cut[2]} ({bad}); the broker "
-                                      "truncates the segment there", FileOp("truncate", seg.log, size=cut[1]),
+                                      "truncates the segment there", FileOp("truncate", seg.final, size=cut[1]),
                                       {"size_before": size, "size_after": cut[1], "bad_position": cut[2]}))
             for ext in ("index", "timeindex", "txnindex"):
                 actions.extend(_rebuild(part, display, scratch, b, ext, existing(b, ext), why[b]))
@@ -306,9 +306,9 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
             result.bytes_removed += seg.log.stat().st_size
             removed_batches += _count_batches(seg.log, options)
             for ext in ("log", "index", "timeindex", "txnindex"):
-                path = seg.log if ext == "log" else existing(b, ext)
+                path = seg.final if ext == "log" else existing(b, ext)  # ops run after the swap renames
                 if path is not None:
-                    actions.append(Action(shown.get(path, str(path)), "delete",
+                    actions.append(Action(os.path.join(display, path.name), "delete",
                                           f"after the truncation at offset {leo_after}: the broker deletes every "
                                           "later unflushed segment", FileOp("delete", path)))
         if cut is not None:

@@ -286,3 +286,19 @@ def test_every_corpus_dir_can_be_planned() -> None:
             assert not isinstance(item, Finding), item
             planned += isinstance(item, PartitionRepair)
     assert planned > 600
+
+
+def test_damage_inside_a_swapped_in_segment(tmp_path: Path) -> None:
+    """The operations on a segment coming from a .swap file act on its final name (the rename comes first)."""
+    logdir = copy_before("leftovers", tmp_path)
+    swap = logdir / "rtopic-0/00000000000000000086.log.swap"
+    data = bytearray(swap.read_bytes())
+    second = struct.unpack_from(">i", data, 8)[0] + 12
+    data[second + 70] ^= 0xFF
+    swap.write_bytes(bytes(data))
+    result = kafkatool("repair", "--apply", "-f", "jsonl", "--backup-dir", str(tmp_path / "backup"),
+                       *repair_args("leftovers"), str(logdir / "rtopic-0"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    log = logdir / "rtopic-0/00000000000000000086.log"
+    assert not swap.exists() and log.read_bytes() == bytes(data[:second])
+    assert kafkatool("repair", *repair_args("leftovers"), str(logdir / "rtopic-0")).returncode == 0
