@@ -21,11 +21,33 @@ The plan follows ``UnifiedLog.truncateTo`` / ``LocalLog.truncateTo``: segments w
 the target are deleted, the new active segment is cut at the first batch ending at or after the target
 (so a batch straddling it goes whole), its indexes trimmed; leader-epoch entries starting at or after the
 target are dropped (``truncateFromEnd``), producer snapshots above it deleted, and the high watermark and
-recovery point lowered to it. Nothing here writes: ``repair``'s safe-write layer is to apply it.
+recovery point lowered to it.
+
+:func:`apply_truncations` carries one rule's plan out on the follower's dir through the safe-write layer, as
+``repair`` does (the log dir's ``.lock`` held throughout, an interrupted apply resumed first, originals backed up,
+a kill at any point harmless), then plans again: nothing may be left to do. :func:`plan_ops` turns the plan into
+file operations, in this order, so that a broker started on a half-applied dir (without the resume) still loads
+a log that is a prefix of the original, with a high watermark and recovery point never above its end:
+
+1. the log dir's ``replication-offset-checkpoint`` / ``recovery-point-offset-checkpoint`` /
+   ``log-start-offset-checkpoint``: only this partition's entry is rewritten (lowered), the others kept;
+2. the segments after the target, last first (``LocalLog.truncateTo``): each ``.log``, then its indexes (an
+   index left without its ``.log`` is an orphan the broker deletes when it loads the log);
+3. the cut segment as ``LogSegment.truncateTo`` does it: the indexes first, written without their entries at or
+   past the target (``OffsetIndex.truncateTo`` / ``TimeIndex.truncateTo``: entries with offset >= target;
+   ``TransactionIndex.truncateTo``: from the first entry with last offset >= target), then the ``.log`` cut;
+4. the producer snapshots past the target;
+5. the new ``leader-epoch-checkpoint``.
+
+``truncateFullyAndStartAt`` (``start_fresh_at``) deletes every segment instead and creates an empty one at the
+new offset: an empty ``.log``, ``.index`` and ``.timeindex`` (no ``.txnindex``: Kafka creates it on first use).
+Kafka preallocates the new active segment's indexes and trims them when it closes the segment; the files written
+here are the trimmed ones.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,10 +55,14 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .filetypes import FileKind, classify
+from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
 from .model import Batch, Finding
-from .records import ScanOptions
+from .records import ScanOptions, scan
 from .replicas import UNDEFINED_EPOCH_OFFSET, EpochCache, Replica, Segment, compare, merge, open_replica
-from .verify import partition_dirs
+from .safewrite import ApplyRefused, FileOp
+from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
+from .verify import PartitionDir, partition_dirs
 
 RULES = ("epoch", "hw")
 DEFAULT_MAX_LOST = 1000
@@ -146,6 +172,10 @@ class TruncationPlan:
     delete_snapshots: tuple[str, ...]
     checkpoints: tuple[tuple[str, int], ...]              # (log dir checkpoint file, new offset for this partition)
     start_fresh_at: int | None = None                     # truncateFullyAndStartAt: delete all, start here
+    # where the files are (the paths above are for display): the partition dir, its log dir, (topic, partition)
+    dir: Path | None = None
+    logdir: Path | None = None
+    key: tuple[str, int] | None = None
 
     @property
     def changes(self) -> bool:
@@ -190,6 +220,8 @@ class Truncation:
     producer_ids: set[int] = field(default_factory=set)
     cut_at: tuple[str, int] | None = None  # (segment, byte position) of the first discarded batch
     plan: TruncationPlan | None = None
+    applied: bool = False                  # the plan was carried out on the follower's dir (apply_truncations)
+    backup_dir: str | None = None          # where the originals were copied first
 
     @property
     def offsets_removed(self) -> int:
@@ -222,6 +254,7 @@ class Truncation:
             "first_divergent_offset": self.first_divergent_offset,
             "keeps_divergence_from": self.keeps_divergence_from,
             "plan": None if self.plan is None else self.plan.as_dict(),
+            "applied": self.applied, "backup_dir": self.backup_dir,
         }
 
 
@@ -306,8 +339,9 @@ def plan(follower: Replica, truncate_to: int, cache: EpochCache, start_fresh_at:
     """What ``UnifiedLog.truncateTo(truncate_to)`` (or ``truncateFullyAndStartAt``) changes in the follower's files."""
     target = start_fresh_at if start_fresh_at is not None else truncate_to
     part = follower.dir
+    where = {"dir": part.path, "logdir": part.logdir, "key": (part.topic, part.partition)}
     if start_fresh_at is None and truncate_to >= follower.leo:
-        return TruncationPlan(part.display, truncate_to, (), None, (), ())
+        return TruncationPlan(part.display, truncate_to, (), None, (), (), **where)
     full = start_fresh_at is not None or bool(follower.segments and follower.segments[0].base_offset > truncate_to)
     changes = []
     keep = [s for s in follower.segments if s.base_offset <= truncate_to] if not full else []
@@ -331,7 +365,7 @@ def plan(follower: Replica, truncate_to: int, cache: EpochCache, start_fresh_at:
         if (full and name != "log-start-offset-checkpoint") or (value is not None and value > target):
             checkpoints.append((os.path.join(part.logdir_display, name), target))
     return TruncationPlan(part.display, truncate_to, tuple(changes), epochs, snapshots, tuple(checkpoints),
-                          start_fresh_at if start_fresh_at is not None else (truncate_to if full else None))
+                          start_fresh_at if start_fresh_at is not None else (truncate_to if full else None), **where)
 
 
 def _companions(s: Segment) -> tuple[str, ...]:
@@ -340,15 +374,9 @@ def _companions(s: Segment) -> tuple[str, ...]:
                  if s.path.with_suffix(f".{ext}").exists())
 
 
-def truncations(
-    leader: str | Path, follower: str | Path, *, rules: tuple[str, ...] = RULES, topic: str | None = None,
-    partition: int | None = None, max_lost: int = DEFAULT_MAX_LOST, options: ScanOptions | None = None,
-) -> Iterator[Finding | Truncation]:
-    """For every partition under both ``leader`` and ``follower`` (partition dirs or log dirs): the follower's
-    findings (damage), then one :class:`Truncation` per rule."""
-    if any(r not in RULES for r in rules):
-        raise UsageError(f"unknown rule: give {' or '.join(RULES)}")
-
+def _pairs(leader: str | Path, follower: str | Path, topic: str | None,
+           partition: int | None) -> Iterator[tuple[PartitionDir, PartitionDir, str, str]]:
+    """(leader's dir, follower's dir, their names) for every partition under both."""
     def found(path: str | Path) -> dict[tuple[str, int], Any]:
         return {(p.topic, p.partition): p for p in partition_dirs([path])
                 if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)}
@@ -365,8 +393,213 @@ def truncations(
         l_name, f_name = lp.logdir.resolve().name, fp.logdir.resolve().name
         if l_name == f_name:
             l_name, f_name = lp.display, fp.display
+        yield lp, fp, l_name, f_name
+
+
+def truncations(
+    leader: str | Path, follower: str | Path, *, rules: tuple[str, ...] = RULES, topic: str | None = None,
+    partition: int | None = None, max_lost: int = DEFAULT_MAX_LOST, options: ScanOptions | None = None,
+) -> Iterator[Finding | Truncation]:
+    """For every partition under both ``leader`` and ``follower`` (partition dirs or log dirs): the follower's
+    findings (damage), then one :class:`Truncation` per rule."""
+    if any(r not in RULES for r in rules):
+        raise UsageError(f"unknown rule: give {' or '.join(RULES)}")
+    for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition):
         lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
         results = simulate(lr, fr, rules, max_lost)
         yield from lr.findings
         yield from fr.findings
         yield from results
+
+
+# --- applying -----------------------------------------------------------------------------------------------
+
+
+def apply_truncations(
+    leader: str | Path, follower: str | Path, *, rule: str, topic: str | None = None, partition: int | None = None,
+    max_lost: int = DEFAULT_MAX_LOST, options: ScanOptions | None = None, backup_dir: str | Path | None = None,
+) -> Iterator[Finding | Truncation]:
+    """Carry ``rule``'s truncation out on the follower's dir of every partition under both, as ``repair --apply``
+    does: the follower's log dir ``.lock`` held for the whole partition (a live broker's lock refuses it with
+    :class:`~kafkatool.errors.LogDirLocked`), an interrupted earlier apply completed first, the plan made, its
+    originals backed up to ``backup_dir`` (default: beside the log dir), applied, and planned again: the follower
+    must then truncate to its own log end, changing nothing.
+
+    Refused (an error finding, nothing changed) when either log is damaged or the follower's dir holds
+    ``.swap``/``.cleaned`` leftovers: ``kafkatool repair`` first. Values come out as for :func:`truncations`, the
+    :class:`Truncation` last, with ``applied`` and ``backup_dir`` set."""
+    from .repair import default_backup_dir
+    from .safewrite import apply_ops, log_dir_lock, resume
+
+    if rule not in RULES:
+        raise UsageError(f"applying needs one rule: {' or '.join(RULES)}")
+    backups: dict[Path, Path] = {}  # one default backup dir per log dir, however many partitions it holds
+    for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition):
+        backup = Path(backup_dir) if backup_dir is not None else backups.setdefault(
+            fp.logdir, default_backup_dir(fp.logdir))
+        with log_dir_lock(fp.logdir):
+            if resume(fp.logdir) is not None:
+                yield Finding("info", "apply-resumed", fp.display, None,
+                              "completed an interrupted apply from its journal before planning again")
+            fp = _relisted(fp)
+            lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
+            (result,) = simulate(lr, fr, (rule,), max_lost)
+            yield from lr.findings
+            yield from fr.findings
+            refused = _refusal(lr, fr)
+            plan_ = result.plan
+            if refused:
+                yield Finding("error", "truncation-not-applied", fp.display, None, refused + "; nothing was changed")
+            elif plan_ is not None and plan_.changes:
+                apply_ops(fp.logdir, plan_ops(plan_), backup)
+                result.applied, result.backup_dir = True, str(backup)
+                fp = _relisted(fp)
+                lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
+                (again,) = simulate(lr, fr, (rule,), 0)
+                if again.plan is None or again.plan.changes or again.truncate_to != again.follower_leo:
+                    yield Finding("error", "truncation-not-idempotent", fp.display, None,
+                                  f"after applying, the {rule} rule still truncates {again.follower_leo} to "
+                                  f"{again.truncate_to} (changes planned: "
+                                  f"{bool(again.plan and again.plan.changes)}); please report this")
+        yield result
+
+
+def _relisted(part: PartitionDir) -> PartitionDir:
+    """``part`` with its file list read again (an apply or a resume changed it)."""
+    names = sorted(e.name for e in os.scandir(part.path) if e.is_file())
+    return dataclasses.replace(part, files=tuple((part.path / n, os.path.join(part.display, n)) for n in names))
+
+
+def _refusal(leader: Replica, follower: Replica) -> str | None:
+    """Why the follower's dir must not be truncated as planned, if it must not."""
+    for who, r in (("the follower", follower), ("the leader", leader)):
+        damage = next((f for f in r.findings if f.severity == "error"), None)
+        if damage is not None:
+            where = f" at byte {damage.position}" if damage.position is not None else ""
+            return (f"{who}'s {r.path} has an error ({damage.code} in {damage.path}{where}): the truncation offset "
+                    "may not be the broker's; run `kafkatool repair` on it first")
+    leftovers = [d for p, d in follower.dir.files if classify(p).leftover in (".swap", ".cleaned")]
+    if leftovers:
+        return (f"the follower's {follower.path} holds an interrupted segment replacement ({leftovers[0]}) the "
+                "broker would complete when loading the log; run `kafkatool repair` on it first")
+    return None
+
+
+def plan_ops(plan: TruncationPlan) -> list[FileOp]:
+    """The plan as safe-write operations on the follower's files, in the order of the module doc."""
+    if plan.dir is None or plan.logdir is None or plan.key is None:
+        raise ValueError(f"{plan.partition}: the plan does not say where its files are")
+    d, target, fresh = plan.dir, plan.truncate_to, plan.start_fresh_at
+
+    def here(display: str) -> Path:
+        return d / os.path.basename(display)
+
+    ops = _checkpoint_ops(plan)
+    for s in sorted((s for s in plan.segments if s.action == "delete"), key=lambda s: -s.base_offset):
+        if s.base_offset == fresh:
+            continue  # the new empty segment takes its place (below)
+        why = (f"the log starts again at {fresh}" if fresh is not None
+               else f"segment {s.base_offset}: every offset in it is at or past {target}")
+        ops.append(FileOp("delete", here(s.log), reason=why))
+        ops += [FileOp("delete", here(f), reason=why) for f in s.files]
+    for s in plan.segments:
+        if s.action == "truncate":
+            ops += _cut_ops(here(s.log), s, target)
+    ops += [FileOp("delete", here(x), reason=f"producer snapshot past {target}")
+            for x in reversed(plan.delete_snapshots)]
+    if fresh is not None:
+        stem = d / f"{fresh:020d}"
+        why = f"truncateFullyAndStartAt({fresh}): a new, empty segment"
+        if stem.with_name(stem.name + ".txnindex").exists():
+            ops.append(FileOp("delete", stem.with_name(stem.name + ".txnindex"), reason=why))
+        ops += [FileOp("write", stem.with_name(f"{stem.name}.{ext}"), data=b"", reason=why)
+                for ext in ("index", "timeindex", "log")]
+    if plan.epoch_checkpoint is not None:
+        ops.append(FileOp("write", d / "leader-epoch-checkpoint", data=build_epoch_checkpoint(plan.epoch_checkpoint),
+                          reason=f"leader epochs: none starting at or past {target}"))
+    return ops
+
+
+def _checkpoint_ops(plan: TruncationPlan) -> list[FileOp]:
+    """This partition's entry of each log dir checkpoint set to its new offset, the other entries kept."""
+    assert plan.logdir is not None and plan.key is not None
+    ops = []
+    for display, value in plan.checkpoints:
+        path = plan.logdir / os.path.basename(display)
+        if not path.is_file():
+            continue  # the broker has not written it yet: nothing to lower
+        items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, display))
+        bad = next((i for i in items if isinstance(i, Finding) and i.severity == "error"), None)
+        if bad is not None:
+            raise ApplyRefused(f"{display}: unreadable ({bad.message}); nothing was changed")
+        entries = [(e.topic, e.partition, e.offset) for e in items if isinstance(e, OffsetCheckpointEntry)]
+        new = [(t, p, value if (t, p) == plan.key else o) for t, p, o in entries]
+        if plan.key not in {(t, p) for t, p, _ in entries}:
+            new.append((*plan.key, value))
+        data = build_offset_checkpoint(new)
+        if data != path.read_bytes():
+            ops.append(FileOp("write", path, data=data, reason=f"{plan.key[0]}-{plan.key[1]}: {value}, the new log "
+                                                               "end (never above it)"))
+    return ops
+
+
+_INDEX_OFFSET_FIELD = {FileKind.INDEX: 0, FileKind.TIME_INDEX: 1}  # relative offset's place in the entry
+
+
+def _cut_ops(log: Path, s: SegmentChange, target: int) -> list[FileOp]:
+    """``LogSegment.truncateTo(target)``: the indexes trimmed first, then the ``.log`` cut."""
+    ops = []
+    stem = log.name[: -len(".log")]
+    for kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+        path = log.with_name(f"{stem}.{kind.value}")
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        new = trim_index(data, kind, s.base_offset, target)
+        if kind is FileKind.TIME_INDEX:
+            new = _with_largest_timestamp(new if new is not None else data, log, s)
+        if new is not None and new != data:
+            ops.append(FileOp("write", path, data=new, reason=f"no entry at or past offset {target}"))
+    ops.append(FileOp("truncate", log, size=s.keep_bytes, reason=f"the batches from offset {target} on go"))
+    return ops
+
+
+def _with_largest_timestamp(data: bytes, log: Path, s: SegmentChange) -> bytes:
+    """The trimmed time index plus the entry ``LogSegment.close`` appends for the now active segment: its largest
+    timestamp and the last offset of the first batch holding it (``readLargestTimestamp`` after ``truncateTo``),
+    when it is above the last entry's; what the segment's time index holds after a clean shutdown."""
+    packer = entry_struct(FileKind.TIME_INDEX)
+    largest, offset = -1, None
+    with open(log, "rb") as fh:
+        for item in scan(fh, str(log), end=s.keep_bytes):
+            if isinstance(item, Batch) and item.position + item.size <= s.keep_bytes and item.max_timestamp > largest:
+                largest, offset = item.max_timestamp, item.last_offset
+    entries = list(index_slots(data, FileKind.TIME_INDEX))
+    if offset is None or (entries and entries[-1][0] >= largest):
+        return data
+    return data + packer.pack(largest, offset - s.base_offset)
+
+
+def trim_index(data: bytes, kind: FileKind, base_offset: int, target: int) -> bytes | None:
+    """An index file's content after Kafka's ``truncateTo(target)`` (None: the file is not changed).
+
+    ``.index`` / ``.timeindex`` (``OffsetIndex``/``TimeIndex.truncateTo``): the entries before the first one at or
+    past ``target`` (their offsets only grow), as the file holds after Kafka trims it to its valid size; the
+    zero-filled slots of a preallocated file end the entries. ``.txnindex`` (``TransactionIndex.truncateTo``): cut
+    at the first aborted transaction whose last offset is at or past ``target``; none: unchanged."""
+    packer = entry_struct(kind)
+    kept = []
+    if kind is FileKind.TXN_INDEX:
+        for fields in index_slots(data, kind):
+            if fields[3] >= target:  # version, producer id, first offset, last offset, last stable offset
+                return b"".join(packer.pack(*f) for f in kept)
+            kept.append(fields)
+        return None
+    at = _INDEX_OFFSET_FIELD[kind]
+    for i, fields in enumerate(index_slots(data, kind)):
+        if fields[at] == 0 and (i > 0 or fields[1 - at] == 0):  # preallocated, never written
+            break
+        if base_offset + fields[at] >= target:
+            break
+        kept.append(fields)
+    return b"".join(packer.pack(*f) for f in kept)

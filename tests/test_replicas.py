@@ -7,7 +7,9 @@ from the code under test.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -31,7 +33,15 @@ from kafkatool.replicas import (
     epoch_history,
     inspect_replicas,
 )
+from kafkatool.smallfiles import (
+    TimeIndexEntry,
+    read_offset_checkpoint,
+    read_offset_index,
+    read_time_index,
+    read_txn_index,
+)
 from kafkatool.truncation import Truncation, truncations
+from kafkatool.verify import verify_paths
 
 from .conftest import corpus_root
 
@@ -502,3 +512,311 @@ def test_cli_usage_errors_and_help() -> None:
     for cmd in ("replicas", "truncation", "epochs"):
         proc = kt(cmd, "--help")
         assert proc.returncode == 0 and "Examples" in proc.stdout
+
+
+# --- truncation --apply -------------------------------------------------------------------------------------
+
+DIVERGENT = CASES / "divergent"
+
+
+def copy_brokers(dst: Path, *names: str) -> Path:
+    """Writable copies of the divergent case's log dirs (the corpus is read-only and stays untouched)."""
+    for name in names:
+        shutil.copytree(DIVERGENT / name, dst / name)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dst
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (relative path -> sha256), skipping the lock file."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def batches_of(log: Path) -> list[Batch]:
+    with open(log, "rb") as fh:
+        return [b for b in scan(fh, str(log)) if isinstance(b, Batch)]
+
+
+def no_errors(path: Path) -> bool:
+    return not [f for f in verify_paths([path]) if getattr(f, "severity", None) == "error"]
+
+
+@pytest.mark.parametrize("rule", ["epoch", "hw"])
+def test_apply_truncates_the_follower_to_the_rules_offset(tmp_path: Path, rule: str) -> None:
+    """divergent: broker-1 follows broker-2. Applied, the follower's log is its old log's first bytes up to the first
+    discarded batch, its indexes the entries below the cut, the backup has the originals, and nothing is left to
+    do; the expected offsets come from case.json."""
+    want = load("divergent")["brokers"]["broker-1"]["truncation"][f"{rule}_rule_truncate_to"]
+    root = copy_brokers(tmp_path, "broker-1", "broker-2")
+    follower, leader, backup = root / "broker-1", root / "broker-2", tmp_path / "backup"
+    seg = follower / "orders-0" / "00000000000000000000"
+    original = tree(follower)
+    original_log = seg.with_suffix(".log").read_bytes()
+    original_index = read_offset_index(seg.with_suffix(".index"))
+    original_time = read_time_index(seg.with_suffix(".timeindex"))
+    cut = next(b.position for b in batches_of(seg.with_suffix(".log")) if b.last_offset >= want)
+
+    proc = kt("truncation", "-f", "jsonl", "--rule", rule, "--apply", "--backup-dir", backup, "--leader", leader,
+              "--follower", follower)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (line,) = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert TRUNCATION_KEYS <= set(line) and line["type"] == "truncation" and line["rule"] == rule
+    assert (line["truncate_to"], line["applied"], line["backup_dir"]) == (want, True, str(backup))
+
+    assert seg.with_suffix(".log").read_bytes() == original_log[:cut]
+    index, time_index = read_offset_index(seg.with_suffix(".index")), read_time_index(seg.with_suffix(".timeindex"))
+    assert all(e.offset < want for e in index) and index == original_index[:len(index)]
+    kept_time = [e for e in original_time if e.offset < want]
+    assert all(e.offset < want for e in time_index) and time_index[:len(kept_time)] == kept_time
+    # then the entry LogSegment.close appends: the largest timestamp of the batches kept, where it was reached
+    largest = max((b for b in batches_of(seg.with_suffix(".log"))), key=lambda b: b.max_timestamp)
+    assert time_index[len(kept_time):] in ([], [TimeIndexEntry(largest.max_timestamp, largest.last_offset)])
+    assert time_index[-1].timestamp == largest.max_timestamp
+    assert [e for e in original_index if e.offset < want] == index  # nothing below the cut was dropped
+    assert not list((follower / "orders-0").glob("*.snapshot"))  # the one at 50 was past the cut
+    states, _p, _f = report([leader, follower])
+    assert (states["broker-1"].leo, states["broker-1"].hw_checkpoint) == (want, want)
+    assert states["broker-1"].recovery_point == want
+    assert no_errors(follower)
+
+    after = tree(follower)
+    backed = tree(backup)
+    changed = {rel for rel, digest in original.items() if after.get(rel) != digest}
+    assert "orders-0/00000000000000000000.log" in changed
+    assert all(backed.get(rel) == original[rel] for rel in changed)
+
+    again = truncate(leader, follower, rules=(rule,))[rule]  # idempotent: nothing left to do
+    assert again.truncate_to == again.follower_leo == want and again.plan is not None and not again.plan.changes
+    rerun = kt("truncation", "-f", "jsonl", "--rule", rule, "--apply", "--backup-dir", backup, "--leader", leader,
+               "--follower", follower)
+    assert rerun.returncode == 0 and json.loads(rerun.stdout)["applied"] is False, rerun.stderr
+    assert tree(follower) == after
+
+
+def test_apply_text_output_and_dry_run_change_nothing(tmp_path: Path) -> None:
+    root = copy_brokers(tmp_path, "broker-1", "broker-2")
+    before = tree(root)
+    args = ("--leader", root / "broker-2" / "orders-0", "--follower", root / "broker-1" / "orders-0")
+    dry = kt("truncation", "--rule", "epoch", *args)
+    assert dry.returncode == 1 and "plan (not applied)" in dry.stdout, dry.stderr  # 40..44 lost: acknowledged
+    assert kt("truncation", *args).returncode == 1
+    for bad in (("--apply",), ("--apply", "--rule", "both")):
+        proc = kt("truncation", *bad, *args)
+        assert proc.returncode == 2 and "--rule" in proc.stderr, (bad, proc.stderr)
+    assert tree(root) == before
+    done = kt("truncation", "--rule", "hw", "--apply", "--backup-dir", tmp_path / "bk", *args)
+    assert done.returncode == 0, done.stderr
+    assert f"applied (originals in {tmp_path / 'bk'})" in done.stdout and "plan (not applied)" not in done.stdout
+
+
+HOLD_LOCK = """
+import fcntl, sys, time
+fh = open(sys.argv[1], "a+")
+fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a Kafka broker takes (FileChannel.tryLock)
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_apply_refuses_a_follower_whose_lock_is_held(tmp_path: Path) -> None:
+    root = copy_brokers(tmp_path, "broker-1", "broker-2")
+    lock = root / "broker-1" / ".lock"
+    lock.touch()
+    args = ("truncation", "--rule", "epoch", "--apply", "--backup-dir", tmp_path / "bk", "--leader", root / "broker-2",
+            "--follower", root / "broker-1")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        before = tree(root)
+        proc = kt(*args)
+        assert proc.returncode == 2 and ".lock" in proc.stderr, proc.stderr
+        assert tree(root) == before and lock.exists() and not (tmp_path / "bk").exists()
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert kt(*args).returncode == 0
+
+
+def test_apply_killed_at_any_point_completes_when_run_again(tmp_path: Path) -> None:
+    """SIGKILL a real ``truncation --apply`` before one of its durable steps (counted on an uninterrupted run; a
+    spread of them), then run it again: the follower must end as the uninterrupted apply left it, with every
+    original byte in the backup and no temporary file left."""
+    from kafkatool import safewrite
+    from kafkatool.truncation import apply_truncations
+
+    ref = copy_brokers(tmp_path / "reference", "broker-1", "broker-2")
+    start = safewrite.steps_taken()
+    items = list(apply_truncations(ref / "broker-2", ref / "broker-1", rule="epoch", backup_dir=tmp_path / "ref-bk"))
+    total = safewrite.steps_taken() - start
+    assert isinstance(items[-1], Truncation) and items[-1].applied and total > 20
+    expected = tree(ref / "broker-1")
+    points = sorted({1, 2, *range(3, total, max(1, total // 6)), total - 1, total})  # about 10
+    for step in points:
+        run = copy_brokers(tmp_path / f"run-{step}", "broker-1", "broker-2")
+        follower, backup = run / "broker-1", run / "backup"
+        originals = tree(follower)
+        args = ("truncation", "--rule", "epoch", "--apply", "--backup-dir", backup, "--leader", run / "broker-2",
+                "--follower", follower)
+        crashed = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
+                                 env={**os.environ, "KAFKATOOL_CRASH_AT": str(step)}, check=False)
+        assert crashed.returncode == -9, (step, crashed.stdout, crashed.stderr)
+        finished = list(apply_truncations(run / "broker-2", follower, rule="epoch", backup_dir=backup))
+        assert not [f for f in finished if isinstance(f, Finding) and f.severity == "error"], step
+        assert tree(follower) == expected, f"killed before step {step} of {total}"
+        assert [p.name for p in follower.rglob("*") if "kafkatool" in p.name] == []
+        backed = tree(backup)
+        for rel, digest in originals.items():
+            if expected.get(rel) != digest:
+                assert backed.get(rel) == digest, (step, rel)
+        shutil.rmtree(run)
+
+
+def test_apply_refuses_a_damaged_follower(tmp_path: Path) -> None:
+    root = copy_brokers(tmp_path, "broker-1", "broker-2")
+    log = root / "broker-1" / "orders-0" / "00000000000000000000.log"
+    victim = batches_of(log)[2]
+    data = bytearray(log.read_bytes())
+    data[victim.position + victim.size - 1] ^= 0xFF
+    log.write_bytes(bytes(data))
+    before = tree(root)
+    proc = kt("truncation", "-f", "jsonl", "--rule", "epoch", "--apply", "--backup-dir", tmp_path / "bk", "--leader",
+              root / "broker-2", "--follower", root / "broker-1")
+    assert proc.returncode == 1, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert "truncation-not-applied" in {x.get("code") for x in lines} and lines[-1]["applied"] is False
+    assert tree(root) == before
+
+
+def test_trim_index_drops_the_entries_at_or_past_the_target() -> None:
+    """``OffsetIndex``/``TimeIndex.truncateTo``: entries with offset >= target go (relative offsets in the file);
+    zero-filled preallocated slots end the entries. ``TransactionIndex.truncateTo``: cut at the first aborted
+    transaction whose last offset is >= target, else unchanged."""
+    from kafkatool.filetypes import FileKind
+    from kafkatool.smallfiles import entry_struct
+    from kafkatool.truncation import trim_index
+
+    off = entry_struct(FileKind.INDEX)
+    index = b"".join(off.pack(r, p) for r, p in ((9, 100), (19, 200), (29, 300))) + bytes(off.size * 3)
+    assert trim_index(index, FileKind.INDEX, 100, 119) == off.pack(9, 100)
+    assert trim_index(index, FileKind.INDEX, 100, 120) == index[:2 * off.size]
+    assert trim_index(index, FileKind.INDEX, 100, 500) == index[:3 * off.size]  # the preallocated tail goes too
+    assert trim_index(index, FileKind.INDEX, 100, 109) == b""
+    tim = entry_struct(FileKind.TIME_INDEX)
+    times = b"".join(tim.pack(t, r) for t, r in ((T0, 4), (T0 + 5, 9)))
+    assert trim_index(times, FileKind.TIME_INDEX, 10, 19) == tim.pack(T0, 4)
+    assert trim_index(times, FileKind.TIME_INDEX, 10, 20) == times
+    txn = entry_struct(FileKind.TXN_INDEX)
+    txns = b"".join(txn.pack(0, 7, first, last, last) for first, last in ((10, 12), (15, 30), (20, 25)))
+    assert trim_index(txns, FileKind.TXN_INDEX, 0, 25) == txns[:txn.size]  # (15, 30) ends past 25: cut there
+    assert trim_index(txns, FileKind.TXN_INDEX, 0, 31) is None
+    assert trim_index(txns + b"\x00\x01", FileKind.TXN_INDEX, 0, 12) == b""
+
+
+def test_apply_across_segments_equals_a_log_written_with_only_the_kept_batches(tmp_path: Path) -> None:
+    """Several segments, an aborted transaction before the cut and one after it in the same segment, a second
+    partition in the follower's log dir. Applied, the follower's segments, offset indexes, transaction indexes and
+    leader epochs are those of a log written from scratch with the batches below the cut; its time indexes a
+    the same too (the cut segment ends with its largest timestamp, as Kafka closes it); the other partition's
+    checkpoint entries are untouched."""
+    def txn(offset: int, value: str, pid: int, epoch: int = 0) -> Msg:
+        raw = record_batch(offset, [RecordSpec(b"k", value.encode(), T0 + offset)], partition_leader_epoch=epoch,
+                           producer_id=pid, producer_epoch=0, base_sequence=0, transactional=True)
+        return Msg(offset, offset, raw)
+
+    def abort(offset: int, pid: int, epoch: int = 0) -> Msg:
+        raw = end_transaction_marker(offset, False, producer_id=pid, producer_epoch=0, coordinator_epoch=0,
+                                     timestamp=T0 + offset, partition_leader_epoch=epoch)
+        return Msg(offset, offset, raw)
+
+    common = [msg(o, "c", 0, n=2) for o in range(0, 20, 2)] + [txn(20, "t", 7001), abort(21, 7001)]
+    common += [msg(o, "c", 0, n=2) for o in range(22, 30, 2)]
+    mine = [txn(30, "t", 7002), abort(31, 7002)] + [msg(o, "f", 0, n=2) for o in range(32, 60, 2)]
+    theirs = [msg(o, "l", 1, n=2) for o in range(30, 50, 2)]
+
+    def logdir(name: str, batches: list[Msg], hw: int, other: bool = False) -> Path:
+        with LogDirWriter(tmp_path / name, cluster_id="c1", node_id=1, segment_bytes=600,
+                          index_interval_bytes=150) as w:
+            p = w.partition("orders", 0, TOPIC_ID)
+            for b in batches:
+                p.append(b.raw)
+            p.high_watermark = hw
+            if other:
+                q = w.partition("other", 3, bytes(range(2, 18)))
+                for b in common[:3]:
+                    q.append(b.raw)
+        return tmp_path / name
+
+    leader = logdir("broker-l", common + theirs, 50)
+    follower = logdir("broker-f", common + mine, 58, other=True)
+    expected = logdir("expected", common, 30)
+    part, want = follower / "orders-0", expected / "orders-0"
+    bases = sorted(int(p.stem) for p in part.glob("*.log"))
+    assert len(bases) >= 4 and len([b for b in bases if b > 30]) >= 2, bases  # segments after the cut
+    assert 30 not in bases  # the cut falls inside a segment
+    other_entries = {n: [e for e in read_offset_checkpoint(follower / n) if e.topic == "other"]
+                     for n in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint")}
+
+    from kafkatool.truncation import apply_truncations
+    items = list(apply_truncations(leader, follower, rule="epoch", backup_dir=tmp_path / "bk"))
+    assert not [f for f in items if isinstance(f, Finding) and f.severity == "error"], items
+    (t,) = [x for x in items if isinstance(x, Truncation)]
+    assert t.truncate_to == 30 and t.applied
+
+    assert sorted(p.name for p in part.glob("*.log")) == sorted(p.name for p in want.glob("*.log"))
+    for log in sorted(want.glob("*.log")):
+        stem = log.with_suffix("")
+        mine_stem = part / stem.name
+        assert mine_stem.with_suffix(".log").read_bytes() == log.read_bytes(), log.name
+        assert read_offset_index(mine_stem.with_suffix(".index")) == read_offset_index(stem.with_suffix(".index"))
+        mine_t, want_t = read_time_index(mine_stem.with_suffix(".timeindex")), read_time_index(
+            stem.with_suffix(".timeindex"))
+        assert mine_t == want_t, log.name  # incl. the largest timestamp, appended when a segment is closed
+        want_txn = read_txn_index(stem.with_suffix(".txnindex")) if stem.with_suffix(".txnindex").exists() else []
+        have_txn = (read_txn_index(mine_stem.with_suffix(".txnindex"))
+                    if mine_stem.with_suffix(".txnindex").exists() else [])
+        assert have_txn == want_txn, log.name
+    assert any(read_txn_index(p) for p in part.glob("*.txnindex"))  # the abort at 21 stays
+    assert (part / "leader-epoch-checkpoint").read_bytes() == (want / "leader-epoch-checkpoint").read_bytes()
+    assert all(int(p.stem) <= 30 for p in part.glob("*.snapshot"))
+    for name, entries in other_entries.items():
+        now = read_offset_checkpoint(follower / name)
+        assert [e for e in now if e.topic == "other"] == entries
+        assert [e.offset for e in now if e.topic == "orders"] == [30]
+    assert no_errors(follower)
+    again = truncate(leader, follower, rules=("epoch",))["epoch"]
+    assert again.truncate_to == again.follower_leo == 30 and again.plan is not None and not again.plan.changes
+
+
+def test_apply_a_full_truncation_starts_an_empty_log_at_the_leaders_log_start(tmp_path: Path) -> None:
+    """``truncateFullyAndStartAt``: every segment and snapshot goes; an empty segment at the new offset remains."""
+    from kafkatool.truncation import apply_truncations
+
+    with LogDirWriter(tmp_path / "broker-l", cluster_id="c1", node_id=1) as logdir:
+        p = logdir.partition("orders", 0, TOPIC_ID, segment_bytes=250)
+        for o in range(0, 20, 2):
+            p.append(msg(o, "l", 0, n=2).raw)
+    start = p.segment_base_offsets[2]
+    for base in p.segment_base_offsets[:2]:
+        for f in (tmp_path / "broker-l" / "orders-0").glob(f"{base:020d}.*"):
+            f.unlink()
+    follower = broker(tmp_path, "broker-f", [msg(0, "l", 0, n=2)], hw=2)
+    items = list(apply_truncations(tmp_path / "broker-l", follower, rule="hw", backup_dir=tmp_path / "bk"))
+    (t,) = [x for x in items if isinstance(x, Truncation)]
+    assert t.applied and t.full_truncation and t.plan is not None and t.plan.start_fresh_at == start
+    part = follower / "orders-0"
+    stem = f"{start:020d}"
+    segment_files = sorted(p.name for p in part.iterdir() if p.suffix in (".log", ".index", ".timeindex",
+                                                                           ".txnindex", ".snapshot"))
+    assert segment_files == [f"{stem}.index", f"{stem}.log", f"{stem}.timeindex"]
+    assert all((part / n).stat().st_size == 0 for n in segment_files)
+    assert (part / "leader-epoch-checkpoint").read_bytes() == build_epoch_checkpoint([])
+    states, _p, _f = report([tmp_path / "broker-l", follower])
+    assert (states["broker-f"].leo, states["broker-f"].log_start_offset, states["broker-f"].hw_checkpoint) == (
+        start, start, start)
+    assert no_errors(follower)
+    for rule in ("epoch", "hw"):
+        again = truncate(tmp_path / "broker-l", follower, rules=(rule,))[rule]
+        assert again.truncate_to == again.follower_leo == start and not again.full_truncation
+        assert again.plan is not None and not again.plan.changes

@@ -464,7 +464,9 @@ def _truncation(o: Output, d: dict[str, Any]) -> str:
                                                        or "empty"))
         acts += [f"delete {escape(os.path.basename(x))}" for x in plan["delete_snapshots"]]
         acts += [f"{escape(os.path.basename(k))} → {v}" for k, v in plan["checkpoints"].items()]
-        lines.append("  plan (not applied): " + "; ".join(acts))
+        done = (f"[green]applied[/green] (originals in {escape(d['backup_dir'])})" if d.get("applied")
+                else "plan (not applied)")
+        lines.append(f"  {done}: " + "; ".join(acts))
     return "\n".join(lines) + "\n"
 
 

@@ -29,6 +29,9 @@ TRUNCATION_EXAMPLES = """
   kafkatool truncation --leader /mnt/broker-2/data --follower /mnt/broker-1/data --topic orders --rule epoch
 
   kafkatool truncation -f jsonl --leader b2/orders-0 --follower b1/orders-0 | jq '.rule, .truncate_to, .lost'
+
+  kafkatool truncation --rule epoch --apply --leader /mnt/broker-2/data/orders-0 --follower /data/orders-0
+                                                  (follower's broker stopped; originals backed up)
 """
 
 EPOCHS_EXAMPLES = """
@@ -106,6 +109,12 @@ def truncation(
     partition: PartitionNo = None,
     max_lost: Annotated[int, typer.Option(help="List at most N discarded batches per rule (all are counted).",
                                           min=0)] = 1000,
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="Carry the truncation out on the follower's dir (its broker stopped); needs --rule epoch "
+                        "or --rule hw. Default: only show it.")] = False,
+    backup_dir: Annotated[Path | None, typer.Option(
+        help="With --apply: where the originals are copied before anything changes (default: "
+             "kafkatool-backup-<log dir>-<UTC time> beside the follower's log dir).")] = None,
     fmt: Format = "text",
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
@@ -114,26 +123,38 @@ def truncation(
 
     For each rule: the truncation offset (with the epoch protocol's rounds), every discarded batch
     (offsets, leader epoch, producer; whether the leader holds the same batch, whether it was
-    acknowledged) and the file changes the truncation implies. Nothing is written. Exit 0 when no
-    rule loses data, 1 when one discards batches the leader does not have (data lost from the
-    partition) or leaves the follower's log diverged from the leader's, 2 usage error, 3 I/O error.
+    acknowledged) and the file changes the truncation implies. Nothing is written, unless --apply:
+    then the chosen rule's truncation is done on the follower's dir as `repair --apply` does its
+    work (a held .lock refuses it; originals backed up first; a killed run completes when run
+    again): segments cut and deleted, indexes trimmed, snapshots, leader-epoch-checkpoint and the
+    log dir's checkpoints updated. Exit 0 when no rule loses data (with --apply: when it was done
+    or nothing was left to do), 1 when one discards batches the leader does not have (data lost
+    from the partition) or leaves the follower's log diverged from the leader's (with --apply: when
+    it was refused, e.g. a damaged log), 2 usage error, 3 I/O error.
     """
     from ..errors import UsageError
-    from ..truncation import RULES, Truncation, truncations
+    from ..truncation import RULES, Truncation, apply_truncations, truncations
 
     if rule not in (*RULES, "both"):
         raise UsageError("--rule must be one of epoch, hw, both")
+    if apply and rule not in RULES:
+        raise UsageError("--apply needs one rule: --rule epoch (the leader-epoch protocol) or --rule hw")
     out = _output(fmt)
+    options = _options(max_decompressed, max_batch_bytes)
+    if apply:
+        items = apply_truncations(leader, follower, rule=rule, topic=topic, partition=partition, max_lost=max_lost,
+                                  options=options, backup_dir=backup_dir)
+    else:
+        items = truncations(leader, follower, rules=RULES if rule == "both" else (rule,), topic=topic,
+                            partition=partition, max_lost=max_lost, options=options)
     lossy = False
-    for item in truncations(leader, follower, rules=RULES if rule == "both" else (rule,), topic=topic,
-                            partition=partition, max_lost=max_lost, options=_options(max_decompressed,
-                                                                                        max_batch_bytes)):
+    for item in items:
         if isinstance(item, Truncation):
             lossy = lossy or item.data_loss or item.keeps_divergence_from is not None
         out.emit(item)
     out.close()
     code = out.exit_code("error")
-    return code if code else int(lossy)
+    return code if code or apply else int(lossy)
 
 
 def epochs(
