@@ -117,7 +117,7 @@ class SegmentReport:
     first_gap: tuple[int, int, int] | None = None  # (position, first missing offset, last missing offset)
     compacted_batches: int = 0     # v2 batches with fewer records than offsets (the cleaner's work)
     delete_horizon: bool = False   # a batch carries the cleaner's delete horizon
-    legacy_batches: int = 0
+    legacy: bool = False           # v0/v1 entries present (they carry no leader epoch)
     epochs: list[tuple[int, int, int]] = field(default_factory=list)  # (epoch, first offset, position) changes
     # Transactions, resolved within the segment (see :func:`kafkatool.verify.join_transactions`):
     aborts: list[tuple[int, int | None, int, int]] = field(default_factory=list)  # pid, local first, marker, lso
@@ -391,7 +391,8 @@ def _check_log(
     epoch_now = None
     epochs = report.epochs
     batches = records = 0
-    gaps = missing = compacted = legacy = 0
+    gaps = missing = compacted = 0
+    legacy = False
     first_gap = None
     largest_indexed = 0  # largest batch at an index entry, or the last: the broker's entry spacing
     ongoing = report.ongoing
@@ -450,7 +451,7 @@ def _check_log(
                 if magic == 2:
                     epochs.append((epoch, base, position))
                 else:
-                    legacy += 1
+                    legacy = True
             if not -1 <= first_ts <= max_ts <= future_limit:
                 _timestamp_finding(sink, path, position, first_ts, max_ts, attrs, future_limit, magic)
             # index entries named by offset: the time index, and an offset-index entry awaiting its batch end
@@ -523,7 +524,7 @@ def _check_log(
     report.last_offset = prev_last if first_offset is not None else None
     report.max_timestamp = seg_max
     report.gaps, report.missing_offsets, report.first_gap = gaps, missing, first_gap
-    report.compacted_batches, report.legacy_batches = compacted, legacy
+    report.compacted_batches, report.legacy = compacted, legacy
     report.valid_end = valid_end
     if standalone or not task.check_indexes:
         return

@@ -615,7 +615,7 @@ def _join_segment(
     state.last_offset = report.last_offset
     state.batches += report.batches
     state.records += report.records
-    state.legacy = state.legacy or report.legacy_batches > 0
+    state.legacy = state.legacy or report.legacy
     state.epochs.extend((e, o, p, path) for e, o, p in report.epochs)
 
     expected, state.prior = join_transactions(report, state.prior, state.prior_known)
