@@ -8,12 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify
 from .model import Batch, FileStart, Finding, Record, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
 from .walk import FoundFile, expand
+
+if TYPE_CHECKING:
+    from .txns import CommittedView
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +28,7 @@ class DumpOptions:
     max_batches: int | None = None   # per record file
     max_bytes: int | None = None     # per record file: entries starting within the first N bytes
     scan: ScanOptions = field(default_factory=ScanOptions)
+    isolation: str = "read_uncommitted"  # read_committed: only what such a consumer receives (kafkatool.txns)
 
     def wants(self, first: int, last: int) -> bool:
         if self.from_offset is not None and last < self.from_offset:
@@ -39,10 +44,19 @@ def dump_paths(
     """Values for every file under ``paths``; a FileStart before each file when there are several."""
     files = expand(paths)
     separate = len(files) > 1 or any(Path(p).is_dir() for p in paths)
+    views: dict[Path, CommittedView] = {}
     for f in files:
         if separate:
             yield FileStart(f.display)
-        yield from dump_file(f, options, progress)
+        if options.isolation == "read_committed" and f.kind is FileKind.LOG:
+            from .txns import committed_view
+
+            parent = f.path.resolve().parent
+            if parent not in views:
+                views[parent] = committed_view(parent)
+            yield from dump_file(f, options, progress, views[parent])
+        else:
+            yield from dump_file(f, options, progress)
 
 
 def total_bytes(paths: list[str] | list[Path]) -> int:
@@ -58,12 +72,16 @@ def total_bytes(paths: list[str] | list[Path]) -> int:
 
 
 def dump_file(
-    f: FoundFile, options: DumpOptions = DumpOptions(), progress: Callable[[int], None] | None = None
+    f: FoundFile, options: DumpOptions = DumpOptions(), progress: Callable[[int], None] | None = None,
+    committed: CommittedView | None = None,
 ) -> Iterator[object]:
-    """Values of one file. A file that cannot be read yields an ``io-error`` finding, not an exception."""
+    """Values of one file. A file that cannot be read yields an ``io-error`` finding, not an exception.
+
+    ``committed`` (a :class:`kafkatool.txns.CommittedView`): only the batches a read_committed consumer receives.
+    """
     try:
         if f.kind.holds_records:
-            yield from _dump_records(f, options, progress)
+            yield from _dump_records(f, options, progress, committed)
         elif f.kind is FileKind.UNKNOWN:
             yield Finding("warning", "unknown-file-type", f.display, None,
                           "not a Kafka log-dir file name; cannot tell how to read it")
@@ -79,11 +97,19 @@ def dump_file(
 IO_ERROR = "io-error"  # the finding code the CLI turns into exit code 3
 
 
-def _dump_records(f: FoundFile, options: DumpOptions, progress) -> Iterator[object]:
+def _dump_records(
+    f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None = None
+) -> Iterator[object]:
     with open(f.path, "rb") as fh:
         batches = 0
         for item in scan(fh, f.display, end=options.max_bytes, with_raw=options.records,
                          options=options.scan, progress=progress):
+            if committed is not None and isinstance(item, (RawBatch, Batch)):
+                b = item.batch if isinstance(item, RawBatch) else item
+                if committed.limit is not None and b.base_offset >= committed.limit:
+                    break  # the last stable offset (or high watermark): a read_committed fetch stops here
+                if not committed.delivers(b):
+                    continue
             if isinstance(item, RawBatch):
                 batch: Batch = item.batch
                 if not options.wants(batch.base_offset, batch.last_offset):

@@ -93,8 +93,11 @@ def segment_file(dir: Path, base_offset: int, suffix: str) -> Path:
 
 
 @dataclasses.dataclass
-class _Producer:
-    """``ProducerStateEntry`` reduced to what a snapshot stores (only the last batch's metadata is kept)."""
+class ProducerState:
+    """``ProducerStateEntry`` reduced to what a snapshot stores (only the last batch's metadata is kept).
+
+    Also the state :mod:`kafkatool.producers` rebuilds from a log.
+    """
 
     producer_id: int
     epoch: int = -1
@@ -139,7 +142,7 @@ class _Segment:
 class _Pending(NamedTuple):
     """The producer-state effect of one append, computed before anything is written."""
 
-    producers: dict[int, _Producer]                    # updated copies
+    producers: dict[int, ProducerState]                # updated copies
     started: list[tuple[int, int]]                     # (first offset, producer id)
     completed: list[tuple[int, int, int, bool]]        # (producer id, first offset, marker offset, aborted)
 
@@ -184,7 +187,7 @@ class PartitionWriter:
         self.closed = False
         self._log_end_offset = start_offset
         self._epochs: list[tuple[int, int]] = []
-        self._producers: dict[int, _Producer] = {}  # insertion order = HashMap insertion order
+        self._producers: dict[int, ProducerState] = {}  # insertion order = HashMap insertion order
         self._ongoing: dict[int, int] = {}          # first offset -> producer id (ongoingTxns)
         self._map_end_offset = self._last_snapshot_offset = start_offset
         self._sealed: list[_Segment] = []
@@ -243,7 +246,7 @@ class PartitionWriter:
         if self._producers:
             raise AppendError("producer state can only be loaded into an empty producer state")
         for e in entries:
-            p = _Producer(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp,
+            p = ProducerState(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp,
                           e.current_txn_first_offset,
                           (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
             self._producers[e.producer_id] = p
@@ -352,13 +355,13 @@ class PartitionWriter:
             if b.magic < 2 or b.producer_id < 0:
                 continue
             pid = b.producer_id
-            p = pending.producers.get(pid) or dataclasses.replace(self._producers.get(pid) or _Producer(pid))
+            p = pending.producers.get(pid) or dataclasses.replace(self._producers.get(pid) or ProducerState(pid))
             pending.producers[pid] = p
             if b.control:
                 _end_transaction(p, raw_batch, pending)
                 continue
             p.set_epoch(b.producer_epoch)
-            p.last_batch = (_last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
+            p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
             p.last_timestamp = b.max_timestamp
             if p.txn_first_offset >= 0 and not b.transactional:
                 raise AppendError(f"producer {pid}: non-transactional batch at offset {b.base_offset} "
@@ -475,7 +478,7 @@ def _parse(records: bytes) -> list[RawBatch]:
     return batches
 
 
-def _last_sequence(b: Batch) -> int:
+def last_sequence(b: Batch) -> int:
     """``DefaultRecordBatch.lastSequence``: base sequence + last offset delta, wrapping past Int.MAX."""
     if b.base_sequence < 0:
         return -1
@@ -484,7 +487,7 @@ def _last_sequence(b: Batch) -> int:
     return seq - _INT32_MAX - 1 if seq > _INT32_MAX else seq
 
 
-def _end_transaction(p: _Producer, raw_batch: RawBatch, pending: _Pending) -> None:
+def _end_transaction(p: ProducerState, raw_batch: RawBatch, pending: _Pending) -> None:
     """``ProducerAppendInfo.appendEndTxnMarker`` for a control batch (an empty one changes nothing)."""
     b = raw_batch.batch
     records, findings = decode_records(b, raw_batch.raw, "<append>")

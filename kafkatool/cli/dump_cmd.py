@@ -19,6 +19,8 @@ EXAMPLES = """
   kafkatool dump --format jsonl --records /var/lib/kafka/data | jq 'select(.type=="finding")'
 
   kafkatool dump /var/lib/kafka/data/replication-offset-checkpoint orders-0/leader-epoch-checkpoint
+
+  kafkatool dump --isolation read_committed --records /var/lib/kafka/data/payments-0
 """
 
 
@@ -38,6 +40,11 @@ def dump(
     ] = None,
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
+    isolation: Annotated[
+        str, typer.Option(help="read_uncommitted (every batch) or read_committed (what such a consumer receives: "
+                               "no aborted records or control batches, nothing from the last stable offset or "
+                               "high watermark on).")
+    ] = "read_uncommitted",
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
 
@@ -54,9 +61,12 @@ def dump(
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     if values is not None and values not in VALUE_MODES:
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise UsageError("--isolation must be read_uncommitted or read_committed")
     options = DumpOptions(
         records=records, from_offset=from_offset, to_offset=to_offset, max_batches=max_batches,
         max_bytes=max_bytes, scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
+        isolation=isolation,
     )
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:

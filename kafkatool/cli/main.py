@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from ..errors import KafkaToolError
-from . import dump_cmd, locate_cmd, repair_cmd, replicas_cmd, verify_cmd
+from . import dump_cmd, internal_cmd, locate_cmd, producers_cmd, repair_cmd, replicas_cmd, verify_cmd
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad input
@@ -84,6 +84,12 @@ app.command("replicas", epilog=replicas_cmd.REPLICAS_EXAMPLES)(command(replicas_
 app.command("truncation", epilog=replicas_cmd.TRUNCATION_EXAMPLES)(command(replicas_cmd.truncation))
 app.command("epochs", epilog=replicas_cmd.EPOCHS_EXAMPLES)(command(replicas_cmd.epochs))
 app.command("repair", epilog=repair_cmd.EXAMPLES)(command(repair_cmd.repair))
+app.command("offsets", epilog=internal_cmd.OFFSETS_EXAMPLES)(command(internal_cmd.offsets))
+app.command("partition-for", epilog=internal_cmd.PARTITION_FOR_EXAMPLES)(command(internal_cmd.partition_for))
+app.command("txn-state", epilog=internal_cmd.TXN_STATE_EXAMPLES)(command(internal_cmd.txn_state))
+app.command("metadata", epilog=internal_cmd.METADATA_EXAMPLES)(command(internal_cmd.metadata))
+app.command("producers", epilog=producers_cmd.PRODUCERS_EXAMPLES)(command(producers_cmd.producers))
+app.command("txns", epilog=producers_cmd.TXNS_EXAMPLES)(command(producers_cmd.txns))
 
 
 def main() -> None:

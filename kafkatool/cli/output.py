@@ -23,7 +23,8 @@ from rich.table import Table
 
 FORMATS = ("text", "jsonl")
 VALUE_MODES = ("base64", "text", "hex", "none")
-_TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare"}
+_TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
+                "committed_offset", "partition_state", "partition_for", "transaction_state"}
 # Tables showing chosen fields (field -> header) rather than every field of the value:
 _TABLE_COLUMNS = {
     "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
@@ -32,6 +33,23 @@ _TABLE_COLUMNS = {
                 "size": "bytes"},
     "epoch_compare": {"epoch": "epoch", "checkpoint_start": "checkpoint start", "log_start": "log: first offset",
                       "log_end": "last offset", "status": "status"},
+    "committed_offset": {"group": "group", "topic": "topic", "partition": "partition", "offset": "committed",
+                         "commit_timestamp": "commit time", "log_start_offset": "log start", "log_end_offset": "LEO",
+                         "high_watermark": "HW", "lag": "lag", "leader_epoch": "leader epoch",
+                         "metadata": "metadata", "coordinator_partition": "in"},
+    "partition_state": {"offset": "offset", "timestamp": "time", "topic": "topic", "partition": "partition",
+                        "leader": "leader", "isr": "ISR", "leader_epoch": "leader epoch",
+                        "partition_epoch": "partition epoch", "record": "record"},
+    "partition_for": {"kind": "kind", "id": "id", "hash_code": "hashCode", "partition": "partition",
+                      "topic_partition": "topic-partition"},
+    "transaction_state": {"transactional_id": "transactional id", "producer_id": "producer",
+                          "producer_epoch": "epoch", "state": "state", "timeout_ms": "timeout ms",
+                          "start_timestamp": "started", "last_update_timestamp": "updated",
+                          "partitions": "partitions", "coordinator_partition": "in"},
+    "transaction": {"partition": "partition", "producer_id": "producer", "producer_epoch": "epoch",
+                    "first_offset": "first offset", "last_offset": "last offset", "outcome": "outcome",
+                    "records": "records", "coordinator_epoch": "coord. epoch", "duration_ms": "duration ms",
+                    "lso_held_back": "holds LSO back"},
 }
 _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
@@ -223,6 +241,10 @@ def _cell(key: str, v: Any) -> str:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if key in ("commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp"):
+        return _iso(v)
+    if isinstance(v, list):
+        return ",".join(map(str, v))
     return f"{v:,}" if key in ("bytes", "batches", "size") else str(v)  # offsets stay copyable
 
 
@@ -290,6 +312,25 @@ def _finding(o: Output, d: dict[str, Any]) -> str:
     if not where and pos:
         where = pos
     return f"[{style}]{d['severity'].upper()}[/{style}] {escape(d['code'])}{where}: {escape(d['message'])}"
+
+
+def _group(o: Output, d: dict[str, Any]) -> str:
+    """``offsets``: a consumer group's latest GroupMetadataValue, one line per member below it."""
+    lines = [f"[bold]group {escape(d['group'])}[/bold]  {escape(str(d['protocol_type']))}  generation {d['generation']}"
+             f"  protocol {escape(d['protocol'] or '-')}  leader {escape(d['leader'] or '-')}"
+             f"  {len(d['members'])} members  (v{d['value_version']}, {escape(d['coordinator_partition'])}"
+             f" @ {d['log_offset']}, {_iso(d['timestamp'])})"]
+    for m in d["members"]:
+        lines.append(f"    member {escape(str(m['member_id']))}  client {escape(str(m['client_id']))}"
+                     f"  host {escape(str(m['client_host']))}  session {m['session_timeout']} ms")
+    return "\n".join(lines)
+
+
+def _metadata_record(o: Output, d: dict[str, Any]) -> str:
+    """``metadata --all``: a record other than a partition's, with its decoded fields (if any)."""
+    fields = (escape("  ".join(f"{k}={v}" for k, v in d["fields"].items())) if d["decoded"]
+              else "[dim](not decoded)[/dim]")
+    return f"{d['offset']}  {_iso(d['timestamp'])}  {escape(d['name'])} v{d['version']}  {fields}"
 
 
 def _trailing(o: Output, d: dict[str, Any]) -> str:
@@ -494,6 +535,8 @@ _TEXT: dict[str, Callable[[Output, dict[str, Any]], str]] = {
     "record": _record,
     "finding": _finding,
     "trailing": _trailing,
+    "group": _group,
+    "metadata_record": _metadata_record,
     "location": _location,
     "action": _action,
     "partition": _partition,

@@ -1,0 +1,329 @@
+"""Keys and values of Kafka's internal topics: ``__consumer_offsets``, ``__transaction_state`` and
+``__cluster_metadata``.
+
+Declarations only (the byte layouts); ``kafkatool/internal.py`` turns parsed values into dataclasses.
+
+``__consumer_offsets`` (``group-coordinator/src/main/resources/common/message/``; before 3.5 in
+``core/src/main/resources/common/message/``): every record key starts with an int16 *key version*
+that says which record it is (``GroupCoordinatorRecordSerde``):
+
+- 0 and 1: ``OffsetCommitKey`` (group, topic, partition);
+- 2: ``GroupMetadataKey`` (group);
+- 3 and up: the KIP-848 consumer-group / share-group records (not decoded here).
+
+Every value starts with an int16 *value version*, then that version's fields:
+
+- ``OffsetCommitValue.json`` v0..4 (v4 flexible): offset, leaderEpoch (v3+), metadata, commitTimestamp,
+  expireTimestamp (v1 only).
+- ``GroupMetadataValue.json`` v0..4 (v4 flexible): protocolType, generation, protocol (nullable), leader
+  (nullable), currentStateTimestamp (v2+), members; a member: memberId, groupInstanceId (v3+, nullable),
+  clientId, clientHost, rebalanceTimeout (v1+), sessionTimeout, subscription, assignment.
+
+A null value is a tombstone (the group or the committed offset was deleted).
+
+``__cluster_metadata`` (KRaft; ``metadata/src/main/resources/common/metadata/*.json``, framed by
+``AbstractApiMessageSerde``): uvarint frame version (1, the only one), uvarint record type (the ``apiKey``), uvarint
+record version, then the record body. Metadata records are flexible from version 0: compact strings and
+arrays, and tagged fields at the end of every struct.
+
+Non-flexible versions use int16-length strings (-1 = null) and int32-length bytes and arrays; flexible
+versions their compact forms (uvarint ``length + 1``, 0 = null). Every length bounds what it covers.
+"""
+
+from __future__ import annotations
+
+from construct import (
+    Array,
+    Construct,
+    Flag,
+    If,
+    Int8sb,
+    Int16sb,
+    Int16ub,
+    Int32sb,
+    Int64sb,
+    Struct,
+    Switch,
+    this,
+)
+from construct.core import Bytes, StringEncoded
+
+from .primitives import compact_length, tagged_fields, uuid, uvarint
+
+# --- strings, bytes and arrays in both encodings --------------------------------------------------
+
+
+def _nullable(length_field: Construct, body) -> Struct:
+    return Struct("length" / length_field, "value" / If(this.length >= 0, body))
+
+
+string16 = _nullable(Int16sb, StringEncoded(Bytes(this.length), "utf8"))          # ``string`` (v < flexible)
+compact_nullable_string = _nullable(compact_length, StringEncoded(Bytes(this.length), "utf8"))
+bytes32 = _nullable(Int32sb, Bytes(this.length))                                 # ``bytes`` (v < flexible)
+compact_bytes = _nullable(compact_length, Bytes(this.length))
+
+
+def array32(element: Construct) -> Struct:
+    """Non-flexible array: int32 count (-1 = null), then ``count`` elements."""
+    return Struct("count" / Int32sb, "entries" / If(this.count >= 0, Array(this.count, element)))
+
+
+def compact_array(element: Construct) -> Struct:
+    """Flexible array: uvarint ``count + 1`` (0 = null), then ``count`` elements."""
+    return Struct("count" / compact_length, "entries" / If(this.count >= 0, Array(this.count, element)))
+
+
+def _str(flexible: bool) -> Struct:
+    return compact_nullable_string if flexible else string16
+
+
+def _tags(flexible: bool) -> list:
+    return ["tagged_fields" / tagged_fields] if flexible else []
+
+
+# --- __consumer_offsets ---------------------------------------------------------------------------
+
+KEY_OFFSET_COMMIT = (0, 1)
+KEY_GROUP_METADATA = 2
+
+CoordinatorKeyVersion = Struct("version" / Int16sb)
+
+OffsetCommitKey = Struct(
+    "version" / Int16sb,
+    "group" / string16,
+    "topic" / string16,
+    "partition" / Int32sb,
+)
+
+GroupMetadataKey = Struct("version" / Int16sb, "group" / string16)
+
+
+def offset_commit_value(version: int) -> Struct:
+    """``OffsetCommitValue`` of one version (after its int16 version)."""
+    flexible = version >= 4
+    return Struct(
+        "offset" / Int64sb,
+        *(["leader_epoch" / Int32sb] if version >= 3 else []),
+        "metadata" / _str(flexible),
+        "commit_timestamp" / Int64sb,
+        *(["expire_timestamp" / Int64sb] if version == 1 else []),
+        *_tags(flexible),
+    )
+
+
+def _member(version: int) -> Struct:
+    flexible = version >= 4
+    s = _str(flexible)
+    b = compact_bytes if flexible else bytes32
+    return Struct(
+        "member_id" / s,
+        *(["group_instance_id" / s] if version >= 3 else []),
+        "client_id" / s,
+        "client_host" / s,
+        *(["rebalance_timeout" / Int32sb] if version >= 1 else []),
+        "session_timeout" / Int32sb,
+        "subscription" / b,
+        "assignment" / b,
+        *_tags(flexible),
+    )
+
+
+def group_metadata_value(version: int) -> Struct:
+    """``GroupMetadataValue`` of one version (after its int16 version)."""
+    flexible = version >= 4
+    s = _str(flexible)
+    return Struct(
+        "protocol_type" / s,
+        "generation" / Int32sb,
+        "protocol" / s,
+        "leader" / s,
+        *(["current_state_timestamp" / Int64sb] if version >= 2 else []),
+        "members" / (compact_array if flexible else array32)(_member(version)),
+        *_tags(flexible),
+    )
+
+
+OFFSET_COMMIT_VALUE_VERSIONS = range(0, 5)
+GROUP_METADATA_VALUE_VERSIONS = range(0, 5)
+
+OffsetCommitValue = Struct(
+    "version" / Int16sb,
+    "body" / Switch(this.version, {v: offset_commit_value(v) for v in OFFSET_COMMIT_VALUE_VERSIONS}),
+)
+GroupMetadataValue = Struct(
+    "version" / Int16sb,
+    "body" / Switch(this.version, {v: group_metadata_value(v) for v in GROUP_METADATA_VALUE_VERSIONS}),
+)
+
+# --- __transaction_state -------------------------------------------------------------------------
+# ``transaction-coordinator/src/main/resources/common/message/TransactionLogKey.json`` / ``TransactionLogValue.json``
+# (before 4.0 under ``core/``): key = int16 version (0) + transactionalId; value v0, or v1 flexible.
+
+TransactionLogKey = Struct("version" / Int16sb, "transactional_id" / string16)
+
+
+def _txn_partitions(flexible: bool) -> Struct:
+    return Struct(
+        "topic" / _str(flexible),
+        "partition_ids" / (compact_array if flexible else array32)(Int32sb),
+        *_tags(flexible),
+    )
+
+
+def transaction_log_value(version: int) -> Struct:
+    """``TransactionLogValue`` of one version (after its int16 version). v1 adds, as tags: 0 PreviousProducerId
+    (int64), 1 NextProducerId (int64), 2 ClientTransactionVersion (int16): ``TRANSACTION_LOG_VALUE_TAGS``."""
+    flexible = version >= 1
+    return Struct(
+        "producer_id" / Int64sb,
+        "producer_epoch" / Int16sb,
+        "transaction_timeout_ms" / Int32sb,
+        "transaction_status" / Int8sb,
+        "transaction_partitions" / (compact_array if flexible else array32)(_txn_partitions(flexible)),
+        "transaction_last_update_timestamp_ms" / Int64sb,
+        "transaction_start_timestamp_ms" / Int64sb,
+        *_tags(flexible),
+    )
+
+
+TRANSACTION_LOG_VALUE_VERSIONS = range(0, 2)
+TransactionLogValue = Struct(
+    "version" / Int16sb,
+    "body" / Switch(this.version, {v: transaction_log_value(v) for v in TRANSACTION_LOG_VALUE_VERSIONS}),
+)
+TRANSACTION_LOG_VALUE_TAGS = {
+    0: ("previous_producer_id", Int64sb),
+    1: ("next_producer_id", Int64sb),
+    2: ("client_transaction_version", Int16sb),
+}
+# ``TransactionState`` ids (``TransactionState.java`` / ``TransactionMetadata.scala``).
+TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+                      5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+# --- __cluster_metadata ---------------------------------------------------------------------------
+
+METADATA_FRAME_VERSION = 1
+MetadataFrame = Struct("frame_version" / uvarint, "record_type" / uvarint, "version" / uvarint)
+
+int32_array = compact_array(Int32sb)
+uuid_array = compact_array(uuid)
+
+REGISTER_BROKER, TOPIC, PARTITION, PARTITION_CHANGE, REMOVE_TOPIC, FEATURE_LEVEL = 0, 2, 3, 5, 9, 12
+
+_BrokerEndpoint = Struct(
+    "name" / compact_nullable_string,
+    "host" / compact_nullable_string,
+    "port" / Int16ub,
+    "security_protocol" / Int16sb,
+    "tagged_fields" / tagged_fields,
+)
+_BrokerFeature = Struct(
+    "name" / compact_nullable_string,
+    "min_supported_version" / Int16sb,
+    "max_supported_version" / Int16sb,
+    "tagged_fields" / tagged_fields,
+)
+
+
+def register_broker_record(version: int) -> Struct:
+    """``RegisterBrokerRecord.json`` (api key 0); LogDirs (v3+) is tag 0."""
+    return Struct(
+        "broker_id" / Int32sb,
+        *(["is_migrating_zk_broker" / Flag] if version >= 2 else []),
+        "incarnation_id" / uuid,
+        "broker_epoch" / Int64sb,
+        "endpoints" / compact_array(_BrokerEndpoint),
+        "features" / compact_array(_BrokerFeature),
+        "rack" / compact_nullable_string,
+        "fenced" / Flag,
+        *(["in_controlled_shutdown" / Flag] if version >= 1 else []),
+        "tagged_fields" / tagged_fields,
+    )
+
+
+TopicRecord = Struct("name" / compact_nullable_string, "topic_id" / uuid, "tagged_fields" / tagged_fields)
+
+
+def partition_record(version: int, directories_from: int = 1) -> Struct:
+    """``PartitionRecord.json`` (api key 3): Directories (KIP-858) is a plain field from v1, the eligible
+    leader replicas (KIP-966) tags 1 and 2 from v2. Trunk builds of early 2024 (3.8.0-SNAPSHOT) wrote v1 with
+    the ELR tags and no Directories (``directories_from=2``): ``PARTITION_RECORD_V1_PRERELEASE``."""
+    return Struct(
+        "partition_id" / Int32sb,
+        "topic_id" / uuid,
+        "replicas" / int32_array,
+        "isr" / int32_array,
+        "removing_replicas" / int32_array,
+        "adding_replicas" / int32_array,
+        "leader" / Int32sb,
+        "leader_epoch" / Int32sb,
+        "partition_epoch" / Int32sb,
+        *(["directories" / uuid_array] if version >= directories_from else []),
+        "tagged_fields" / tagged_fields,
+    )
+
+
+PARTITION_RECORD_V1_PRERELEASE = partition_record(1, directories_from=2)
+
+# Tagged fields, by tag: (name, layout of the tag's bytes).
+PARTITION_RECORD_TAGS = {
+    0: ("leader_recovery_state", Int8sb),
+    1: ("eligible_leader_replicas", int32_array),
+    2: ("last_known_elr", int32_array),
+}
+
+PartitionChangeRecord = Struct("partition_id" / Int32sb, "topic_id" / uuid, "tagged_fields" / tagged_fields)
+
+PARTITION_CHANGE_TAGS = {
+    0: ("isr", int32_array),
+    1: ("leader", Int32sb),          # -1 no leader now, -2 (absent) unchanged
+    2: ("replicas", int32_array),
+    3: ("removing_replicas", int32_array),
+    4: ("adding_replicas", int32_array),
+    5: ("leader_recovery_state", Int8sb),
+    6: ("eligible_leader_replicas", int32_array),
+    7: ("last_known_elr", int32_array),
+    8: ("directories", uuid_array),
+}
+
+RemoveTopicRecord = Struct("topic_id" / uuid, "tagged_fields" / tagged_fields)
+
+FeatureLevelRecord = Struct(
+    "name" / compact_nullable_string,
+    "feature_level" / Int16sb,
+    "tagged_fields" / tagged_fields,
+)
+
+# (record type, highest version declared here) -> layout factory. ``FeatureLevelRecord`` v0 once had
+# min/max levels; Kafka shipped it with one ``FeatureLevel`` field, which is what brokers wrote.
+METADATA_RECORDS: dict[int, tuple[str, range, object]] = {
+    REGISTER_BROKER: ("RegisterBrokerRecord", range(0, 4), register_broker_record),
+    TOPIC: ("TopicRecord", range(0, 1), lambda v: TopicRecord),
+    PARTITION: ("PartitionRecord", range(0, 3), partition_record),
+    PARTITION_CHANGE: ("PartitionChangeRecord", range(0, 3), lambda v: PartitionChangeRecord),
+    REMOVE_TOPIC: ("RemoveTopicRecord", range(0, 1), lambda v: RemoveTopicRecord),
+    FEATURE_LEVEL: ("FeatureLevelRecord", range(0, 1), lambda v: FeatureLevelRecord),
+}
+
+__all__ = [
+    "GROUP_METADATA_VALUE_VERSIONS",
+    "KEY_GROUP_METADATA",
+    "KEY_OFFSET_COMMIT",
+    "METADATA_FRAME_VERSION",
+    "METADATA_RECORDS",
+    "OFFSET_COMMIT_VALUE_VERSIONS",
+    "PARTITION_CHANGE_TAGS",
+    "PARTITION_RECORD_TAGS",
+    "PARTITION_RECORD_V1_PRERELEASE",
+    "CoordinatorKeyVersion",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "MetadataFrame",
+    "OffsetCommitKey",
+    "OffsetCommitValue",
+    "TRANSACTION_LOG_VALUE_TAGS",
+    "TRANSACTION_LOG_VALUE_VERSIONS",
+    "TRANSACTION_STATES",
+    "TransactionLogKey",
+    "TransactionLogValue",
+]

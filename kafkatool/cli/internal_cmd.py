@@ -1,0 +1,176 @@
+"""``kafkatool offsets``, ``partition-for``, ``txn-state``, ``metadata``: Kafka's internal topics, decoded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+OFFSETS_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool offsets /var/lib/kafka/data
+
+  kafkatool offsets /var/lib/kafka/data/__consumer_offsets-12
+
+  kafkatool offsets -f jsonl /var/lib/kafka/data | jq -c 'select(.type=="committed_offset" and .lag > 1000)'
+"""
+
+PARTITION_FOR_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool partition-for --group payments-consumer
+
+  kafkatool partition-for --transactional-id order-service-0 --partitions 50
+
+  kafkatool partition-for --group g1 --group g2 -f jsonl
+"""
+
+TXN_STATE_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool txn-state /var/lib/kafka/data
+
+  kafkatool txn-state --transactional-id order-service-0 /var/lib/kafka/data/__transaction_state-31
+
+  kafkatool txn-state -f jsonl /var/lib/kafka/data | jq -c 'select(.state=="Ongoing")'
+"""
+
+METADATA_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool metadata /var/lib/kafka/meta/__cluster_metadata-0
+
+  kafkatool metadata --topic orders /var/lib/kafka/meta
+
+  kafkatool metadata --all /var/lib/kafka/meta/__cluster_metadata-0/00000000000000498211.log
+
+  kafkatool metadata -f jsonl /var/lib/kafka/meta | jq -c 'select(.type=="partition_state")'
+"""
+
+Format = Annotated[str, typer.Option("--format", "-f", help="text (tables) or jsonl.")]
+
+
+def offsets(
+    paths: Annotated[list[Path], typer.Argument(help="Log dirs or __consumer_offsets-N partition dirs (and the "
+                                                     "log dirs holding the data partitions, for lag).",
+                                                show_default=False)],
+    fmt: Format = "text",
+    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Only this group (repeatable).")] = None,
+    lag: Annotated[bool, typer.Option(help="Compare commits with the data partitions found under the paths.")] = True,
+) -> int:
+    """Committed offsets and consumer groups, replayed from __consumer_offsets as the group coordinator loads it.
+
+    The latest commit per (group, topic, partition) wins, a tombstone deletes, transactional commits count
+    once committed. Each group's generation, protocol, leader and members. Where the data partition is under
+    the paths too: its log start, LEO, high watermark and the lag; a commit beyond the LEO is an error.
+    Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
+    """
+    from ..errors import UsageError
+    from ..internal import CommittedOffset, GroupState, consumer_offsets
+    from .output import FORMATS, Output
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    wanted = set(group or ())
+    out = Output(fmt)
+    items = consumer_offsets(paths, with_lag=lag)
+    out.emit_all(i for i in items
+                 if not wanted or not isinstance(i, CommittedOffset | GroupState) or i.group in wanted)
+    return out.exit_code("warning")
+
+
+def partition_for(
+    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="A consumer group id (repeatable).")] = None,
+    transactional_id: Annotated[
+        list[str] | None, typer.Option("--transactional-id", "-t", help="A transactional id (repeatable).")
+    ] = None,
+    partitions: Annotated[int, typer.Option(
+        help="Partitions of the internal topic (offsets.topic.num.partitions / "
+             "transaction.state.log.num.partitions).", min=1)] = 50,
+    fmt: Format = "text",
+) -> int:
+    """Which __consumer_offsets / __transaction_state partition holds a group or transactional id.
+
+    Kafka's rule: Utils.abs(id.hashCode()) % partitions, with Java's String.hashCode over UTF-16 code units
+    and Kafka's Utils.abs (Math.abs, but 0 for Integer.MIN_VALUE). Exit 0, or 2 when no id was given.
+    """
+    from ..errors import UsageError
+    from ..internal import java_string_hash
+    from ..internal import partition_for as compute
+    from .output import FORMATS, Output
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    ids = [("group", "__consumer_offsets", g) for g in group or ()]
+    ids += [("transactional_id", "__transaction_state", t) for t in transactional_id or ()]
+    if not ids:
+        raise UsageError("give --group and/or --transactional-id")
+    out = Output(fmt)
+    out.emit_all({"type": "partition_for", "kind": kind, "id": key, "hash_code": java_string_hash(key),
+                  "partitions": partitions, "partition": compute(key, partitions),
+                  "topic_partition": f"{topic}-{compute(key, partitions)}"} for kind, topic, key in ids)
+    return 0
+
+
+def txn_state(
+    paths: Annotated[list[Path], typer.Argument(help="Log dirs or __transaction_state-N partition dirs.",
+                                                show_default=False)],
+    fmt: Format = "text",
+    transactional_id: Annotated[
+        list[str] | None, typer.Option("--transactional-id", "-t", help="Only this transactional id (repeatable).")
+    ] = None,
+) -> int:
+    """Transactional ids from __transaction_state: producer id and epoch, timeout, state, partitions, times.
+
+    The latest value per transactional id wins, a tombstone (expired id) deletes. Every TransactionLogValue
+    version (0, and flexible 1 with its tagged previous/next producer id and client transaction version).
+    Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
+    """
+    from ..errors import UsageError
+    from ..internal import TransactionLogEntry, transaction_states
+    from .output import FORMATS, Output
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    wanted = set(transactional_id or ())
+    out = Output(fmt)
+    out.emit_all(i for i in transaction_states(paths)
+                 if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
+    return out.exit_code("warning")
+
+
+def metadata(
+    paths: Annotated[list[Path], typer.Argument(help="KRaft metadata log dirs, __cluster_metadata-0 dirs, or "
+                                                     "single segments / .checkpoint snapshots.",
+                                                show_default=False)],
+    fmt: Format = "text",
+    topic: Annotated[str | None, typer.Option("--topic", help="Only the timeline of this topic.")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also every other metadata record (topics, brokers, "
+                                                         "features, and undecoded types).")] = False,
+) -> int:
+    """The partition leadership / ISR timeline from the KRaft __cluster_metadata log and snapshots.
+
+    For a __cluster_metadata-0 dir: its latest snapshot, then the log after it, as the controller replays them.
+    One row per PartitionRecord / PartitionChangeRecord: offset, time, topic-partition, leader, ISR, leader
+    epoch, partition epoch. Record types not decoded are named by type and version and skipped.
+    Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
+    """
+    from ..errors import UsageError
+    from ..internal import MetadataEvent, PartitionState, metadata_timeline
+    from .output import FORMATS, Output
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    out = Output(fmt)
+
+    def keep(i: object) -> bool:
+        if isinstance(i, PartitionState):
+            return topic is None or i.topic == topic
+        if isinstance(i, MetadataEvent):
+            return show_all
+        return True
+
+    out.emit_all(i for i in metadata_timeline(paths) if keep(i))
+    return out.exit_code("warning")

@@ -1,0 +1,713 @@
+"""Kafka's internal topics, decoded: committed offsets and groups (``__consumer_offsets``), the KRaft
+partition-leadership timeline (``__cluster_metadata``), and which coordinator partition a group or
+transactional id lives in.
+
+Layouts are declared in ``formats/internal_topics.py``; this module parses record keys and values with them
+and yields plain dataclasses. A record that does not parse is a :class:`Finding` (file, position of its
+batch, reason); reading goes on.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from construct import ConstructError
+
+from .filetypes import FileKind, classify
+from .formats import internal_topics as it
+from .logwriter import _java_string_hash
+from .model import Batch, Finding, Record, Trailing
+from .records import RawBatch, decode_records, scan
+
+OFFSETS_TOPIC = "__consumer_offsets"
+METADATA_TOPIC = "__cluster_metadata"
+
+# --- partitionFor ---------------------------------------------------------------------------------
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode()`` (over UTF-16 code units) as the signed 32-bit int Java shows."""
+    h = _java_string_hash(s)
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(key: str, partitions: int = 50) -> int:
+    """``GroupMetadataManager.partitionFor`` / ``TransactionStateManager.partitionFor``:
+    ``Utils.abs(key.hashCode()) % partitions``. Kafka's ``Utils.abs(n)`` (``clients/.../common/utils/Utils.java``)
+    is ``Math.abs(n)``, except 0 for ``Integer.MIN_VALUE`` (not ``n & 0x7fffffff``, which differs for every
+    negative hash: real brokers' ``__consumer_offsets-N`` confirm it)."""
+    if partitions < 1:
+        raise ValueError("partitions must be at least 1")
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+# --- parsing with the declarations ----------------------------------------------------------------
+
+
+class _Undecodable(Exception):
+    pass
+
+
+def _parse(decl: Any, data: bytes, what: str) -> Any:
+    """Parse ``data`` whole with ``decl``: a short read or bytes left over is an error."""
+    stream = io.BytesIO(data)
+    try:
+        value = decl.parse_stream(stream)
+    except (ConstructError, UnicodeDecodeError) as exc:
+        raise _Undecodable(f"{what}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    if stream.tell() != len(data):
+        raise _Undecodable(f"{what}: {len(data) - stream.tell()} bytes left over after the declared fields")
+    return value
+
+
+def _s(field_: Any) -> str | None:
+    """A parsed string/bytes field (``{length, value}``) as its value (None when null)."""
+    return field_.value
+
+
+def _arr(field_: Any) -> list | None:
+    return None if field_.entries is None else list(field_.entries)
+
+
+def _records(path: Path, display: str) -> Iterator[tuple[Batch, Record] | Finding]:
+    """Every record of a record file (segment or KRaft snapshot), with its batch; findings where it fails."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
+        return
+    with fh:
+        for item in scan(fh, display, with_raw=True):
+            if isinstance(item, RawBatch):
+                if not item.batch.crc_valid:
+                    continue  # its crc-mismatch finding follows
+                recs, findings = decode_records(item.batch, item.raw, display)
+                yield from findings
+                for r in recs:
+                    yield item.batch, r
+            elif isinstance(item, Finding):
+                yield item
+            elif isinstance(item, Trailing):
+                yield Finding("warning", "trailing-bytes", display, item.position,
+                              f"{item.bytes} bytes at the end do not form a whole batch")
+
+
+def _segments(files: Iterable[tuple[Path, str]], kind: FileKind = FileKind.LOG) -> list[tuple[int, Path, str]]:
+    found = []
+    for path, display in files:
+        info = classify(path)
+        if info.kind is kind and info.leftover is None and info.base_offset is not None:
+            found.append((info.base_offset, path, display))
+    return sorted(found)
+
+
+def _partition_records(files: Iterable[tuple[Path, str]], findings: list[Finding]
+                       ) -> Iterator[tuple[str, Batch, Record]]:
+    """(segment display path, batch, record) of a partition's ``.log`` segments in offset order; findings met
+    on the way are appended to ``findings``."""
+    for _base, path, display in _segments(files):
+        for item in _records(path, display):
+            if isinstance(item, Finding):
+                findings.append(item)
+            else:
+                yield display, item[0], item[1]
+
+
+# --- __consumer_offsets ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """The latest committed offset of one (group, topic, partition), with the data partition's state when known."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    commit_timestamp: int
+    metadata: str | None
+    leader_epoch: int | None
+    expire_timestamp: int | None
+    value_version: int
+    coordinator_partition: str
+    log_offset: int                     # where in __consumer_offsets the commit was written
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    high_watermark: int | None = None
+
+    @property
+    def lag(self) -> int | None:
+        """Records between the commit and the high watermark (what a read_uncommitted consumer may read)."""
+        return None if self.high_watermark is None else max(self.high_watermark - self.offset, 0)
+
+    @property
+    def lag_leo(self) -> int | None:
+        return None if self.log_end_offset is None else max(self.log_end_offset - self.offset, 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "committed_offset", "group": self.group, "topic": self.topic, "partition": self.partition,
+            "offset": self.offset, "commit_timestamp": self.commit_timestamp, "metadata": self.metadata,
+            "leader_epoch": self.leader_epoch, "expire_timestamp": self.expire_timestamp,
+            "value_version": self.value_version, "coordinator_partition": self.coordinator_partition,
+            "log_offset": self.log_offset, "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset, "high_watermark": self.high_watermark,
+            "lag": self.lag, "lag_leo": self.lag_leo,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    member_id: str | None
+    group_instance_id: str | None
+    client_id: str | None
+    client_host: str | None
+    rebalance_timeout: int | None
+    session_timeout: int
+    subscription_bytes: int
+    assignment_bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "member_id": self.member_id, "group_instance_id": self.group_instance_id, "client_id": self.client_id,
+            "client_host": self.client_host, "rebalance_timeout": self.rebalance_timeout,
+            "session_timeout": self.session_timeout, "subscription_bytes": self.subscription_bytes,
+            "assignment_bytes": self.assignment_bytes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    """The latest ``GroupMetadataValue`` of a group: its generation and members."""
+
+    group: str
+    protocol_type: str | None
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int | None
+    members: tuple[GroupMember, ...]
+    value_version: int
+    coordinator_partition: str
+    log_offset: int
+    timestamp: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "group", "group": self.group, "protocol_type": self.protocol_type,
+            "generation": self.generation, "protocol": self.protocol, "leader": self.leader,
+            "current_state_timestamp": self.current_state_timestamp, "members": [m.as_dict() for m in self.members],
+            "value_version": self.value_version, "coordinator_partition": self.coordinator_partition,
+            "log_offset": self.log_offset, "timestamp": self.timestamp,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class OtherKey:
+    """A key version this tool does not decode (KIP-848 consumer/share group records, newer)."""
+
+    version: int
+
+
+def decode_offsets_key(key: bytes) -> OffsetKey | GroupKey | OtherKey:
+    version = _parse(it.CoordinatorKeyVersion, key[:2], "key version").version
+    if version in it.KEY_OFFSET_COMMIT:
+        k = _parse(it.OffsetCommitKey, key, f"OffsetCommitKey v{version}")
+        return OffsetKey(_s(k.group) or "", _s(k.topic) or "", k.partition)
+    if version == it.KEY_GROUP_METADATA:
+        return GroupKey(_s(_parse(it.GroupMetadataKey, key, "GroupMetadataKey").group) or "")
+    return OtherKey(version)
+
+
+def decode_offset_commit_value(value: bytes) -> dict[str, Any]:
+    """An ``OffsetCommitValue`` as a dict (offset, leader_epoch, metadata, commit/expire timestamps, version)."""
+    version = _value_version(value, it.OFFSET_COMMIT_VALUE_VERSIONS, "OffsetCommitValue")
+    v = _parse(it.OffsetCommitValue, value, f"OffsetCommitValue v{version}").body
+    return {"offset": v.offset, "leader_epoch": v.get("leader_epoch"), "metadata": _s(v.metadata),
+            "commit_timestamp": v.commit_timestamp, "expire_timestamp": v.get("expire_timestamp"),
+            "version": version}
+
+
+def decode_group_metadata_value(value: bytes) -> dict[str, Any]:
+    version = _value_version(value, it.GROUP_METADATA_VALUE_VERSIONS, "GroupMetadataValue")
+    v = _parse(it.GroupMetadataValue, value, f"GroupMetadataValue v{version}").body
+    members = tuple(
+        GroupMember(_s(m.member_id), _s(m.get("group_instance_id")) if "group_instance_id" in m else None,
+                    _s(m.client_id), _s(m.client_host), m.get("rebalance_timeout"), m.session_timeout,
+                    len(_s(m.subscription) or b""), len(_s(m.assignment) or b""))
+        for m in _arr(v.members) or ())
+    return {"protocol_type": _s(v.protocol_type), "generation": v.generation, "protocol": _s(v.protocol),
+            "leader": _s(v.leader), "current_state_timestamp": v.get("current_state_timestamp"),
+            "members": members, "version": version}
+
+
+def _value_version(value: bytes, known: range, name: str) -> int:
+    version = _parse(it.CoordinatorKeyVersion, value[:2], f"{name} version").version
+    if version not in known:
+        raise _Undecodable(f"{name} version {version} is not one this tool knows ({known.start}..{known.stop - 1})")
+    return version
+
+
+@dataclass
+class _Pending:
+    """Transactional offset commits of one producer, applied at its COMMIT marker, dropped at ABORT."""
+
+    writes: list[tuple[OffsetKey, Any]] = field(default_factory=list)
+
+
+def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str
+                               ) -> Iterator[CommittedOffset | GroupState | Finding]:
+    """Replay one ``__consumer_offsets-N`` partition (its ``.log`` segments in offset order), as the group
+    coordinator loads it: later records win, a null value deletes, transactional commits count only once
+    committed. Yields the surviving groups and committed offsets, then findings met on the way."""
+    offsets: dict[OffsetKey, CommittedOffset] = {}
+    groups: dict[str, GroupState] = {}
+    pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
+    findings: list[Finding] = []
+    for display, batch, rec in _partition_records(files, findings):
+        if rec.control_type is not None:
+            writes = pending.pop(batch.producer_id, [])
+            if rec.control_type == "COMMIT":
+                for k, v in writes:
+                    _put(offsets, k, v)
+            continue
+        if rec.key is None:
+            findings.append(Finding("warning", "offsets-null-key", display, batch.position,
+                                    f"record at offset {rec.offset} has no key"))
+            continue
+        try:
+            key = decode_offsets_key(rec.key)
+            if isinstance(key, OffsetKey):
+                value = None
+                if rec.value is not None:
+                    v = decode_offset_commit_value(rec.value)
+                    value = CommittedOffset(
+                        key.group, key.topic, key.partition, v["offset"], v["commit_timestamp"], v["metadata"],
+                        v["leader_epoch"], v["expire_timestamp"], v["version"], name, rec.offset)
+                if batch.transactional:
+                    pending.setdefault(batch.producer_id, []).append((key, value))
+                else:
+                    _put(offsets, key, value)
+            elif isinstance(key, GroupKey):
+                if rec.value is None:
+                    groups.pop(key.group, None)
+                else:
+                    g = decode_group_metadata_value(rec.value)
+                    groups[key.group] = GroupState(
+                        key.group, g["protocol_type"], g["generation"], g["protocol"], g["leader"],
+                        g["current_state_timestamp"], g["members"], g["version"], name, rec.offset,
+                        rec.timestamp)
+            else:
+                findings.append(Finding("info", "offsets-unknown-key", display, batch.position,
+                                        f"record at offset {rec.offset}: key version {key.version} (a newer "
+                                        "group coordinator record) is not decoded; skipped"))
+        except _Undecodable as exc:
+            findings.append(Finding("error", "offsets-undecodable", display, batch.position,
+                                    f"record at offset {rec.offset}: {exc}"))
+    for g in sorted(groups.values(), key=lambda g: g.group):
+        yield g
+    yield from sorted(offsets.values(), key=lambda c: (c.group, c.topic, c.partition))
+    yield from findings
+
+
+def _put(offsets: dict[OffsetKey, CommittedOffset], key: OffsetKey, value: CommittedOffset | None) -> None:
+    if value is None:
+        offsets.pop(key, None)
+    else:
+        offsets[key] = value
+
+
+def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True
+                     ) -> Iterator[CommittedOffset | GroupState | Finding]:
+    """Every group and latest committed offset in the ``__consumer_offsets-*`` partitions under ``paths``.
+
+    With ``with_lag``, each commit of a partition whose data partition dir is also under ``paths`` gets that
+    partition's log start, LEO and high watermark (``replication-offset-checkpoint``), and a commit beyond
+    the LEO or below the log start is a finding.
+    """
+    from .replicas import open_replica
+    from .verify import partition_dirs
+
+    parts = list(partition_dirs(paths))
+    data: dict[tuple[str, int], Any] = {}
+    results: list[Any] = []
+    seen = False
+    for part in parts:
+        if part.topic == OFFSETS_TOPIC:
+            seen = True
+            results.extend(consumer_offsets_partition(part.files, f"{part.topic}-{part.partition}"))
+    if not seen:
+        yield Finding("warning", "offsets-none", ", ".join(str(p) for p in paths), None,
+                      f"no {OFFSETS_TOPIC}-* partition dirs found")
+        return
+    if with_lag:
+        wanted = {(r.topic, r.partition) for r in results if isinstance(r, CommittedOffset)}
+        for part in parts:
+            key = (part.topic, part.partition)
+            if key in wanted and key not in data:  # the first replica found (name the log dir to choose)
+                rep = open_replica(part, part.display)
+                for _ in rep.batches():
+                    pass
+                data[key] = rep
+    order = {GroupState: 0, CommittedOffset: 1, Finding: 2}
+    results.sort(key=lambda r: (order[type(r)], (r.group, getattr(r, "topic", ""), getattr(r, "partition", 0))
+                                if not isinstance(r, Finding) else ("", "", 0)))
+    for r in results:
+        if isinstance(r, CommittedOffset) and (r.topic, r.partition) in data:
+            rep = data[(r.topic, r.partition)]
+            r = CommittedOffset(**{**{f: getattr(r, f) for f in r.__dataclass_fields__},
+                                   "log_start_offset": rep.log_start_offset, "log_end_offset": rep.leo,
+                                   "high_watermark": rep.high_watermark})
+            yield r
+            where = f"{r.topic}-{r.partition}"
+            if r.offset > rep.leo:
+                yield Finding("error", "commit-beyond-leo", rep.path, None,
+                              f"group {r.group!r} committed offset {r.offset} for {where}, beyond its log end "
+                              f"offset {rep.leo}: the log lost data (unclean election, deleted segments) or "
+                              "this is not the replica the group consumed from")
+            elif r.offset < rep.log_start_offset:
+                yield Finding("warning", "commit-below-log-start", rep.path, None,
+                              f"group {r.group!r} committed offset {r.offset} for {where}, below its log start "
+                              f"offset {rep.log_start_offset}: the consumer will reset (auto.offset.reset)")
+        else:
+            yield r
+
+
+# --- __transaction_state -------------------------------------------------------------------------
+
+TRANSACTION_TOPIC = "__transaction_state"
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionLogEntry:
+    """The latest ``TransactionLogValue`` of a transactional id: its producer, state and partitions."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: str
+    partitions: tuple[tuple[str, tuple[int, ...]], ...]
+    last_update_timestamp: int
+    start_timestamp: int
+    previous_producer_id: int | None
+    next_producer_id: int | None
+    client_transaction_version: int | None
+    value_version: int
+    coordinator_partition: str
+    log_offset: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "transaction_state", "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id, "producer_epoch": self.producer_epoch, "timeout_ms": self.timeout_ms,
+            "state": self.state, "partitions": [f"{t}-{p}" for t, ps in self.partitions for p in ps],
+            "last_update_timestamp": self.last_update_timestamp, "start_timestamp": self.start_timestamp,
+            "previous_producer_id": self.previous_producer_id, "next_producer_id": self.next_producer_id,
+            "client_transaction_version": self.client_transaction_version, "value_version": self.value_version,
+            "coordinator_partition": self.coordinator_partition, "log_offset": self.log_offset,
+        }
+
+
+def decode_transaction_key(key: bytes) -> str:
+    version = _parse(it.CoordinatorKeyVersion, key[:2], "TransactionLogKey version").version
+    if version != 0:
+        raise _Undecodable(f"TransactionLogKey version {version} is not one this tool knows (0)")
+    return _s(_parse(it.TransactionLogKey, key, "TransactionLogKey").transactional_id) or ""
+
+
+def decode_transaction_value(value: bytes) -> dict[str, Any]:
+    """A ``TransactionLogValue`` as a dict (state by name, partitions as (topic, ids), tags when present)."""
+    version = _value_version(value, it.TRANSACTION_LOG_VALUE_VERSIONS, "TransactionLogValue")
+    v = _parse(it.TransactionLogValue, value, f"TransactionLogValue v{version}").body
+    tags = _tags(v.tagged_fields, it.TRANSACTION_LOG_VALUE_TAGS, "TransactionLogValue") if version >= 1 else {}
+    status = v.transaction_status
+    return {
+        "producer_id": v.producer_id, "producer_epoch": v.producer_epoch, "timeout_ms": v.transaction_timeout_ms,
+        "state": it.TRANSACTION_STATES.get(status, f"unknown({status})"),
+        "partitions": tuple((_s(p.topic) or "", tuple(_arr(p.partition_ids) or ()))
+                            for p in _arr(v.transaction_partitions) or ()),
+        "last_update_timestamp": v.transaction_last_update_timestamp_ms,
+        "start_timestamp": v.transaction_start_timestamp_ms,
+        "previous_producer_id": tags.get("previous_producer_id"), "next_producer_id": tags.get("next_producer_id"),
+        "client_transaction_version": tags.get("client_transaction_version"), "version": version,
+    }
+
+
+def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str
+                                ) -> Iterator[TransactionLogEntry | Finding]:
+    """Replay one ``__transaction_state-N`` partition: the latest value per transactional id (null deletes)."""
+    latest: dict[str, TransactionLogEntry] = {}
+    findings: list[Finding] = []
+    for display, batch, rec in _partition_records(files, findings):
+        if rec.control_type is not None:
+            continue
+        try:
+            if rec.key is None:
+                raise _Undecodable("no key")
+            tid = decode_transaction_key(rec.key)
+            if rec.value is None:
+                latest.pop(tid, None)
+                continue
+            v = decode_transaction_value(rec.value)
+            latest[tid] = TransactionLogEntry(
+                tid, v["producer_id"], v["producer_epoch"], v["timeout_ms"], v["state"], v["partitions"],
+                v["last_update_timestamp"], v["start_timestamp"], v["previous_producer_id"],
+                v["next_producer_id"], v["client_transaction_version"], v["version"], name, rec.offset)
+        except _Undecodable as exc:
+            findings.append(Finding("error", "txn-state-undecodable", display, batch.position,
+                                    f"record at offset {rec.offset}: {exc}"))
+    yield from sorted(latest.values(), key=lambda e: e.transactional_id)
+    yield from findings
+
+
+def transaction_states(paths: Iterable[str | Path]) -> Iterator[TransactionLogEntry | Finding]:
+    """Every transactional id's latest state in the ``__transaction_state-*`` partitions under ``paths``."""
+    from .verify import partition_dirs
+
+    seen = False
+    for part in partition_dirs(paths):
+        if part.topic == TRANSACTION_TOPIC:
+            seen = True
+            yield from transaction_state_partition(part.files, f"{part.topic}-{part.partition}")
+    if not seen:
+        yield Finding("warning", "txn-state-none", ", ".join(str(p) for p in paths), None,
+                      f"no {TRANSACTION_TOPIC}-* partition dirs found")
+
+
+# --- __cluster_metadata ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """One step of a partition's leadership timeline (a PartitionRecord or PartitionChangeRecord applied).
+
+    Leader epoch and partition epoch of a change are derived as the controller does: the partition epoch
+    grows by one per change, the leader epoch when the leader changes.
+    """
+
+    source: str
+    offset: int
+    timestamp: int
+    record: str
+    topic: str
+    topic_id: str
+    partition: int
+    leader: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    leader_epoch: int | None
+    partition_epoch: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "partition_state", "source": self.source, "offset": self.offset,
+                "timestamp": self.timestamp, "record": self.record, "topic": self.topic,
+                "topic_id": self.topic_id, "partition": self.partition, "leader": self.leader,
+                "isr": list(self.isr), "replicas": list(self.replicas), "leader_epoch": self.leader_epoch,
+                "partition_epoch": self.partition_epoch}
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataEvent:
+    """Any other metadata record: its type, version and a few decoded fields (none when not decoded)."""
+
+    source: str
+    offset: int
+    timestamp: int
+    record_type: int
+    name: str
+    version: int
+    fields: dict[str, Any]
+    decoded: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "metadata_record", "source": self.source, "offset": self.offset,
+                "timestamp": self.timestamp, "record_type": self.record_type, "name": self.name,
+                "version": self.version, "decoded": self.decoded, "fields": self.fields}
+
+
+def _uuid(b: bytes) -> str:
+    """A Kafka ``Uuid`` as Kafka prints it: URL-safe base64 without padding."""
+    import base64
+
+    return base64.urlsafe_b64encode(b).decode("ascii").rstrip("=")
+
+
+def decode_metadata_record(value: bytes) -> tuple[int, int, str, dict[str, Any] | None]:
+    """(record type, version, name, fields or None when the type/version is not declared here)."""
+    frame = it.MetadataFrame.parse(value)
+    if frame.frame_version != it.METADATA_FRAME_VERSION:
+        raise _Undecodable(f"metadata frame version {frame.frame_version} is not {it.METADATA_FRAME_VERSION}")
+    body = value[_frame_len(value):]
+    known = it.METADATA_RECORDS.get(frame.record_type)
+    if known is None or frame.version not in known[1]:
+        name = known[0] if known else f"type {frame.record_type}"
+        return frame.record_type, frame.version, name, None
+    name, _versions, factory = known
+    try:
+        v = _parse(factory(frame.version), body, f"{name} v{frame.version}")  # type: ignore[operator]
+    except _Undecodable:
+        if (frame.record_type, frame.version) != (it.PARTITION, 1):
+            raise
+        v = _parse(it.PARTITION_RECORD_V1_PRERELEASE, body, f"{name} v1 (pre-release layout)")
+    return frame.record_type, frame.version, name, _metadata_fields(frame.record_type, v)
+
+
+def _frame_len(value: bytes) -> int:
+    pos = 0
+    for _ in range(3):
+        while value[pos] & 0x80:
+            pos += 1
+        pos += 1
+    return pos
+
+
+def _tags(tagged: Any, declared: dict[int, tuple[str, Any]], what: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in tagged.fields:
+        if f.tag in declared:
+            name, decl = declared[f.tag]
+            v = _parse(decl, f.data, f"{what} tag {f.tag}")
+            out[name] = _arr(v) if hasattr(v, "entries") else v
+    return out
+
+
+def _metadata_fields(record_type: int, v: Any) -> dict[str, Any]:
+    if record_type == it.TOPIC:
+        return {"name": _s(v.name), "topic_id": _uuid(v.topic_id)}
+    if record_type == it.REMOVE_TOPIC:
+        return {"topic_id": _uuid(v.topic_id)}
+    if record_type == it.FEATURE_LEVEL:
+        return {"name": _s(v.name), "feature_level": v.feature_level}
+    if record_type == it.REGISTER_BROKER:
+        return {"broker_id": v.broker_id, "broker_epoch": v.broker_epoch, "incarnation_id": _uuid(v.incarnation_id),
+                "endpoints": [f"{_s(e.name)}://{_s(e.host)}:{e.port}" for e in _arr(v.endpoints) or ()],
+                "rack": _s(v.rack), "fenced": bool(v.fenced)}
+    if record_type == it.PARTITION:
+        d = {"partition_id": v.partition_id, "topic_id": _uuid(v.topic_id), "replicas": _arr(v.replicas),
+             "isr": _arr(v.isr), "leader": v.leader, "leader_epoch": v.leader_epoch,
+             "partition_epoch": v.partition_epoch}
+        d.update(_tags(v.tagged_fields, it.PARTITION_RECORD_TAGS, "PartitionRecord"))
+        return d
+    if record_type == it.PARTITION_CHANGE:
+        d = {"partition_id": v.partition_id, "topic_id": _uuid(v.topic_id)}
+        d.update(_tags(v.tagged_fields, it.PARTITION_CHANGE_TAGS, "PartitionChangeRecord"))
+        return d
+    return {}
+
+
+def metadata_file(path: Path, display: str) -> Iterator[tuple[Batch, Record, tuple] | Finding]:
+    """Every metadata record of one ``__cluster_metadata`` segment or KRaft snapshot, decoded:
+    (batch, record, (type, version, name, fields or None)), or a finding for a record that does not parse.
+    Control records (leader change, snapshot header/footer, voters) are skipped."""
+    for item in _records(path, display):
+        if isinstance(item, Finding):
+            yield item
+            continue
+        batch, rec = item
+        if rec.control_type is not None:
+            continue
+        if rec.value is None:
+            yield Finding("error", "metadata-undecodable", display, batch.position,
+                          f"record at offset {rec.offset} has a null value")
+            continue
+        try:
+            yield batch, rec, decode_metadata_record(rec.value)
+        except (_Undecodable, ConstructError, IndexError) as exc:
+            yield Finding("error", "metadata-undecodable", display, batch.position,
+                          f"record at offset {rec.offset}: {exc}")
+
+
+def metadata_sources(paths: Iterable[str | Path]) -> list[tuple[Path, str, str]]:
+    """The files to replay, as (path, display, kind): a named file as it is; for a ``__cluster_metadata-0``
+    dir, its latest KRaft snapshot and the log segments, as the controller loads them."""
+    from .verify import partition_dirs
+
+    out: list[tuple[Path, str, str]] = []
+    dirs: list[str | Path] = []
+    for p in paths:
+        if Path(p).is_file():
+            kind = "snapshot" if str(p).endswith(".checkpoint") else "log"
+            out.append((Path(p), str(p), kind))
+        else:
+            dirs.append(p)
+    for part in partition_dirs(dirs) if dirs else ():
+        if part.topic != METADATA_TOPIC:
+            continue
+        snaps = _segments(part.files, FileKind.KRAFT_SNAPSHOT)
+        if snaps:
+            _off, path, display = snaps[-1]
+            out.append((path, display, "snapshot"))
+        out.extend((path, display, "log") for _b, path, display in _segments(part.files))
+    return out
+
+
+def metadata_timeline(paths: Iterable[str | Path]) -> Iterator[PartitionState | MetadataEvent | Finding]:
+    """The partition leadership / ISR timeline and other metadata records, in replay order.
+
+    For a ``__cluster_metadata-0`` dir: its latest snapshot, then the log from the snapshot's end offset.
+    """
+    names: dict[str, str] = {}
+    state: dict[tuple[str, int], dict[str, Any]] = {}
+    sources = metadata_sources(paths)
+    if not sources:
+        yield Finding("warning", "metadata-none", ", ".join(str(p) for p in paths), None,
+                      f"no {METADATA_TOPIC} segments or snapshots found")
+        return
+    snapshot_end = -1
+    for path, display, kind in sources:
+        if kind == "snapshot":
+            info = classify(path)
+            snapshot_end = info.base_offset if info.base_offset is not None else -1
+        for item in metadata_file(path, display):
+            if isinstance(item, Finding):
+                yield item
+                continue
+            batch, rec, (rtype, version, name, fields) = item
+            if kind == "log" and rec.offset < snapshot_end:
+                continue  # already in the snapshot
+            if fields is None:
+                yield MetadataEvent(display, rec.offset, rec.timestamp, rtype, name, version, {}, False)
+                continue
+            if rtype == it.TOPIC:
+                names[fields["topic_id"]] = fields["name"]
+            if rtype in (it.PARTITION, it.PARTITION_CHANGE):
+                tid, p = fields["topic_id"], fields["partition_id"]
+                key = (tid, p)
+                if rtype == it.PARTITION:
+                    s = state[key] = {k: fields[k] for k in ("leader", "isr", "replicas", "leader_epoch",
+                                                              "partition_epoch")}
+                else:
+                    s = state.setdefault(key, {"leader": -1, "isr": [], "replicas": [], "leader_epoch": None,
+                                               "partition_epoch": None})
+                    if s["partition_epoch"] is not None:
+                        s["partition_epoch"] += 1
+                    if "leader" in fields and fields["leader"] != -2:
+                        s["leader"] = fields["leader"]
+                        if s["leader_epoch"] is not None:
+                            s["leader_epoch"] += 1
+                    for k in ("isr", "replicas"):
+                        if fields.get(k) is not None:
+                            s[k] = fields[k]
+                yield PartitionState(display, rec.offset, rec.timestamp, name, names.get(tid, tid), tid, p,
+                                     s["leader"], tuple(s["isr"] or ()), tuple(s["replicas"] or ()),
+                                     s["leader_epoch"], s["partition_epoch"])
+            else:
+                yield MetadataEvent(display, rec.offset, rec.timestamp, rtype, name, version, fields, True)

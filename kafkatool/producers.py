@@ -1,0 +1,352 @@
+"""Producer state and transactions rebuilt from a partition's log, and an idempotence audit.
+
+One pass over a partition's segments in offset order replays each batch as the broker's producer state does
+(``ProducerAppendInfo``, ``ProducerStateEntry``, ``ProducerStateManager``; the model is
+:class:`kafkatool.logwriter.ProducerState`): per producer id the epoch, the last batch's sequence and offset, the
+coordinator epoch and the open transaction. It also judges each batch as the leader would have on a client's
+append (``ProducerAppendInfo.checkSequence``/``checkProducerEpoch``), finding what a healthy broker never writes:
+
+- ``duplicate-batch``: same producer id, epoch and sequence range as an earlier batch (written twice);
+- ``sequence-gap`` / ``sequence-out-of-order``: a batch not continuing the producer's last sequence (the broker
+  would have answered OutOfOrderSequence), or a new epoch not starting at sequence 0;
+- ``producer-fenced``: a batch (or marker) with an epoch older than one already written (ProducerFenced);
+- ``producer-epoch-bump`` (info): a new epoch (a restarted or fenced-off producer, or a KIP-360 bump);
+- ``txn-invalid-state``: a non-transactional batch inside the producer's open transaction.
+
+A producer's first batch in the log is not judged: what came before it may have been deleted by retention or
+compaction. Duplicates are detected within one epoch over the whole log (the broker remembers only the last 5
+batches per producer, so it would accept a retry older than that: exactly the case worth finding).
+
+The rebuilt state is compared with the newest ``.snapshot`` (state at the snapshot's offset). Expected
+differences: the broker drops a producer from the snapshot it loads when its last write is older than
+``producer.id.expiration.ms`` (``producer-not-in-snapshot``, info); a snapshot may know producers whose batches
+were all deleted before the log start (``producer-only-in-snapshot``, warning).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .filetypes import FileKind, classify
+from .logwriter import ProducerState, last_sequence
+from .model import Batch, Finding
+from .records import RawBatch, decode_records, scan
+from .smallfiles import ProducerEntry, read_producer_entries
+
+_INT32_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """One transaction of one producer in one partition, as the log shows it."""
+
+    partition: str
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    last_offset: int            # the marker's offset; for an open transaction its last data offset
+    outcome: str                # COMMIT | ABORT | OPEN
+    records: int
+    batches: int
+    coordinator_epoch: int | None
+    first_timestamp: int
+    end_timestamp: int | None   # the marker's timestamp
+    lso_held_back: int | None = None  # open: log end offset - first offset
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "transaction", "partition": self.partition, "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch, "first_offset": self.first_offset,
+            "last_offset": self.last_offset, "outcome": self.outcome, "records": self.records,
+            "batches": self.batches, "coordinator_epoch": self.coordinator_epoch,
+            "first_timestamp": self.first_timestamp, "end_timestamp": self.end_timestamp,
+            "duration_ms": None if self.end_timestamp is None else self.end_timestamp - self.first_timestamp,
+            "lso_held_back": self.lso_held_back,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerInfo:
+    """A producer's state at the end of the log (the fields of a snapshot entry, plus the audit's counts)."""
+
+    partition: str
+    entry: ProducerEntry
+    first_sequence: int   # base sequence of its first batch in the current epoch
+    batches: int          # data batches of this producer in the log
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.entry.as_dict()
+        d["partition"] = self.partition
+        d["first_sequence"] = self.first_sequence
+        d["batches"] = self.batches
+        d["ongoing_transaction"] = self.entry.current_txn_first_offset >= 0
+        return d
+
+
+@dataclass
+class _Open:
+    epoch: int
+    first_offset: int
+    first_timestamp: int
+    last_offset: int
+    records: int = 0
+    batches: int = 0
+
+
+@dataclass
+class PartitionHistory:
+    """What one replay of a partition found."""
+
+    display: str
+    producers: dict[int, ProducerState] = dataclasses.field(default_factory=dict)
+    first_sequence: dict[int, int] = dataclasses.field(default_factory=dict)
+    batches: dict[int, int] = dataclasses.field(default_factory=dict)
+    transactions: list[Transaction] = dataclasses.field(default_factory=list)
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    log_start: int | None = None
+    leo: int | None = None
+    snapshot: Path | None = None  # the newest
+    states: dict[int, list[ProducerEntry]] = dataclasses.field(default_factory=dict)  # at each snapshot's offset
+
+    @property
+    def lso(self) -> int | None:
+        """First offset of the oldest open transaction, else the log end offset."""
+        opened = [t.first_offset for t in self.transactions if t.outcome == "OPEN"]
+        return min(opened) if opened else self.leo
+
+    def aborted(self) -> list[tuple[int, int, int]]:
+        """(producer id, first offset, marker offset) of every aborted transaction, in marker order."""
+        return [(t.producer_id, t.first_offset, t.last_offset) for t in self.transactions if t.outcome == "ABORT"]
+
+    def entries(self) -> list[ProducerEntry]:
+        return [self.producers[pid].entry() for pid in sorted(self.producers)]
+
+
+def segment_logs(dir: Path) -> list[tuple[int, Path]]:
+    """``(base offset, path)`` of the partition dir's ``.log`` segments, in offset order."""
+    return _named(dir, FileKind.LOG, ".log")
+
+
+def _named(dir: Path, kind: FileKind, suffix: str) -> list[tuple[int, Path]]:
+    """Files of ``kind`` named exactly ``<offset><suffix>`` (not ``.swap``/``.deleted`` leftovers), by offset."""
+    found = []
+    for p in dir.iterdir():
+        info = classify(p)
+        if info.kind is kind and p.suffix == suffix and info.base_offset is not None and p.is_file():
+            found.append((info.base_offset, p))
+    return sorted(found)
+
+
+def replay_partition(dir: Path, display: str | None = None) -> PartitionHistory:
+    """Replay a partition dir's log: producer state, transactions and the idempotence audit's findings."""
+    display = display if display is not None else str(dir)
+    h = _Replay(PartitionHistory(display))
+    logs = segment_logs(dir)
+    snaps = _named(dir, FileKind.PRODUCER_SNAPSHOT, ".snapshot")
+    if logs and logs[0][0] > 0:  # deleted segments: start from the snapshot at the log start, as the broker
+        start = [p for off, p in snaps if off == logs[0][0]]
+        if start:
+            h.load(read_producer_entries(start[0]))
+    if snaps:
+        h.history.snapshot = snaps[-1][1]
+    pending = [off for off, _ in snaps]
+    for base, path in logs:
+        seg_display = f"{display}/{path.name}"
+        with open(path, "rb") as fh:
+            for item in scan(fh, seg_display, with_raw=True):
+                if isinstance(item, RawBatch):
+                    while pending and item.batch.base_offset >= pending[0]:
+                        h.history.states[pending.pop(0)] = h.history.entries()
+                    h.batch(item, seg_display)
+                elif isinstance(item, Finding):
+                    h.history.findings.append(item)
+        if h.history.log_start is None:
+            h.history.log_start = base
+        if h.history.leo is None or h.history.leo < base:
+            h.history.leo = base
+    for off in pending:  # at or past the log end (the snapshot of a clean shutdown)
+        h.history.states[off] = h.history.entries()
+    h.finish()
+    return h.history
+
+
+class _Replay:
+    """The per-batch rules; state lives in :class:`PartitionHistory`."""
+
+    def __init__(self, history: PartitionHistory) -> None:
+        self.history = history
+        self.open: dict[int, _Open] = {}
+        self.seen: dict[int, dict[tuple[int, int, int], int]] = {}  # pid -> (epoch, first, last seq) -> offset
+
+    def find(self, severity: str, code: str, path: str, batch: Batch, message: str) -> None:
+        self.history.findings.append(Finding(severity, code, path, batch.position, message))  # type: ignore[arg-type]
+
+    def load(self, entries: Iterable[ProducerEntry]) -> None:
+        for e in entries:
+            self.history.producers[e.producer_id] = ProducerState(
+                e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp, e.current_txn_first_offset,
+                (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
+            if e.current_txn_first_offset >= 0:
+                self.open[e.producer_id] = _Open(e.producer_epoch, e.current_txn_first_offset, e.timestamp,
+                                                 e.current_txn_first_offset)
+
+    def batch(self, rb: RawBatch, path: str) -> None:
+        b = rb.batch
+        self.history.leo = b.last_offset + 1
+        if b.magic < 2 or b.producer_id is None or b.producer_id < 0:
+            return
+        pid = b.producer_id
+        p = self.history.producers.get(pid)
+        if b.control:
+            self.marker(rb, path, p)
+            return
+        if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:
+            self.find("error", "producer-fenced", path, b,
+                      f"producer {pid}: batch at offsets {b.base_offset}..{b.last_offset} has epoch {b.producer_epoch}"
+                      f", older than its epoch {p.epoch} already in the log: the broker fences such a write "
+                      "(ProducerFenced)")
+        elif p is not None:
+            self.check_sequence(p, b, path)
+        if p is None:
+            p = self.history.producers[pid] = ProducerState(pid)
+        if b.producer_epoch != p.epoch or p.last_batch is None:
+            self.history.first_sequence[pid] = b.base_sequence
+        p.set_epoch(b.producer_epoch)
+        p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
+        p.last_timestamp = b.max_timestamp
+        self.history.batches[pid] = self.history.batches.get(pid, 0) + 1
+        if b.base_sequence >= 0:
+            self.seen.setdefault(pid, {}).setdefault((b.producer_epoch, b.base_sequence, last_sequence(b)),
+                                                     b.base_offset)
+        if b.transactional:
+            if p.txn_first_offset < 0:
+                p.txn_first_offset = b.base_offset
+                self.open[pid] = _Open(b.producer_epoch, b.base_offset, b.first_timestamp, b.last_offset)
+            txn = self.open.get(pid)
+            if txn is not None:
+                txn.records += b.record_count
+                txn.batches += 1
+                txn.last_offset = b.last_offset
+        elif p.txn_first_offset >= 0:
+            self.find("error", "txn-invalid-state", path, b,
+                      f"producer {pid}: non-transactional batch at offset {b.base_offset} inside its transaction "
+                      f"open since {p.txn_first_offset} (the broker refuses it: InvalidTxnState)")
+
+    def check_sequence(self, p: ProducerState, b: Batch, path: str) -> None:
+        """``checkSequence`` for a known producer, on what a client's append would have been judged.
+
+        Whatever it finds, the batch is in the log and the state moves on with it, as the broker's own replay
+        (origin REPLICATION, which does not check sequences and only warns about an older epoch) does.
+        """
+        pid, seq, last = p.producer_id, b.base_sequence, last_sequence(b)
+        where = f"producer {pid} epoch {b.producer_epoch}: batch at offsets {b.base_offset}..{b.last_offset}"
+        if b.producer_epoch != p.epoch:
+            self.find("info", "producer-epoch-bump", path, b,
+                      f"producer {pid}: epoch {p.epoch} → {b.producer_epoch} at offset {b.base_offset}")
+            if seq > 0 and p.epoch >= 0:
+                self.find("error", "sequence-out-of-order", path, b,
+                          f"{where} starts the new epoch at sequence {seq}, not 0 (OutOfOrderSequence)")
+            return
+        if seq < 0:
+            return
+        earlier = self.seen.get(pid, {}).get((b.producer_epoch, seq, last))
+        if earlier is not None:
+            self.find("error", "duplicate-batch", path, b,
+                      f"{where} repeats sequences {seq}..{last} of the batch at offset {earlier}: its records "
+                      "were written twice")
+            return
+        expected = -1 if p.last_batch is None else p.last_batch[0]
+        if expected < 0:
+            return
+        nxt = 0 if expected == _INT32_MAX else expected + 1
+        if seq > nxt:
+            self.find("error", "sequence-gap", path, b,
+                      f"{where} has sequence {seq}, expected {nxt}: sequences {nxt}..{seq - 1} are missing "
+                      "(OutOfOrderSequence)")
+        elif seq < nxt:
+            self.find("error", "sequence-out-of-order", path, b,
+                      f"{where} has sequence {seq}..{last}, not after the last sequence {expected} "
+                      "(OutOfOrderSequence)")
+
+    def marker(self, rb: RawBatch, path: str, p: ProducerState | None) -> None:
+        """``appendEndTxnMarker``: close the open transaction (an empty control batch changes nothing)."""
+        b = rb.batch
+        records, findings = decode_records(b, rb.raw, path)
+        self.history.findings.extend(findings)
+        if not records or records[0].control_type not in ("ABORT", "COMMIT"):
+            return
+        marker = records[0]
+        pid = b.producer_id
+        if p is None:
+            p = self.history.producers[pid] = ProducerState(pid)
+        elif p.epoch >= 0 and b.producer_epoch < p.epoch:
+            self.find("error", "producer-fenced", path, b,
+                      f"producer {pid}: {marker.control_type} marker at offset {b.base_offset} has epoch "
+                      f"{b.producer_epoch}, older than its epoch {p.epoch} (the coordinator fences it)")
+        elif p.epoch >= 0 and b.producer_epoch > p.epoch:
+            self.find("info", "producer-epoch-bump", path, b,
+                      f"producer {pid}: epoch {p.epoch} → {b.producer_epoch} by the {marker.control_type} marker at "
+                      f"offset {b.base_offset} (the coordinator bumped it: a fenced or timed-out transaction)")
+        txn = self.open.pop(pid, None)
+        if txn is not None:
+            self.history.transactions.append(Transaction(
+                self.history.display, pid, b.producer_epoch, txn.first_offset, b.base_offset,
+                marker.control_type, txn.records, txn.batches, marker.coordinator_epoch, txn.first_timestamp,
+                marker.timestamp))
+        p.set_epoch(b.producer_epoch)
+        p.coordinator_epoch = marker.coordinator_epoch or 0
+        p.txn_first_offset = -1
+        p.last_timestamp = marker.timestamp
+
+    def finish(self) -> None:
+        leo = self.history.leo or 0
+        for pid, txn in self.open.items():
+            self.history.transactions.append(Transaction(
+                self.history.display, pid, txn.epoch, txn.first_offset, txn.last_offset, "OPEN", txn.records,
+                txn.batches, None, txn.first_timestamp, None, leo - txn.first_offset))
+        self.history.transactions.sort(key=lambda t: (t.first_offset, t.last_offset))
+
+
+def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
+    """The rebuilt producer state against the newest ``.snapshot`` (by producer id; see the module doc)."""
+    if history.snapshot is None:
+        return
+    path = f"{history.display}/{history.snapshot.name}"
+    have = {e.producer_id: e for e in read_producer_entries(history.snapshot)}
+    rebuilt = {e.producer_id: e for e in history.states[classify(history.snapshot).base_offset or 0]}
+    for pid in sorted(rebuilt.keys() | have.keys()):
+        mine, theirs = rebuilt.get(pid), have.get(pid)
+        if theirs is None:
+            yield Finding("info", "producer-not-in-snapshot", path, None,
+                          f"producer {pid} is in the log but not in the snapshot (expected when the broker found "
+                          "it expired, idle longer than producer.id.expiration.ms, when it loaded the state)")
+        elif mine is None:
+            yield Finding("warning", "producer-only-in-snapshot", path, None,
+                          f"producer {pid} is in the snapshot but has no batch in the log (its batches were "
+                          "deleted before the log start?)")
+        elif mine != theirs:
+            diffs = [f"{f.name} {getattr(theirs, f.name)} (log: {getattr(mine, f.name)})"
+                     for f in dataclasses.fields(ProducerEntry) if getattr(mine, f.name) != getattr(theirs, f.name)]
+            yield Finding("warning", "producer-state-mismatch", path, None,
+                          f"producer {pid}: the snapshot says " + ", ".join(diffs))
+
+
+def producers_paths(paths: Iterable[str | Path]) -> Iterator[ProducerInfo | Finding]:
+    """Per partition under ``paths``: the audit's findings, the snapshot comparison, then one value per producer."""
+    from .verify import partition_dirs
+
+    for pd in partition_dirs(paths):
+        history = replay_partition(pd.path, pd.display)
+        yield from history.findings
+        yield from compare_snapshot(history)
+        for e in history.entries():
+            yield ProducerInfo(pd.display, e, history.first_sequence.get(e.producer_id, -1),
+                               history.batches.get(e.producer_id, 0))
+
+
+__all__ = ["PartitionHistory", "ProducerInfo", "Transaction", "compare_snapshot", "producers_paths",
+           "replay_partition", "segment_logs"]

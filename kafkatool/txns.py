@@ -1,0 +1,92 @@
+"""Transactions of a partition, and what a ``read_committed`` consumer receives from it.
+
+The transactions come from the replay of :mod:`kafkatool.producers` (data batches of a producer from its first
+transactional batch to its COMMIT/ABORT marker). The ``.txnindex`` check is :mod:`kafkatool.verify`'s (its
+``txnindex-*`` findings), not redone here.
+
+A ``read_committed`` fetch (``UnifiedLog.read`` with ``FetchIsolation.TXN_COMMITTED``, then the consumer's
+``CompletedFetch``) returns batches below the last stable offset (the first offset of the oldest open
+transaction; also below the high watermark) and the aborted transactions overlapping them; the consumer drops
+control batches and the transactional batches of a producer that fall in one of its aborted transactions
+``[first offset, marker offset]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .model import Batch, Finding
+from .producers import Transaction, replay_partition
+from .walk import partition_of
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedView:
+    """What decides whether a batch reaches a ``read_committed`` consumer."""
+
+    aborted: dict[int, list[tuple[int, int]]]  # producer id -> [(first offset, marker offset)]
+    lso: int | None
+    high_watermark: int | None
+
+    @property
+    def limit(self) -> int | None:
+        """The fetch's upper bound (exclusive): the LSO, and the high watermark when it is known."""
+        bounds = [b for b in (self.lso, self.high_watermark) if b is not None]
+        return min(bounds) if bounds else None
+
+    def delivers(self, batch: Batch) -> bool:
+        """False for control batches and batches of aborted transactions (v0/v1 entries are always delivered)."""
+        if batch.magic < 2:
+            return True
+        if batch.control:
+            return False
+        if not batch.transactional:
+            return True
+        return not any(first <= batch.base_offset <= last for first, last in self.aborted.get(batch.producer_id, ()))
+
+
+def high_watermark(partition_dir: Path) -> int | None:
+    """The partition's entry in its log dir's ``replication-offset-checkpoint``, if there is one."""
+    from .smallfiles import read_offset_checkpoint
+
+    tp = partition_of(partition_dir.name)
+    checkpoint = partition_dir.parent / "replication-offset-checkpoint"
+    if tp is None or not checkpoint.is_file():
+        return None
+    for e in read_offset_checkpoint(checkpoint):
+        if (e.topic, e.partition) == tp:
+            return e.offset
+    return None
+
+
+def committed_view(partition_dir: Path) -> CommittedView:
+    """The aborted transactions, LSO and high watermark of the partition dir holding a segment."""
+    history = replay_partition(partition_dir)
+    aborted: dict[int, list[tuple[int, int]]] = {}
+    for pid, first, last in history.aborted():
+        aborted.setdefault(pid, []).append((first, last))
+    return CommittedView(aborted, history.lso, high_watermark(partition_dir))
+
+
+def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
+    """Per partition under ``paths``: its transactions in offset order, a finding per open transaction holding
+    back the LSO, then the ``.txnindex`` findings of ``verify``."""
+    from .verify import partition_dirs, verify_paths
+
+    for pd in partition_dirs(paths):
+        history = replay_partition(pd.path, pd.display)
+        yield from (f for f in history.findings if f.severity != "info")
+        for t in history.transactions:
+            yield t
+            if t.outcome == "OPEN":
+                yield Finding("warning", "txn-open", pd.display, None,
+                              f"transaction of producer {t.producer_id} (epoch {t.producer_epoch}) open since offset "
+                              f"{t.first_offset} holds the last stable offset back by {t.lso_held_back} offsets "
+                              f"(log end offset {history.leo}): read_committed consumers stop at {t.first_offset}"
+                              " until it ends (hanging, if its producer is gone)")
+        yield from (f for f in verify_paths([pd.display]) if isinstance(f, Finding) and f.code.startswith("txnindex-"))
+
+
+__all__ = ["CommittedView", "committed_view", "high_watermark", "txns_paths"]
