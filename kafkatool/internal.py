@@ -499,8 +499,9 @@ def transaction_states(paths: Iterable[str | Path]) -> Iterator[TransactionLogEn
 class PartitionState:
     """One step of a partition's leadership timeline (a PartitionRecord or PartitionChangeRecord applied).
 
-    Leader epoch and partition epoch of a change are derived as the controller does: the partition epoch
-    grows by one per change, the leader epoch when the leader changes.
+    Leader epoch and partition epoch of a change are not in the record; they follow ``PartitionRegistration.merge``:
+    the partition epoch grows by one per change record, the leader epoch by one when the record carries a leader
+    (anything but NO_LEADER_CHANGE, -2; the controller sets it also to bump the epoch of an unchanged leader).
     """
 
     source: str
