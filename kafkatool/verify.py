@@ -249,6 +249,8 @@ def verify_paths(
                     total.batches += item.batches
                 elif isinstance(item, _FileCount):
                     total.files += item.n
+                    total.bytes += item.bytes
+                    total.batches += item.batches
                     continue
                 yield item
     finally:
@@ -258,7 +260,11 @@ def verify_paths(
 
 @dataclass
 class _FileCount:
+    """Files looked at (and, for record files named alone, their bytes and batches) for the total summary."""
+
     n: int
+    bytes: int = 0
+    batches: int = 0
 
 
 class _Runner:
@@ -307,13 +313,14 @@ def _small(path: Path, kind: FileKind, display: str, base: int | None = None) ->
 def _verify_file(path: Path, display: str, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
     """A single file named on the command line: the checks that need nothing else."""
     info = classify(path, by_extension=True)
-    yield _FileCount(1)
     if info.kind.holds_records:
         standalone = info.kind is FileKind.KRAFT_SNAPSHOT or info.leftover is not None or info.base_offset is None
         task = SegmentTask(info.base_offset or 0, display, standalone=standalone, check_indexes=False)
         for report in runner.run([task]):
+            yield _FileCount(1, report.size, report.batches)
             yield from report.findings
         return
+    yield _FileCount(1)
     if info.kind in (FileKind.INDEX, FileKind.TIME_INDEX) and info.base_offset is not None:
         log = os.path.join(os.path.dirname(display), f"{info.base_offset:020d}.log")
         if os.path.exists(log):  # check it against its segment

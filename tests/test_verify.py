@@ -438,3 +438,10 @@ def test_an_interrupted_apply_is_named(logdir: Path) -> None:
     found = {(f.code, Path(f.path).name) for f in run(logdir)[0]}
     assert ("apply-interrupted", ".kafkatool-apply.journal") in found
     assert ("apply-interrupted", "00000000000000000000.index.kafkatool-tmp") in found
+
+
+def test_a_record_file_named_alone_counts_in_the_total() -> None:
+    log = corpus_root() / "kafka/recovery/crc-flip/before/rtopic-0/00000000000000000259.log"
+    findings, parts, total = run(log)
+    assert parts == [] and (total.files, total.bytes, total.batches) == (1, log.stat().st_size, 6)
+    assert [(f.code, f.position) for f in findings] == [("crc-mismatch", 347)]
