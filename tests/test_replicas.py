@@ -341,18 +341,23 @@ def test_epoch_rule_truncates_to_the_end_of_the_common_history(tmp_path: Path, s
     assert len(ep.steps) >= 1 and ep.steps[-1]["truncate_to"] == ep.truncate_to
 
 
-def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path: Path) -> None:
-    """The leader's retention removed everything the follower has: its fetch is out of range and it empties its
-    log (``truncateFullyAndStartAt``). Not data lost by the truncation: the leader had dropped it already."""
+def _leader_past_the_follower(tmp_path: Path) -> tuple[int, Path]:
+    """broker-l whose retention deleted its first two segments, and broker-f holding only offsets 0..1: the
+    leader's new log start offset, and the follower's log dir."""
     with LogDirWriter(tmp_path / "broker-l", cluster_id="c1", node_id=1) as logdir:
         p = logdir.partition("orders", 0, TOPIC_ID, segment_bytes=250)
         for o in range(0, 20, 2):
             p.append(msg(o, "l", 0, n=2).raw)
-    start = p.segment_base_offsets[2]
     for base in p.segment_base_offsets[:2]:
         for f in (tmp_path / "broker-l" / "orders-0").glob(f"{base:020d}.*"):
             f.unlink()
-    follower = broker(tmp_path, "broker-f", [msg(0, "l", 0, n=2)], hw=2)
+    return p.segment_base_offsets[2], broker(tmp_path, "broker-f", [msg(0, "l", 0, n=2)], hw=2)
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path: Path) -> None:
+    """The leader's retention removed everything the follower has: its fetch is out of range and it empties its
+    log (``truncateFullyAndStartAt``). Not data lost by the truncation: the leader had dropped it already."""
+    start, follower = _leader_past_the_follower(tmp_path)
     for rule, t in truncate(tmp_path / "broker-l", follower).items():
         assert t.full_truncation and not t.data_loss, rule
         assert [(b.base_offset, b.below_leader_log_start) for b in t.lost] == [(0, True)]
@@ -793,15 +798,7 @@ def test_apply_a_full_truncation_starts_an_empty_log_at_the_leaders_log_start(tm
     """``truncateFullyAndStartAt``: every segment and snapshot goes; an empty segment at the new offset remains."""
     from kafkatool.truncation import apply_truncations
 
-    with LogDirWriter(tmp_path / "broker-l", cluster_id="c1", node_id=1) as logdir:
-        p = logdir.partition("orders", 0, TOPIC_ID, segment_bytes=250)
-        for o in range(0, 20, 2):
-            p.append(msg(o, "l", 0, n=2).raw)
-    start = p.segment_base_offsets[2]
-    for base in p.segment_base_offsets[:2]:
-        for f in (tmp_path / "broker-l" / "orders-0").glob(f"{base:020d}.*"):
-            f.unlink()
-    follower = broker(tmp_path, "broker-f", [msg(0, "l", 0, n=2)], hw=2)
+    start, follower = _leader_past_the_follower(tmp_path)
     items = list(apply_truncations(tmp_path / "broker-l", follower, rule="hw", backup_dir=tmp_path / "bk"))
     (t,) = [x for x in items if isinstance(x, Truncation)]
     assert t.applied and t.full_truncation and t.plan is not None and t.plan.start_fresh_at == start
