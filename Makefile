@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	touch $@
 
 ## demo: dump, verify and search the bundled fixture log dir (what an SRE would run first)
@@ -36,10 +36,11 @@ lint: install
 fixtures: install
 	$(PY) fixtures/generate.py fixtures/logdir
 
-## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency
+## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; Spark scan
 bench: install
 	$(PY) bench/bench_scan.py
 	$(PY) bench/bench_locate.py
+	$(PY) bench/bench_spark.py
 
 clean:
 	rm -rf $(VENV) bench/out .pytest_cache

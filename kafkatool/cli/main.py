@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from ..errors import KafkaToolError
-from . import dump_cmd, internal_cmd, locate_cmd, producers_cmd, repair_cmd, replicas_cmd, verify_cmd
+from . import dump_cmd, internal_cmd, locate_cmd, producers_cmd, repair_cmd, replicas_cmd, spark_cmd, verify_cmd
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad input
@@ -90,6 +90,8 @@ app.command("txn-state", epilog=internal_cmd.TXN_STATE_EXAMPLES)(command(interna
 app.command("metadata", epilog=internal_cmd.METADATA_EXAMPLES)(command(internal_cmd.metadata))
 app.command("producers", epilog=producers_cmd.PRODUCERS_EXAMPLES)(command(producers_cmd.producers))
 app.command("txns", epilog=producers_cmd.TXNS_EXAMPLES)(command(producers_cmd.txns))
+spark_cmd.app.command("scan", epilog=spark_cmd.SCAN_EXAMPLES)(command(spark_cmd.scan))
+app.add_typer(spark_cmd.app, name="spark")
 
 
 def main() -> None:

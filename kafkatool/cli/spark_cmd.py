@@ -1,0 +1,113 @@
+"""``kafkatool spark scan``: segments to Parquet with Spark, and a summary per topic partition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="spark",
+    help="Scan log dirs with Apache Spark (needs the spark extra: pip install 'kafkatool\\[spark]').",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _spark() -> None:
+    """Scan log dirs with Apache Spark: the kafka-log data source (see README, "Spark")."""
+
+
+SCAN_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool spark scan /var/lib/kafka/data --out /tmp/scan
+
+  kafkatool spark scan --records --master 'local[8]' /mnt/broker-*/data --out /tmp/scan
+
+  spark-submit --py-files kafkatool-0.1.0-py3-none-any.whl .../kafkatool/spark/scan.py --master '' \\
+    s3://bucket/logs/ --out s3://bucket/scan
+"""
+
+
+def _ms(ts: int | None) -> str:
+    if ts is None or ts < 0:
+        return "-"
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def scan(
+    paths: Annotated[list[str], typer.Argument(help="Log dirs, partition dirs, .log files, globs or URLs "
+                                               "(s3://, hdfs:// through pyarrow.fs).", show_default=False)],
+    out: Annotated[str, typer.Option("--out", "-o", help="Output dir (or URL) for the Parquet tables and "
+                                     "summary.json.", show_default=False)],
+    records: Annotated[bool, typer.Option("--records", "-r", help="Also write every record (decompressed).")] = False,
+    master: Annotated[str, typer.Option(help="Spark master URL; '' keeps what spark-submit set.")] = "local[*]",
+    split_bytes: Annotated[
+        int, typer.Option(help="Split segments above N bytes into several tasks at indexed batch starts (0: off).",
+                          min=0)
+    ] = 0,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text (a table) or jsonl (one line per partition).")
+                   ] = "text",
+) -> int:
+    """Write batches (and records with --records) and findings as Parquet partitioned by topic; summarise.
+
+    Per topic partition: bytes, batches, records, offset and time ranges, codecs, producers, CRC failures,
+    findings by severity (verify's per-segment checks), transactions committed and aborted.
+    Exit 0 when clean, 1 when there are error findings, 2 usage error.
+    """
+    import json
+
+    from ..errors import UsageError
+
+    if fmt not in ("text", "jsonl"):
+        raise UsageError("--format must be one of text, jsonl")
+    try:
+        from ..spark.scan import scan_paths, session
+    except ImportError as exc:
+        raise UsageError(f"spark scan needs pyspark and pyarrow: pip install 'kafkatool[spark]' ({exc})") from exc
+    for p in paths:
+        if "://" not in p and not any(c in p for c in "*?[") and not Path(p).exists():
+            raise UsageError(f"no such file or directory: {p}")
+
+    spark, started = session(master)
+    try:
+        result = scan_paths(spark, paths, out, records=records, split_bytes=split_bytes)
+    finally:
+        if started:
+            spark.stop()
+
+    if fmt == "jsonl":
+        for p in result.partitions:
+            print(json.dumps({"type": "summary", "scope": "partition", **p}))
+        print(json.dumps({"type": "summary", "scope": "total", **result.total}))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False)
+        for col in ("partition", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
+                    "crc fail", "committed", "aborted", "errors", "warnings", "info"):
+            table.add_column(col, justify="right" if col not in ("partition", "offsets", "time", "codecs") else "left")
+        for p in result.partitions:
+            name = f"{p['topic']}-{p['partition']}" if p["topic"] is not None else f"(flat)-{p['partition']}"
+            offsets = "-" if p.get("first_offset") is None else f"{p['first_offset']}..{p['last_offset']}"
+            times = f"{_ms(p.get('first_timestamp'))}..{_ms(p.get('max_timestamp'))}"
+            table.add_row(name, f"{p['bytes']:,}", f"{p['batches']:,}", f"{p['records']:,}", offsets, times,
+                          ",".join(p["codecs"]), str(p["producers"]), str(p["crc_failures"]), str(p["committed"]),
+                          str(p["aborted"]), str(p["errors"]), str(p["warnings"]), str(p["info"]))
+        console = Console(highlight=False, soft_wrap=True, width=None if __import__("sys").stdout.isatty() else 1000)
+        console.print(table)
+        t = result.total
+        tables = "batches, findings" + (", records" if records else "")
+        console.print(f"{t['partitions']} partitions, {t['bytes']:,} bytes, {t['batches']:,} batches, "
+                      f"{t['records']:,} records; {t['crc_failures']} CRC failures, {t['errors']} errors, "
+                      f"{t['warnings']} warnings; Parquet ({tables}) and summary.json in {out}")
+    return 1 if result.total["errors"] else 0

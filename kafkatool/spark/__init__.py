@@ -1,0 +1,31 @@
+"""Kafka log segments as Spark DataFrames: the ``kafka-log`` Python data source and ``kafkatool spark scan``.
+
+The only package that imports ``pyspark``/``pyarrow`` (the ``[spark]`` extra). The per-segment work is
+the CLI's own (:func:`kafkatool.records.scan`, :func:`kafkatool.records.decode_records`,
+:func:`kafkatool.segment_check.check_segment`); this package only fans it out over Spark tasks and turns
+its values into Arrow columns.
+
+    from kafkatool.spark import register
+    register(spark)
+    spark.read.format("kafka-log").option("level", "records").load("/var/lib/kafka/data")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+FORMAT = "kafka-log"
+LEVELS = ("batches", "records", "findings")
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``kafka-log`` data source with ``spark`` (once per session; repeating is harmless)."""
+    from .source import KafkaLogDataSource
+
+    spark.dataSource.register(KafkaLogDataSource)
+
+
+__all__ = ["FORMAT", "LEVELS", "register"]

@@ -1,0 +1,520 @@
+"""The ``kafka-log`` PySpark data source: segments as batches, records or findings.
+
+``spark.read.format("kafka-log").option("level", "records").load("/var/lib/kafka/data")``
+
+Options:
+
+- ``level``: ``batches`` (default; one row per batch, damaged ones included with ``crc_valid = false``),
+  ``records`` (one row per record, decompressed), ``findings`` (one row per finding: verify's per-segment
+  check, :func:`kafkatool.segment_check.check_segment`, with the segment's indexes).
+- ``values``: ``binary`` (default), ``base64`` (a string column) or ``none`` (no ``value`` column): records level.
+- ``splitBytes``: split segments larger than this many bytes into several input partitions, at batch
+  starts taken from the segment's ``.index`` (each checked: a v2 batch with a valid CRC starts there); 0
+  (default) or no usable index: one partition per segment. Not for the findings level (whole segments).
+- ``deep``: findings level: also decompress and decode every record (``verify --deep``).
+- ``includeLeftovers``: also read ``.log.swap``/``.cleaned``/``.deleted`` files found in directories.
+
+Paths: files, partition dirs, log dirs, many log dirs, or globs; local paths are read directly,
+URLs (``s3://``, ``hdfs://``, ``file://``...) through :mod:`pyarrow.fs` (findings level: the scan's
+findings only, no index checks). Topic and partition come from the
+partition dir's name (``orders-3``; null and -1 for a flat layout), the segment from the file name.
+
+Rows leave ``read()`` as ``pyarrow.RecordBatch``es of up to ``ROWS_PER_BATCH`` rows, columns built from
+whole lists at a time.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+ROWS_PER_BATCH = 8192
+LEVELS = ("batches", "records", "findings")
+VALUE_MODES = ("binary", "base64", "none")
+
+_SOURCE = [
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType(), False),
+    StructField("segment", LongType()),       # base offset from the file name (null: not a Kafka name)
+    StructField("file", StringType(), False),
+]
+
+BATCH_FIELDS = [
+    StructField("position", LongType(), False),
+    StructField("base_offset", LongType(), False),
+    StructField("last_offset", LongType(), False),
+    StructField("partition_leader_epoch", IntegerType()),
+    StructField("magic", IntegerType(), False),
+    StructField("compression", StringType(), False),
+    StructField("timestamp_type", StringType(), False),
+    StructField("first_timestamp", LongType(), False),
+    StructField("max_timestamp", LongType(), False),
+    StructField("producer_id", LongType()),
+    StructField("producer_epoch", IntegerType()),
+    StructField("base_sequence", IntegerType()),
+    StructField("transactional", BooleanType()),
+    StructField("control", BooleanType()),
+    StructField("crc", LongType(), False),
+    StructField("crc_valid", BooleanType(), False),
+    StructField("size", IntegerType(), False),
+    StructField("record_count", IntegerType(), False),
+    StructField("delete_horizon_ms", LongType()),  # set by the log cleaner on batches with tombstones
+    StructField("control_type", StringType()),  # ABORT / COMMIT / ... for control batches
+]
+BATCHES = StructType(_SOURCE + BATCH_FIELDS)
+
+HEADER = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+
+
+def records_schema(values: str = "binary") -> StructType:
+    fields = [
+        *_SOURCE,
+        StructField("offset", LongType(), False),
+        StructField("timestamp", LongType(), False),
+        StructField("key", BinaryType()),
+    ]
+    if values == "binary":
+        fields.append(StructField("value", BinaryType()))
+    elif values == "base64":
+        fields.append(StructField("value", StringType()))
+    fields += [
+        StructField("headers", ArrayType(HEADER, False), False),
+        StructField("batch_base_offset", LongType(), False),
+        StructField("control_type", StringType()),
+    ]
+    return StructType(fields)
+
+
+FINDINGS = StructType([
+    *_SOURCE,
+    StructField("severity", StringType(), False),
+    StructField("code", StringType(), False),
+    StructField("position", LongType()),
+    StructField("message", StringType(), False),
+])
+
+
+@dataclass(frozen=True)
+class SegmentPartition(InputPartition):
+    """One task: the entries of a record file beginning in ``[start, end)`` (``end`` None: to the end)."""
+
+    path: str                 # local path or URL
+    topic: str | None
+    partition: int
+    segment: int | None
+    start: int = 0
+    end: int | None = None
+    index: str | None = None      # sibling files, for the findings level (local only)
+    timeindex: str | None = None
+    txnindex: str | None = None
+    active: bool = False          # the last segment of its partition dir
+
+
+def _bool(value: str | None, default: bool = False) -> bool:
+    if value is None:
+        return default
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _paths(options: dict) -> list[str]:
+    if "paths" in options and options["paths"]:
+        paths = json.loads(options["paths"])
+    elif options.get("path"):
+        paths = [options["path"]]
+    else:
+        raise ValueError("kafka-log: give a path: spark.read.format('kafka-log').load(path)")
+    return [str(p) for p in paths]
+
+
+def _is_url(path: str) -> bool:
+    """Read through pyarrow.fs (``file://`` URLs too, which is how the tests exercise that path)."""
+    return "://" in path
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning (driver side): which files, which byte ranges
+
+
+def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = False) -> list[SegmentPartition]:
+    """Input partitions for every record file under ``paths`` (local paths, globs or URLs)."""
+    out: list[SegmentPartition] = []
+    for raw in paths:
+        if _is_url(raw):
+            out.extend(_plan_remote(raw, include_leftovers))
+            continue
+        matches = sorted(glob.glob(raw)) if glob.has_magic(raw) else [raw]
+        if not matches:
+            raise FileNotFoundError(f"kafka-log: no such file or directory: {raw}")
+        for m in matches:
+            out.extend(_plan_local(m, include_leftovers))
+    if split_bytes > 0:
+        out = [piece for p in out for piece in _split(p, split_bytes)]
+    return out
+
+
+def _plan_local(path: str, include_leftovers: bool) -> list[SegmentPartition]:
+    from kafkatool.filetypes import FileKind, classify
+    from kafkatool.walk import expand, partition_of
+
+    files = [f for f in expand([path])
+             if f.kind is FileKind.LOG and (f.explicit or include_leftovers or classify(f.path).leftover is None)]
+    last: dict[str, int] = {}  # dir -> largest base offset of its segments (the active segment)
+    for f in files:
+        base = classify(f.path).base_offset
+        if base is not None:
+            d = str(f.path.parent)
+            last[d] = max(last.get(d, -1), base)
+    out = []
+    for f in files:
+        info = classify(f.path, by_extension=True)
+        part = partition_of(f.path.resolve().parent.name)
+        log = str(f.path)
+        stem = log[: -len(info.leftover)] if info.leftover else log
+        siblings = {}
+        if info.base_offset is not None and info.leftover is None and stem.endswith(".log"):
+            for ext in ("index", "timeindex", "txnindex"):
+                sib = stem[:-3] + ext
+                siblings[ext] = sib if os.path.exists(sib) else None
+        out.append(SegmentPartition(
+            f.display, part[0] if part else None, part[1] if part else -1, info.base_offset,
+            index=siblings.get("index"), timeindex=siblings.get("timeindex"), txnindex=siblings.get("txnindex"),
+            active=info.base_offset is not None and last.get(str(f.path.parent)) == info.base_offset,
+        ))
+    return out
+
+
+def _plan_remote(url: str, include_leftovers: bool) -> list[SegmentPartition]:
+    import posixpath
+
+    from pyarrow import fs as pafs
+
+    from kafkatool.filetypes import FileKind, classify
+    from kafkatool.walk import partition_of
+
+    filesystem, root = pafs.FileSystem.from_uri(url)
+    scheme = url.split("://", 1)[0]
+    info = filesystem.get_file_info(root)
+    if info.type == pafs.FileType.Directory:
+        infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
+        names = sorted(i.path for i in infos if i.type == pafs.FileType.File)
+    elif info.type == pafs.FileType.File:
+        names = [root]
+    else:
+        raise FileNotFoundError(f"kafka-log: no such file or directory: {url}")
+    out = []
+    for name in names:
+        ci = classify(name, by_extension=name == root)
+        if ci.kind is not FileKind.LOG or (ci.leftover and not include_leftovers and name != root):
+            continue
+        part = partition_of(posixpath.basename(posixpath.dirname(name)))
+        out.append(SegmentPartition(f"{scheme}://{name}", part[0] if part else None, part[1] if part else -1,
+                                    ci.base_offset))
+    return out
+
+
+_INDEX_ENTRY = struct.Struct(">ii")
+_V2_PREFIX = struct.Struct(">qiiBI")  # base offset, length, leader epoch, magic, crc
+
+
+def _split(p: SegmentPartition, split_bytes: int) -> list[SegmentPartition]:
+    """Byte ranges of about ``split_bytes`` each, cut at batch starts named by the offset index.
+
+    Every cut point is checked (a whole v2 batch with a valid CRC begins there), so a broken index can
+    only cost parallelism, never a batch; ``scan(start=, end=)`` takes the entries that begin in a range.
+    """
+    from crc32c import crc32c
+
+    if p.index is None or _is_url(p.path):
+        return [p]
+    try:
+        size = os.path.getsize(p.path)
+        if size <= split_bytes:
+            return [p]
+        with open(p.index, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return [p]
+    positions = [pos for _rel, pos in _INDEX_ENTRY.iter_unpack(data[: len(data) // 8 * 8]) if pos > 0]
+    cuts: list[int] = []
+    target = split_bytes
+    with open(p.path, "rb") as log:
+        for pos in positions:  # index positions increase; a non-increasing entry is skipped
+            if pos < target or (cuts and pos <= cuts[-1]) or pos >= size:
+                continue
+            header = os.pread(log.fileno(), 61, pos)
+            if len(header) < 61:
+                break
+            _base, length, _epoch, magic, crc = _V2_PREFIX.unpack_from(header)
+            if magic != 2 or length < 49 or pos + 12 + length > size:
+                continue
+            if crc32c(os.pread(log.fileno(), length - 9, pos + 21)) != crc:
+                continue
+            cuts.append(pos)
+            target = pos + split_bytes
+    if not cuts:
+        return [p]
+    bounds = [0, *cuts, None]
+    return [SegmentPartition(p.path, p.topic, p.partition, p.segment, s, e, p.index, p.timeindex, p.txnindex,
+                             p.active) for s, e in zip(bounds, bounds[1:], strict=False)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The data source
+
+
+class KafkaLogDataSource(DataSource):
+    """``format("kafka-log")``: see the module docstring for options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log"
+
+    def _level(self) -> str:
+        level = self.options.get("level", "batches").lower()
+        if level not in LEVELS:
+            raise ValueError(f"kafka-log: option level must be one of {', '.join(LEVELS)}, not {level!r}")
+        return level
+
+    def _values(self) -> str:
+        values = self.options.get("values", "binary").lower()
+        if values not in VALUE_MODES:
+            raise ValueError(f"kafka-log: option values must be one of {', '.join(VALUE_MODES)}, not {values!r}")
+        return values
+
+    def schema(self) -> StructType:
+        level = self._level()
+        if level == "batches":
+            return BATCHES
+        if level == "records":
+            return records_schema(self._values())
+        return FINDINGS
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkaLogReader(dict(self.options), self._level(), self._values(), schema)
+
+
+class KafkaLogReader(DataSourceReader):
+    def __init__(self, options: dict, level: str, values: str, schema: StructType) -> None:
+        self.options = options
+        self.level = level
+        self.values = values
+        self.schema = schema
+        self.split_bytes = 0 if level == "findings" else int(options.get("splitBytes", options.get("splitbytes", 0)))
+        self.deep = _bool(options.get("deep"))
+        self.include_leftovers = _bool(options.get("includeLeftovers", options.get("includeleftovers")))
+
+    def partitions(self) -> list[SegmentPartition]:
+        parts = plan(_paths(self.options), split_bytes=self.split_bytes, include_leftovers=self.include_leftovers)
+        # Spark needs at least one partition; an empty input reads nothing.
+        return parts or [SegmentPartition("", None, -1, None, 0, 0)]
+
+    def read(self, partition: SegmentPartition) -> Iterator:
+        if not partition.path:
+            return iter(())
+        return read_partition(partition, self.level, self.values, self.deep, self.schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading (executor side): heavy imports stay inside these functions
+
+
+def _open(path: str):
+    """A binary file object for a local path or a pyarrow.fs URL (what ``records.scan`` reads through)."""
+    if not _is_url(path):
+        return open(path, "rb", buffering=0)  # scan reads through its own window: no second copy
+    from pyarrow import fs as pafs
+
+    filesystem, inner = pafs.FileSystem.from_uri(path)
+    return filesystem.open_input_file(inner)
+
+
+def _arrow_schema(schema: StructType):
+    """The Arrow schema Spark checks ``read()``'s batches against (its own conversion, so they match)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def read_partition(part: SegmentPartition, level: str, values: str = "binary", deep: bool = False,
+                   schema: StructType | None = None) -> Iterator:
+    """``pyarrow.RecordBatch``es of one input partition at ``level`` (also usable without Spark)."""
+    if schema is None:
+        schema = {"batches": BATCHES, "findings": FINDINGS}.get(level) or records_schema(values)
+    arrow = _arrow_schema(schema)
+    if level == "batches":
+        return _read_batches(part, arrow)
+    if level == "records":
+        return _read_records(part, arrow, values)
+    return _read_findings(part, arrow, deep)
+
+
+def _constants(part: SegmentPartition, n: int, file: str | None = None) -> list:
+    import pyarrow as pa
+
+    return [pa.array([part.topic] * n, pa.string()), pa.array([part.partition] * n, pa.int32()),
+            pa.array([part.segment] * n, pa.int64()), pa.array([file or part.path] * n, pa.string())]
+
+
+class _ControlTypes:
+    """The control type of control batches (read aside through a second handle: they are rare)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fh = None
+
+    def __call__(self, batch) -> str | None:
+        from kafkatool.records import decode_records
+
+        if self.fh is None:
+            self.fh = _open(self.path)
+        self.fh.seek(batch.position)
+        raw = self.fh.read(batch.size)
+        records, _findings = decode_records(batch, raw, self.path)
+        return records[0].control_type if records else None
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def _read_batches(part: SegmentPartition, arrow) -> Iterator:
+    from itertools import islice
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from kafkatool.model import Batch
+    from kafkatool.records import scan
+
+    control_types = _ControlTypes(part.path)
+
+    # One C-level conversion of the Batch tuples into a struct array, then its fields by name: cheaper
+    # than one Python-sequence conversion per column.
+    types = {f.name: f.type for f in arrow}
+    as_struct = pa.struct([(name, types.get(name, pa.int32())) for name in Batch._fields])
+    control_index = Batch._fields.index("control")
+
+    constants: dict[int, list] = {}  # n -> the four per-file columns (most chunks have the same n)
+
+    def flush(rows: list) -> pa.RecordBatch:
+        n = len(rows)
+        fields = dict(zip(Batch._fields, pa.array(rows, as_struct).flatten(), strict=True))
+        if pc.any(fields["control"]).as_py():
+            ctypes = pa.array([control_types(b) if b[control_index] else None for b in rows], pa.string())
+        else:
+            ctypes = pa.nulls(n, pa.string())
+        if n not in constants:
+            constants[n] = _constants(part, n)
+        columns = [*constants[n], *(fields[name] for name in arrow.names[4:-1]), ctypes]
+        return pa.RecordBatch.from_arrays(columns, schema=arrow)
+
+    try:
+        with _open(part.path) as fh:
+            items = scan(fh, part.path, start=part.start, end=part.end)
+            while chunk := list(islice(items, ROWS_PER_BATCH)):  # C-level chunking, no per-item Python loop
+                rows = [b for b in chunk if b.__class__ is Batch]  # findings: the findings level's business
+                if rows:
+                    yield flush(rows)
+    finally:
+        control_types.close()
+
+
+def _read_records(part: SegmentPartition, arrow, values: str) -> Iterator:
+    import base64
+
+    import pyarrow as pa
+
+    from kafkatool.records import RawBatch, decode_records, scan
+
+    def flush(rows: list, batch_bases: list) -> pa.RecordBatch:
+        n = len(rows)
+        offset, ts, key, value, headers, ctype, _epoch = zip(*rows, strict=True)
+        columns = [*_constants(part, n), offset, ts, key]
+        if values == "binary":
+            columns.append(value)
+        elif values == "base64":
+            columns.append([None if v is None else base64.b64encode(v).decode("ascii") for v in value])
+        columns += [headers, batch_bases, ctype]
+        return pa.RecordBatch.from_arrays(
+            [c if isinstance(c, pa.Array) else pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)],
+            schema=arrow)
+
+    with _open(part.path) as fh:
+        rows: list = []
+        bases: list = []
+        for item in scan(fh, part.path, start=part.start, end=part.end, with_raw=True):
+            if item.__class__ is not RawBatch:
+                continue
+            batch, raw = item
+            records, _findings = decode_records(batch, raw, part.path)
+            rows.extend(records)
+            bases.extend([batch.base_offset] * len(records))
+            if len(rows) >= ROWS_PER_BATCH:
+                yield flush(rows, bases)
+                rows, bases = [], []
+        if rows:
+            yield flush(rows, bases)
+
+
+def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
+    import pyarrow as pa
+
+    from kafkatool.model import Finding
+
+    findings: list[Finding]
+    if _is_url(part.path):
+        findings = _scan_findings(part, deep)
+    else:
+        from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
+
+        standalone = part.segment is None or not part.path.endswith(".log")  # a lone file, or a leftover
+        task = SegmentTask(part.segment or 0, part.path, part.index, part.timeindex, part.txnindex,
+                           active=part.active, standalone=standalone)
+        findings = check_segment(task, CheckOptions(deep=deep)).findings
+    if not findings:
+        return
+    for i in range(0, len(findings), ROWS_PER_BATCH):
+        chunk = findings[i:i + ROWS_PER_BATCH]
+        n = len(chunk)
+        columns = [*_constants(part, n)[:3], [f.path for f in chunk], [f.severity for f in chunk],
+                   [f.code for f in chunk], [f.position for f in chunk], [f.message for f in chunk]]
+        yield pa.RecordBatch.from_arrays(
+            [c if isinstance(c, pa.Array) else pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)],
+            schema=arrow)
+
+
+def _scan_findings(part: SegmentPartition, deep: bool) -> list:
+    from kafkatool.model import Finding
+    from kafkatool.records import RawBatch, decode_records, scan
+
+    out = []
+    try:
+        with _open(part.path) as fh:
+            for item in scan(fh, part.path, start=part.start, end=part.end, with_raw=deep):
+                if isinstance(item, Finding):
+                    out.append(item)
+                elif deep and isinstance(item, RawBatch):
+                    out.extend(decode_records(item.batch, item.raw, part.path)[1])
+    except OSError as exc:
+        out.append(Finding("error", "io-error", part.path, None, f"cannot read: {exc.strerror or exc}"))
+    return out
+
+
+__all__ = ["BATCHES", "FINDINGS", "KafkaLogDataSource", "KafkaLogReader", "SegmentPartition", "plan",
+           "read_partition", "records_schema"]

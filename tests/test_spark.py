@@ -1,0 +1,223 @@
+"""The ``kafka-log`` Spark data source and ``kafkatool spark scan`` on a real ``local[2]`` session.
+
+The data source must give what ``kafkatool dump --format jsonl`` gives for the same files (it runs the
+same per-segment code), field by field; damaged corpus partitions give their findings as rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkatool.dump import DumpOptions, dump_paths
+from kafkatool.model import Batch, Record
+from kafkatool.spark.source import plan, read_partition
+
+from .conftest import corpus_root
+
+JAVA17 = "/usr/lib/jvm/java-17-openjdk-amd64"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if not os.environ.get("JAVA_HOME") and os.path.isdir(JAVA17):
+        os.environ["JAVA_HOME"] = JAVA17
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from kafkatool.spark import register
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkatool-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_corpus() -> Path:
+    return corpus_root() / "kafka"
+
+
+def _b64(v):
+    return None if v is None else base64.b64encode(v).decode("ascii")
+
+
+def _dump(files: list[str]) -> tuple[dict, dict]:
+    """Batches and records of each file, as ``dump --format jsonl --records`` gives them."""
+    batches: dict[str, list[dict]] = {}
+    records: dict[str, list[dict]] = {}
+    for f in files:
+        bs, rs = batches.setdefault(f, []), records.setdefault(f, [])
+        base = None
+        for item in dump_paths([f], DumpOptions(records=True)):
+            if isinstance(item, Batch):
+                bs.append(item.as_dict())
+                base = item.base_offset
+            elif isinstance(item, Record):
+                d = item.as_dict()
+                d["batch_base_offset"] = base
+                rs.append(d)
+    return batches, records
+
+
+def test_batches_and_records_equal_dump_jsonl(spark, kafka_corpus):
+    files = sorted({p.path for p in plan([str(kafka_corpus)])})
+    assert len(files) > 50
+    want_batches, want_records = _dump(files)
+
+    rows = spark.read.format("kafka-log").load(str(kafka_corpus)).collect()
+    got_batches: dict[str, list[dict]] = {f: [] for f in files}
+    for r in sorted(rows, key=lambda r: (r.file, r.position)):
+        d = r.asDict()
+        assert d.pop("control_type") is None or d["control"]
+        got_batches[d.pop("file")].append(d)
+    n = 0
+    for f in files:
+        assert len(got_batches[f]) == len(want_batches[f]), f
+        for got, want in zip(got_batches[f], want_batches[f], strict=True):
+            for k, v in want.items():
+                if k != "type":
+                    assert got[k] == v, (f, want["position"], k)
+            n += 1
+    assert n == len(rows) > 1000
+
+    rows = spark.read.format("kafka-log").option("level", "records").load(str(kafka_corpus)).collect()
+    got_records: dict[str, list] = {f: [] for f in files}
+    for r in rows:
+        got_records[r.file].append(r)
+    for f in files:
+        got = sorted(got_records[f], key=lambda r: (r.batch_base_offset, r.offset))
+        want = sorted(want_records[f], key=lambda d: (d["batch_base_offset"], d["offset"]))
+        assert len(got) == len(want), f
+        for g, w in zip(got, want, strict=True):
+            assert (g.offset, g.timestamp, _b64(g.key), _b64(g.value), g.batch_base_offset) == (
+                w["offset"], w["timestamp"], w["key"], w["value"], w["batch_base_offset"]), (f, w["offset"])
+            assert [[h.key, _b64(h.value)] for h in g.headers] == w["headers"]
+            assert g.control_type == w.get("control_type")
+            assert g.topic is not None and g.partition >= 0
+
+
+def test_findings_of_damaged_partitions(spark, kafka_corpus):
+    recovery = kafka_corpus / "recovery"
+    df = spark.read.format("kafka-log").option("level", "findings").load(
+        [f"{recovery}/crc-flip/before", f"{recovery}/torn-tail/before"])
+    rows = {(Path(r.file).parts[-4], Path(r.file).name, r.code, r.position, r.severity) for r in df.collect()}
+    assert ("crc-flip", "00000000000000000259.log", "crc-mismatch", 347, "error") in rows
+    assert any(r[0] == "torn-tail" and r[2] == "torn-tail" and r[3] == 846 for r in rows), rows
+
+    # the damaged batch stays a row of the batches level, flagged
+    bad = spark.read.format("kafka-log").load(f"{recovery}/crc-flip/before").where("not crc_valid").collect()
+    assert [(r.position, r.base_offset, r.topic, r.partition, r.segment) for r in bad] == [(347, 264, "rtopic", 0, 259)]
+
+
+def test_values_option_and_glob(spark, kafka_corpus):
+    path = str(kafka_corpus / "logdir" / "codecs-*")
+    binary = spark.read.format("kafka-log").option("level", "records").load(path)
+    b64 = spark.read.format("kafka-log").option("level", "records").option("values", "base64").load(path)
+    none = spark.read.format("kafka-log").option("level", "records").option("values", "none").load(path)
+    assert dict(b64.dtypes)["value"] == "string" and "value" not in none.columns
+    assert binary.count() == b64.count() == none.count() > 0
+    assert {r.topic for r in binary.select("topic").distinct().collect()} == {"codecs"}
+    got = sorted((r.file, r.offset, r.value) for r in b64.collect())
+    want = sorted((r.file, r.offset, _b64(r.value)) for r in binary.collect())
+    assert got == want
+
+
+def test_split_by_index_never_shares_or_loses_a_batch(spark, kafka_corpus):
+    path = str(kafka_corpus / "logdir")
+    whole = plan([path])
+    split = plan([path], split_bytes=2048)
+    assert len(split) > len(whole)  # some segments were cut at indexed batch starts
+
+    def positions(parts):
+        return sorted((p.path, rb["position"][i].as_py()) for p in parts for rb in read_partition(p, "batches")
+                      for i in range(rb.num_rows))
+
+    assert positions(split) == positions(whole)
+    df = spark.read.format("kafka-log").option("splitBytes", 2048).load(path)
+    assert df.rdd.getNumPartitions() == len(split)
+    assert df.count() == len(positions(whole))
+
+
+def test_parquet_round_trip(spark, kafka_corpus, tmp_path):
+    from pyspark.testing import assertDataFrameEqual
+
+    df = spark.read.format("kafka-log").option("level", "records").load(str(kafka_corpus / "logdir"))
+    df.write.mode("overwrite").partitionBy("topic").parquet(str(tmp_path / "records"))
+    back = spark.read.parquet(str(tmp_path / "records")).select(*df.columns)
+    assertDataFrameEqual(back, df)
+
+
+def test_spark_scan_writes_parquet_and_summary(spark, kafka_corpus, tmp_path):
+    from kafkatool.spark.scan import scan_paths
+
+    logdir = str(kafka_corpus / "logdir")
+    result = scan_paths(spark, [logdir, str(kafka_corpus / "recovery" / "crc-flip" / "before")],
+                        tmp_path / "out", records=True)
+    batches = spark.read.parquet(str(tmp_path / "out" / "batches"))
+    assert batches.count() == sum(s["batches"] for s in result.partitions)
+    assert spark.read.parquet(str(tmp_path / "out" / "records")).count() == sum(s["records"] for s in result.partitions)
+    by = {(s["topic"], s["partition"]): s for s in result.partitions}
+    rtopic = by["rtopic", 0]
+    assert rtopic["crc_failures"] == 1 and rtopic["errors"] >= 1
+    txn = by["txn", 0]
+    assert txn["committed"] > 0 and txn["aborted"] > 0
+    assert set(by["codecs", 0]["codecs"]) <= {"none", "gzip", "snappy", "lz4", "zstd"}
+    assert (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_cli_spark_scan(spark, kafka_corpus, tmp_path):
+    """The command end to end (in process: it reuses the active session and leaves it running)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from kafkatool.cli.main import app
+
+    def kt(*args):
+        return CliRunner().invoke(app, [str(a) for a in args])
+
+    missing = kt("spark", "scan", tmp_path / "nope", "--out", tmp_path / "o")
+    assert missing.exit_code == 2 and "no such file" in missing.output
+    damaged = kafka_corpus / "recovery" / "crc-flip" / "before"
+    done = kt("spark", "scan", "-f", "jsonl", "--records", damaged, "--out", tmp_path / "o")
+    assert done.exit_code == 1, done.output[-2000:]  # an error finding (the CRC mismatch)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["topic"] == "rtopic" and lines[0]["crc_failures"] == 1 and "crc-mismatch" in lines[0]["codes"]
+    assert lines[-1]["scope"] == "total" and lines[-1]["batches"] == 149 and lines[-1]["records"] == 269
+    assert {p.name for p in (tmp_path / "o").iterdir()} >= {"batches", "records", "findings", "summary.json"}
+    assert spark.range(3).count() == 3  # the session is still usable
+    text = kt("spark", "scan", damaged, "--out", tmp_path / "o")
+    assert text.exit_code == 1 and "rtopic-0" in text.stdout and "1 CRC failures" in text.stdout
+
+
+def test_urls_read_through_pyarrow_fs(kafka_corpus):
+    """A URL goes through pyarrow.fs (as s3:// or hdfs:// would): same batches, records and scan findings."""
+    part_dir = kafka_corpus / "recovery" / "torn-tail" / "before"
+    local, remote = plan([str(part_dir)]), plan([part_dir.as_uri()])
+    assert [(p.topic, p.partition, p.segment) for p in remote] == [(p.topic, p.partition, p.segment) for p in local]
+    assert all(p.path.startswith("file://") for p in remote)
+    for level in ("batches", "records"):
+        def rows(parts, level=level):
+            return [{k: v for k, v in row.items() if k != "file"}
+                    for p in parts for rb in read_partition(p, level) for row in rb.to_pylist()]
+        assert rows(remote) == rows(local) != []
+    found = [(row["code"], row["position"]) for p in remote for rb in read_partition(p, "findings")
+             for row in rb.to_pylist()]
+    assert ("torn-tail", 846) in found
