@@ -377,9 +377,9 @@ def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
         return "its offset index is missing"
     if problem := offset_index_sanity(index.read_bytes(), str(index)):
         return f"its offset index is corrupt ({problem.message})"
-    if timeindex is not None and (problem := time_index_sanity(timeindex.read_bytes(), str(timeindex))):
-        if timeindex.read_bytes().count(0) != timeindex.stat().st_size:
-            return f"its time index is corrupt ({problem.message})"
+    data = timeindex.read_bytes() if timeindex is not None else b""
+    if (problem := time_index_sanity(data, str(timeindex))) and data.count(0) != len(data):  # all zero: untrimmed
+        return f"its time index is corrupt ({problem.message})"
     return None
 
 
@@ -388,18 +388,19 @@ def _latest_snapshot(
 ) -> tuple[int, list[ProducerEntry], dict[int, str]]:
     """Where the replay starts: the latest readable snapshot at or before ``first``, else the log start."""
     bad: dict[int, str] = {}
+    readable: dict[int, list[ProducerEntry]] = {}
     for offset, path in snapshots.items():
         if offset is None:
             continue
-        problems = [f for f in read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path))
-                    if isinstance(f, Finding) and f.severity == "error"]
+        items = list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path)))
+        problems = [f for f in items if isinstance(f, Finding) and f.severity == "error"]
         if problems:
             bad[offset] = problems[0].message
-    for offset in sorted((o for o in snapshots if o is not None and log_start <= o <= first), reverse=True):
-        if offset not in bad:
-            entries = [e for e in read_small_file(snapshots[offset], FileKind.PRODUCER_SNAPSHOT, str(snapshots[offset]))
-                       if isinstance(e, ProducerEntry)]
-            return offset, entries, bad
+        else:
+            readable[offset] = [e for e in items if isinstance(e, ProducerEntry)]
+    usable = [o for o in readable if log_start <= o <= first]
+    if usable:
+        return max(usable), readable[max(usable)], bad
     return log_start, [], bad
 
 
