@@ -6,6 +6,8 @@
   section and control record of the corpus, and for hand-built values.
 - The windowed scanner gives the same answer whatever the window size and however a file is split
   into byte ranges.
+- Its columnar mode (``scan(columnar=True)``, the Spark batches level) gives the very same batches,
+  findings and order on every record file, and its raw headers parse with the Construct declaration.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from kafkatool.filetypes import classify
 from kafkatool.formats import control as ctl
 from kafkatool.formats import legacy, record_batch
 from kafkatool.model import Batch, Finding, Trailing
-from kafkatool.records import RawBatch, ScanOptions, decode_records, decompress_records, scan
+from kafkatool.records import HeaderRun, RawBatch, ScanOptions, decode_records, decompress_records, scan
 
 from .conftest import corpus_root
 
@@ -208,3 +210,61 @@ def test_damage_is_reported_at_the_right_byte() -> None:
     (finding,) = [f for f in zero if isinstance(f, Finding)]
     assert (finding.code, finding.position) == ("zero-filled-tail", 924)
     assert "65536 zero bytes" in finding.message
+
+
+# -- the columnar mode ----------------------------------------------------------------------------
+
+
+def _expanded(items: list) -> list:
+    """Columnar scan output with each HeaderRun replaced by its batches: comparable with the tuple scan."""
+    out = []
+    for item in items:
+        out.extend(item.batches() if isinstance(item, HeaderRun) else [item])
+    return out
+
+
+@pytest.mark.parametrize("path", RECORD_FILES, ids=[str(p.relative_to(ROOT)) for p in RECORD_FILES])
+def test_columnar_scan_agrees_with_the_tuple_scan_and_construct(path: Path) -> None:
+    reference = _items(path)
+    columnar = _items(path, columnar=True)
+    assert _expanded(columnar) == reference
+    runs = [r for r in columnar if isinstance(r, HeaderRun)]
+    assert all(len(r.headers) == 61 * len(r.positions) == 61 * len(r.crc_valid) for r in runs)
+    if any(isinstance(b, Batch) and b.magic == 2 for b in reference):
+        assert runs
+    for run in runs:
+        for i, batch in enumerate(run.batches()):
+            assert run.batch(i) == batch
+            h = record_batch.RecordBatchHeader.parse(run.headers[61 * i:61 * i + 61])
+            assert (h.base_offset, h.batch_length + 12, h.crc, h.records_count) == (
+                batch.base_offset, batch.size, batch.crc, batch.record_count)
+    joined = HeaderRun.join(runs) if runs else None
+    if joined is not None:
+        assert list(joined.batches()) == [b for r in runs for b in r.batches()]
+
+
+@pytest.mark.parametrize("path", SPLIT_FILES, ids=lambda p: p.parent.name + "/" + p.name)
+def test_columnar_scan_agrees_at_any_window_and_split(path: Path) -> None:
+    reference = _items(path)
+    for window in (16, 61, 100, 1000, 4096):
+        assert _expanded(_items(path, columnar=True, options=ScanOptions(window=window))) == reference
+    batches = [b for b in reference if isinstance(b, Batch)]
+    cuts = [0, *[b.position for b in batches][1::2], path.stat().st_size]
+    got = []
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        got += [b for b in _expanded(_items(path, start=lo, end=hi, columnar=True)) if isinstance(b, Batch)]
+    assert got == batches
+
+
+def test_columnar_scan_reports_a_bad_crc_right_after_its_batch() -> None:
+    path = ROOT / "kafka/recovery/crc-flip/before/rtopic-0/00000000000000000259.log"
+    items = _items(path, columnar=True)
+    (finding,) = [f for f in items if isinstance(f, Finding)]
+    assert (finding.code, finding.position) == ("crc-mismatch", 347)
+    before = items[items.index(finding) - 1]
+    assert isinstance(before, HeaderRun) and before.positions[-1] == 347 and before.crc_valid[-1] == 0
+
+
+def test_columnar_and_with_raw_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="columnar"):
+        _items(SPLIT_FILES[0], columnar=True, with_raw=True)
