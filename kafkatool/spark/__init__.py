@@ -20,6 +20,15 @@ if TYPE_CHECKING:
 FORMAT = "kafka-log"
 LEVELS = ("batches", "records", "findings")
 
+# Spark settings the scan wants; ``kafkatool spark scan`` sets them on the session it starts, and a
+# session of your own (or spark-submit's ``--conf``) should too. Measured on local[1], 200 small segments:
+# 60 ms of fixed cost per task without the Unix socket (a Nagle/delayed-ACK stall on the TCP socket
+# between the JVM and the Python worker), 25 ms with it. Spark < 4.1 ignores the key.
+SESSION_CONF = {
+    "spark.python.unix.domain.socket.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",  # kafkatool draws its own progress on stderr
+}
+
 
 def register(spark: SparkSession) -> None:
     """Register the ``kafka-log`` data source with ``spark`` (once per session; repeating is harmless)."""
@@ -28,4 +37,4 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(KafkaLogDataSource)
 
 
-__all__ = ["FORMAT", "LEVELS", "register"]
+__all__ = ["FORMAT", "LEVELS", "SESSION_CONF", "register"]
