@@ -182,6 +182,43 @@ def test_spark_scan_writes_parquet_and_summary(spark, kafka_corpus, tmp_path):
     assert (tmp_path / "out" / "summary.json").is_file()
 
 
+def test_spark_scan_reports_task_progress_per_phase(spark, kafka_corpus, tmp_path):
+    """``progress(phase, done, total)`` follows each phase's Spark tasks; the caller's job group survives."""
+    import threading
+
+    from kafkatool.spark.scan import scan_paths
+
+    paths = [str(kafka_corpus / "logdir"), str(kafka_corpus / "recovery" / "crc-flip" / "before")]
+    calls: dict[str, list[tuple[int, int]]] = {}
+    lock = threading.Lock()  # called from the polling thread as well as this one
+
+    def progress(phase: str, done: int, total: int) -> None:
+        with lock:
+            calls.setdefault(phase, []).append((done, total))
+
+    sc = spark.sparkContext
+    keys = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    before = {k: sc.getLocalProperty(k) for k in keys}
+    sc.setJobGroup("callers-group", "the caller's own", True)
+    try:
+        scan_paths(spark, paths, tmp_path / "out", records=True, progress=progress)
+        assert [sc.getLocalProperty(k) for k in keys] == ["callers-group", "the caller's own", "true"]
+    finally:
+        for k, v in before.items():
+            sc.setLocalProperty(k, v)
+
+    assert list(calls) == ["batches", "findings", "records", "summary"]
+    for phase, seen in calls.items():
+        assert all(0 <= done <= total for done, total in seen), phase
+        done, total = seen[-1]
+        assert done == total > 0, (phase, seen)
+    # the batches phase is one task per input partition the data source plans
+    n = len(plan(paths))
+    assert n > 10
+    assert calls["batches"][-1] == (n, n)
+    assert max(total for _, total in calls["batches"]) == n
+
+
 def test_cli_spark_scan(spark, kafka_corpus, tmp_path):
     """The command end to end (in process: it reuses the active session and leaves it running)."""
     import json

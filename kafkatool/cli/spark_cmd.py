@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -43,6 +46,37 @@ def _ms(ts: int | None) -> str:
     return datetime.fromtimestamp(ts / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+@contextmanager
+def _task_bars() -> Iterator[Callable[[str, int, int], None] | None]:
+    """Spark task progress on stderr, a bar per phase of the scan.
+
+    Shown when stderr is a terminal. Unlike the streaming commands (``Output.progress``), even when stdout
+    is one too: this command prints nothing until the scan is over, so the bar never tears its output.
+    """
+    from rich.console import Console
+
+    err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    if not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TextColumn("tasks"), TimeElapsedColumn(), console=err, transient=True) as bar:
+        phases: dict[str, TaskID] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            # A phase's total may grow as Spark plans more stages; rich restarts a task's "finished"
+            # when its total changes, and its clock stops at done == total (or here, at the next phase).
+            if phase not in phases:
+                if phases:
+                    bar.stop_task(list(phases.values())[-1])
+                phases[phase] = bar.add_task(phase, total=None)
+            bar.update(phases[phase], completed=done, total=total or None)
+
+        yield update
+
+
 def scan(
     paths: Annotated[list[str], typer.Argument(help="Log dirs, partition dirs, .log files, globs or URLs "
                                                "(s3://, hdfs:// through pyarrow.fs).", show_default=False)],
@@ -79,7 +113,8 @@ def scan(
 
     spark, started = session(master)
     try:
-        result = scan_paths(spark, paths, out, records=records, split_bytes=split_bytes)
+        with _task_bars() as progress:
+            result = scan_paths(spark, paths, out, records=records, split_bytes=split_bytes, progress=progress)
     finally:
         if started:
             spark.stop()

@@ -4,19 +4,29 @@ Writes ``OUT/batches`` (and ``OUT/records`` with ``records=True``) and ``OUT/fin
 partitioned by topic, then aggregates the written batches and findings per topic partition: bytes,
 batches, records, offset and time ranges, codecs, producers, CRC failures, findings by severity, and
 transactions committed/aborted (control batches by type). ``OUT/summary.json`` holds the same.
+
+Each phase (``batches``, ``findings``, ``records`` with ``records=True``, ``summary``) runs its Spark
+jobs under a job group of its own; with a ``progress`` callback, a thread follows the group's stages in
+Spark's status tracker and reports ``(phase, tasks done, tasks total)``. Drawing is the caller's (the
+CLI's rich bars); nothing here prints.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 # Absolute imports: this file is also spark-submit's entry script (see the bottom).
-from kafkatool.spark import FORMAT, register
+from kafkatool.spark import FORMAT, SESSION_CONF, register
 from kafkatool.spark.source import BATCHES, FINDINGS
 
 
@@ -27,6 +37,107 @@ class ScanResult:
     total: dict = field(default_factory=dict)
 
 
+ProgressCallback = Callable[[str, int, int], None]
+"""``progress(phase, tasks_done, tasks_total)``; called from a background thread as well as the caller's."""
+
+POLL_SECONDS = 0.2
+# What SparkContext.setJobGroup sets (PySpark has no clearJobGroup): saved before a phase, put back after.
+_JOB_GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
+class _GroupTasks:
+    """Tasks done and total over the stages of one job group, from ``SparkContext.statusTracker()``.
+
+    A stage counts once however many of the group's jobs list it, as its latest attempt. A stage of
+    finished jobs only that completed no task was skipped (a later job listing an earlier one's shuffle
+    stage again, under a new id: adaptive execution runs a query as several such jobs) and does not count.
+    """
+
+    def __init__(self, spark: SparkSession, group: str) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.group = group
+
+    def poll(self) -> tuple[int, int, bool, frozenset[int]]:
+        """(done, total, whether a job of the group still runs, the group's job ids)."""
+        job_ids = frozenset(self.tracker.getJobIdsForGroup(self.group))
+        live: set[int] = set()  # stages of running jobs
+        ended: set[int] = set()  # stages of finished jobs
+        for job_id in job_ids:
+            job = self.tracker.getJobInfo(job_id)
+            if job is not None:
+                (live if job.status == "RUNNING" else ended).update(int(s) for s in job.stageIds)
+        done = total = 0
+        for stage_id in live | ended:
+            stage = self.tracker.getStageInfo(stage_id)
+            if stage is None or (stage_id not in live and stage.numCompletedTasks == 0):
+                continue  # unknown (yet, or no longer) or skipped
+            done += min(stage.numCompletedTasks, stage.numTasks)
+            total += stage.numTasks
+        return done, total, bool(live), job_ids
+
+    def final(self, timeout: float = 10.0) -> tuple[int, int]:
+        """The counts once the tracker has seen the group's jobs end.
+
+        The tracker learns of Spark's events asynchronously, so just after the jobs ended it may still
+        count a job as running or a task as not done: wait (a bounded while) until no job of the group
+        runs and the set of jobs has stayed the same across two readings.
+        """
+        deadline = time.monotonic() + timeout
+        before = None
+        while True:
+            done, total, running, jobs = self.poll()
+            if (not running and jobs == before) or time.monotonic() >= deadline:
+                return done, total
+            before = None if running else jobs
+            time.sleep(0.02)
+
+
+@contextmanager
+def _phase(spark: SparkSession, run: str, name: str, progress: ProgressCallback | None) -> Iterator[None]:
+    """Run the block's Spark jobs under job group ``kafkatool-scan-RUN-NAME`` and report their progress.
+
+    The thread's previous job group (a caller's own) is put back afterwards, also on errors; the
+    polling thread is stopped and joined before this returns or raises.
+    """
+    sc = spark.sparkContext
+    saved = {key: sc.getLocalProperty(key) for key in _JOB_GROUP_KEYS}
+    group = f"kafkatool-scan-{run}-{name}"
+    sc.setJobGroup(group, f"kafkatool spark scan: {name}")
+    stop = threading.Event()
+    failed: list[BaseException] = []
+    tracker = _GroupTasks(spark, group) if progress is not None else None
+
+    def follow() -> None:
+        assert tracker is not None and progress is not None
+        last = (0, 0)
+        try:
+            while not stop.wait(POLL_SECONDS):
+                done, total, _, _ = tracker.poll()
+                if (done, total) != last:
+                    last = (done, total)
+                    progress(name, done, total)
+        except BaseException as exc:  # reported to the caller after the phase, never lost in a thread
+            failed.append(exc)
+
+    thread = None
+    try:
+        if progress is not None:
+            progress(name, 0, 0)
+            thread = threading.Thread(target=follow, name=f"kafkatool-scan-progress-{name}", daemon=True)
+            thread.start()
+        yield
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join()
+        for key, value in saved.items():
+            sc.setLocalProperty(key, value)  # None removes the key
+    if failed:
+        raise failed[0]
+    if tracker is not None and progress is not None:
+        progress(name, *tracker.final())
+
+
 def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int) -> DataFrame:
     reader = spark.read.format(FORMAT).option("level", level)
     if split_bytes and level != "findings":
@@ -34,16 +145,8 @@ def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int)
     return reader.load(paths if len(paths) > 1 else paths[0])
 
 
-def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, records: bool = False,
-               split_bytes: int = 0, mode: str = "overwrite") -> ScanResult:
-    """Run the scan; ``paths`` are what the data source takes (files, dirs, globs, URLs)."""
-    register(spark)
-    out = str(out)
-    _reader(spark, "batches", paths, split_bytes).write.mode(mode).partitionBy("topic").parquet(f"{out}/batches")
-    _reader(spark, "findings", paths, 0).write.mode(mode).partitionBy("topic").parquet(f"{out}/findings")
-    if records:
-        _reader(spark, "records", paths, split_bytes).write.mode(mode).partitionBy("topic").parquet(f"{out}/records")
-
+def _summary(spark: SparkSession, out: str) -> list[Row]:
+    """Per topic partition aggregates of the written batches and findings, as rows."""
     # With the schema given: a clean input writes no findings file, and Spark cannot infer a schema from none.
     batches = spark.read.schema(BATCHES).parquet(f"{out}/batches")
     findings = spark.read.schema(FINDINGS).parquet(f"{out}/findings")
@@ -68,8 +171,32 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
         F.sort_array(F.collect_set(F.when(F.col("severity") != "info", F.col("code")))).alias("codes"),
     )
     joined = per_batch.join(per_finding, on=keys, how="full_outer").orderBy(*keys)
+    return joined.collect()
+
+
+def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, records: bool = False,
+               split_bytes: int = 0, mode: str = "overwrite", progress: ProgressCallback | None = None) -> ScanResult:
+    """Run the scan; ``paths`` are what the data source takes (files, dirs, globs, URLs).
+
+    ``progress(phase, tasks_done, tasks_total)`` is called as Spark tasks finish, phase by phase
+    (``batches``, ``findings``, ``records`` when asked, ``summary``): once with ``(0, 0)`` as a phase
+    starts, on each change seen (polled every ``POLL_SECONDS``, from a background thread), and a last
+    time when it has ended, with done == total. A phase's total may change while it runs: it grows as
+    Spark plans more stages (adaptive execution submits a query as several jobs) and loses the stages
+    Spark ends up skipping (their shuffle output reused).
+    """
+    register(spark)
+    out = str(out)
+    run = uuid.uuid4().hex[:12]
+    levels = [("batches", split_bytes), ("findings", 0)] + ([("records", split_bytes)] if records else [])
+    for level, split in levels:
+        with _phase(spark, run, level, progress):
+            _reader(spark, level, paths, split).write.mode(mode).partitionBy("topic").parquet(f"{out}/{level}")
+
+    with _phase(spark, run, "summary", progress):
+        rows = _summary(spark, out)
     result = ScanResult(out)
-    for row in joined.collect():
+    for row in rows:
         d = row.asDict(recursive=True)
         for k in ("bytes", "batches", "records", "crc_failures", "committed", "aborted", "producers",
                   "errors", "warnings", "info"):
@@ -102,7 +229,9 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
     if not os.environ.get("JAVA_HOME") and os.path.isdir(java17):
         os.environ["JAVA_HOME"] = java17
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in SESSION_CONF.items():
+        builder = builder.config(key, value)
     if master:
         builder = builder.master(master)
     spark = builder.getOrCreate()
@@ -110,7 +239,7 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
     return spark, True
 
 
-__all__ = ["ScanResult", "scan_paths", "session"]
+__all__ = ["ProgressCallback", "ScanResult", "scan_paths", "session"]
 
 
 if __name__ == "__main__":  # spark-submit .../kafkatool/spark/scan.py PATH... --out DIR --master ''
