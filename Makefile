@@ -41,6 +41,7 @@ bench: install
 	$(PY) bench/bench_scan.py
 	$(PY) bench/bench_locate.py
 	$(PY) bench/bench_spark.py
+	$(PY) bench/bench_spark.py --kind tiny --segments 2 --size 134217728
 
 clean:
 	rm -rf $(VENV) bench/out .pytest_cache
