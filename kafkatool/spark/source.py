@@ -450,19 +450,20 @@ def _header_dtype():
 _DTYPE = None
 
 
-def _run_columns(run, pa, np) -> dict:
-    """The batches level's columns of a :class:`~kafkatool.records.HeaderRun`, column-wise (no per-row Python)."""
+def _run_columns(run, pa, np) -> tuple[dict, list[int]]:
+    """The batches level's columns of a :class:`~kafkatool.records.HeaderRun`, column-wise (no per-row
+    Python), and the rows that are control batches (their ``control_type`` needs their record)."""
     global _DTYPE
     if _DTYPE is None:
         _DTYPE = _header_dtype()
     from kafkatool.records import CODECS
 
     h = np.frombuffer(run.headers, dtype=_DTYPE)
-    n = len(h)
     attrs = h["attributes"].astype(np.int32)
     base = h["base_offset"].astype(np.int64)
     first_ts = h["base_timestamp"].astype(np.int64)
     codec_names = pa.array([*CODECS, "unknown(5)", "unknown(6)", "unknown(7)"], pa.string())
+    control = (attrs & 0x20) != 0
     return {
         "position": pa.array(np.frombuffer(run.positions, dtype=np.int64)),
         "base_offset": pa.array(base),
@@ -477,14 +478,13 @@ def _run_columns(run, pa, np) -> dict:
         "producer_epoch": pa.array(h["producer_epoch"].astype(np.int32)),
         "base_sequence": pa.array(h["base_sequence"].astype(np.int32)),
         "transactional": pa.array((attrs & 0x10) != 0),
-        "control": pa.array((attrs & 0x20) != 0),
+        "control": pa.array(control),
         "crc": pa.array(h["crc"].astype(np.int64)),
         "crc_valid": pa.array(np.frombuffer(run.crc_valid, dtype=np.uint8) != 0),
         "size": pa.array(h["batch_length"].astype(np.int32) + 12),
         "record_count": pa.array(h["records_count"].astype(np.int32)),
         "delete_horizon_ms": pa.array(first_ts, mask=(attrs & 0x40) == 0),
-        "_n": n,
-    }
+    }, np.flatnonzero(control).tolist()
 
 
 def _read_batches(part: SegmentPartition, arrow) -> Iterator:
@@ -505,15 +505,15 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
 
     def from_runs(runs: list) -> pa.RecordBatch:
         run = HeaderRun.join(runs)
-        fields = _run_columns(run, pa, np)
-        control = np.flatnonzero(np.frombuffer(run.headers, dtype=_DTYPE)["attributes"] & 0x20)
-        if len(control):  # rare: read each control batch's record for its type
-            ctypes = [None] * fields["_n"]
-            for i in control.tolist():
+        fields, control_rows = _run_columns(run, pa, np)
+        n = len(run.positions)
+        if control_rows:  # rare: read each control batch's record for its type
+            ctypes = [None] * n
+            for i in control_rows:
                 ctypes[i] = control_types(run.batch(i))
             ctypes = pa.array(ctypes, pa.string())
         else:
-            ctypes = pa.nulls(fields["_n"], pa.string())
+            ctypes = pa.nulls(n, pa.string())
         return record_batch(fields, ctypes)
 
     def from_tuples(rows: list) -> pa.RecordBatch:  # legacy v0/v1 messages
