@@ -27,6 +27,7 @@ headers of one scan window (4 MiB), so memory stays bounded.
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -426,6 +427,7 @@ class _ControlTypes:
             self.fh.close()
 
 
+@functools.cache
 def _header_dtype():
     """The numpy dtype of a v2 batch header, derived from ``formats.record_batch.RecordBatchHeader``.
 
@@ -447,18 +449,12 @@ def _header_dtype():
     return dtype
 
 
-_DTYPE = None
-
-
 def _run_columns(run, pa, np) -> tuple[dict, list[int]]:
     """The batches level's columns of a :class:`~kafkatool.records.HeaderRun`, column-wise (no per-row
     Python), and the rows that are control batches (their ``control_type`` needs their record)."""
-    global _DTYPE
-    if _DTYPE is None:
-        _DTYPE = _header_dtype()
     from kafkatool.records import CODECS
 
-    h = np.frombuffer(run.headers, dtype=_DTYPE)
+    h = np.frombuffer(run.headers, dtype=_header_dtype())
     attrs = h["attributes"].astype(np.int32)
     base = h["base_offset"].astype(np.int64)
     first_ts = h["base_timestamp"].astype(np.int64)
