@@ -27,7 +27,7 @@ demo: install
 test: install
 	@test -d "$(KAFKATOOL_CORPUS)/expected" || { echo "corpus not found at $(KAFKATOOL_CORPUS) (set KAFKATOOL_CORPUS)"; exit 1; }
 	$(VENV)/bin/ruff check kafkatool formats fixtures tests bench
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 lint: install
 	$(VENV)/bin/ruff check kafkatool formats fixtures tests bench

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,3 +82,37 @@ def golden_params(suffixes: tuple[str, ...], keep: Callable[[Path], bool] = lamb
 def read_jsonl(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+JAVA17 = "/usr/lib/jvm/java-17-openjdk-amd64"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A real ``local[2]`` session with ``kafka-log`` registered, shared by every Spark test module.
+
+    Modules using it carry ``pytest.mark.xdist_group("spark")`` so one worker runs them all (one JVM).
+    """
+    if not os.environ.get("JAVA_HOME") and os.path.isdir(JAVA17):
+        os.environ["JAVA_HOME"] = JAVA17
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from kafkatool.spark import register
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkatool-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()

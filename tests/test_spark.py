@@ -7,8 +7,6 @@ same per-segment code), field by field; damaged corpus partitions give their fin
 from __future__ import annotations
 
 import base64
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,35 +17,8 @@ from kafkatool.spark.source import plan, read_partition
 
 from .conftest import corpus_root
 
-JAVA17 = "/usr/lib/jvm/java-17-openjdk-amd64"
-
-
-@pytest.fixture(scope="session")
-def spark():
-    if not os.environ.get("JAVA_HOME") and os.path.isdir(JAVA17):
-        os.environ["JAVA_HOME"] = JAVA17
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from kafkatool.spark import register
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkatool-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
-
+# One Spark session per xdist worker: every Spark test runs on the same worker (make test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("spark")
 
 @pytest.fixture(scope="session")
 def kafka_corpus() -> Path:
