@@ -40,14 +40,12 @@ from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
-from .errors import InputIOError
 from .filetypes import FileKind
 from .model import Batch, Finding, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
-from .smallfiles import AbortedTxn, index_slots, offset_index_sanity, read_small_file, time_index_sanity
+from .smallfiles import AbortedTxn, index_slots, offset_index_sanity, parse_small_file, time_index_sanity
 
 _INT32_MAX = 2**31 - 1
 _NEVER = 1 << 63  # an offset or position no batch reaches
@@ -71,6 +69,31 @@ class CheckOptions:
     future_tolerance_ms: int = 24 * 3600 * 1000
     max_findings_per_code: int = 100   # per file; the rest are counted in one summary finding
     scan: ScanOptions = field(default_factory=ScanOptions)
+
+
+Opener = Callable[[str], BinaryIO]
+
+
+def open_local(path: str) -> BinaryIO:
+    """The default :data:`Opener`: a local file, unbuffered (the scan reads through its own window)."""
+    return open(path, "rb", buffering=0)
+
+
+def _size(fh: BinaryIO) -> int:
+    fh.seek(0, 2)
+    size = fh.tell()
+    fh.seek(0)
+    return size
+
+
+def _preader(fh) -> Callable[[int, int], bytes]:
+    """``pread(size, position)`` on an open file without moving its position (the scan is reading it):
+    ``os.pread`` on a local file, ``read_at`` on a pyarrow file."""
+    read_at = getattr(fh, "read_at", None)
+    if read_at is not None:
+        return read_at
+    fd = fh.fileno()
+    return lambda size, position: os.pread(fd, size, position)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,14 +185,14 @@ class _Sink:
 # --- index files -----------------------------------------------------------------------------------------
 
 
-def _read_index(path: str, sink: _Sink) -> bytes | None:
+def _read_index(path: str, sink: _Sink, open_file: Opener = open_local) -> bytes | None:
     try:
-        size = os.path.getsize(path)
-        if size > MAX_INDEX_BYTES:
-            sink("error", "index-too-large", path, None,
-                 f"{size} bytes: larger than any index the broker writes ({MAX_INDEX_BYTES}); not read")
-            return None
-        with open(path, "rb") as fh:
+        with open_file(path) as fh:
+            size = _size(fh)
+            if size > MAX_INDEX_BYTES:
+                sink("error", "index-too-large", path, None,
+                     f"{size} bytes: larger than any index the broker writes ({MAX_INDEX_BYTES}); not read")
+                return None
             return fh.read()
     except OSError as exc:
         sink("error", "io-error", path, None, f"cannot read: {exc.strerror or exc}")
@@ -193,14 +216,15 @@ class OffsetEntries(NamedTuple):
         return self.base + self.relative[i], self.position[i]
 
 
-def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink) -> tuple[OffsetEntries, IndexVerdict]:
+def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink,
+                      open_file: Opener = open_local) -> tuple[OffsetEntries, IndexVerdict]:
     """The entries of an ``.index`` worth merging, and a first verdict.
 
     Decoded in bulk with ``array`` (a full 10 MiB index is 1.3 M entries; this runs in C):
     ``tests/test_verify.py`` checks it against the Construct-derived reader on every corpus index.
     """
     empty = OffsetEntries(base_offset, array("i"), array("i"))
-    data = _read_index(path, sink)
+    data = _read_index(path, sink, open_file)
     if data is None:
         return empty, IndexVerdict("broken")
     n = len(data) // 8
@@ -251,9 +275,10 @@ def _first(values: array, value: int, start: int, default: int) -> int:
         return default
 
 
-def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink) -> tuple[Entries, IndexVerdict]:
+def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink,
+                    open_file: Opener = open_local) -> tuple[Entries, IndexVerdict]:
     """The entries (timestamp, absolute offset) of a ``.timeindex``, and a first verdict."""
-    data = _read_index(path, sink)
+    data = _read_index(path, sink, open_file)
     if data is None:
         return [], IndexVerdict("broken")
     slots = list(index_slots(data, FileKind.TIME_INDEX))
@@ -314,9 +339,17 @@ def _untrimmed(sink: _Sink, path: str, used: int, slots: int, active: bool, what
 
 
 def check_segment(
-    task: SegmentTask, options: CheckOptions = CheckOptions(), progress: Callable[[int], None] | None = None
+    task: SegmentTask,
+    options: CheckOptions = CheckOptions(),
+    progress: Callable[[int], None] | None = None,
+    open_file: Opener = open_local,
 ) -> SegmentReport:
-    """Check one segment and its indexes; see the module docstring. Never raises on bad data."""
+    """Check one segment and its indexes; see the module docstring. Never raises on bad data.
+
+    ``open_file`` opens each of the task's files by the name the task gives (default: local files); the
+    Spark data source passes a :mod:`pyarrow.fs` opener for URLs. What it returns needs ``seek``/``tell``/
+    ``read``/``readinto``, and ``read_at`` or ``fileno`` (control batches are re-read by position).
+    """
     report = SegmentReport(task)
     sink = _Sink(report.findings, options.max_findings_per_code)
     base = task.base_offset
@@ -324,14 +357,14 @@ def check_segment(
     time_entries: list[tuple[int, int]] = []
     if not task.standalone:
         if task.index is not None:
-            offset_entries, report.index = load_offset_index(task.index, base, task.active, sink)
+            offset_entries, report.index = load_offset_index(task.index, base, task.active, sink, open_file)
         if task.timeindex is not None:
-            time_entries, report.timeindex = load_time_index(task.timeindex, base, task.active, sink)
+            time_entries, report.timeindex = load_time_index(task.timeindex, base, task.active, sink, open_file)
         if task.txnindex is not None:
-            report.txn_entries = _load_txn_index(task.txnindex, base, sink)
+            report.txn_entries = _load_txn_index(task.txnindex, base, sink, open_file)
     if task.log is not None:
         try:
-            _check_log(task, options, report, sink, offset_entries, time_entries, progress)
+            _check_log(task, options, report, sink, offset_entries, time_entries, progress, open_file)
         except OSError as exc:
             report.io_error = True
             sink("error", "io-error", task.log, None, f"cannot read: {exc.strerror or exc}")
@@ -339,12 +372,14 @@ def check_segment(
     return report
 
 
-def _load_txn_index(path: str, base_offset: int, sink: _Sink) -> list[AbortedTxn]:
+def _load_txn_index(path: str, base_offset: int, sink: _Sink, open_file: Opener = open_local) -> list[AbortedTxn]:
     try:
-        items = list(read_small_file(Path(path), FileKind.TXN_INDEX, path, base_offset))
-    except InputIOError as exc:
-        sink("error", "io-error", path, None, str(exc))
+        with open_file(path) as fh:
+            data = fh.read()
+    except OSError as exc:
+        sink("error", "io-error", path, None, f"cannot read: {exc.strerror or exc}")
         return []
+    items = list(parse_small_file(data, FileKind.TXN_INDEX, path, base_offset))
     out = []
     for item in items:
         if isinstance(item, Finding):
@@ -362,6 +397,7 @@ def _check_log(
     offset_entries: OffsetEntries,
     time_entries: list[tuple[int, int]],
     progress: Callable[[int], None] | None,
+    open_file: Opener = open_local,
 ) -> None:
     path = task.log
     assert path is not None
@@ -401,9 +437,9 @@ def _check_log(
     valid_end = 0
     first_offset = None
 
-    with open(path, "rb", buffering=0) as fh:
-        fd = fh.fileno()
-        report.size = os.fstat(fd).st_size
+    with open_file(path) as fh:
+        report.size = _size(fh)
+        pread = _preader(fh)
         # The loop runs once per batch over terabytes: locals only, and the common case (a plain v2 batch
         # following the previous one) takes one comparison per check; anything unusual branches out.
         batch = None
@@ -502,7 +538,7 @@ def _check_log(
             # transactions, control batches, the delete horizon (attributes 0x10, 0x20, 0x40)
             if attrs & 0x70 and magic == 2:
                 if attrs & 0x20:  # rare and small: read its bytes again rather than keep every batch's
-                    data = raw_of_deep[0] if deep else os.pread(fd, size, position)
+                    data = raw_of_deep[0] if deep else pread(size, position)
                     _control_batch(path, batch, data, options, sink, ongoing, first_marker, aborts)
                 elif attrs & 0x10 and pid >= 0 and pid not in ongoing:
                     ongoing[pid] = base

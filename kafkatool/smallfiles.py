@@ -231,12 +231,21 @@ def read_small_file(
     ``base_offset`` (segment base offset, for index kinds) defaults to the one in the file name.
     The file is read when this is called: :class:`InputIOError` is raised here, not while iterating.
     """
-    reader = _READERS.get(kind)
-    if reader is None:
+    if kind not in _READERS:
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
     data = _read_bytes(path, display_path)
     if base_offset is None:
         base_offset = classify(path).base_offset
+    return parse_small_file(data, kind, display_path, base_offset)
+
+
+def parse_small_file(
+    data: bytes, kind: FileKind, display_path: str, base_offset: int | None
+) -> Iterator[SmallFileValue | Finding]:
+    """:func:`read_small_file` on bytes already read (from any filesystem); ``base_offset`` as given."""
+    reader = _READERS.get(kind)
+    if reader is None:
+        raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
     if base_offset is None and kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
         return _with_first(
             Finding("warning", "base-offset-unknown", display_path, None,
