@@ -27,7 +27,8 @@ demo: install
 test: install
 	@test -d "$(KAFKATOOL_CORPUS)/expected" || { echo "corpus not found at $(KAFKATOOL_CORPUS) (set KAFKATOOL_CORPUS)"; exit 1; }
 	$(VENV)/bin/ruff check kafkatool formats fixtures tests bench
-	$(PY) -m pytest -n 2 --dist loadgroup -q
+	$(PY) -m pytest -n 2 -q -m "not spark"
+	$(PY) -m pytest -q -m spark
 
 lint: install
 	$(VENV)/bin/ruff check kafkatool formats fixtures tests bench

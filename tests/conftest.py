@@ -91,7 +91,10 @@ JAVA17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 def spark():
     """A real ``local[2]`` session with ``kafka-log`` registered, shared by every Spark test module.
 
-    Modules using it carry ``pytest.mark.xdist_group("spark")`` so one worker runs them all (one JVM).
+    Modules using it are marked ``spark``: ``make test`` runs them in one process of their own after the
+    rest (``-m spark``, no xdist), so one JVM serves them all. (``xdist_group`` with ``--dist loadgroup``
+    would be the way within one run, but pytest-xdist 3.8 ignores it under pytest 9.2,
+    pytest-dev/pytest-xdist#1386.)
     """
     if not os.environ.get("JAVA_HOME") and os.path.isdir(JAVA17):
         os.environ["JAVA_HOME"] = JAVA17

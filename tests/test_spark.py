@@ -17,8 +17,8 @@ from kafkatool.spark.source import plan, read_partition
 
 from .conftest import corpus_root
 
-# One Spark session per xdist worker: every Spark test runs on the same worker (make test: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("spark")
+# Spark tests run in one process after the rest (make test: -m spark), so one JVM serves them all.
+pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="session")
 def kafka_corpus() -> Path:
