@@ -33,6 +33,8 @@ SCAN_EXAMPLES = """
 
   kafkatool spark scan --records --master 'local[8]' /mnt/broker-*/data --out /tmp/scan
 
+  kafkatool spark scan --pack-bytes 134217728 /var/lib/kafka/data --out /tmp/scan
+
   spark-submit --py-files kafkatool-0.1.0-py3-none-any.whl .../kafkatool/spark/scan.py --master '' \\
     s3://bucket/logs/ --out s3://bucket/scan
 """
@@ -88,6 +90,11 @@ def scan(
         int, typer.Option(help="Split segments above N bytes into several tasks at indexed batch starts (0: off).",
                           min=0)
     ] = 0,
+    pack_bytes: Annotated[
+        int, typer.Option(help="Pack consecutive small segments into one task of up to N bytes, each file counted "
+                          "4 MiB more than its size (as Spark's openCostInBytes); fewer tasks for many small "
+                          "segments, e.g. 134217728 (0: off, one task per segment).", min=0)
+    ] = 0,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text (a table) or jsonl (one line per partition).")
                    ] = "text",
 ) -> int:
@@ -114,7 +121,8 @@ def scan(
     spark, started = session(master)
     try:
         with _task_bars() as progress:
-            result = scan_paths(spark, paths, out, records=records, split_bytes=split_bytes, progress=progress)
+            result = scan_paths(spark, paths, out, records=records, split_bytes=split_bytes,
+                                pack_bytes=pack_bytes, progress=progress)
     finally:
         if started:
             spark.stop()

@@ -138,10 +138,12 @@ def _phase(spark: SparkSession, run: str, name: str, progress: ProgressCallback 
         progress(name, *tracker.final())
 
 
-def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int) -> DataFrame:
+def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int, pack_bytes: int = 0) -> DataFrame:
     reader = spark.read.format(FORMAT).option("level", level)
     if split_bytes and level != "findings":
         reader = reader.option("splitBytes", str(split_bytes))
+    if pack_bytes:
+        reader = reader.option("packBytes", str(pack_bytes))
     return reader.load(paths if len(paths) > 1 else paths[0])
 
 
@@ -175,8 +177,12 @@ def _summary(spark: SparkSession, out: str) -> list[Row]:
 
 
 def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, records: bool = False,
-               split_bytes: int = 0, mode: str = "overwrite", progress: ProgressCallback | None = None) -> ScanResult:
+               split_bytes: int = 0, pack_bytes: int = 0, mode: str = "overwrite",
+               progress: ProgressCallback | None = None) -> ScanResult:
     """Run the scan; ``paths`` are what the data source takes (files, dirs, globs, URLs).
+
+    ``split_bytes`` and ``pack_bytes`` are the data source's ``splitBytes`` and ``packBytes`` options
+    (``pack_bytes`` for every level: small segments packed into fewer tasks; 0: one task per segment).
 
     ``progress(phase, tasks_done, tasks_total)`` is called as Spark tasks finish, phase by phase
     (``batches``, ``findings``, ``records`` when asked, ``summary``): once with ``(0, 0)`` as a phase
@@ -191,7 +197,8 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     levels = [("batches", split_bytes), ("findings", 0)] + ([("records", split_bytes)] if records else [])
     for level, split in levels:
         with _phase(spark, run, level, progress):
-            _reader(spark, level, paths, split).write.mode(mode).partitionBy("topic").parquet(f"{out}/{level}")
+            df = _reader(spark, level, paths, split, pack_bytes)
+            df.write.mode(mode).partitionBy("topic").parquet(f"{out}/{level}")
 
     with _phase(spark, run, "summary", progress):
         rows = _summary(spark, out)

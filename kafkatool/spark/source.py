@@ -11,13 +11,22 @@ Options:
 - ``splitBytes``: split segments larger than this many bytes into several input partitions, at batch
   starts taken from the segment's ``.index`` (each checked: a v2 batch with a valid CRC starts there); 0
   (default) or no usable index: one partition per segment. Not for the findings level (whole segments).
+- ``packBytes``: pack consecutive planned partitions (after ``splitBytes``) into one input partition, one
+  Spark task, while their summed size stays within this many bytes, each file counted
+  ``PACK_OPEN_COST`` (4 MiB, like Spark's ``spark.sql.files.openCostInBytes``) more than its size; a piece
+  bigger than that is a task of its own, and so is every URL (not statted). Rows keep their own topic,
+  partition, segment and file. 0 (default): one partition per segment (or piece). All levels.
 - ``deep``: findings level: also decompress and decode every record (``verify --deep``).
 - ``includeLeftovers``: also read ``.log.swap``/``.cleaned``/``.deleted`` files found in directories.
 
 Paths: files, partition dirs, log dirs, many log dirs, or globs; local paths are read directly,
-URLs (``s3://``, ``hdfs://``, ``file://``...) through :mod:`pyarrow.fs` (findings level: the scan's
-findings only, no index checks). Topic and partition come from the
-partition dir's name (``orders-3``; null and -1 for a flat layout), the segment from the file name.
+URLs (``s3://``, ``hdfs://``, ``file://``...) through :mod:`pyarrow.fs`, the same way (every level; the
+findings level checks each segment's indexes found beside it). A URL's options travel with every file
+under it, to the executors: ``s3://bucket/logs?endpoint_override=minio:9000&scheme=http`` for an
+S3-compatible store, ``s3://KEY:SECRET@bucket/...`` for explicit credentials (otherwise the usual AWS
+chain on each executor); the ``file`` column shows the URL without either. Topic and partition come
+from the partition dir's name (``orders-3``; null and -1 for a flat layout), the segment from the file
+name.
 
 Rows leave ``read()`` as ``pyarrow.RecordBatch``es of about ``ROWS_PER_BATCH`` rows, columns built
 whole: the batches level runs the scan in its columnar mode (``records.scan(columnar=True)``) and decodes
@@ -50,6 +59,8 @@ from pyspark.sql.types import (
 ROWS_PER_BATCH = 8192
 LEVELS = ("batches", "records", "findings")
 VALUE_MODES = ("binary", "base64", "none")
+# What packing (option packBytes) counts per file on top of its bytes: Spark's spark.sql.files.openCostInBytes.
+PACK_OPEN_COST = 4 * 1024 * 1024
 
 _SOURCE = [
     StructField("topic", StringType()),
@@ -128,6 +139,18 @@ class SegmentPartition(InputPartition):
     txnindex: str | None = None
     active: bool = False          # the last segment of its partition dir
 
+    @property
+    def name(self) -> str:
+        """The path as rows and findings show it: a URL without its credentials and options."""
+        return _display(self.path)
+
+
+@dataclass(frozen=True)
+class PackedPartition(InputPartition):
+    """One task over several planned partitions (option ``packBytes``), read one after the other."""
+
+    parts: tuple[SegmentPartition, ...]
+
 
 def _bool(value: str | None, default: bool = False) -> bool:
     if value is None:
@@ -150,12 +173,26 @@ def _is_url(path: str) -> bool:
     return "://" in path
 
 
+def _display(path: str) -> str:
+    """``s3://key:secret@bucket/a?endpoint_override=...`` -> ``s3://bucket/a``; a local path unchanged."""
+    if not _is_url(path):
+        return path
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(path)
+    return urlunsplit((u.scheme, u.netloc.rpartition("@")[2], u.path, "", ""))
+
+
 # ---------------------------------------------------------------------------------------------
 # Planning (driver side): which files, which byte ranges
 
 
-def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = False) -> list[SegmentPartition]:
-    """Input partitions for every record file under ``paths`` (local paths, globs or URLs)."""
+def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = False,
+         pack_bytes: int = 0) -> list[SegmentPartition | PackedPartition]:
+    """Input partitions for every record file under ``paths`` (local paths, globs or URLs).
+
+    ``pack_bytes`` > 0: then packed with :func:`pack` (0: one partition per segment or piece).
+    """
     out: list[SegmentPartition] = []
     for raw in paths:
         if _is_url(raw):
@@ -168,7 +205,7 @@ def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = Fa
             out.extend(_plan_local(m, include_leftovers))
     if split_bytes > 0:
         out = [piece for p in out for piece in _split(p, split_bytes)]
-    return out
+    return pack(out, pack_bytes) if pack_bytes > 0 else list(out)
 
 
 def _plan_local(path: str, include_leftovers: bool) -> list[SegmentPartition]:
@@ -211,7 +248,12 @@ def _plan_remote(url: str, include_leftovers: bool) -> list[SegmentPartition]:
     from kafkatool.walk import partition_of
 
     filesystem, root = pafs.FileSystem.from_uri(url)
-    scheme = url.split("://", 1)[0]
+    # Each file's URL is the given one with its path extended, so what the URL carries besides the
+    # path (credentials, a namenode's host:port, ?endpoint_override= for an S3-compatible store...)
+    # reaches the executors that open it.
+    head, _, query = url.partition("?")
+    head = head.rstrip("/")
+    query = f"?{query}" if query else ""
     info = filesystem.get_file_info(root)
     if info.type == pafs.FileType.Directory:
         infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
@@ -220,14 +262,36 @@ def _plan_remote(url: str, include_leftovers: bool) -> list[SegmentPartition]:
         names = [root]
     else:
         raise FileNotFoundError(f"kafka-log: no such file or directory: {url}")
-    out = []
+    cut = len(root.rstrip("/"))
+
+    def url_of(name: str) -> str:
+        return url if name == root else head + name[cut:] + query
+
+    listed = set(names)
+    logs = []
+    last: dict[str, int] = {}  # dir -> largest base offset of its segments (the active segment)
     for name in names:
         ci = classify(name, by_extension=name == root)
         if ci.kind is not FileKind.LOG or (ci.leftover and not include_leftovers and name != root):
             continue
-        part = partition_of(posixpath.basename(posixpath.dirname(name)))
-        out.append(SegmentPartition(f"{scheme}://{name}", part[0] if part else None, part[1] if part else -1,
-                                    ci.base_offset))
+        logs.append((name, ci))
+        if ci.base_offset is not None and ci.leftover is None:
+            d = posixpath.dirname(name)
+            last[d] = max(last.get(d, -1), ci.base_offset)
+    out = []
+    for name, ci in logs:
+        d = posixpath.dirname(name)
+        part = partition_of(posixpath.basename(d))
+        siblings = {}
+        if ci.base_offset is not None and ci.leftover is None and name.endswith(".log"):
+            for ext in ("index", "timeindex", "txnindex"):
+                sib = name[:-3] + ext
+                siblings[ext] = url_of(sib) if sib in listed else None
+        out.append(SegmentPartition(
+            url_of(name), part[0] if part else None, part[1] if part else -1, ci.base_offset,
+            index=siblings.get("index"), timeindex=siblings.get("timeindex"), txnindex=siblings.get("txnindex"),
+            active=ci.base_offset is not None and last.get(d) == ci.base_offset,
+        ))
     return out
 
 
@@ -277,6 +341,47 @@ def _split(p: SegmentPartition, split_bytes: int) -> list[SegmentPartition]:
                              p.active) for s, e in zip(bounds, bounds[1:], strict=False)]
 
 
+def _pack_cost(p: SegmentPartition) -> int | None:
+    """Bytes a planned partition counts for packing: its range plus ``PACK_OPEN_COST``; None: never packed."""
+    if _is_url(p.path):
+        return None  # not statted (a round trip per file to an object store): a task of its own
+    try:
+        end = os.path.getsize(p.path) if p.end is None else p.end
+    except OSError:
+        return None  # read() reports it, alone
+    return max(0, end - p.start) + PACK_OPEN_COST
+
+
+def pack(parts: list[SegmentPartition], pack_bytes: int) -> list[SegmentPartition | PackedPartition]:
+    """Consecutive ``parts`` (order kept) grouped into packs of summed :func:`_pack_cost` <= ``pack_bytes``.
+
+    Spark's file sources do the same with small files (``maxPartitionBytes``, ``openCostInBytes``). A part
+    costing more than ``pack_bytes``, or a URL, stands alone; a pack of one part is that part itself.
+    """
+    out: list[SegmentPartition | PackedPartition] = []
+    group: list[SegmentPartition] = []
+    total = 0
+
+    def flush() -> None:
+        nonlocal group, total
+        if group:
+            out.append(group[0] if len(group) == 1 else PackedPartition(tuple(group)))
+        group, total = [], 0
+
+    for p in parts:
+        cost = _pack_cost(p)
+        if cost is None or cost > pack_bytes:
+            flush()
+            out.append(p)
+            continue
+        if total + cost > pack_bytes:
+            flush()
+        group.append(p)
+        total += cost
+    flush()
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # The data source
 
@@ -321,15 +426,17 @@ class KafkaLogReader(DataSourceReader):
         self.split_bytes = 0 if level == "findings" else int(options.get("splitBytes", options.get("splitbytes", 0)))
         self.deep = _bool(options.get("deep"))
         self.include_leftovers = _bool(options.get("includeLeftovers", options.get("includeleftovers")))
+        self.pack_bytes = int(options.get("packBytes", options.get("packbytes", 0)))
 
-    def partitions(self) -> list[SegmentPartition]:
-        parts = plan(_paths(self.options), split_bytes=self.split_bytes, include_leftovers=self.include_leftovers)
+    def partitions(self) -> list[SegmentPartition | PackedPartition]:
+        parts = plan(_paths(self.options), split_bytes=self.split_bytes, include_leftovers=self.include_leftovers,
+                     pack_bytes=self.pack_bytes)
         # Spark needs at least one partition; an empty input reads nothing.
         return parts or [SegmentPartition("", None, -1, None, 0, 0)]
 
-    def read(self, partition: SegmentPartition) -> Iterator:
+    def read(self, partition: SegmentPartition | PackedPartition) -> Iterator:
         _freeze_imports()
-        if not partition.path:
+        if isinstance(partition, SegmentPartition) and not partition.path:
             return iter(())
         return read_partition(partition, self.level, self.values, self.deep, self.schema)
 
@@ -385,9 +492,14 @@ def _arrow_schema(schema: StructType):
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def read_partition(part: SegmentPartition, level: str, values: str = "binary", deep: bool = False,
+def read_partition(part: SegmentPartition | PackedPartition, level: str, values: str = "binary", deep: bool = False,
                    schema: StructType | None = None) -> Iterator:
-    """``pyarrow.RecordBatch``es of one input partition at ``level`` (also usable without Spark)."""
+    """``pyarrow.RecordBatch``es of one input partition at ``level`` (also usable without Spark).
+
+    A :class:`PackedPartition` gives those of each of its parts in turn (each opened only when reached).
+    """
+    if isinstance(part, PackedPartition):
+        return (rb for p in part.parts for rb in read_partition(p, level, values, deep, schema))
     if schema is None:
         schema = {"batches": BATCHES, "findings": FINDINGS}.get(level) or records_schema(values)
     arrow = _arrow_schema(schema)
@@ -402,7 +514,7 @@ def _constants(part: SegmentPartition, n: int, file: str | None = None) -> list:
     import pyarrow as pa
 
     return [pa.repeat(pa.scalar(part.topic, pa.string()), n), pa.repeat(pa.scalar(part.partition, pa.int32()), n),
-            pa.repeat(pa.scalar(part.segment, pa.int64()), n), pa.repeat(pa.scalar(file or part.path, pa.string()), n)]
+            pa.repeat(pa.scalar(part.segment, pa.int64()), n), pa.repeat(pa.scalar(file or part.name, pa.string()), n)]
 
 
 class _ControlTypes:
@@ -522,7 +634,7 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
     pending = 0
     try:
         with _open(part.path) as fh:
-            for item in scan(fh, part.path, start=part.start, end=part.end, columnar=True):
+            for item in scan(fh, part.name, start=part.start, end=part.end, columnar=True):
                 kind = item.__class__
                 if kind is HeaderRun:
                     if legacy:
@@ -572,11 +684,11 @@ def _read_records(part: SegmentPartition, arrow, values: str) -> Iterator:
     with _open(part.path) as fh:
         rows: list = []
         bases: list = []
-        for item in scan(fh, part.path, start=part.start, end=part.end, with_raw=True):
+        for item in scan(fh, part.name, start=part.start, end=part.end, with_raw=True):
             if item.__class__ is not RawBatch:
                 continue
             batch, raw = item
-            records, _findings = decode_records(batch, raw, part.path)
+            records, _findings = decode_records(batch, raw, part.name)
             rows.extend(records)
             bases.extend([batch.base_offset] * len(records))
             if len(rows) >= ROWS_PER_BATCH:
@@ -587,48 +699,25 @@ def _read_records(part: SegmentPartition, arrow, values: str) -> Iterator:
 
 
 def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
+    """verify's per-segment check (:func:`~kafkatool.segment_check.check_segment`) with the segment's
+    indexes, on local files or, through :mod:`pyarrow.fs`, URLs alike."""
     import pyarrow as pa
 
-    from kafkatool.model import Finding
+    from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
 
-    findings: list[Finding]
-    if _is_url(part.path):
-        findings = _scan_findings(part, deep)
-    else:
-        from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
-
-        standalone = part.segment is None or not part.path.endswith(".log")  # a lone file, or a leftover
-        task = SegmentTask(part.segment or 0, part.path, part.index, part.timeindex, part.txnindex,
-                           active=part.active, standalone=standalone)
-        findings = check_segment(task, CheckOptions(deep=deep)).findings
-    if not findings:
-        return
+    standalone = part.segment is None or not part.name.endswith(".log")  # a lone file, or a leftover
+    task = SegmentTask(part.segment or 0, part.path, part.index, part.timeindex, part.txnindex,
+                       active=part.active, standalone=standalone)
+    findings = check_segment(task, CheckOptions(deep=deep), open_file=_open).findings
     for i in range(0, len(findings), ROWS_PER_BATCH):
         chunk = findings[i:i + ROWS_PER_BATCH]
         n = len(chunk)
-        columns = [*_constants(part, n)[:3], [f.path for f in chunk], [f.severity for f in chunk],
+        columns = [*_constants(part, n)[:3], [_display(f.path) for f in chunk], [f.severity for f in chunk],
                    [f.code for f in chunk], [f.position for f in chunk], [f.message for f in chunk]]
         yield pa.RecordBatch.from_arrays(
             [c if isinstance(c, pa.Array) else pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)],
             schema=arrow)
 
 
-def _scan_findings(part: SegmentPartition, deep: bool) -> list:
-    from kafkatool.model import Finding
-    from kafkatool.records import RawBatch, decode_records, scan
-
-    out = []
-    try:
-        with _open(part.path) as fh:
-            for item in scan(fh, part.path, start=part.start, end=part.end, with_raw=deep):
-                if isinstance(item, Finding):
-                    out.append(item)
-                elif deep and isinstance(item, RawBatch):
-                    out.extend(decode_records(item.batch, item.raw, part.path)[1])
-    except OSError as exc:
-        out.append(Finding("error", "io-error", part.path, None, f"cannot read: {exc.strerror or exc}"))
-    return out
-
-
-__all__ = ["BATCHES", "FINDINGS", "KafkaLogDataSource", "KafkaLogReader", "SegmentPartition", "plan",
-           "read_partition", "records_schema"]
+__all__ = ["BATCHES", "FINDINGS", "PACK_OPEN_COST", "KafkaLogDataSource", "KafkaLogReader", "PackedPartition",
+           "SegmentPartition", "pack", "plan", "read_partition", "records_schema"]
