@@ -90,6 +90,8 @@ class HeaderRun(NamedTuple):
     positions: array      # array('q'): file position of each batch
     headers: bytes        # len(positions) * 61 bytes
     crc_valid: bytes      # one byte per batch: 1 if its CRC32C matches
+    controls: dict[int, bytes]  # index in the run -> whole bytes of each control batch (rare; their type is
+    #                             in their one record, and reading it again could cost a request per batch)
 
     def batches(self) -> Iterator[Batch]:
         """The same batches as :class:`Batch` tuples, exactly as ``scan()`` makes them."""
@@ -107,9 +109,12 @@ class HeaderRun(NamedTuple):
         if len(runs) == 1:
             return runs[0]
         positions = array("q")
+        controls = {}
         for run in runs:
+            controls.update((len(positions) + i, raw) for i, raw in run.controls.items())
             positions.extend(run.positions)
-        return HeaderRun(positions, b"".join(r.headers for r in runs), b"".join(r.crc_valid for r in runs))
+        return HeaderRun(positions, b"".join(r.headers for r in runs), b"".join(r.crc_valid for r in runs),
+                         controls)
 
 
 def _v2_batch(position: int, fields: tuple, crc_ok: bool) -> Batch:
@@ -122,10 +127,11 @@ def _v2_batch(position: int, fields: tuple, crc_ok: bool) -> Batch:
     ))
 
 
-def _take_run(positions: array, headers: bytearray, valid: bytearray) -> HeaderRun:
+def _take_run(positions: array, headers: bytearray, valid: bytearray, controls: dict[int, bytes]) -> HeaderRun:
     """The run gathered so far, as an immutable HeaderRun; the buffers are emptied in place for the next."""
-    run = _tuple_new(HeaderRun, (positions[:], bytes(headers), bytes(valid)))
+    run = _tuple_new(HeaderRun, (positions[:], bytes(headers), bytes(valid), dict(controls)))
     del positions[:], headers[:], valid[:]
+    controls.clear()
     return run
 
 
@@ -187,6 +193,7 @@ def scan(
     run_positions = array("q")
     run_headers = bytearray()
     run_valid = bytearray()
+    run_controls: dict[int, bytes] = {}
     unpack_frame = _V2_FRAME.unpack_from
 
     while True:
@@ -199,12 +206,14 @@ def scan(
                 if position >= limit:
                     break
                 crc_ok = crc32c(wmv[p + 21:p + total]) == crc
+                if window[p + 22] & 0x20:  # a control batch (attributes' low byte): keep its bytes for its type
+                    run_controls[len(run_valid)] = bytes(window[p:p + total])
                 run_positions.append(position)
                 run_headers += wmv[p:p + 61]
                 run_valid.append(crc_ok)
                 p += total
                 if not crc_ok:
-                    yield _take_run(run_positions, run_headers, run_valid)
+                    yield _take_run(run_positions, run_headers, run_valid, run_controls)
                     yield Finding("error", "crc-mismatch", path, position,
                                   f"stored CRC32C {crc} does not match the batch contents")
                 continue
@@ -232,7 +241,7 @@ def scan(
                 continue
         # General path: legacy messages, damaged framing, a window running dry, the end of the file.
         if run_positions:
-            yield _take_run(run_positions, run_headers, run_valid)
+            yield _take_run(run_positions, run_headers, run_valid, run_controls)
         size = unpack_log(window, p)[1] if avail >= LOG_OVERHEAD else None
         position = base + p
         if position >= limit:
@@ -300,7 +309,7 @@ def scan(
             progress(base - reported)
             reported = base
     if run_positions:
-        yield _take_run(run_positions, run_headers, run_valid)
+        yield _take_run(run_positions, run_headers, run_valid, run_controls)
     if progress is not None and limit > reported:
         progress(limit - reported)
 

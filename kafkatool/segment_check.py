@@ -86,13 +86,14 @@ def _size(fh: BinaryIO) -> int:
     return size
 
 
-def _preader(fh) -> Callable[[int, int], bytes]:
-    """``pread(size, position)`` on an open file without moving its position (the scan is reading it):
-    ``os.pread`` on a local file, ``read_at`` on a pyarrow file."""
-    read_at = getattr(fh, "read_at", None)
-    if read_at is not None:
-        return read_at
-    fd = fh.fileno()
+def _preader(fh) -> Callable[[int, int], bytes] | None:
+    """``pread(size, position)`` on a local file, without moving its position (the scan is reading it); None
+    for other files (pyarrow's): there a positioned read can be a request of its own, so the check keeps
+    the bytes of each batch from the scan instead."""
+    try:
+        fd = fh.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
     return lambda size, position: os.pread(fd, size, position)
 
 
@@ -348,7 +349,8 @@ def check_segment(
 
     ``open_file`` opens each of the task's files by the name the task gives (default: local files); the
     Spark data source passes a :mod:`pyarrow.fs` opener for URLs. What it returns needs ``seek``/``tell``/
-    ``read``/``readinto``, and ``read_at`` or ``fileno`` (control batches are re-read by position).
+    ``read``/``readinto``; with ``fileno`` (a local file) control batches are re-read by position, without
+    it every batch's bytes come with the scan.
     """
     report = SegmentReport(task)
     sink = _Sink(report.findings, options.max_findings_per_code)
@@ -443,10 +445,11 @@ def _check_log(
         # The loop runs once per batch over terabytes: locals only, and the common case (a plain v2 batch
         # following the previous one) takes one comparison per check; anything unusual branches out.
         batch = None
-        raw_of_deep: list[bytes] = [b""]  # --deep: the current batch's bytes (the decoding happens in _deep)
-        items = scan(fh, path, with_raw=deep, options=options.scan, progress=progress)
-        if deep:
-            items = _deep(items, path, options, sink, raw_of_deep)
+        keep_raw = deep or pread is None
+        raw_of_deep: list[bytes] = [b""]  # the current batch's bytes, when kept (the decoding happens in _deep)
+        items = scan(fh, path, with_raw=keep_raw, options=options.scan, progress=progress)
+        if keep_raw:
+            items = _deep(items, path, options, sink, raw_of_deep, check=deep)
         for item in items:
             if item.__class__ is Batch:
                 batch = item
@@ -538,7 +541,7 @@ def _check_log(
             # transactions, control batches, the delete horizon (attributes 0x10, 0x20, 0x40)
             if attrs & 0x70 and magic == 2:
                 if attrs & 0x20:  # rare and small: read its bytes again rather than keep every batch's
-                    data = raw_of_deep[0] if deep else pread(size, position)
+                    data = raw_of_deep[0] if keep_raw else pread(size, position)
                     _control_batch(path, batch, data, options, sink, ongoing, first_marker, aborts)
                 elif attrs & 0x10 and pid >= 0 and pid not in ongoing:
                     ongoing[pid] = base
@@ -707,13 +710,14 @@ def _control_batch(path, batch, raw, options, sink, ongoing, first_marker, abort
              f"control record type {ctype}: not one Kafka defines")
 
 
-def _deep(items, path, options, sink, raw_of_deep: list[bytes]):
-    """``--deep``: decode every (non-control) batch as it passes; the main loop sees plain batches."""
+def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = True):
+    """Keep each batch's bytes in ``raw_of_deep[0]`` as it passes and, with ``check`` (``--deep``), decode
+    every (non-control) batch; the main loop sees plain batches."""
     for item in items:
         if item.__class__ is RawBatch:
             batch, raw = item
             raw_of_deep[0] = raw
-            if not batch.control:
+            if check and not batch.control:
                 _deep_check(path, batch, raw, options, sink)
             yield batch
         else:

@@ -223,6 +223,16 @@ def _expanded(items: list) -> list:
     return out
 
 
+def _control_bytes(items: list) -> dict[int, bytes]:
+    """position -> bytes of every control batch the columnar runs kept."""
+    return {run.positions[i]: raw for run in items if isinstance(run, HeaderRun) for i, raw in run.controls.items()}
+
+
+def _control_bytes_on_disk(path: Path, **kw) -> dict[int, bytes]:
+    return {r.batch.position: r.raw for r in _items(path, with_raw=True, **kw)
+            if isinstance(r, RawBatch) and r.batch.magic == 2 and r.batch.control}
+
+
 @pytest.mark.parametrize("path", RECORD_FILES, ids=[str(p.relative_to(ROOT)) for p in RECORD_FILES])
 def test_columnar_scan_agrees_with_the_tuple_scan_and_construct(path: Path) -> None:
     reference = _items(path)
@@ -238,16 +248,26 @@ def test_columnar_scan_agrees_with_the_tuple_scan_and_construct(path: Path) -> N
             h = record_batch.RecordBatchHeader.parse(run.headers[61 * i:61 * i + 61])
             assert (h.base_offset, h.batch_length + 12, h.crc, h.records_count) == (
                 batch.base_offset, batch.size, batch.crc, batch.record_count)
+    # control batches come with their bytes (their type is in their record), and only they
+    assert _control_bytes(columnar) == _control_bytes_on_disk(path)
+    for run in runs:
+        assert all(run.batch(i).control for i in run.controls)
     joined = HeaderRun.join(runs) if runs else None
     if joined is not None:
         assert list(joined.batches()) == [b for r in runs for b in r.batches()]
+        assert _control_bytes([joined]) == _control_bytes(columnar)
 
 
 @pytest.mark.parametrize("path", SPLIT_FILES, ids=lambda p: p.parent.name + "/" + p.name)
 def test_columnar_scan_agrees_at_any_window_and_split(path: Path) -> None:
     reference = _items(path)
+    controls = _control_bytes_on_disk(path)
+    if path.parent.name in ("txn-0", "rtopic-0"):  # transactional topics: commit/abort markers
+        assert controls
     for window in (16, 61, 100, 1000, 4096):
-        assert _expanded(_items(path, columnar=True, options=ScanOptions(window=window))) == reference
+        items = _items(path, columnar=True, options=ScanOptions(window=window))
+        assert _expanded(items) == reference
+        assert _control_bytes(items) == controls
     batches = [b for b in reference if isinstance(b, Batch)]
     cuts = [0, *[b.position for b in batches][1::2], path.stat().st_size]
     got = []

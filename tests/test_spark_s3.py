@@ -137,3 +137,23 @@ def test_cli_spark_scan_of_a_bucket(spark, store, tmp_path):
     local = summary(uploads["cluster/logdir"], uploads["cluster/damaged"], out=tmp_path / "local")
     assert remote == local
     assert remote[-1]["scope"] == "total" and remote[-1]["batches"] > 100 and remote[-1]["crc_failures"] == 1
+
+
+@pytest.mark.parametrize("level", ["batches", "findings"])
+def test_control_batches_cost_no_request_of_their_own(store, caplog, level):
+    """A transactional segment's commit/abort markers are typed from the bytes the scan already fetched:
+    an object store is asked for each segment in a few window-sized ranges, not once per control batch."""
+    import logging
+
+    base, query, _ = store
+    parts = [p for p in plan([f"{base}/flat{query}"]) if p.segment == 0]
+    (part,) = parts
+    with caplog.at_level(logging.INFO, logger="werkzeug"):
+        rows = _rows(parts, level)
+    controls = sum(1 for r in _rows(parts, "batches") if r["control"])
+    assert controls >= 20  # the segment holds many markers: a request each would show
+    key = part.name.split(f"{BUCKET}/", 1)[1]
+    gets = [r.getMessage() for r in caplog.records if f"GET /{BUCKET}/{key} " in r.getMessage()]
+    assert 1 <= len(gets) <= 3, gets
+    if level == "batches":
+        assert {r["control_type"] for r in rows if r["control"]} == {"COMMIT", "ABORT"}

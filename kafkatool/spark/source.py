@@ -517,26 +517,12 @@ def _constants(part: SegmentPartition, n: int, file: str | None = None) -> list:
             pa.repeat(pa.scalar(part.segment, pa.int64()), n), pa.repeat(pa.scalar(file or part.name, pa.string()), n)]
 
 
-class _ControlTypes:
-    """The control type of control batches (read aside through a second handle: they are rare)."""
+def _control_type(batch, raw: bytes, name: str) -> str | None:
+    """ABORT / COMMIT / ...: the type in a control batch's one record (its bytes kept by the columnar scan)."""
+    from kafkatool.records import decode_records
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fh = None
-
-    def __call__(self, batch) -> str | None:
-        from kafkatool.records import decode_records
-
-        if self.fh is None:
-            self.fh = _open(self.path)
-        self.fh.seek(batch.position)
-        raw = self.fh.read(batch.size)
-        records, _findings = decode_records(batch, raw, self.path)
-        return records[0].control_type if records else None
-
-    def close(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
+    records, _findings = decode_records(batch, raw, name)
+    return records[0].control_type if records else None
 
 
 @functools.cache
@@ -603,7 +589,6 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
     from kafkatool.model import Batch
     from kafkatool.records import HeaderRun, scan
 
-    control_types = _ControlTypes(part.path)
     types = {f.name: f.type for f in arrow}
     as_struct = pa.struct([(name, types.get(name, pa.int32())) for name in Batch._fields])
 
@@ -615,10 +600,10 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
         run = HeaderRun.join(runs)
         fields, control_rows = _run_columns(run, pa, np)
         n = len(run.positions)
-        if control_rows:  # rare: read each control batch's record for its type
+        if control_rows:  # rare: decode each control batch's record for its type
             ctypes = [None] * n
             for i in control_rows:
-                ctypes[i] = control_types(run.batch(i))
+                ctypes[i] = _control_type(run.batch(i), run.controls[i], part.name)
             ctypes = pa.array(ctypes, pa.string())
         else:
             ctypes = pa.nulls(n, pa.string())
@@ -626,39 +611,35 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
 
     def from_tuples(rows: list) -> pa.RecordBatch:  # legacy v0/v1 messages
         fields = dict(zip(Batch._fields, pa.array(rows, as_struct).flatten(), strict=True))
-        ctypes = pa.array([control_types(b) if b.control else None for b in rows], pa.string())
-        return record_batch(fields, ctypes)
+        return record_batch(fields, pa.nulls(len(rows), pa.string()))  # v0/v1 have no control batches
 
     runs: list = []
     legacy: list = []
     pending = 0
-    try:
-        with _open(part.path) as fh:
-            for item in scan(fh, part.name, start=part.start, end=part.end, columnar=True):
-                kind = item.__class__
-                if kind is HeaderRun:
-                    if legacy:
-                        yield from_tuples(legacy)
-                        legacy = []
-                    runs.append(item)
-                    pending += len(item.positions)
-                elif kind is Batch:
-                    if runs:
-                        yield from_runs(runs)
-                        runs, pending = [], 0
-                    legacy.append(item)
-                    pending += 1
-                else:  # findings and trailing bytes: the findings level's business
-                    continue
-                if pending >= ROWS_PER_BATCH:
-                    yield from_runs(runs) if runs else from_tuples(legacy)
-                    runs, legacy, pending = [], [], 0
-        if runs:
-            yield from_runs(runs)
-        if legacy:
-            yield from_tuples(legacy)
-    finally:
-        control_types.close()
+    with _open(part.path) as fh:
+        for item in scan(fh, part.name, start=part.start, end=part.end, columnar=True):
+            kind = item.__class__
+            if kind is HeaderRun:
+                if legacy:
+                    yield from_tuples(legacy)
+                    legacy = []
+                runs.append(item)
+                pending += len(item.positions)
+            elif kind is Batch:
+                if runs:
+                    yield from_runs(runs)
+                    runs, pending = [], 0
+                legacy.append(item)
+                pending += 1
+            else:  # findings and trailing bytes: the findings level's business
+                continue
+            if pending >= ROWS_PER_BATCH:
+                yield from_runs(runs) if runs else from_tuples(legacy)
+                runs, legacy, pending = [], [], 0
+    if runs:
+        yield from_runs(runs)
+    if legacy:
+        yield from_tuples(legacy)
 
 
 def _read_records(part: SegmentPartition, arrow, values: str) -> Iterator:
