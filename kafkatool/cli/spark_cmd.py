@@ -35,8 +35,9 @@ SCAN_EXAMPLES = """
 
   kafkatool spark scan --pack-bytes 134217728 /var/lib/kafka/data --out /tmp/scan
 
-  spark-submit --py-files kafkatool-0.1.0-py3-none-any.whl .../kafkatool/spark/scan.py --master '' \\
-    s3://bucket/logs/ --out s3://bucket/scan
+  spark-submit --py-files kafkatool.zip scan_entry.py --master '' s3://bucket/logs/ --out s3://bucket/scan
+    (kafkatool.zip: the wheel under a .zip name, PySpark ships no .whl; scan_entry.py:
+    kafkatool/spark/scan.py from it; see the README)
 """
 
 
