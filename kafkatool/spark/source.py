@@ -252,7 +252,8 @@ def _plan_remote(url: str, include_leftovers: bool) -> list[SegmentPartition]:
     # path (credentials, a namenode's host:port, ?endpoint_override= for an S3-compatible store...)
     # reaches the executors that open it.
     head, _, query = url.partition("?")
-    head = head.rstrip("/")
+    after_scheme = head.index("://") + 3
+    head = head[:after_scheme] + head[after_scheme:].rstrip("/")  # file:/// stays file://
     query = f"?{query}" if query else ""
     info = filesystem.get_file_info(root)
     if info.type == pafs.FileType.Directory:
