@@ -50,6 +50,9 @@ def store():
                 key = f"{BUCKET}/{prefix}/{f.relative_to(src).as_posix()}"
                 with s3.open_output_stream(key) as out:
                     out.write(f.read_bytes())
+    # a segment uploaded without its indexes
+    with s3.open_output_stream(f"{BUCKET}/noindex/codecs-0/00000000000000000000.log") as out:
+        out.write((kafka / "logdir" / "codecs-0" / "00000000000000000000.log").read_bytes())
     try:
         yield f"s3://{USER}@{BUCKET}", query, uploads
     finally:
@@ -157,3 +160,11 @@ def test_control_batches_cost_no_request_of_their_own(store, caplog, level):
     assert 1 <= len(gets) <= 3, gets
     if level == "batches":
         assert {r["control_type"] for r in rows if r["control"]} == {"COMMIT", "ABORT"}
+
+
+def test_a_missing_index_is_named_as_the_bucket_would_name_it(store):
+    base, query, _ = store
+    found = _rows(plan([f"{base}/noindex{query}"]), "findings")
+    missing = {r["code"]: r["file"] for r in found if r["code"].endswith("-missing")}
+    prefix = f"s3://{BUCKET}/noindex/codecs-0/00000000000000000000"
+    assert missing == {"index-missing": f"{prefix}.index", "timeindex-missing": f"{prefix}.timeindex"}

@@ -687,14 +687,17 @@ def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
 
     from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
 
+    # The check sees each file by the name rows show (a URL without credentials or options, so a missing
+    # index's name is derived from the .log's); the opener maps a name back to the URL to open.
+    urls = {_display(u): u for u in (part.path, part.index, part.timeindex, part.txnindex) if u is not None}
+    names = [None if u is None else _display(u) for u in (part.index, part.timeindex, part.txnindex)]
     standalone = part.segment is None or not part.name.endswith(".log")  # a lone file, or a leftover
-    task = SegmentTask(part.segment or 0, part.path, part.index, part.timeindex, part.txnindex,
-                       active=part.active, standalone=standalone)
-    findings = check_segment(task, CheckOptions(deep=deep), open_file=_open).findings
+    task = SegmentTask(part.segment or 0, part.name, *names, active=part.active, standalone=standalone)
+    findings = check_segment(task, CheckOptions(deep=deep), open_file=lambda name: _open(urls.get(name, name))).findings
     for i in range(0, len(findings), ROWS_PER_BATCH):
         chunk = findings[i:i + ROWS_PER_BATCH]
         n = len(chunk)
-        columns = [*_constants(part, n)[:3], [_display(f.path) for f in chunk], [f.severity for f in chunk],
+        columns = [*_constants(part, n)[:3], [f.path for f in chunk], [f.severity for f in chunk],
                    [f.code for f in chunk], [f.position for f in chunk], [f.message for f in chunk]]
         yield pa.RecordBatch.from_arrays(
             [c if isinstance(c, pa.Array) else pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)],
