@@ -19,6 +19,12 @@ Options:
 - ``deep``: findings level: also decompress and decode every record (``verify --deep``).
 - ``includeLeftovers``: also read ``.log.swap``/``.cleaned``/``.deleted`` files found in directories.
 
+Filters on the columns constant over a segment (``topic``, ``partition``, ``segment``, and ``file``
+except at the findings level, where it is the file a finding is about) prune whole segments before any
+is opened (PySpark >= 4.1 with ``spark.sql.python.filterPushdown.enabled``; see ``SESSION_CONF``):
+``where("topic = 'orders' and partition in (0, 3)")`` reads only those partitions' segments. Spark still
+applies every filter to the rows, so the result is the same with or without pruning.
+
 Paths: files, partition dirs, log dirs, many log dirs, or globs; local paths are read directly,
 URLs (``s3://``, ``hdfs://``, ``file://``...) through :mod:`pyarrow.fs`, the same way (every level; the
 findings level checks each segment's indexes found beside it). A URL's options travel with every file
@@ -41,7 +47,7 @@ import glob
 import json
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -188,10 +194,13 @@ def _display(path: str) -> str:
 
 
 def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = False,
-         pack_bytes: int = 0) -> list[SegmentPartition | PackedPartition]:
+         pack_bytes: int = 0,
+         keep: Callable[[SegmentPartition], bool] | None = None) -> list[SegmentPartition | PackedPartition]:
     """Input partitions for every record file under ``paths`` (local paths, globs or URLs).
 
-    ``pack_bytes`` > 0: then packed with :func:`pack` (0: one partition per segment or piece).
+    ``keep``: only the segments it is true of (the reader's pushed filters, :func:`may_match`), chosen
+    before splitting and packing, so a dropped segment is never opened. ``pack_bytes`` > 0: then packed
+    with :func:`pack` (0: one partition per segment or piece).
     """
     out: list[SegmentPartition] = []
     for raw in paths:
@@ -203,6 +212,8 @@ def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = Fa
             raise FileNotFoundError(f"kafka-log: no such file or directory: {raw}")
         for m in matches:
             out.extend(_plan_local(m, include_leftovers))
+    if keep is not None:
+        out = [p for p in out if keep(p)]
     if split_bytes > 0:
         out = [piece for p in out for piece in _split(p, split_bytes)]
     return pack(out, pack_bytes) if pack_bytes > 0 else list(out)
@@ -384,6 +395,116 @@ def pack(parts: list[SegmentPartition], pack_bytes: int) -> list[SegmentPartitio
 
 
 # ---------------------------------------------------------------------------------------------
+# Filter pushdown (PySpark >= 4.1, spark.sql.python.filterPushdown.enabled): whole segments pruned
+
+# The columns constant over a planned partition, with the Python type of their non-null values. At the
+# findings level ``file`` is the file a finding is about (a segment's ``.index`` too), not a constant.
+_CONSTANT_TYPES = {"topic": str, "partition": int, "segment": int, "file": str}
+
+
+@functools.cache
+def _filter_kinds() -> dict:
+    """``{Filter class: operator}`` for the filters evaluated here; empty before PySpark 4.1 (no pushdown)."""
+    try:
+        from pyspark.sql.datasource import (
+            EqualNullSafe,
+            EqualTo,
+            GreaterThan,
+            GreaterThanOrEqual,
+            In,
+            IsNotNull,
+            IsNull,
+            LessThan,
+            LessThanOrEqual,
+            Not,
+            StringContains,
+            StringEndsWith,
+            StringStartsWith,
+        )
+    except ImportError:
+        return {}
+    return {EqualTo: "=", EqualNullSafe: "<=>", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<",
+            LessThanOrEqual: "<=", In: "in", IsNull: "null", IsNotNull: "notnull", Not: "not",
+            StringStartsWith: "startswith", StringEndsWith: "endswith", StringContains: "contains"}
+
+
+def _typed(value, typ: type) -> bool:
+    """A literal of the column's own type (``type is``: True is no partition number); None is any type's."""
+    return value is None or type(value) is typ
+
+
+def pushable(f, level: str = "batches") -> bool:
+    """Whether :func:`evaluate` decides ``f`` exactly from a planned partition's constants at ``level``:
+    a supported filter (or ``Not`` of one) on ``topic``, ``partition``, ``segment`` or ``file`` (not at the
+    findings level) with literals of that column's type."""
+    kind = _filter_kinds().get(type(f))
+    if kind is None:
+        return False
+    if kind == "not":
+        return pushable(f.child, level)
+    attr = f.attribute
+    if not (isinstance(attr, tuple) and len(attr) == 1) or attr[0] not in _CONSTANT_TYPES:
+        return False
+    if level == "findings" and attr[0] == "file":
+        return False
+    typ = _CONSTANT_TYPES[attr[0]]
+    if kind in ("null", "notnull"):
+        return True
+    if kind == "in":
+        return isinstance(f.value, (tuple, list)) and len(f.value) > 0 and all(_typed(v, typ) for v in f.value)
+    if kind in ("startswith", "endswith", "contains"):
+        return typ is str and type(f.value) is str
+    return _typed(f.value, typ)
+
+
+def _constants_of(part: SegmentPartition) -> dict:
+    return {"topic": part.topic, "partition": part.partition, "segment": part.segment, "file": part.name}
+
+
+def evaluate(f, part: SegmentPartition) -> bool | None:
+    """SQL's value of the :func:`pushable` filter ``f`` on ``part``'s rows: True, False or None (NULL)."""
+    kind = _filter_kinds()[type(f)]
+    if kind == "not":
+        inner = evaluate(f.child, part)
+        return None if inner is None else not inner
+    x = _constants_of(part)[f.attribute[0]]
+    if kind == "null":
+        return x is None
+    if kind == "notnull":
+        return x is not None
+    v = f.value
+    if kind == "<=>":
+        return x == v if x is not None and v is not None else x is None and v is None
+    if x is None:
+        return None
+    if kind == "in":
+        return True if x in [w for w in v if w is not None] else None if None in v else False
+    if v is None:
+        return None
+    if kind == "=":
+        return x == v
+    if kind == ">":
+        return x > v
+    if kind == ">=":
+        return x >= v
+    if kind == "<":
+        return x < v
+    if kind == "<=":
+        return x <= v
+    if kind == "startswith":
+        return x.startswith(v)
+    if kind == "endswith":
+        return x.endswith(v)
+    return v in x  # contains
+
+
+def may_match(filters: Iterable, part: SegmentPartition) -> bool:
+    """False when some row-level condition of ``filters`` (:func:`pushable` ones, ANDed, as Spark pushes
+    them) cannot be true for any row of ``part``: a WHERE keeps only rows where all are TRUE."""
+    return all(evaluate(f, part) is True for f in filters)
+
+
+# ---------------------------------------------------------------------------------------------
 # The data source
 
 
@@ -415,10 +536,34 @@ class KafkaLogDataSource(DataSource):
         return FINDINGS
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaLogReader(dict(self.options), self._level(), self._values(), schema)
+        cls = KafkaLogPushdownReader if _planning_pushdown() else KafkaLogReader
+        return cls(dict(self.options), self._level(), self._values(), schema)
+
+
+def _planning_pushdown() -> bool:
+    """Whether PySpark's filter-pushdown planner is asking for the reader (its worker,
+    ``pyspark/sql/worker/data_source_pushdown_filters.py``, is on the stack).
+
+    PySpark >= 4.1 fails every read whose reader implements ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is off (DATA_SOURCE_PUSHDOWN_DISABLED, raised by its
+    ``plan_data_source_read`` worker), and that conf is off by default; only the planner that pushes
+    filters, run when it is on, gets a reader with ``pushFilters``. Should a PySpark version plan some
+    other way, this is False: no pruning, the same rows.
+    """
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if os.path.basename(frame.f_code.co_filename) == "data_source_pushdown_filters.py":
+            return True
+        frame = frame.f_back
+    return False
 
 
 class KafkaLogReader(DataSourceReader):
+    """Plans and reads; :meth:`partitions` leaves out the segments ``filters`` rule out (none unless
+    :class:`KafkaLogPushdownReader` was given some)."""
+
     def __init__(self, options: dict, level: str, values: str, schema: StructType) -> None:
         self.options = options
         self.level = level
@@ -428,10 +573,12 @@ class KafkaLogReader(DataSourceReader):
         self.deep = _bool(options.get("deep"))
         self.include_leftovers = _bool(options.get("includeLeftovers", options.get("includeleftovers")))
         self.pack_bytes = int(options.get("packBytes", options.get("packbytes", 0)))
+        self.filters: tuple = ()  # pushed filters on the constant columns (KafkaLogPushdownReader.pushFilters)
 
     def partitions(self) -> list[SegmentPartition | PackedPartition]:
+        filters = self.filters
         parts = plan(_paths(self.options), split_bytes=self.split_bytes, include_leftovers=self.include_leftovers,
-                     pack_bytes=self.pack_bytes)
+                     pack_bytes=self.pack_bytes, keep=(lambda p: may_match(filters, p)) if filters else None)
         # Spark needs at least one partition; an empty input reads nothing.
         return parts or [SegmentPartition("", None, -1, None, 0, 0)]
 
@@ -440,6 +587,17 @@ class KafkaLogReader(DataSourceReader):
         if isinstance(partition, SegmentPartition) and not partition.path:
             return iter(())
         return read_partition(partition, self.level, self.values, self.deep, self.schema)
+
+
+class KafkaLogPushdownReader(KafkaLogReader):
+    """The reader Spark's filter pushdown gets (see :func:`_planning_pushdown`): it prunes segments."""
+
+    def pushFilters(self, filters: list) -> Iterable:
+        """Keep the filters a segment's constants decide (:func:`pushable`) to prune whole segments in
+        :meth:`partitions`, and give every filter back: Spark still applies them all to the rows, so
+        pruning only skips segments none of whose rows could pass, and never changes the result."""
+        self.filters = tuple(f for f in filters if pushable(f, self.level))
+        return filters
 
 
 _FROZEN_IN: int | None = None  # the pid whose imports were frozen
@@ -704,5 +862,6 @@ def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
             schema=arrow)
 
 
-__all__ = ["BATCHES", "FINDINGS", "PACK_OPEN_COST", "KafkaLogDataSource", "KafkaLogReader", "PackedPartition",
-           "SegmentPartition", "pack", "plan", "read_partition", "records_schema"]
+__all__ = ["BATCHES", "FINDINGS", "PACK_OPEN_COST", "KafkaLogDataSource", "KafkaLogPushdownReader", "KafkaLogReader",
+           "PackedPartition", "SegmentPartition", "evaluate", "may_match", "pack", "plan", "pushable", "read_partition",
+           "records_schema"]
