@@ -18,7 +18,7 @@ from kafkatool.spark.source import ROWS_PER_BATCH, SegmentPartition, plan, read_
 from .conftest import corpus_root
 
 ROOT = corpus_root()
-PARTS = plan([str(ROOT)], include_leftovers=True)
+PARTS = plan([str(ROOT)], include_leftovers=True, include_snapshots=True)
 
 
 def _expected(path: str) -> list[dict]:
@@ -42,6 +42,11 @@ def _rows(part: SegmentPartition) -> list[dict]:
 def test_the_corpus_is_planned() -> None:
     assert len(PARTS) > 400
     assert any(p.path.endswith(".swap") for p in PARTS)
+    snapshots = [p for p in PARTS if p.path.endswith(".checkpoint")]
+    assert len(snapshots) > 10 and all(p.segment is None for p in snapshots)
+    # a directory scan leaves KRaft snapshots out unless asked; named, one is read
+    assert not any(p.path.endswith(".checkpoint") for p in plan([str(ROOT)], include_leftovers=True))
+    assert [p.path for p in plan([snapshots[0].path])] == [snapshots[0].path]
 
 
 @pytest.mark.parametrize("part", PARTS, ids=[str(Path(p.path).relative_to(ROOT)) for p in PARTS])

@@ -18,6 +18,10 @@ Options:
   partition, segment and file. 0 (default): one partition per segment (or piece). All levels.
 - ``deep``: findings level: also decompress and decode every record (``verify --deep``).
 - ``includeLeftovers``: also read ``.log.swap``/``.cleaned``/``.deleted`` files found in directories.
+- ``includeSnapshots``: also read KRaft snapshots (``__cluster_metadata-0/<end offset>-<epoch>.checkpoint``,
+  ``bootstrap.checkpoint``) found in directories; named explicitly they are always read. Their rows have a
+  null ``segment`` (the name holds the snapshot's end offset, not a base offset), and their records repeat
+  what the metadata log held, so a directory scan leaves them out by default.
 
 Filters on the columns constant over a segment (``topic``, ``partition``, ``segment``, and ``file``
 except at the findings level, where it is the file a finding is about) prune whole segments before any
@@ -194,7 +198,7 @@ def _display(path: str) -> str:
 
 
 def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = False,
-         pack_bytes: int = 0,
+         include_snapshots: bool = False, pack_bytes: int = 0,
          keep: Callable[[SegmentPartition], bool] | None = None) -> list[SegmentPartition | PackedPartition]:
     """Input partitions for every record file under ``paths`` (local paths, globs or URLs).
 
@@ -205,13 +209,13 @@ def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = Fa
     out: list[SegmentPartition] = []
     for raw in paths:
         if _is_url(raw):
-            out.extend(_plan_remote(raw, include_leftovers))
+            out.extend(_plan_remote(raw, include_leftovers, include_snapshots))
             continue
         matches = sorted(glob.glob(raw)) if glob.has_magic(raw) else [raw]
         if not matches:
             raise FileNotFoundError(f"kafka-log: no such file or directory: {raw}")
         for m in matches:
-            out.extend(_plan_local(m, include_leftovers))
+            out.extend(_plan_local(m, include_leftovers, include_snapshots))
     if keep is not None:
         out = [p for p in out if keep(p)]
     if split_bytes > 0:
@@ -219,16 +223,25 @@ def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = Fa
     return pack(out, pack_bytes) if pack_bytes > 0 else list(out)
 
 
-def _plan_local(path: str, include_leftovers: bool) -> list[SegmentPartition]:
+def _wanted(kind, explicit: bool, leftover: str | None, include_leftovers: bool, include_snapshots: bool) -> bool:
+    """Segments (leftovers only when asked or named); KRaft snapshots only when asked or named."""
+    from kafkatool.filetypes import FileKind
+
+    if kind is FileKind.LOG:
+        return explicit or include_leftovers or leftover is None
+    return kind is FileKind.KRAFT_SNAPSHOT and (explicit or include_snapshots)
+
+
+def _plan_local(path: str, include_leftovers: bool, include_snapshots: bool = False) -> list[SegmentPartition]:
     from kafkatool.filetypes import FileKind, classify
     from kafkatool.walk import expand, partition_of
 
     files = [f for f in expand([path])
-             if f.kind is FileKind.LOG and (f.explicit or include_leftovers or classify(f.path).leftover is None)]
+             if _wanted(f.kind, f.explicit, classify(f.path).leftover, include_leftovers, include_snapshots)]
     last: dict[str, int] = {}  # dir -> largest base offset of its segments (the active segment)
     for f in files:
         base = classify(f.path).base_offset
-        if base is not None:
+        if base is not None and f.kind is FileKind.LOG:
             d = str(f.path.parent)
             last[d] = max(last.get(d, -1), base)
     out = []
@@ -242,15 +255,16 @@ def _plan_local(path: str, include_leftovers: bool) -> list[SegmentPartition]:
             for ext in ("index", "timeindex", "txnindex"):
                 sib = stem[:-3] + ext
                 siblings[ext] = sib if os.path.exists(sib) else None
+        segment = info.base_offset if f.kind is FileKind.LOG else None  # a snapshot's name is its end offset
         out.append(SegmentPartition(
-            f.display, part[0] if part else None, part[1] if part else -1, info.base_offset,
+            f.display, part[0] if part else None, part[1] if part else -1, segment,
             index=siblings.get("index"), timeindex=siblings.get("timeindex"), txnindex=siblings.get("txnindex"),
-            active=info.base_offset is not None and last.get(str(f.path.parent)) == info.base_offset,
+            active=segment is not None and last.get(str(f.path.parent)) == segment,
         ))
     return out
 
 
-def _plan_remote(url: str, include_leftovers: bool) -> list[SegmentPartition]:
+def _plan_remote(url: str, include_leftovers: bool, include_snapshots: bool = False) -> list[SegmentPartition]:
     import posixpath
 
     from pyarrow import fs as pafs
@@ -284,10 +298,10 @@ def _plan_remote(url: str, include_leftovers: bool) -> list[SegmentPartition]:
     last: dict[str, int] = {}  # dir -> largest base offset of its segments (the active segment)
     for name in names:
         ci = classify(name, by_extension=name == root)
-        if ci.kind is not FileKind.LOG or (ci.leftover and not include_leftovers and name != root):
+        if not _wanted(ci.kind, name == root, ci.leftover, include_leftovers, include_snapshots):
             continue
         logs.append((name, ci))
-        if ci.base_offset is not None and ci.leftover is None:
+        if ci.base_offset is not None and ci.leftover is None and ci.kind is FileKind.LOG:
             d = posixpath.dirname(name)
             last[d] = max(last.get(d, -1), ci.base_offset)
     out = []
@@ -299,10 +313,11 @@ def _plan_remote(url: str, include_leftovers: bool) -> list[SegmentPartition]:
             for ext in ("index", "timeindex", "txnindex"):
                 sib = name[:-3] + ext
                 siblings[ext] = url_of(sib) if sib in listed else None
+        segment = ci.base_offset if ci.kind is FileKind.LOG else None  # a snapshot's name is its end offset
         out.append(SegmentPartition(
-            url_of(name), part[0] if part else None, part[1] if part else -1, ci.base_offset,
+            url_of(name), part[0] if part else None, part[1] if part else -1, segment,
             index=siblings.get("index"), timeindex=siblings.get("timeindex"), txnindex=siblings.get("txnindex"),
-            active=ci.base_offset is not None and last.get(d) == ci.base_offset,
+            active=segment is not None and last.get(d) == segment,
         ))
     return out
 
@@ -572,12 +587,14 @@ class KafkaLogReader(DataSourceReader):
         self.split_bytes = 0 if level == "findings" else int(options.get("splitBytes", options.get("splitbytes", 0)))
         self.deep = _bool(options.get("deep"))
         self.include_leftovers = _bool(options.get("includeLeftovers", options.get("includeleftovers")))
+        self.include_snapshots = _bool(options.get("includeSnapshots", options.get("includesnapshots")))
         self.pack_bytes = int(options.get("packBytes", options.get("packbytes", 0)))
         self.filters: tuple = ()  # pushed filters on the constant columns (KafkaLogPushdownReader.pushFilters)
 
     def partitions(self) -> list[SegmentPartition | PackedPartition]:
         filters = self.filters
         parts = plan(_paths(self.options), split_bytes=self.split_bytes, include_leftovers=self.include_leftovers,
+                     include_snapshots=self.include_snapshots,
                      pack_bytes=self.pack_bytes, keep=(lambda p: may_match(filters, p)) if filters else None)
         # Spark needs at least one partition; an empty input reads nothing.
         return parts or [SegmentPartition("", None, -1, None, 0, 0)]
