@@ -232,36 +232,43 @@ def _wanted(kind, explicit: bool, leftover: str | None, include_leftovers: bool,
     return kind is FileKind.KRAFT_SNAPSHOT and (explicit or include_snapshots)
 
 
-def _plan_local(path: str, include_leftovers: bool, include_snapshots: bool = False) -> list[SegmentPartition]:
-    from kafkatool.filetypes import FileKind, classify
-    from kafkatool.walk import expand, partition_of
+def _partitions_of(found: list[tuple], sibling: Callable[[str], str | None]) -> list[SegmentPartition]:
+    """Input partitions of the record files found under one path, local or remote alike.
 
-    files = [f for f in expand([path])
-             if _wanted(f.kind, f.explicit, classify(f.path).leftover, include_leftovers, include_snapshots)]
-    last: dict[str, int] = {}  # dir -> largest base offset of its segments (the active segment)
-    for f in files:
-        base = classify(f.path).base_offset
-        if base is not None and f.kind is FileKind.LOG:
-            d = str(f.path.parent)
-            last[d] = max(last.get(d, -1), base)
+    ``found``: ``(name, path, directory, partition dir name, FileInfo)`` per file, in plan order: ``name``
+    as listed (what siblings are derived from), ``path`` as rows show and executors open it;
+    ``sibling(name)`` is the path of a listed sibling file, else None. The active segment is each
+    directory's largest base offset.
+    """
+    from kafkatool.filetypes import FileKind
+    from kafkatool.walk import partition_of
+
+    last: dict[str, int] = {}
+    for _name, _path, d, _dir_name, info in found:
+        if info.kind is FileKind.LOG and info.base_offset is not None and info.leftover is None:
+            last[d] = max(last.get(d, -1), info.base_offset)
     out = []
-    for f in files:
-        info = classify(f.path, by_extension=True)
-        part = partition_of(f.path.resolve().parent.name)
-        log = str(f.path)
-        stem = log[: -len(info.leftover)] if info.leftover else log
-        siblings = {}
-        if info.base_offset is not None and info.leftover is None and stem.endswith(".log"):
-            for ext in ("index", "timeindex", "txnindex"):
-                sib = stem[:-3] + ext
-                siblings[ext] = sib if os.path.exists(sib) else None
-        segment = info.base_offset if f.kind is FileKind.LOG else None  # a snapshot's name is its end offset
-        out.append(SegmentPartition(
-            f.display, part[0] if part else None, part[1] if part else -1, segment,
-            index=siblings.get("index"), timeindex=siblings.get("timeindex"), txnindex=siblings.get("txnindex"),
-            active=segment is not None and last.get(str(f.path.parent)) == segment,
-        ))
+    for name, path, d, dir_name, info in found:
+        part = partition_of(dir_name)
+        segment = info.base_offset if info.kind is FileKind.LOG else None  # a snapshot's name is its end offset
+        indexes = [None, None, None]
+        if segment is not None and info.leftover is None and name.endswith(".log"):
+            indexes = [sibling(name[:-3] + ext) for ext in ("index", "timeindex", "txnindex")]
+        out.append(SegmentPartition(path, part[0] if part else None, part[1] if part else -1, segment, 0, None,
+                                    *indexes, active=segment is not None and last.get(d) == segment))
     return out
+
+
+def _plan_local(path: str, include_leftovers: bool, include_snapshots: bool = False) -> list[SegmentPartition]:
+    from kafkatool.filetypes import classify
+    from kafkatool.walk import expand
+
+    found = []
+    for f in expand([path]):
+        info = classify(f.path, by_extension=True)
+        if _wanted(f.kind, f.explicit, info.leftover, include_leftovers, include_snapshots):
+            found.append((str(f.path), f.display, str(f.path.parent), f.path.resolve().parent.name, info))
+    return _partitions_of(found, lambda sib: sib if os.path.exists(sib) else None)
 
 
 def _plan_remote(url: str, include_leftovers: bool, include_snapshots: bool = False) -> list[SegmentPartition]:
@@ -269,8 +276,7 @@ def _plan_remote(url: str, include_leftovers: bool, include_snapshots: bool = Fa
 
     from pyarrow import fs as pafs
 
-    from kafkatool.filetypes import FileKind, classify
-    from kafkatool.walk import partition_of
+    from kafkatool.filetypes import classify
 
     filesystem, root = pafs.FileSystem.from_uri(url)
     # Each file's URL is the given one with its path extended, so what the URL carries besides the
@@ -293,33 +299,14 @@ def _plan_remote(url: str, include_leftovers: bool, include_snapshots: bool = Fa
     def url_of(name: str) -> str:
         return url if name == root else head + name[cut:] + query
 
-    listed = set(names)
-    logs = []
-    last: dict[str, int] = {}  # dir -> largest base offset of its segments (the active segment)
+    found = []
     for name in names:
         ci = classify(name, by_extension=name == root)
-        if not _wanted(ci.kind, name == root, ci.leftover, include_leftovers, include_snapshots):
-            continue
-        logs.append((name, ci))
-        if ci.base_offset is not None and ci.leftover is None and ci.kind is FileKind.LOG:
+        if _wanted(ci.kind, name == root, ci.leftover, include_leftovers, include_snapshots):
             d = posixpath.dirname(name)
-            last[d] = max(last.get(d, -1), ci.base_offset)
-    out = []
-    for name, ci in logs:
-        d = posixpath.dirname(name)
-        part = partition_of(posixpath.basename(d))
-        siblings = {}
-        if ci.base_offset is not None and ci.leftover is None and name.endswith(".log"):
-            for ext in ("index", "timeindex", "txnindex"):
-                sib = name[:-3] + ext
-                siblings[ext] = url_of(sib) if sib in listed else None
-        segment = ci.base_offset if ci.kind is FileKind.LOG else None  # a snapshot's name is its end offset
-        out.append(SegmentPartition(
-            url_of(name), part[0] if part else None, part[1] if part else -1, segment,
-            index=siblings.get("index"), timeindex=siblings.get("timeindex"), txnindex=siblings.get("txnindex"),
-            active=segment is not None and last.get(d) == segment,
-        ))
-    return out
+            found.append((name, url_of(name), d, posixpath.basename(d), ci))
+    listed = set(names)
+    return _partitions_of(found, lambda sib: url_of(sib) if sib in listed else None)
 
 
 _INDEX_ENTRY = struct.Struct(">ii")
