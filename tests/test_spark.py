@@ -229,3 +229,29 @@ def test_urls_read_through_pyarrow_fs(kafka_corpus):
     found = [(row["code"], row["position"]) for p in remote for rb in read_partition(p, "findings")
              for row in rb.to_pylist()]
     assert ("torn-tail", 846) in found
+
+
+def test_file_urls_share_one_filesystem_and_decode_their_paths(tmp_path, kafka_corpus):
+    """``file://`` URLs (and any store) resolve as ``from_uri`` resolves them, escapes included, through
+    one filesystem per process."""
+    from pyarrow import fs
+
+    from kafkatool.spark.source import filesystem_of
+
+    odd = tmp_path / "log dir%1" / "orders-0"
+    odd.mkdir(parents=True)
+    src = kafka_corpus / "logdir" / "codecs-0" / "00000000000000000000.log"
+    (odd / src.name).write_bytes(src.read_bytes())
+    urls = [src.as_uri(), (odd / src.name).as_uri(), (kafka_corpus / "logdir").as_uri()]
+    assert "%25" in urls[1] and "%20" in urls[1]
+    filesystems = set()
+    for url in urls:
+        filesystem, inner = filesystem_of(url)
+        assert inner == fs.FileSystem.from_uri(url)[1]
+        filesystems.add(id(filesystem))
+    assert len(filesystems) == 1
+    remote = plan([(odd.parent).as_uri()])
+    rows = [r for p in remote for rb in read_partition(p, "batches") for r in rb.to_pylist()]
+    local = [r for p in plan([str(odd.parent)]) for rb in read_partition(p, "batches") for r in rb.to_pylist()]
+    assert [{k: v for k, v in r.items() if k != "file"} for r in rows] == \
+        [{k: v for k, v in r.items() if k != "file"} for r in local] != []

@@ -168,3 +168,35 @@ def test_a_missing_index_is_named_as_the_bucket_would_name_it(store):
     missing = {r["code"]: r["file"] for r in found if r["code"].endswith("-missing")}
     prefix = f"s3://{BUCKET}/noindex/codecs-0/00000000000000000000"
     assert missing == {"index-missing": f"{prefix}.index", "timeindex-missing": f"{prefix}.timeindex"}
+
+
+def test_executors_share_one_client_per_store(store):
+    """Every file of a bucket is opened through one S3 client per process, at the very path ``from_uri``
+    gives (a new client per file walks the credential chain and, without ``region=``, asks AWS for the
+    bucket's region: a request per file)."""
+    from pyarrow import fs
+
+    from kafkatool.spark import source
+    from kafkatool.spark.source import filesystem_of
+
+    base, query, _ = store
+    parts = plan([f"{base}/cluster{query}", f"{base}/flat{query}"])
+    source._STORES.clear()  # what a fresh executor process starts with
+    assert _rows(parts, "findings") and _rows(parts[:4], "batches")  # the executors' own opening path
+    (shared,) = source._STORES.values()  # every segment and index of the bucket: one client
+    assert shared is not None and shared[1] == BUCKET
+    urls = [u for p in parts for u in (p.path, p.index, p.timeindex, p.txnindex) if u is not None]
+    assert len(urls) > 20
+    clients = {id(shared[0])}
+    for url in urls:
+        filesystem, inner = filesystem_of(url)
+        expected_fs, expected_inner = fs.FileSystem.from_uri(url)
+        assert (filesystem.type_name, inner) == (expected_fs.type_name, expected_inner)
+        clients.add(id(filesystem))
+        with filesystem.open_input_file(inner) as fh:
+            assert fh.size() == expected_fs.get_file_info(expected_inner).size
+    assert len(clients) == 1
+    # another store (other credentials: another client), and the first one still shared
+    other = urls[0].replace(USER, "AKIDOTHER:other-secret")
+    assert id(filesystem_of(other)[0]) not in clients
+    assert id(filesystem_of(urls[-1])[0]) in clients

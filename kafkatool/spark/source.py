@@ -642,10 +642,45 @@ def _open(path: str):
     """A binary file object for a local path or a pyarrow.fs URL (what ``records.scan`` reads through)."""
     if not _is_url(path):
         return open(path, "rb", buffering=0)  # scan reads through its own window: no second copy
+    filesystem, inner = filesystem_of(path)
+    return filesystem.open_input_file(inner)
+
+
+def _url_parts(url: str) -> tuple[str, str]:
+    """``(the URL without its path, the percent-decoded path)``: every file of one store shares the first."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    u = urlsplit(url)
+    return urlunsplit((u.scheme, u.netloc, "", u.query, "")), unquote(u.path)
+
+
+# Store (a URL without its path) -> (filesystem, the inner path its URLs' paths are appended to), or None
+# for a store whose URLs pyarrow does not map that way. One per executor process; see filesystem_of.
+_STORES: dict[str, tuple | None] = {}
+
+
+def filesystem_of(url: str) -> tuple:
+    """``pyarrow.fs.FileSystem.from_uri(url)``, with one filesystem for all URLs of the same store.
+
+    ``from_uri`` builds a new client each time: an S3 client walks the credential chain, and without
+    ``region=`` in the URL it sends a HeadBucket to find the bucket's region (seen here: a 6 s timeout
+    per call with no route to AWS). Per file opened that was up to four of each per segment at the
+    findings level; now it is once per store and process. The first URL of a store is resolved by
+    ``from_uri`` itself, which gives the prefix the others' paths go after (the bucket for ``s3://``,
+    nothing for ``hdfs://`` or ``file://``); a store whose inner path does not end with the URL's path
+    is never shared. pyarrow filesystems are safe to use from several threads.
+    """
     from pyarrow import fs as pafs
 
-    filesystem, inner = pafs.FileSystem.from_uri(path)
-    return filesystem.open_input_file(inner)
+    key, path = _url_parts(url)
+    store = _STORES.get(key, False)
+    if store is None:
+        return pafs.FileSystem.from_uri(url)
+    if store is not False:
+        return store[0], store[1] + path
+    filesystem, inner = pafs.FileSystem.from_uri(url)
+    _STORES[key] = (filesystem, inner[:len(inner) - len(path)]) if inner.endswith(path) else None
+    return filesystem, inner
 
 
 def _arrow_schema(schema: StructType):
@@ -867,5 +902,5 @@ def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
 
 
 __all__ = ["BATCHES", "FINDINGS", "PACK_OPEN_COST", "KafkaLogDataSource", "KafkaLogPushdownReader", "KafkaLogReader",
-           "PackedPartition", "SegmentPartition", "evaluate", "may_match", "pack", "plan", "pushable", "read_partition",
-           "records_schema"]
+           "PackedPartition", "SegmentPartition", "evaluate", "filesystem_of", "may_match", "pack", "plan", "pushable",
+           "read_partition", "records_schema"]
