@@ -187,3 +187,56 @@ def test_cli_spark_scan_pack_bytes(spark, kafka_corpus, tmp_path):
     assert 0 < files("packed", "batches") < files("plain", "batches")
     bad = kt("spark", "scan", "--pack-bytes", -1, *paths, "--out", tmp_path / "bad")
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize("cores", [1, 2, 8, 64])
+def test_min_partitions_shrinks_the_budget_to_keep_cores_busy(cores):
+    """Like Spark's FilePartition.maxSplitBytes: min(packBytes, max(open cost, total cost / cores))."""
+    path = str(corpus_root() / "real")
+    whole = plan([path])
+    costs = [_cost(p) for p in whole]
+    budget = min(1 << 40, max(PACK_OPEN_COST, sum(costs) // cores))
+    packed = plan([path], pack_bytes=1 << 40, min_partitions=cores)
+    assert _flat(packed) == whole
+    _check_packs(packed, budget)
+    assert len(packed) >= cores  # every part costs at most the budget here, so no fewer packs than cores
+    if cores == 1:
+        assert len(packed) == 1 and packed == plan([path], pack_bytes=1 << 40)
+    # packBytes smaller than the spread budget: packBytes rules, as without minPartitions
+    assert plan([path], pack_bytes=16 * MIB, min_partitions=cores) == plan([path], pack_bytes=16 * MIB)
+
+
+def test_min_partitions_never_goes_below_one_open_cost(kafka_corpus):
+    path = str(kafka_corpus / "logdir")
+    whole = plan([path])
+    assert len(whole) > 5
+    # more cores than segments: a budget of one open cost packs nothing (every file costs more)
+    assert plan([path], pack_bytes=1 << 40, min_partitions=10_000) == whole
+
+
+def test_min_partitions_option_spreads_a_packed_load(spark, kafka_corpus):
+    paths = _mixed(kafka_corpus)
+    one = spark.read.format("kafka-log").option("packBytes", 1 << 40).load(paths)
+    spread = (spark.read.format("kafka-log").option("packBytes", 1 << 40).option("minPartitions", 4)
+              .load(paths))
+    assert one.rdd.getNumPartitions() == 1
+    assert spread.rdd.getNumPartitions() == len(plan(paths, pack_bytes=1 << 40, min_partitions=4)) >= 4
+    assert sorted(spread.collect(), key=repr) == sorted(one.collect(), key=repr)
+
+
+def test_spark_scan_packs_no_coarser_than_the_cores(spark, kafka_corpus, tmp_path):
+    """``kafkatool spark scan --pack-bytes``: however big the budget, a task per core at least."""
+    from kafkatool.spark.scan import scan_paths
+
+    paths = [str(kafka_corpus / "logdir"), str(kafka_corpus / "legacy")]
+    cores = spark.sparkContext.defaultParallelism
+    assert cores >= 2 and len(plan(paths, pack_bytes=1 << 40)) == 1
+    seen: dict[str, int] = {}
+
+    def progress(phase, done, total):
+        seen[phase] = max(seen.get(phase, 0), total)
+
+    plain = scan_paths(spark, paths, tmp_path / "plain")
+    packed = scan_paths(spark, paths, tmp_path / "packed", pack_bytes=1 << 40, progress=progress)
+    assert packed.partitions == plain.partitions
+    assert seen["batches"] == len(plan(paths, pack_bytes=1 << 40, min_partitions=cores)) >= cores

@@ -94,7 +94,8 @@ def scan(
     pack_bytes: Annotated[
         int, typer.Option(help="Pack consecutive small segments into one task of up to N bytes, each file counted "
                           "4 MiB more than its size (as Spark's openCostInBytes); fewer tasks for many small "
-                          "segments, e.g. 134217728 (0: off, one task per segment).", min=0)
+                          "segments, e.g. 134217728, but never fewer than the cores Spark has where the data "
+                          "allows (0: off, one task per segment).", min=0)
     ] = 0,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text (a table) or jsonl (one line per partition).")
                    ] = "text",

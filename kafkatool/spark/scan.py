@@ -142,8 +142,9 @@ def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int,
     reader = spark.read.format(FORMAT).option("level", level)
     if split_bytes and level != "findings":
         reader = reader.option("splitBytes", str(split_bytes))
-    if pack_bytes:
+    if pack_bytes:  # packed no coarser than keeps every core busy, as Spark's file sources
         reader = reader.option("packBytes", str(pack_bytes))
+        reader = reader.option("minPartitions", str(spark.sparkContext.defaultParallelism))
     return reader.load(paths if len(paths) > 1 else paths[0])
 
 
@@ -182,7 +183,8 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     """Run the scan; ``paths`` are what the data source takes (files, dirs, globs, URLs).
 
     ``split_bytes`` and ``pack_bytes`` are the data source's ``splitBytes`` and ``packBytes`` options
-    (``pack_bytes`` for every level: small segments packed into fewer tasks; 0: one task per segment).
+    (``pack_bytes`` for every level: small segments packed into fewer tasks, but at least as many as the
+    session's default parallelism where the data allows; 0: one task per segment).
 
     ``progress(phase, tasks_done, tasks_total)`` is called as Spark tasks finish, phase by phase
     (``batches``, ``findings``, ``records`` when asked, ``summary``): once with ``(0, 0)`` as a phase

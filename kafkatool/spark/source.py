@@ -16,6 +16,9 @@ Options:
   ``PACK_OPEN_COST`` (4 MiB, like Spark's ``spark.sql.files.openCostInBytes``) more than its size; a piece
   bigger than that is a task of its own, and so is every URL (not statted). Rows keep their own topic,
   partition, segment and file. 0 (default): one partition per segment (or piece). All levels.
+- ``minPartitions``: with ``packBytes``, shrink the budget so the packs number at least this many where the
+  data allows (Spark's own file sources: ``min(maxPartitionBytes, max(openCostInBytes, total / cores))``);
+  pass ``spark.sparkContext.defaultParallelism`` to keep every core busy (``kafkatool spark scan`` does).
 - ``deep``: findings level: also decompress and decode every record (``verify --deep``).
 - ``includeLeftovers``: also read ``.log.swap``/``.cleaned``/``.deleted`` files found in directories.
 - ``includeSnapshots``: also read KRaft snapshots (``__cluster_metadata-0/<end offset>-<epoch>.checkpoint``,
@@ -198,13 +201,14 @@ def _display(path: str) -> str:
 
 
 def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = False,
-         include_snapshots: bool = False, pack_bytes: int = 0,
+         include_snapshots: bool = False, pack_bytes: int = 0, min_partitions: int = 0,
          keep: Callable[[SegmentPartition], bool] | None = None) -> list[SegmentPartition | PackedPartition]:
     """Input partitions for every record file under ``paths`` (local paths, globs or URLs).
 
     ``keep``: only the segments it is true of (the reader's pushed filters, :func:`may_match`), chosen
     before splitting and packing, so a dropped segment is never opened. ``pack_bytes`` > 0: then packed
-    with :func:`pack` (0: one partition per segment or piece).
+    with :func:`pack` (0: one partition per segment or piece), into at least ``min_partitions`` where
+    the data allows.
     """
     out: list[SegmentPartition] = []
     for raw in paths:
@@ -220,7 +224,7 @@ def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = Fa
         out = [p for p in out if keep(p)]
     if split_bytes > 0:
         out = [piece for p in out for piece in _split(p, split_bytes)]
-    return pack(out, pack_bytes) if pack_bytes > 0 else list(out)
+    return pack(out, pack_bytes, min_partitions) if pack_bytes > 0 else list(out)
 
 
 def _wanted(kind, explicit: bool, leftover: str | None, include_leftovers: bool, include_snapshots: bool) -> bool:
@@ -366,12 +370,26 @@ def _pack_cost(p: SegmentPartition) -> int | None:
     return max(0, end - p.start) + PACK_OPEN_COST
 
 
-def pack(parts: list[SegmentPartition], pack_bytes: int) -> list[SegmentPartition | PackedPartition]:
-    """Consecutive ``parts`` (order kept) grouped into packs of summed :func:`_pack_cost` <= ``pack_bytes``.
+def pack_budget(costs: Iterable[int], pack_bytes: int, min_partitions: int = 0) -> int:
+    """The bytes one pack may hold: ``pack_bytes``, made smaller when the data would then fill fewer than
+    ``min_partitions`` packs, but never below one file's open cost. Spark's file sources size their
+    splits the same way (``FilePartition.maxSplitBytes``), so a small input still spreads over every core.
+    """
+    if min_partitions <= 0:
+        return pack_bytes
+    return min(pack_bytes, max(PACK_OPEN_COST, sum(costs) // min_partitions))
+
+
+def pack(parts: list[SegmentPartition], pack_bytes: int,
+         min_partitions: int = 0) -> list[SegmentPartition | PackedPartition]:
+    """Consecutive ``parts`` (order kept) grouped into packs of summed :func:`_pack_cost` within
+    :func:`pack_budget` (``pack_bytes``, smaller if needed to make ``min_partitions`` packs).
 
     Spark's file sources do the same with small files (``maxPartitionBytes``, ``openCostInBytes``). A part
-    costing more than ``pack_bytes``, or a URL, stands alone; a pack of one part is that part itself.
+    costing more than the budget, or a URL, stands alone; a pack of one part is that part itself.
     """
+    costs = [_pack_cost(p) for p in parts]
+    pack_bytes = pack_budget((c for c in costs if c is not None), pack_bytes, min_partitions)
     out: list[SegmentPartition | PackedPartition] = []
     group: list[SegmentPartition] = []
     total = 0
@@ -382,8 +400,7 @@ def pack(parts: list[SegmentPartition], pack_bytes: int) -> list[SegmentPartitio
             out.append(group[0] if len(group) == 1 else PackedPartition(tuple(group)))
         group, total = [], 0
 
-    for p in parts:
-        cost = _pack_cost(p)
+    for p, cost in zip(parts, costs, strict=True):
         if cost is None or cost > pack_bytes:
             flush()
             out.append(p)
@@ -576,13 +593,15 @@ class KafkaLogReader(DataSourceReader):
         self.include_leftovers = _bool(options.get("includeLeftovers", options.get("includeleftovers")))
         self.include_snapshots = _bool(options.get("includeSnapshots", options.get("includesnapshots")))
         self.pack_bytes = int(options.get("packBytes", options.get("packbytes", 0)))
+        self.min_partitions = int(options.get("minPartitions", options.get("minpartitions", 0)))
         self.filters: tuple = ()  # pushed filters on the constant columns (KafkaLogPushdownReader.pushFilters)
 
     def partitions(self) -> list[SegmentPartition | PackedPartition]:
         filters = self.filters
         parts = plan(_paths(self.options), split_bytes=self.split_bytes, include_leftovers=self.include_leftovers,
                      include_snapshots=self.include_snapshots,
-                     pack_bytes=self.pack_bytes, keep=(lambda p: may_match(filters, p)) if filters else None)
+                     pack_bytes=self.pack_bytes, min_partitions=self.min_partitions,
+                     keep=(lambda p: may_match(filters, p)) if filters else None)
         # Spark needs at least one partition; an empty input reads nothing.
         return parts or [SegmentPartition("", None, -1, None, 0, 0)]
 
@@ -902,5 +921,5 @@ def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
 
 
 __all__ = ["BATCHES", "FINDINGS", "PACK_OPEN_COST", "KafkaLogDataSource", "KafkaLogPushdownReader", "KafkaLogReader",
-           "PackedPartition", "SegmentPartition", "evaluate", "filesystem_of", "may_match", "pack", "plan", "pushable",
-           "read_partition", "records_schema"]
+           "PackedPartition", "SegmentPartition", "evaluate", "filesystem_of", "may_match", "pack", "pack_budget",
+           "plan", "pushable", "read_partition", "records_schema"]
