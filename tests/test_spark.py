@@ -213,6 +213,36 @@ def test_cli_spark_scan(spark, kafka_corpus, tmp_path):
     assert spark.range(3).count() == 3  # the session is still usable
     text = kt("spark", "scan", damaged, "--out", tmp_path / "o")
     assert text.exit_code == 1 and "rtopic-0" in text.stdout and "1 CRC failures" in text.stdout
+    # stderr is no terminal here (a log file under spark-submit or a scheduler): progress as plain lines,
+    # none of them on stdout
+    tasks = len(plan([str(damaged)]))
+    for phase in ("batches", "findings", "records", "summary"):
+        assert f"kafkatool spark scan: {phase}: started" in done.stderr
+    assert f"kafkatool spark scan: batches: {tasks}/{tasks} tasks done" in done.stderr
+    assert "kafkatool spark scan" not in done.stdout
+
+
+def test_progress_lines_are_rate_limited():
+    from kafkatool.cli.spark_cmd import _progress_lines
+
+    lines: list[str] = []
+    update = _progress_lines(lines.append, every=3600)
+    update("batches", 0, 0)
+    for done in range(1, 50):
+        update("batches", done, 100)  # within the interval: nothing
+    update("batches", 100, 100)
+    update("batches", 100, 100)  # the same again: nothing
+    update("summary", 0, 0)
+    assert [line.split(" (")[0] for line in lines] == [
+        "kafkatool spark scan: batches: started", "kafkatool spark scan: batches: 100/100 tasks done",
+        "kafkatool spark scan: summary: started"]
+    every = _progress_lines(lines.append, every=0)
+    lines.clear()
+    every("records", 0, 0)
+    every("records", 1, 4)
+    every("records", 2, 4)
+    assert lines[1:] == ["kafkatool spark scan: records: 1/4 tasks (0 s)",
+                         "kafkatool spark scan: records: 2/4 tasks (0 s)"]
 
 
 def test_urls_read_through_pyarrow_fs(kafka_corpus):

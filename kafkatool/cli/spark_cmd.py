@@ -49,18 +49,45 @@ def _ms(ts: int | None) -> str:
     return datetime.fromtimestamp(ts / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-@contextmanager
-def _task_bars() -> Iterator[Callable[[str, int, int], None] | None]:
-    """Spark task progress on stderr, a bar per phase of the scan.
+LOG_EVERY_SECONDS = 30.0
 
-    Shown when stderr is a terminal. Unlike the streaming commands (``Output.progress``), even when stdout
-    is one too: this command prints nothing until the scan is over, so the bar never tears its output.
+
+def _progress_lines(write: Callable[[str], None], every: float = LOG_EVERY_SECONDS) -> Callable[[str, int, int], None]:
+    """Spark task progress as plain lines, for a stderr that is a log file (spark-submit, a scheduler,
+    ``nohup``) rather than a terminal: a line when a phase starts and ends, and at most one per ``every``
+    seconds in between, each with the time elapsed in the phase."""
+    import time
+
+    state = {"phase": None, "start": 0.0, "last": 0.0, "seen": (0, 0)}
+
+    def update(phase: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if phase != state["phase"]:
+            state.update(phase=phase, start=now, last=now, seen=(done, total))
+            write(f"kafkatool spark scan: {phase}: started")
+            return
+        ended = total > 0 and done == total
+        if (done, total) == state["seen"] or (not ended and now - state["last"] < every):
+            return
+        state.update(last=now, seen=(done, total))
+        write(f"kafkatool spark scan: {phase}: {done}/{total} tasks{' done' if ended else ''} "
+              f"({now - state['start']:.0f} s)")
+
+    return update
+
+
+@contextmanager
+def _task_bars() -> Iterator[Callable[[str, int, int], None]]:
+    """Spark task progress on stderr: a bar per phase of the scan on a terminal, else plain lines.
+
+    The bar shows even when stdout is a terminal too, unlike the streaming commands (``Output.progress``):
+    this command prints nothing until the scan is over, so the bar never tears its output.
     """
     from rich.console import Console
 
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
     if not err.is_terminal:
-        yield None
+        yield _progress_lines(lambda line: print(line, file=sys.stderr, flush=True))
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
