@@ -712,3 +712,78 @@ def metadata_timeline(paths: Iterable[str | Path]) -> Iterator[PartitionState | 
                                      s["leader_epoch"], s["partition_epoch"])
             else:
                 yield MetadataEvent(display, rec.offset, rec.timestamp, rtype, name, version, fields, True)
+
+
+# --- one record at a time (the Spark data source's ``decode`` option) -----------------------------
+
+
+def offsets_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """One ``__consumer_offsets`` record, decoded on its own (no replay): ``kind`` (``offset_commit``,
+    ``group_metadata`` or ``unknown`` for a key version not decoded here), the key's fields, the value's
+    (none for a tombstone, which deletes the key when the coordinator loads the partition)."""
+    if key is None:
+        raise _Undecodable("no key")
+    k = decode_offsets_key(key)
+    out: dict[str, Any] = {"key_version": _parse(it.CoordinatorKeyVersion, key[:2], "key version").version,
+                           "tombstone": value is None}
+    if isinstance(k, OffsetKey):
+        out.update(kind="offset_commit", group=k.group, topic=k.topic, partition=k.partition)
+        if value is not None:
+            v = decode_offset_commit_value(value)
+            out.update(v, value_version=v["version"])
+    elif isinstance(k, GroupKey):
+        out.update(kind="group_metadata", group=k.group)
+        if value is not None:
+            g = decode_group_metadata_value(value)
+            out.update(g, value_version=g["version"], members=[m.as_dict() for m in g["members"]])
+    else:
+        out["kind"] = "unknown"
+    out.pop("version", None)
+    return out
+
+
+def transaction_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """One ``__transaction_state`` record, decoded on its own: the transactional id and, unless a tombstone
+    (an expired id), its producer, state and partitions (``[{topic, partition}]``)."""
+    if key is None:
+        raise _Undecodable("no key")
+    out: dict[str, Any] = {"transactional_id": decode_transaction_key(key), "tombstone": value is None}
+    if value is not None:
+        v = decode_transaction_value(value)
+        out.update(v, value_version=v["version"],
+                   partitions=[{"topic": t, "partition": p} for t, ps in v["partitions"] for p in ps])
+        del out["version"]
+    return out
+
+
+def metadata_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """One ``__cluster_metadata`` record (or KRaft snapshot record): type, version, name and, when the type
+    and version are declared here, its fields as JSON (``decoded`` false otherwise), as ``metadata --all``
+    shows them."""
+    import json
+
+    if value is None:
+        raise _Undecodable("null value")
+    try:
+        rtype, version, name, fields = decode_metadata_record(value)
+    except (ConstructError, IndexError) as exc:
+        raise _Undecodable(f"metadata record: {type(exc).__name__}: {exc}") from exc
+    return {"record_type": rtype, "version": version, "name": name, "decoded": fields is not None,
+            "fields": None if fields is None else json.dumps(fields)}
+
+
+# decoder name -> (the internal topic it is for, the per-record decoder)
+RECORD_DECODERS = {
+    "consumer-offsets": (OFFSETS_TOPIC, offsets_record),
+    "transaction-state": (TRANSACTION_TOPIC, transaction_record),
+    "cluster-metadata": (METADATA_TOPIC, metadata_record),
+}
+
+
+def decode_record(decoder: str, key: bytes | None, value: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
+    """``(fields, None)``, or ``(None, why)`` for a record the ``decoder`` (a :data:`RECORD_DECODERS` name)
+    cannot decode: bad bytes are a reason, never an exception."""
+    try:
+        return RECORD_DECODERS[decoder][1](key, value), None
+    except _Undecodable as exc:
+        return None, str(exc)

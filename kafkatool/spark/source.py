@@ -8,6 +8,11 @@ Options:
   ``records`` (one row per record, decompressed), ``findings`` (one row per finding: verify's per-segment
   check, :func:`kafkatool.segment_check.check_segment`, with the segment's indexes).
 - ``values``: ``binary`` (default), ``base64`` (a string column) or ``none`` (no ``value`` column): records level.
+- ``decode``: ``consumer-offsets``, ``transaction-state`` or ``cluster-metadata`` (records level, the default
+  level then): each record of that internal topic decoded on its own, by the CLI's decoders, into a
+  ``decoded`` struct column (:data:`DECODED`), with ``decode_error`` saying why a record does not decode
+  (the row stays). Records of other topics, and control records, have both null. A flat layout (no topic
+  in the path) is decoded as if it were that topic.
 - ``splitBytes``: split segments larger than this many bytes into several input partitions, at batch
   starts taken from the segment's ``.index`` (each checked: a v2 batch with a valid CRC starts there); 0
   (default) or no usable index: one partition per segment. Not for the findings level (whole segments).
@@ -109,7 +114,67 @@ BATCHES = StructType(_SOURCE + BATCH_FIELDS)
 HEADER = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 
 
-def records_schema(values: str = "binary") -> StructType:
+_MEMBER = StructType([
+    StructField("member_id", StringType()),
+    StructField("group_instance_id", StringType()),
+    StructField("client_id", StringType()),
+    StructField("client_host", StringType()),
+    StructField("rebalance_timeout", IntegerType()),
+    StructField("session_timeout", IntegerType()),
+    StructField("subscription_bytes", IntegerType()),
+    StructField("assignment_bytes", IntegerType()),
+])
+
+# The ``decoded`` column per ``decode`` option: the fields of kafkatool.internal's per-record decoders
+# (offsets_record, transaction_record, metadata_record); a field a record does not have is null.
+DECODED = {
+    "consumer-offsets": StructType([
+        StructField("kind", StringType()),  # offset_commit | group_metadata | unknown (a newer key version)
+        StructField("key_version", IntegerType()),
+        StructField("group", StringType()),
+        StructField("topic", StringType()),  # offset_commit: the committed topic partition
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("leader_epoch", IntegerType()),
+        StructField("metadata", StringType()),
+        StructField("commit_timestamp", LongType()),
+        StructField("expire_timestamp", LongType()),
+        StructField("protocol_type", StringType()),  # group_metadata
+        StructField("generation", IntegerType()),
+        StructField("protocol", StringType()),
+        StructField("leader", StringType()),
+        StructField("current_state_timestamp", LongType()),
+        StructField("members", ArrayType(_MEMBER, False)),
+        StructField("value_version", IntegerType()),
+        StructField("tombstone", BooleanType()),  # a null value: the key is deleted
+    ]),
+    "transaction-state": StructType([
+        StructField("transactional_id", StringType()),
+        StructField("producer_id", LongType()),
+        StructField("producer_epoch", IntegerType()),
+        StructField("timeout_ms", IntegerType()),
+        StructField("state", StringType()),  # Empty, Ongoing, PrepareCommit, ..., CompleteAbort
+        StructField("partitions", ArrayType(StructType([StructField("topic", StringType()),
+                                                        StructField("partition", IntegerType())]), False)),
+        StructField("last_update_timestamp", LongType()),
+        StructField("start_timestamp", LongType()),
+        StructField("previous_producer_id", LongType()),
+        StructField("next_producer_id", LongType()),
+        StructField("client_transaction_version", IntegerType()),
+        StructField("value_version", IntegerType()),
+        StructField("tombstone", BooleanType()),  # a null value: the transactional id expired
+    ]),
+    "cluster-metadata": StructType([
+        StructField("record_type", IntegerType()),
+        StructField("version", IntegerType()),
+        StructField("name", StringType()),  # TopicRecord, PartitionRecord, ... or "type N"
+        StructField("decoded", BooleanType()),  # whether this type and version's fields are declared here
+        StructField("fields", StringType()),  # the fields as JSON, as metadata --all -f jsonl shows them
+    ]),
+}
+
+
+def records_schema(values: str = "binary", decode: str | None = None) -> StructType:
     fields = [
         *_SOURCE,
         StructField("offset", LongType(), False),
@@ -125,6 +190,8 @@ def records_schema(values: str = "binary") -> StructType:
         StructField("batch_base_offset", LongType(), False),
         StructField("control_type", StringType()),
     ]
+    if decode is not None:
+        fields += [StructField("decoded", DECODED[decode]), StructField("decode_error", StringType())]
     return StructType(fields)
 
 
@@ -534,29 +601,43 @@ class KafkaLogDataSource(DataSource):
     def name(cls) -> str:
         return "kafka-log"
 
-    def _level(self) -> str:
-        level = self.options.get("level", "batches").lower()
-        if level not in LEVELS:
-            raise ValueError(f"kafka-log: option level must be one of {', '.join(LEVELS)}, not {level!r}")
-        return level
-
     def _values(self) -> str:
         values = self.options.get("values", "binary").lower()
         if values not in VALUE_MODES:
             raise ValueError(f"kafka-log: option values must be one of {', '.join(VALUE_MODES)}, not {values!r}")
         return values
 
+    def _decode(self) -> str | None:
+        decode = self.options.get("decode")
+        if decode is None or decode == "":
+            return None
+        decode = decode.lower()
+        if decode not in DECODED:
+            raise ValueError(f"kafka-log: option decode must be one of {', '.join(DECODED)}, not {decode!r}")
+        return decode
+
+    def _level(self) -> str:
+        level = self.options.get("level")
+        if level is None:
+            return "records" if self._decode() else "batches"
+        level = level.lower()
+        if level not in LEVELS:
+            raise ValueError(f"kafka-log: option level must be one of {', '.join(LEVELS)}, not {level!r}")
+        if level != "records" and self._decode():
+            raise ValueError(f"kafka-log: option decode decodes records; it needs level records, not {level!r}")
+        return level
+
     def schema(self) -> StructType:
         level = self._level()
         if level == "batches":
             return BATCHES
         if level == "records":
-            return records_schema(self._values())
+            return records_schema(self._values(), self._decode())
         return FINDINGS
 
     def reader(self, schema: StructType) -> DataSourceReader:
         cls = KafkaLogPushdownReader if _planning_pushdown() else KafkaLogReader
-        return cls(dict(self.options), self._level(), self._values(), schema)
+        return cls(dict(self.options), self._level(), self._values(), schema, self._decode())
 
 
 def _planning_pushdown() -> bool:
@@ -583,11 +664,12 @@ class KafkaLogReader(DataSourceReader):
     """Plans and reads; :meth:`partitions` leaves out the segments ``filters`` rule out (none unless
     :class:`KafkaLogPushdownReader` was given some)."""
 
-    def __init__(self, options: dict, level: str, values: str, schema: StructType) -> None:
+    def __init__(self, options: dict, level: str, values: str, schema: StructType, decode: str | None = None) -> None:
         self.options = options
         self.level = level
         self.values = values
         self.schema = schema
+        self.decode = decode
         self.split_bytes = 0 if level == "findings" else int(options.get("splitBytes", options.get("splitbytes", 0)))
         self.deep = _bool(options.get("deep"))
         self.include_leftovers = _bool(options.get("includeLeftovers", options.get("includeleftovers")))
@@ -609,7 +691,7 @@ class KafkaLogReader(DataSourceReader):
         _freeze_imports()
         if isinstance(partition, SegmentPartition) and not partition.path:
             return iter(())
-        return read_partition(partition, self.level, self.values, self.deep, self.schema)
+        return read_partition(partition, self.level, self.values, self.deep, self.schema, self.decode)
 
 
 class KafkaLogPushdownReader(KafkaLogReader):
@@ -710,20 +792,21 @@ def _arrow_schema(schema: StructType):
 
 
 def read_partition(part: SegmentPartition | PackedPartition, level: str, values: str = "binary", deep: bool = False,
-                   schema: StructType | None = None) -> Iterator:
+                   schema: StructType | None = None, decode: str | None = None) -> Iterator:
     """``pyarrow.RecordBatch``es of one input partition at ``level`` (also usable without Spark).
 
     A :class:`PackedPartition` gives those of each of its parts in turn (each opened only when reached).
+    ``decode``: a :data:`DECODED` name, records level.
     """
     if isinstance(part, PackedPartition):
-        return (rb for p in part.parts for rb in read_partition(p, level, values, deep, schema))
+        return (rb for p in part.parts for rb in read_partition(p, level, values, deep, schema, decode))
     if schema is None:
-        schema = {"batches": BATCHES, "findings": FINDINGS}.get(level) or records_schema(values)
+        schema = {"batches": BATCHES, "findings": FINDINGS}.get(level) or records_schema(values, decode)
     arrow = _arrow_schema(schema)
     if level == "batches":
         return _read_batches(part, arrow)
     if level == "records":
-        return _read_records(part, arrow, values)
+        return _read_records(part, arrow, values, decode)
     return _read_findings(part, arrow, deep)
 
 
@@ -859,12 +942,16 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
         yield from_tuples(legacy)
 
 
-def _read_records(part: SegmentPartition, arrow, values: str) -> Iterator:
+def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None = None) -> Iterator:
     import base64
 
     import pyarrow as pa
 
+    from kafkatool.internal import RECORD_DECODERS, decode_record
     from kafkatool.records import RawBatch, decode_records, scan
+
+    # decoded only where the partition is that internal topic's (or the layout names no topic)
+    decoding = decode is not None and part.topic in (None, RECORD_DECODERS[decode][0])
 
     def flush(rows: list, batch_bases: list) -> pa.RecordBatch:
         n = len(rows)
@@ -875,6 +962,13 @@ def _read_records(part: SegmentPartition, arrow, values: str) -> Iterator:
         elif values == "base64":
             columns.append([None if v is None else base64.b64encode(v).decode("ascii") for v in value])
         columns += [headers, batch_bases, ctype]
+        if decode is not None:
+            if decoding:
+                results = [(None, None) if c is not None else decode_record(decode, k, v)
+                           for k, v, c in zip(key, value, ctype, strict=True)]
+                columns += [[d for d, _ in results], [e for _, e in results]]
+            else:
+                columns += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
         return pa.RecordBatch.from_arrays(
             [c if isinstance(c, pa.Array) else pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)],
             schema=arrow)
@@ -920,6 +1014,6 @@ def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
             schema=arrow)
 
 
-__all__ = ["BATCHES", "FINDINGS", "PACK_OPEN_COST", "KafkaLogDataSource", "KafkaLogPushdownReader", "KafkaLogReader",
-           "PackedPartition", "SegmentPartition", "evaluate", "filesystem_of", "may_match", "pack", "pack_budget",
-           "plan", "pushable", "read_partition", "records_schema"]
+__all__ = ["BATCHES", "DECODED", "FINDINGS", "PACK_OPEN_COST", "KafkaLogDataSource", "KafkaLogPushdownReader",
+           "KafkaLogReader", "PackedPartition", "SegmentPartition", "evaluate", "filesystem_of", "may_match", "pack",
+           "pack_budget", "plan", "pushable", "read_partition", "records_schema"]
