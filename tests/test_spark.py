@@ -223,27 +223,30 @@ def test_cli_spark_scan(spark, kafka_corpus, tmp_path):
 
 
 def test_progress_lines_are_rate_limited():
-    from kafkatool.cli.spark_cmd import _progress_lines
+    from kafkatool.cli.spark_cmd import _ProgressLines
 
     lines: list[str] = []
-    update = _progress_lines(lines.append, every=3600)
+    update = _ProgressLines(lines.append, every=3600)
     update("batches", 0, 0)
     for done in range(1, 50):
         update("batches", done, 100)  # within the interval: nothing
     update("batches", 100, 100)
-    update("batches", 100, 100)  # the same again: nothing
+    update("batches", 120, 120)  # the total grew: still only the last count is shown, once, at the end
     update("summary", 0, 0)
+    update("summary", 3, 3)
+    update.close()
+    update.close()  # once only
     assert [line.split(" (")[0] for line in lines] == [
-        "kafkatool spark scan: batches: started", "kafkatool spark scan: batches: 100/100 tasks done",
-        "kafkatool spark scan: summary: started"]
-    every = _progress_lines(lines.append, every=0)
+        "kafkatool spark scan: batches: started", "kafkatool spark scan: batches: 120/120 tasks done",
+        "kafkatool spark scan: summary: started", "kafkatool spark scan: summary: 3/3 tasks done"]
     lines.clear()
+    every = _ProgressLines(lines.append, every=0)
     every("records", 0, 0)
     every("records", 1, 4)
+    every("records", 1, 4)  # unchanged: nothing
     every("records", 2, 4)
     assert lines[1:] == ["kafkatool spark scan: records: 1/4 tasks (0 s)",
                          "kafkatool spark scan: records: 2/4 tasks (0 s)"]
-
 
 def test_urls_read_through_pyarrow_fs(kafka_corpus):
     """A URL goes through pyarrow.fs (as s3:// or hdfs:// would): same batches, records and scan findings."""

@@ -117,6 +117,9 @@ def test_spark_submit_ships_kafkatool_to_a_cluster(spark, cluster, tmp_path):
         env=submit_env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]  # 1: the CRC mismatch finding
     remote = sorted(done.stdout.splitlines())
+    # progress reaches spark-submit's stderr (it merges the Python driver's own stderr into its stdout)
+    assert "kafkatool spark scan: batches: started" in done.stderr
+    assert "kafkatool spark scan" not in done.stdout
 
     local = CliRunner().invoke(app, ["spark", "scan", *paths, "--out", str(tmp_path / "local"), "--records",
                                      "-f", "jsonl"])

@@ -52,33 +52,49 @@ def _ms(ts: int | None) -> str:
 LOG_EVERY_SECONDS = 30.0
 
 
-def _progress_lines(write: Callable[[str], None], every: float = LOG_EVERY_SECONDS) -> Callable[[str, int, int], None]:
+class _ProgressLines:
     """Spark task progress as plain lines, for a stderr that is a log file (spark-submit, a scheduler,
-    ``nohup``) rather than a terminal: a line when a phase starts and ends, and at most one per ``every``
-    seconds in between, each with the time elapsed in the phase."""
-    import time
+    ``nohup``) rather than a terminal: a line when a phase starts, at most one per ``every`` seconds
+    while it runs, and one with its final count when it is over (at the next phase, or :meth:`close`).
+    A phase's total may grow as it runs (Spark plans more stages), so only that last line says done."""
 
-    state = {"phase": None, "start": 0.0, "last": 0.0, "seen": (0, 0)}
+    def __init__(self, write: Callable[[str], None], every: float = LOG_EVERY_SECONDS) -> None:
+        self.write = write
+        self.every = every
+        self.phase: str | None = None
+        self.start = self.last = 0.0
+        self.seen = self.shown = (0, 0)
 
-    def update(phase: str, done: int, total: int) -> None:
+    def _line(self, now: float, suffix: str = "") -> None:
+        done, total = self.shown = self.seen
+        self.last = now
+        self.write(f"kafkatool spark scan: {self.phase}: {done}/{total} tasks{suffix} ({now - self.start:.0f} s)")
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        import time
+
         now = time.monotonic()
-        if phase != state["phase"]:
-            state.update(phase=phase, start=now, last=now, seen=(done, total))
-            write(f"kafkatool spark scan: {phase}: started")
+        if phase != self.phase:
+            self.close()
+            self.phase, self.start, self.last, self.seen, self.shown = phase, now, now, (done, total), (done, total)
+            self.write(f"kafkatool spark scan: {phase}: started")
             return
-        ended = total > 0 and done == total
-        if (done, total) == state["seen"] or (not ended and now - state["last"] < every):
-            return
-        state.update(last=now, seen=(done, total))
-        write(f"kafkatool spark scan: {phase}: {done}/{total} tasks{' done' if ended else ''} "
-              f"({now - state['start']:.0f} s)")
+        self.seen = (done, total)
+        if self.seen != self.shown and now - self.last >= self.every:
+            self._line(now)
 
-    return update
+    def close(self, how: str = "done") -> None:
+        import time
+
+        if self.phase is not None:
+            self._line(time.monotonic(), f" {how}")
+            self.phase = None
 
 
 @contextmanager
-def _task_bars() -> Iterator[Callable[[str, int, int], None]]:
-    """Spark task progress on stderr: a bar per phase of the scan on a terminal, else plain lines.
+def _task_bars(write_line: Callable[[str], None] | None = None) -> Iterator[Callable[[str, int, int], None]]:
+    """Spark task progress on stderr: a bar per phase of the scan on a terminal, else plain lines (given
+    to ``write_line``, by default printed to stderr).
 
     The bar shows even when stdout is a terminal too, unlike the streaming commands (``Output.progress``):
     this command prints nothing until the scan is over, so the bar never tears its output.
@@ -87,7 +103,13 @@ def _task_bars() -> Iterator[Callable[[str, int, int], None]]:
 
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
     if not err.is_terminal:
-        yield _progress_lines(lambda line: print(line, file=sys.stderr, flush=True))
+        lines = _ProgressLines(write_line or (lambda line: print(line, file=sys.stderr, flush=True)))
+        try:
+            yield lines
+        except BaseException:
+            lines.close("stopped")
+            raise
+        lines.close()
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
@@ -140,7 +162,7 @@ def scan(
     if fmt not in ("text", "jsonl"):
         raise UsageError("--format must be one of text, jsonl")
     try:
-        from ..spark.scan import scan_paths, session
+        from ..spark.scan import scan_paths, session, stderr_lines
     except ImportError as exc:
         raise UsageError(f"spark scan needs pyspark and pyarrow: pip install 'kafkatool[spark]' ({exc})") from exc
     for p in paths:
@@ -149,7 +171,7 @@ def scan(
 
     spark, started = session(master)
     try:
-        with _task_bars() as progress:
+        with _task_bars(stderr_lines(spark)) as progress:
             result = scan_paths(spark, paths, out, records=records, split_bytes=split_bytes,
                                 pack_bytes=pack_bytes, progress=progress)
     finally:

@@ -223,6 +223,21 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     return result
 
 
+def stderr_lines(spark: SparkSession) -> Callable[[str], None]:
+    """How to write a line to stderr so that the user sees it as stderr.
+
+    Under spark-submit the Python driver is a child of the JVM (``PythonRunner``), which merges the child's
+    stderr into its own stdout: a line printed to our stderr would land among the results. There the line
+    goes to the JVM's own stderr instead, where Spark's logs go too.
+    """
+    import os
+    import sys
+
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):  # set by the JVM that launched this Python process
+        return spark.sparkContext._jvm.java.lang.System.err.println
+    return lambda line: print(line, file=sys.stderr, flush=True)
+
+
 def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") -> tuple[SparkSession, bool]:
     """A SparkSession for the CLI (spark-submit's under spark-submit) and whether it is new.
 
@@ -248,7 +263,7 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
     return spark, True
 
 
-__all__ = ["ProgressCallback", "ScanResult", "scan_paths", "session"]
+__all__ = ["ProgressCallback", "ScanResult", "scan_paths", "session", "stderr_lines"]
 
 
 if __name__ == "__main__":  # spark-submit .../kafkatool/spark/scan.py PATH... --out DIR --master ''
