@@ -153,6 +153,35 @@ def test_spark_scan_writes_parquet_and_summary(spark, kafka_corpus, tmp_path):
     assert (tmp_path / "out" / "summary.json").is_file()
 
 
+def test_spark_scan_open_transactions_are_what_txns_finds(spark, kafka_corpus, tmp_path):
+    """Per partition: the open transactions (and the oldest one's first offset, where the LSO stops) that
+    the CLI's ``txns`` replay finds; a flat layout (null topic) is one summary row, not one per source."""
+    from kafkatool.producers import Transaction
+    from kafkatool.spark.scan import scan_paths
+    from kafkatool.txns import txns_paths
+
+    paths = [str(kafka_corpus / "logdir"), str(kafka_corpus / "recovery" / "torn-tail" / "before")]
+    result = scan_paths(spark, paths, tmp_path / "out")
+    got = {(p["topic"], p["partition"]): (p["open_transactions"], p["first_open_offset"]) for p in result.partitions}
+    want: dict[tuple, list[int]] = {}
+    for t in txns_paths(paths):
+        if isinstance(t, Transaction) and t.outcome == "OPEN":
+            want.setdefault((Path(t.partition).name.rpartition("-")[0], int(t.partition.rpartition("-")[2])),
+                            []).append(t.first_offset)
+    assert sum(len(v) for v in want.values()) >= 3 and max(len(v) for v in want.values()) >= 2
+    assert {k: v for k, v in got.items() if v[0]} == {k: (len(v), min(v)) for k, v in want.items()}
+    assert result.total["open_transactions"] == sum(len(v) for v in want.values())
+
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for f in (kafka_corpus / "recovery" / "torn-tail" / "before" / "rtopic-0").glob("*.log"):
+        (flat / f.name).write_bytes(f.read_bytes())
+    (row,) = scan_paths(spark, [str(flat)], tmp_path / "flat-out").partitions
+    torn = got["rtopic", 0]
+    assert (row["topic"], row["partition"], row["open_transactions"], row["first_open_offset"]) == (None, -1, *torn)
+    assert row["batches"] > 100 and row["errors"] >= 1  # the batches' and the findings' sides in one row
+
+
 def test_spark_scan_reports_task_progress_per_phase(spark, kafka_corpus, tmp_path):
     """``progress(phase, done, total)`` follows each phase's Spark tasks; the caller's job group survives."""
     import threading

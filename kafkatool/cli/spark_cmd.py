@@ -41,6 +41,11 @@ SCAN_EXAMPLES = """
 """
 
 
+def _open(p: dict) -> str:
+    """Open transactions, and the offset the oldest holds the last stable offset at."""
+    return f"{p['open_transactions']} (from {p['first_open_offset']})" if p["open_transactions"] else "0"
+
+
 def _ms(ts: int | None) -> str:
     if ts is None or ts < 0:
         return "-"
@@ -152,7 +157,9 @@ def scan(
     """Write batches (and records with --records) and findings as Parquet partitioned by topic; summarise.
 
     Per topic partition: bytes, batches, records, offset and time ranges, codecs, producers, CRC failures,
-    findings by severity (verify's per-segment checks), transactions committed and aborted.
+    findings by severity (verify's per-segment checks), transactions committed, aborted and open (a
+    producer's transactional data after its last marker; the oldest open one's first offset is where the
+    last stable offset, and read_committed consumers, stop).
     Exit 0 when clean, 1 when there are error findings, 2 usage error.
     """
     import json
@@ -188,7 +195,7 @@ def scan(
 
         table = Table(box=None, pad_edge=False)
         for col in ("partition", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
-                    "crc fail", "committed", "aborted", "errors", "warnings", "info"):
+                    "crc fail", "committed", "aborted", "open", "errors", "warnings", "info"):
             table.add_column(col, justify="right" if col not in ("partition", "offsets", "time", "codecs") else "left")
         for p in result.partitions:
             name = f"{p['topic']}-{p['partition']}" if p["topic"] is not None else f"(flat)-{p['partition']}"
@@ -196,7 +203,7 @@ def scan(
             times = f"{_ms(p.get('first_timestamp'))}..{_ms(p.get('max_timestamp'))}"
             table.add_row(name, f"{p['bytes']:,}", f"{p['batches']:,}", f"{p['records']:,}", offsets, times,
                           ",".join(p["codecs"]), str(p["producers"]), str(p["crc_failures"]), str(p["committed"]),
-                          str(p["aborted"]), str(p["errors"]), str(p["warnings"]), str(p["info"]))
+                          str(p["aborted"]), _open(p), str(p["errors"]), str(p["warnings"]), str(p["info"]))
         console = Console(highlight=False, soft_wrap=True, width=None if __import__("sys").stdout.isatty() else 1000)
         console.print(table)
         t = result.total

@@ -3,7 +3,8 @@
 Writes ``OUT/batches`` (and ``OUT/records`` with ``records=True``) and ``OUT/findings`` as Parquet
 partitioned by topic, then aggregates the written batches and findings per topic partition: bytes,
 batches, records, offset and time ranges, codecs, producers, CRC failures, findings by severity, and
-transactions committed/aborted (control batches by type). ``OUT/summary.json`` holds the same.
+transactions committed/aborted (control batches by type) and open (with the oldest one's first offset).
+``OUT/summary.json`` holds the same.
 
 Each phase (``batches``, ``findings``, ``records`` with ``records=True``, ``summary``) runs its Spark
 jobs under a job group of its own; with a ``progress`` callback, a thread follows the group's stages in
@@ -149,14 +150,31 @@ def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int,
 
 
 def _summary(spark: SparkSession, out: str) -> list[Row]:
-    """Per topic partition aggregates of the written batches and findings, as rows."""
+    """Per topic partition aggregates of the written batches and findings, as rows.
+
+    One aggregation over the union of the batches, the findings and the open transactions (not a join,
+    whose equality would never match the null topic of a flat layout's rows), grouped by topic and
+    partition, where SQL puts nulls in one group. A transaction is open when a producer's transactional
+    data batch comes after its last COMMIT/ABORT marker (or it has none): the oldest open one's first
+    offset is where the last stable offset stops, and ``read_committed`` consumers with it.
+    """
+    from pyspark.sql import Window
+
     # With the schema given: a clean input writes no findings file, and Spark cannot infer a schema from none.
     batches = spark.read.schema(BATCHES).parquet(f"{out}/batches")
     findings = spark.read.schema(FINDINGS).parquet(f"{out}/findings")
     keys = ["topic", "partition"]
-    per_batch = batches.groupBy(*keys).agg(
+    txn = batches.where("transactional and producer_id >= 0")
+    last_marker = F.max(F.when(F.col("control"), F.col("base_offset"))).over(Window.partitionBy(*keys, "producer_id"))
+    opened = (txn.withColumn("last_marker", last_marker)
+              .where("not control and (last_marker is null or base_offset > last_marker)")
+              .groupBy(*keys, "producer_id").agg(F.min("base_offset").alias("open_first")))
+    rows = (batches.unionByName(findings.select(*keys, "severity", "code"), allowMissingColumns=True)
+            .unionByName(opened.select(*keys, "open_first"), allowMissingColumns=True))
+    severity = F.col("severity")
+    summary = rows.groupBy(*keys).agg(
         F.sum("size").alias("bytes"),
-        F.count(F.lit(1)).alias("batches"),
+        F.count("base_offset").alias("batches"),
         F.sum("record_count").alias("records"),
         F.min("base_offset").alias("first_offset"),
         F.max("last_offset").alias("last_offset"),
@@ -167,14 +185,13 @@ def _summary(spark: SparkSession, out: str) -> list[Row]:
         F.sum(F.when(~F.col("crc_valid"), 1).otherwise(0)).alias("crc_failures"),
         F.sum(F.when(F.col("control_type") == "COMMIT", 1).otherwise(0)).alias("committed"),
         F.sum(F.when(F.col("control_type") == "ABORT", 1).otherwise(0)).alias("aborted"),
-    )
-    per_finding = findings.groupBy(*keys).agg(
-        *(F.sum(F.when(F.col("severity") == s, 1).otherwise(0)).alias(s + ("s" if s != "info" else ""))
+        F.count("open_first").alias("open_transactions"),
+        F.min("open_first").alias("first_open_offset"),
+        *(F.sum(F.when(severity == s, 1).otherwise(0)).alias(s + ("s" if s != "info" else ""))
           for s in ("error", "warning", "info")),
-        F.sort_array(F.collect_set(F.when(F.col("severity") != "info", F.col("code")))).alias("codes"),
+        F.sort_array(F.collect_set(F.when(severity != "info", F.col("code")))).alias("codes"),
     )
-    joined = per_batch.join(per_finding, on=keys, how="full_outer").orderBy(*keys)
-    return joined.collect()
+    return summary.orderBy(*keys).collect()
 
 
 def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, records: bool = False,
@@ -207,15 +224,15 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     result = ScanResult(out)
     for row in rows:
         d = row.asDict(recursive=True)
-        for k in ("bytes", "batches", "records", "crc_failures", "committed", "aborted", "producers",
-                  "errors", "warnings", "info"):
+        for k in ("bytes", "batches", "records", "crc_failures", "committed", "aborted", "open_transactions",
+                  "producers", "errors", "warnings", "info"):
             d[k] = int(d[k] or 0)
         d["codecs"] = d["codecs"] or []
         d["codes"] = d["codes"] or []
         result.partitions.append(d)
     total = {k: sum(p[k] for p in result.partitions)
-             for k in ("bytes", "batches", "records", "crc_failures", "committed", "aborted", "errors", "warnings",
-                       "info")}
+             for k in ("bytes", "batches", "records", "crc_failures", "committed", "aborted", "open_transactions",
+                       "errors", "warnings", "info")}
     total["partitions"] = len(result.partitions)
     result.total = total
     Path(out).mkdir(parents=True, exist_ok=True)
