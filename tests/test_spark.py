@@ -73,6 +73,7 @@ def test_batches_and_records_equal_dump_jsonl(spark, kafka_corpus):
     for r in rows:
         got_records[r.file].append(r)
     for f in files:
+        assert all(r.error is None for r in got_records[f]), f  # nothing undecodable in kafka/ (see below)
         got = sorted(got_records[f], key=lambda r: (r.batch_base_offset, r.offset))
         want = sorted(want_records[f], key=lambda d: (d["batch_base_offset"], d["offset"]))
         assert len(got) == len(want), f
@@ -95,6 +96,42 @@ def test_findings_of_damaged_partitions(spark, kafka_corpus):
     # the damaged batch stays a row of the batches level, flagged
     bad = spark.read.format("kafka-log").load(f"{recovery}/crc-flip/before").where("not crc_valid").collect()
     assert [(r.position, r.base_offset, r.topic, r.partition, r.segment) for r in bad] == [(347, 264, "rtopic", 0, 259)]
+
+
+def test_records_level_flags_damage_and_never_drops_it(spark, kafka_corpus, tmp_path):
+    """Records of a batch with a bad CRC have crc_valid false; records that cannot be decoded are a row with
+    ``error`` (code and reason, as dump reports them) where they would have been, not missing rows."""
+    import struct as st
+
+    import crc32c
+
+    from kafkatool.build import RecordSpec, record_batch
+
+    flip = kafka_corpus / "recovery" / "crc-flip" / "before"
+    rows = spark.read.format("kafka-log").option("level", "records").load(str(flip)).collect()
+    (bad,) = spark.read.format("kafka-log").load(str(flip)).where("not crc_valid").collect()
+    assert {r.offset for r in rows if not r.crc_valid} == set(range(bad.base_offset, bad.last_offset + 1)) != set()
+    assert all(r.error is None for r in rows)
+
+    # a gzip batch whose payload is damaged, with its CRC recomputed (as a buggy producer would write it)
+    good = record_batch(0, [RecordSpec(b"k", b"v", 1)] * 2)
+    broken = bytearray(record_batch(2, [RecordSpec(b"k", b"v" * 100, 1)] * 3, compression="gzip"))
+    broken[-12:-4] = b"\xff" * 8
+    broken[17:21] = st.pack(">I", crc32c.crc32c(bytes(broken[21:])))
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(good + bytes(broken) + record_batch(5, [RecordSpec(None, b"z", 1)]))
+    kafkajs = corpus_root() / "real" / "kafkajs_fixtures" / "v0_recordbatch_zstd"
+    df = spark.read.format("kafka-log").option("level", "records").load([str(part), str(kafkajs)])
+    got = sorted((r.topic, r.offset, r.crc_valid, r.key, r.value, (r.error or "").split(":")[0]) for r in df.collect())
+    assert got == [("fixture", 0, True, None, None, "record-invalid"),
+                   ("t", 0, True, b"k", b"v", ""), ("t", 1, True, b"k", b"v", ""),
+                   ("t", 2, True, None, None, "decompression-failed"), ("t", 5, True, None, b"z", "")]
+    # the same codes, at the same batches, as dump --records reports
+    dumped = [f for f in dump_paths([str(part), str(kafkajs)], DumpOptions(records=True)) if hasattr(f, "code")]
+    assert sorted(f.code for f in dumped) == ["decompression-failed", "record-invalid"]
+    assert all(r.error.endswith(next(f.message for f in dumped if r.error.startswith(f.code)))
+               for r in df.where("error is not null").collect())
 
 
 def test_values_option_and_glob(spark, kafka_corpus):

@@ -5,7 +5,8 @@
 Options:
 
 - ``level``: ``batches`` (default; one row per batch, damaged ones included with ``crc_valid = false``),
-  ``records`` (one row per record, decompressed), ``findings`` (one row per finding: verify's per-segment
+  ``records`` (one row per record, decompressed; ``crc_valid`` of its batch, and a row with ``error`` set
+  where records cannot be decoded), ``findings`` (one row per finding: verify's per-segment
   check, :func:`kafkatool.segment_check.check_segment`, with the segment's indexes).
 - ``values``: ``binary`` (default), ``base64`` (a string column) or ``none`` (no ``value`` column): records level.
 - ``decode``: ``consumer-offsets``, ``transaction-state`` or ``cluster-metadata`` (records level, the default
@@ -189,6 +190,11 @@ def records_schema(values: str = "binary", decode: str | None = None) -> StructT
         StructField("headers", ArrayType(HEADER, False), False),
         StructField("batch_base_offset", LongType(), False),
         StructField("control_type", StringType()),
+        StructField("crc_valid", BooleanType(), False),  # the record's batch's CRC: false, its bytes are damaged
+        # Null for a record. A row of its own, with null key and value, for the records of a batch that
+        # could not be decoded (decompression failed, a record cut short...): "<code>: <reason>", at the
+        # first offset not decoded; the records before it in the batch are rows as usual.
+        StructField("error", StringType()),
     ]
     if decode is not None:
         fields += [StructField("decoded", DECODED[decode]), StructField("decode_error", StringType())]
@@ -948,12 +954,13 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
     import pyarrow as pa
 
     from kafkatool.internal import RECORD_DECODERS, decode_record
+    from kafkatool.model import Record
     from kafkatool.records import RawBatch, decode_records, scan
 
     # decoded only where the partition is that internal topic's (or the layout names no topic)
     decoding = decode is not None and part.topic in (None, RECORD_DECODERS[decode][0])
 
-    def flush(rows: list, batch_bases: list) -> pa.RecordBatch:
+    def flush(rows: list, batch_bases: list, crc_valid: list, errors: list) -> pa.RecordBatch:
         n = len(rows)
         offset, ts, key, value, headers, ctype, _epoch = zip(*rows, strict=True)
         columns = [*_constants(part, n), offset, ts, key]
@@ -961,11 +968,11 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
             columns.append(value)
         elif values == "base64":
             columns.append([None if v is None else base64.b64encode(v).decode("ascii") for v in value])
-        columns += [headers, batch_bases, ctype]
+        columns += [headers, batch_bases, ctype, crc_valid, errors]
         if decode is not None:
             if decoding:
-                results = [(None, None) if c is not None else decode_record(decode, k, v)
-                           for k, v, c in zip(key, value, ctype, strict=True)]
+                results = [(None, None) if c is not None or e is not None else decode_record(decode, k, v)
+                           for k, v, c, e in zip(key, value, ctype, errors, strict=True)]
                 columns += [[d for d, _ in results], [e for _, e in results]]
             else:
                 columns += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
@@ -976,18 +983,29 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
     with _open(part.path) as fh:
         rows: list = []
         bases: list = []
+        crc_valid: list = []
+        errors: list = []
         for item in scan(fh, part.name, start=part.start, end=part.end, with_raw=True):
             if item.__class__ is not RawBatch:
                 continue
             batch, raw = item
-            records, _findings = decode_records(batch, raw, part.name)
+            records, findings = decode_records(batch, raw, part.name)
+            n = len(records)
             rows.extend(records)
-            bases.extend([batch.base_offset] * len(records))
+            errors.extend([None] * n)
+            for f in findings:
+                if f.severity == "error":  # records lost: say so in a row where they would have been
+                    rows.append(Record(records[-1].offset + 1 if records else batch.base_offset,
+                                       batch.first_timestamp, None, None))
+                    errors.append(f"{f.code}: {f.message}")
+                    n += 1
+            bases.extend([batch.base_offset] * n)
+            crc_valid.extend([batch.crc_valid] * n)
             if len(rows) >= ROWS_PER_BATCH:
-                yield flush(rows, bases)
-                rows, bases = [], []
+                yield flush(rows, bases, crc_valid, errors)
+                rows, bases, crc_valid, errors = [], [], [], []
         if rows:
-            yield flush(rows, bases)
+            yield flush(rows, bases, crc_valid, errors)
 
 
 def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
