@@ -134,6 +134,45 @@ def test_records_level_flags_damage_and_never_drops_it(spark, kafka_corpus, tmp_
                for r in df.where("error is not null").collect())
 
 
+def test_cli_spark_scan_deep(spark, tmp_path):
+    """``--deep``: the findings decode every record, as verify --deep (a payload that does not decompress,
+    with a valid CRC, is only found that way)."""
+    import json
+    import struct as st
+
+    import crc32c
+    from typer.testing import CliRunner
+
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.cli.main import app
+
+    broken = bytearray(record_batch(0, [RecordSpec(b"k", b"v" * 100, 1)] * 3, compression="gzip"))
+    broken[-12:-4] = b"\xff" * 8
+    broken[17:21] = st.pack(">I", crc32c.crc32c(bytes(broken[21:])))
+    part = tmp_path / "in" / "t-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(bytes(broken))
+
+    def summary(*flags):
+        done = CliRunner().invoke(app, ["spark", "scan", "-f", "jsonl", *flags, str(part), "--out",
+                                        str(tmp_path / f"out{len(flags)}")])
+        return done.exit_code, json.loads(done.stdout.splitlines()[0])
+
+    shallow_code, shallow = summary()
+    deep_code, deep = summary("--deep")
+    assert "decompression-failed" not in shallow["codes"] and "decompression-failed" in deep["codes"]
+    assert deep_code == 1 and deep["errors"] > shallow["errors"]
+    assert shallow_code == (1 if shallow["errors"] else 0)
+    from kafkatool.model import Finding
+    from kafkatool.segment_check import CheckOptions
+    from kafkatool.verify import VerifyOptions, verify_paths
+
+    verdicts = {f.code for f in verify_paths([str(part)], VerifyOptions(CheckOptions(deep=True)))
+                if isinstance(f, Finding) and f.severity != "info"}
+    # verify --deep's per-segment verdicts (it also checks what only a whole partition dir shows)
+    assert "decompression-failed" in verdicts and set(deep["codes"]) <= verdicts
+
+
 def test_values_option_and_glob(spark, kafka_corpus):
     path = str(kafka_corpus / "logdir" / "codecs-*")
     binary = spark.read.format("kafka-log").option("level", "records").load(path)

@@ -151,15 +151,21 @@ def scan(
                           "segments, e.g. 134217728, but never fewer than the cores Spark has where the data "
                           "allows (0: off, one task per segment).", min=0)
     ] = 0,
+    deep: Annotated[bool, typer.Option("--deep", help="Findings also decompress and decode every record, as "
+                                       "verify --deep (slower).")] = False,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text (a table) or jsonl (one line per partition).")
                    ] = "text",
 ) -> int:
-    """Write batches (and records with --records) and findings as Parquet partitioned by topic; summarise.
+    """Write batches (and records with --records) and findings as Parquet
+    partitioned by topic; summarise.
 
-    Per topic partition: bytes, batches, records, offset and time ranges, codecs, producers, CRC failures,
-    findings by severity (verify's per-segment checks), transactions committed, aborted and open (a
-    producer's transactional data after its last marker; the oldest open one's first offset is where the
-    last stable offset, and read_committed consumers, stop).
+    Per topic partition: bytes, batches, records, offset and time ranges,
+    codecs, producers, CRC failures, findings by severity (verify's checks),
+    transactions committed, aborted and open. An open transaction is a
+    producer's transactional data after its last marker: the oldest one's
+    first offset is where the last stable offset, and read_committed
+    consumers, stop.
+
     Exit 0 when clean, 1 when there are error findings, 2 usage error.
     """
     import json
@@ -180,7 +186,7 @@ def scan(
     try:
         with _task_bars(stderr_lines(spark)) as progress:
             result = scan_paths(spark, paths, out, records=records, split_bytes=split_bytes,
-                                pack_bytes=pack_bytes, progress=progress)
+                                pack_bytes=pack_bytes, deep=deep, progress=progress)
     finally:
         if started:
             spark.stop()

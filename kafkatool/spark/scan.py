@@ -139,8 +139,11 @@ def _phase(spark: SparkSession, run: str, name: str, progress: ProgressCallback 
         progress(name, *tracker.final())
 
 
-def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int, pack_bytes: int = 0) -> DataFrame:
+def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int, pack_bytes: int = 0,
+            deep: bool = False) -> DataFrame:
     reader = spark.read.format(FORMAT).option("level", level)
+    if deep and level == "findings":
+        reader = reader.option("deep", "true")
     if split_bytes and level != "findings":
         reader = reader.option("splitBytes", str(split_bytes))
     if pack_bytes:  # packed no coarser than keeps every core busy, as Spark's file sources
@@ -195,10 +198,11 @@ def _summary(spark: SparkSession, out: str) -> list[Row]:
 
 
 def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, records: bool = False,
-               split_bytes: int = 0, pack_bytes: int = 0, mode: str = "overwrite",
+               split_bytes: int = 0, pack_bytes: int = 0, deep: bool = False, mode: str = "overwrite",
                progress: ProgressCallback | None = None) -> ScanResult:
     """Run the scan; ``paths`` are what the data source takes (files, dirs, globs, URLs).
 
+    ``deep``: the findings also decompress and decode every record (``verify --deep``).
     ``split_bytes`` and ``pack_bytes`` are the data source's ``splitBytes`` and ``packBytes`` options
     (``pack_bytes`` for every level: small segments packed into fewer tasks, but at least as many as the
     session's default parallelism where the data allows; 0: one task per segment).
@@ -216,7 +220,7 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     levels = [("batches", split_bytes), ("findings", 0)] + ([("records", split_bytes)] if records else [])
     for level, split in levels:
         with _phase(spark, run, level, progress):
-            df = _reader(spark, level, paths, split, pack_bytes)
+            df = _reader(spark, level, paths, split, pack_bytes, deep)
             df.write.mode(mode).partitionBy("topic").parquet(f"{out}/{level}")
 
     with _phase(spark, run, "summary", progress):
