@@ -951,16 +951,20 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
 def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None = None) -> Iterator:
     import base64
 
+    import numpy as np
     import pyarrow as pa
 
     from kafkatool.internal import RECORD_DECODERS, decode_record
     from kafkatool.model import Record
     from kafkatool.records import RawBatch, decode_records, scan
 
+    name = part.name  # a property that parses the URL: once, not once per batch
     # decoded only where the partition is that internal topic's (or the layout names no topic)
     decoding = decode is not None and part.topic in (None, RECORD_DECODERS[decode][0])
 
-    def flush(rows: list, batch_bases: list, crc_valid: list, errors: list) -> pa.RecordBatch:
+    def flush(rows: list, counts: list, bases: list, oks: list, errors: dict) -> pa.RecordBatch:
+        """Per-batch values (``bases``, ``oks``) repeat over each batch's ``counts`` rows; ``errors``:
+        row -> message of the (rare) rows standing for records that could not be decoded."""
         n = len(rows)
         offset, ts, key, value, headers, ctype, _epoch = zip(*rows, strict=True)
         columns = [*_constants(part, n), offset, ts, key]
@@ -968,11 +972,13 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
             columns.append(value)
         elif values == "base64":
             columns.append([None if v is None else base64.b64encode(v).decode("ascii") for v in value])
-        columns += [headers, batch_bases, ctype, crc_valid, errors]
+        error = [errors.get(i) for i in range(n)] if errors else pa.nulls(n, pa.string())
+        columns += [headers, pa.array(np.repeat(np.array(bases, np.int64), counts)), ctype,
+                    pa.array(np.repeat(np.array(oks, np.bool_), counts)), error]
         if decode is not None:
             if decoding:
-                results = [(None, None) if c is not None or e is not None else decode_record(decode, k, v)
-                           for k, v, c, e in zip(key, value, ctype, errors, strict=True)]
+                results = [(None, None) if c is not None or i in errors else decode_record(decode, k, v)
+                           for i, (k, v, c) in enumerate(zip(key, value, ctype, strict=True))]
                 columns += [[d for d, _ in results], [e for _, e in results]]
             else:
                 columns += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
@@ -982,30 +988,31 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
 
     with _open(part.path) as fh:
         rows: list = []
+        counts: list = []  # per batch: its rows, base offset, CRC verdict
         bases: list = []
-        crc_valid: list = []
-        errors: list = []
-        for item in scan(fh, part.name, start=part.start, end=part.end, with_raw=True):
+        oks: list = []
+        errors: dict = {}
+        for item in scan(fh, name, start=part.start, end=part.end, with_raw=True):
             if item.__class__ is not RawBatch:
                 continue
             batch, raw = item
-            records, findings = decode_records(batch, raw, part.name)
+            records, findings = decode_records(batch, raw, name)
+            rows += records
             n = len(records)
-            rows.extend(records)
-            errors.extend([None] * n)
             for f in findings:
                 if f.severity == "error":  # records lost: say so in a row where they would have been
+                    errors[len(rows)] = f"{f.code}: {f.message}"
                     rows.append(Record(records[-1].offset + 1 if records else batch.base_offset,
                                        batch.first_timestamp, None, None))
-                    errors.append(f"{f.code}: {f.message}")
                     n += 1
-            bases.extend([batch.base_offset] * n)
-            crc_valid.extend([batch.crc_valid] * n)
+            counts.append(n)
+            bases.append(batch.base_offset)
+            oks.append(batch.crc_valid)
             if len(rows) >= ROWS_PER_BATCH:
-                yield flush(rows, bases, crc_valid, errors)
-                rows, bases, crc_valid, errors = [], [], [], []
+                yield flush(rows, counts, bases, oks, errors)
+                rows, counts, bases, oks, errors = [], [], [], [], {}
         if rows:
-            yield flush(rows, bases, crc_valid, errors)
+            yield flush(rows, counts, bases, oks, errors)
 
 
 def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
