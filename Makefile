@@ -43,6 +43,7 @@ bench: install
 	$(PY) bench/bench_locate.py
 	$(PY) bench/bench_spark.py
 	$(PY) bench/bench_spark.py --kind tiny --segments 2 --size 134217728
+	$(PY) bench/bench_spark.py --level records --segments 2 --size 268435456
 
 clean:
 	rm -rf $(VENV) bench/out .pytest_cache

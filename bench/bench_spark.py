@@ -1,4 +1,4 @@
-"""Throughput of the ``kafka-log`` Spark data source (batches level), against the single-process scan.
+"""Throughput of the ``kafka-log`` Spark data source, against the single-process CLI doing the same work.
 
 Writes ``--segments`` segments of ``--size`` bytes (default 8 x 1 GiB = 8 GiB, Kafka's default segment
 size) with ``bench_scan.generate`` under ``bench/out/spark/<kind>/bench-<p>/00000000000000000000.log``
@@ -14,9 +14,13 @@ size) with ``bench_scan.generate`` under ``bench/out/spark/<kind>/bench-<p>/0000
   three Python worker round trips, two stages), which no per-segment work can remove; it is in the
   Spark times above and is what keeps a small data set from reaching the per-core target.
 
+``--level records`` measures the records level instead (every record decompressed and decoded, a row
+each), against the CLI's ``scan`` + ``decode_records`` over the same segments (what ``dump --records``
+runs); use fewer or smaller segments (``--segments 2``): records cost ~20x more per byte.
+
 Reported: GB/s, batches/s, records/s, the 1 -> 2 core speed-up (target >= 1.6x) and Spark against the
 CLI scan (target >= 0.7x per core: local[1] / CLI, and local[2] / 2 / CLI). The files sit in the page
-cache: CPU cost, not disk speed. Results go to stdout and ``bench/out/spark_results[-tiny].json``.
+cache: CPU cost, not disk speed. Results go to stdout and ``bench/out/spark_results[-tiny][-records].json``.
 ``--kind tiny`` uses 1-record batches (the per-row worst case).
 """
 
@@ -35,22 +39,27 @@ OUT = HERE / "out"
 JAVA17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 
-def m_cli(root: str) -> dict:
+def m_cli(root: str, level: str = "batches") -> dict:
     from kafkatool.model import Batch
-    from kafkatool.records import scan
+    from kafkatool.records import RawBatch, decode_records, scan
 
     files = sorted(str(p) for p in Path(root).glob("*/*.log"))
     t = time.perf_counter()
-    batches = 0
+    rows = 0
     for path in files:
         with open(path, "rb", buffering=0) as fh:
+            if level == "records":
+                for item in scan(fh, path, with_raw=True):
+                    if type(item) is RawBatch:
+                        rows += len(decode_records(item.batch, item.raw, path)[0])
+                continue
             for item in scan(fh, path):
                 if type(item) is Batch:
-                    batches += 1
-    return {"seconds": time.perf_counter() - t, "batches": batches}
+                    rows += 1
+    return {"seconds": time.perf_counter() - t, "rows": rows}
 
 
-def m_spark(root: str, master: str, repeat: str) -> dict:
+def m_spark(root: str, master: str, repeat: str, level: str = "batches") -> dict:
     if not os.environ.get("JAVA_HOME") and os.path.isdir(JAVA17):
         os.environ["JAVA_HOME"] = JAVA17
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -66,16 +75,17 @@ def m_spark(root: str, master: str, repeat: str) -> dict:
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     try:
-        spark.read.format("kafka-log").load(root).count()  # warm-up: JVM, Python workers, page cache
+        reader = spark.read.format("kafka-log").option("level", level)
+        reader.load(root).count()  # warm-up: JVM, Python workers, page cache
         best = None
         for _ in range(int(repeat)):
             t = time.perf_counter()
-            n = spark.read.format("kafka-log").load(root).count()
+            n = reader.load(root).count()
             seconds = time.perf_counter() - t
             best = seconds if best is None else min(best, seconds)
     finally:
         spark.stop()
-    return {"seconds": best, "batches": n}
+    return {"seconds": best, "rows": n}
 
 
 def _child(argv: list[str]) -> None:
@@ -100,6 +110,8 @@ def main() -> None:
     ap.add_argument("--kind", choices=("big", "tiny"), default="big",
                     help="big: ~16 KiB batches of 16 x 1 KiB records; tiny: 1-record batches")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest counts")
+    ap.add_argument("--level", choices=("batches", "records"), default="batches",
+                    help="the data source level to measure (the CLI side does the same work)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -130,14 +142,15 @@ def main() -> None:
     small.mkdir(parents=True, exist_ok=True)
     generate(small / "00000000000000000000.log", args.kind, 1 << 20)
 
-    cli = run("cli", str(root), repeat=args.repeat)
-    assert cli["batches"] == total["batches"], (cli, total)
+    rows = total["records" if args.level == "records" else "batches"]
+    cli = run("cli", str(root), args.level, repeat=args.repeat)
+    assert cli["rows"] == rows, (cli, total)
     spark = {}
     for cores in (1, 2):
-        r = run("spark", str(root), f"local[{cores}]", str(args.repeat))
-        assert r["batches"] == total["batches"], (r, total)
+        r = run("spark", str(root), f"local[{cores}]", str(args.repeat), args.level)
+        assert r["rows"] == rows, (r, total)
         spark[cores] = r
-    overhead = run("spark", str(small.parent), "local[1]", str(args.repeat))
+    overhead = run("spark", str(small.parent), "local[1]", str(args.repeat), args.level)
     gb = total["bytes"] / 1e9
 
     def rates(seconds: float) -> dict:
@@ -145,7 +158,8 @@ def main() -> None:
                 "batches_per_s": round(total["batches"] / seconds), "records_per_s": round(total["records"] / seconds)}
 
     results = {
-        "data": {**total, "segments": args.segments, "segment_bytes": args.size, "kind": args.kind},
+        "data": {**total, "segments": args.segments, "segment_bytes": args.size, "kind": args.kind,
+                 "level": args.level},
         "cli_scan": rates(cli["seconds"]),
         "spark_local1": rates(spark[1]["seconds"]),
         "spark_local2": rates(spark[2]["seconds"]),
@@ -155,7 +169,8 @@ def main() -> None:
         "local2_per_core_vs_cli": round(cli["seconds"] / spark[2]["seconds"] / 2, 2),
     }
     OUT.mkdir(exist_ok=True)
-    name = "spark_results.json" if args.kind == "big" else f"spark_results-{args.kind}.json"
+    suffix = "".join(f"-{x}" for x in (args.kind, args.level) if x not in ("big", "batches"))
+    name = f"spark_results{suffix}.json"
     (OUT / name).write_text(json.dumps(results, indent=2))
 
     def cell(r: dict) -> str:
@@ -163,7 +178,7 @@ def main() -> None:
 
     print(f"| data | CLI scan | Spark local[1] | Spark local[2] | speed-up 1->2 | local[1] / CLI | "
           f"local[2] per core / CLI | Spark query overhead |\n|---|---|---|---|---|---|---|---|\n"
-          f"| {args.segments} x {args.size / (1 << 20):.0f} MiB {args.kind} "
+          f"| {args.segments} x {args.size / (1 << 20):.0f} MiB {args.kind}, {args.level} level "
           f"({gb:.2f} GB, {total['batches']:,} batches) "
           f"| {cell(results['cli_scan'])} | {cell(results['spark_local1'])} | {cell(results['spark_local2'])} "
           f"| {results['speedup_1_to_2']}x | {results['local1_vs_cli']}x | {results['local2_per_core_vs_cli']}x "
