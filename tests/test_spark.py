@@ -258,6 +258,19 @@ def test_spark_scan_open_transactions_are_what_txns_finds(spark, kafka_corpus, t
     assert row["batches"] > 100 and row["errors"] >= 1  # the batches' and the findings' sides in one row
 
 
+def test_spark_scan_counts_the_dirs_it_sums(spark, kafka_corpus, tmp_path):
+    """Replicas of one partition on three brokers are one summary row over three dirs, their batches summed."""
+    from kafkatool.spark.scan import scan_paths
+
+    replicas = kafka_corpus / "replicas" / "in-sync"
+    result = scan_paths(spark, [str(replicas), str(kafka_corpus / "logdir" / "txn-0")], tmp_path / "out")
+    by = {(p["topic"], p["partition"]): p for p in result.partitions}
+    per_dir = [sum(rb.num_rows for rb in read_partition(part, "batches")) for part in plan([str(replicas)])]
+    assert len(plan([str(replicas)])) >= 3
+    assert (by["orders", 0]["dirs"], by["orders", 0]["batches"]) == (3, sum(per_dir))
+    assert by["txn", 0]["dirs"] == 1
+
+
 def test_spark_scan_reports_task_progress_per_phase(spark, kafka_corpus, tmp_path):
     """``progress(phase, done, total)`` follows each phase's Spark tasks; the caller's job group survives."""
     import threading

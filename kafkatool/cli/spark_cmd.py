@@ -159,12 +159,12 @@ def scan(
     """Write batches (and records with --records) and findings as Parquet
     partitioned by topic; summarise.
 
-    Per topic partition: bytes, batches, records, offset and time ranges,
-    codecs, producers, CRC failures, findings by severity (verify's checks),
-    transactions committed, aborted and open. An open transaction is a
-    producer's transactional data after its last marker: the oldest one's
-    first offset is where the last stable offset, and read_committed
-    consumers, stop.
+    Per topic partition (summed over its dirs, the replicas or copies found):
+    bytes, batches, records, offset and time ranges, codecs, producers, CRC
+    failures, findings by severity (verify's checks), transactions committed,
+    aborted and open. An open transaction is a producer's transactional data
+    after its last marker: the oldest one's first offset is where the last
+    stable offset, and read_committed consumers, stop.
 
     Exit 0 when clean, 1 when there are error findings, 2 usage error.
     """
@@ -200,16 +200,17 @@ def scan(
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False)
-        for col in ("partition", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
+        for col in ("partition", "dirs", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
                     "crc fail", "committed", "aborted", "open", "errors", "warnings", "info"):
             table.add_column(col, justify="right" if col not in ("partition", "offsets", "time", "codecs") else "left")
         for p in result.partitions:
             name = f"{p['topic']}-{p['partition']}" if p["topic"] is not None else f"(flat)-{p['partition']}"
             offsets = "-" if p.get("first_offset") is None else f"{p['first_offset']}..{p['last_offset']}"
             times = f"{_ms(p.get('first_timestamp'))}..{_ms(p.get('max_timestamp'))}"
-            table.add_row(name, f"{p['bytes']:,}", f"{p['batches']:,}", f"{p['records']:,}", offsets, times,
-                          ",".join(p["codecs"]), str(p["producers"]), str(p["crc_failures"]), str(p["committed"]),
-                          str(p["aborted"]), _open(p), str(p["errors"]), str(p["warnings"]), str(p["info"]))
+            table.add_row(name, str(p["dirs"]), f"{p['bytes']:,}", f"{p['batches']:,}", f"{p['records']:,}", offsets,
+                          times, ",".join(p["codecs"]), str(p["producers"]), str(p["crc_failures"]),
+                          str(p["committed"]), str(p["aborted"]), _open(p), str(p["errors"]), str(p["warnings"]),
+                          str(p["info"]))
         console = Console(highlight=False, soft_wrap=True, width=None if __import__("sys").stdout.isatty() else 1000)
         console.print(table)
         t = result.total

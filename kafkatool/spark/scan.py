@@ -172,10 +172,12 @@ def _summary(spark: SparkSession, out: str) -> list[Row]:
     opened = (txn.withColumn("last_marker", last_marker)
               .where("not control and (last_marker is null or base_offset > last_marker)")
               .groupBy(*keys, "producer_id").agg(F.min("base_offset").alias("open_first")))
-    rows = (batches.unionByName(findings.select(*keys, "severity", "code"), allowMissingColumns=True)
+    rows = (batches.unionByName(findings.select(*keys, "file", "severity", "code"), allowMissingColumns=True)
             .unionByName(opened.select(*keys, "open_first"), allowMissingColumns=True))
     severity = F.col("severity")
     summary = rows.groupBy(*keys).agg(
+        # copies of the partition summed here: its dir in each log dir (replicas, or before/after copies)
+        F.countDistinct(F.regexp_extract("file", r"^(.*)/[^/]*$", 1)).alias("dirs"),
         F.sum("size").alias("bytes"),
         F.count("base_offset").alias("batches"),
         F.sum("record_count").alias("records"),
@@ -228,8 +230,8 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     result = ScanResult(out)
     for row in rows:
         d = row.asDict(recursive=True)
-        for k in ("bytes", "batches", "records", "crc_failures", "committed", "aborted", "open_transactions",
-                  "producers", "errors", "warnings", "info"):
+        for k in ("dirs", "bytes", "batches", "records", "crc_failures", "committed", "aborted",
+                  "open_transactions", "producers", "errors", "warnings", "info"):
             d[k] = int(d[k] or 0)
         d["codecs"] = d["codecs"] or []
         d["codes"] = d["codes"] or []
