@@ -97,9 +97,9 @@ class _ProgressLines:
 
 
 @contextmanager
-def _task_bars(write_line: Callable[[str], None] | None = None) -> Iterator[Callable[[str, int, int], None]]:
-    """Spark task progress on stderr: a bar per phase of the scan on a terminal, else plain lines (given
-    to ``write_line``, by default printed to stderr).
+def _task_bars(write_line: Callable[[str], None]) -> Iterator[Callable[[str, int, int], None]]:
+    """Spark task progress on stderr: a bar per phase of the scan on a terminal, else plain lines, each
+    given to ``write_line`` (:func:`kafkatool.spark.scan.stderr_lines`).
 
     The bar shows even when stdout is a terminal too, unlike the streaming commands (``Output.progress``):
     this command prints nothing until the scan is over, so the bar never tears its output.
@@ -108,7 +108,7 @@ def _task_bars(write_line: Callable[[str], None] | None = None) -> Iterator[Call
 
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
     if not err.is_terminal:
-        lines = _ProgressLines(write_line or (lambda line: print(line, file=sys.stderr, flush=True)))
+        lines = _ProgressLines(write_line)
         try:
             yield lines
         except BaseException:
