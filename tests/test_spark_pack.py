@@ -240,3 +240,10 @@ def test_spark_scan_packs_no_coarser_than_the_cores(spark, kafka_corpus, tmp_pat
     packed = scan_paths(spark, paths, tmp_path / "packed", pack_bytes=1 << 40, progress=progress)
     assert packed.partitions == plain.partitions
     assert seen["batches"] == len(plan(paths, pack_bytes=1 << 40, min_partitions=cores)) >= cores
+
+
+@pytest.mark.parametrize(("option", "value"), [("packBytes", "128MiB"), ("minPartitions", "-2"), ("splitBytes", "x")])
+def test_a_bad_number_option_is_named(spark, kafka_corpus, option, value):
+    df = spark.read.format("kafka-log").option(option, value).load(str(kafka_corpus / "logdir"))
+    with pytest.raises(Exception, match=f"option {option} must be a whole number >= 0, not '{value}'"):
+        df.collect()

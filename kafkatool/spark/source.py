@@ -244,6 +244,18 @@ def _bool(value: str | None, default: bool = False) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
+def _whole(options: dict, name: str) -> int:
+    """A whole-number option (0 when not given), under its name as written or lowercased (Spark passes both)."""
+    raw = options.get(name, options.get(name.lower(), 0))
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"kafka-log: option {name} must be a whole number >= 0, not {raw!r}")
+    return value
+
+
 def _paths(options: dict) -> list[str]:
     if "paths" in options and options["paths"]:
         paths = json.loads(options["paths"])
@@ -676,12 +688,12 @@ class KafkaLogReader(DataSourceReader):
         self.values = values
         self.schema = schema
         self.decode = decode
-        self.split_bytes = 0 if level == "findings" else int(options.get("splitBytes", options.get("splitbytes", 0)))
+        self.split_bytes = 0 if level == "findings" else _whole(options, "splitBytes")
         self.deep = _bool(options.get("deep"))
         self.include_leftovers = _bool(options.get("includeLeftovers", options.get("includeleftovers")))
         self.include_snapshots = _bool(options.get("includeSnapshots", options.get("includesnapshots")))
-        self.pack_bytes = int(options.get("packBytes", options.get("packbytes", 0)))
-        self.min_partitions = int(options.get("minPartitions", options.get("minpartitions", 0)))
+        self.pack_bytes = _whole(options, "packBytes")
+        self.min_partitions = _whole(options, "minPartitions")
         self.filters: tuple = ()  # pushed filters on the constant columns (KafkaLogPushdownReader.pushFilters)
 
     def partitions(self) -> list[SegmentPartition | PackedPartition]:
