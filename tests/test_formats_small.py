@@ -131,12 +131,18 @@ def test_offset_index_sanity_check(tmp_path: Path) -> None:
 
 
 def test_corrupt_index_case_with_its_appended_bytes(tmp_path: Path, corpus: Path) -> None:
-    """The corpus case as case.json describes it (stored file lacks the 5 appended bytes): Kafka's error."""
+    """The corpus case as Kafka saw it: garbage over the first two slots, 5 bytes appended (4,101 bytes).
+
+    Kafka's ``OffsetIndex.sanityCheck`` raises ``CorruptIndexException`` ("found 4101 bytes which is neither
+    positive nor a multiple of 8"); the entries before that are listed as the golden lists them."""
     stored = corpus / "kafka/recovery/corrupt-index/before/rtopic-0/00000000000000000259.index"
-    out = run(tmp_path, stored.name, stored.read_bytes() + b"\xde\xad\xbe\xef\x00")
+    data = stored.read_bytes()
+    assert len(data) == 4096 + 5
+    out = run(tmp_path, stored.name, data)
     assert [v for v in out if not isinstance(v, Finding)] == [IndexEntry(-559038478, -889275714),
                                                                IndexEntry(19089002, -1985229329)]
     assert codes(out) == ["index-size-not-multiple"] and out[-1].position == 4096
+    assert "4101 bytes" in out[-1].message
 
 
 def test_time_index_listing_and_sanity_check(tmp_path: Path) -> None:

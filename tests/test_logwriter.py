@@ -124,8 +124,9 @@ def _one_byte_flipped(ours: bytes, theirs: bytes | None) -> bool:
 
 
 def _garbage_head(ours: bytes, theirs: bytes | None) -> bool:
-    """case.json also says "5 garbage bytes appended", but the stored file is 4096 bytes like ours."""
-    return theirs is not None and len(theirs) == len(ours) and theirs[:16] != ours[:16] and theirs[16:] == ours[16:]
+    """case.json: the first 16 bytes overwritten with garbage and 5 garbage bytes appended (4,101 bytes)."""
+    return (theirs is not None and len(theirs) == len(ours) + 5 and theirs[:16] != ours[:16]
+            and theirs[16:len(ours)] == ours[16:])
 
 
 def _torn(ours: bytes, theirs: bytes | None) -> bool:
