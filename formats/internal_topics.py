@@ -208,7 +208,7 @@ MetadataFrame = Struct("frame_version" / uvarint, "record_type" / uvarint, "vers
 int32_array = compact_array(Int32sb)
 uuid_array = compact_array(uuid)
 
-REGISTER_BROKER, TOPIC, PARTITION, PARTITION_CHANGE, REMOVE_TOPIC, FEATURE_LEVEL = 0, 2, 3, 5, 9, 12
+REGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, REMOVE_TOPIC, FEATURE_LEVEL = 0, 2, 3, 4, 5, 9, 12
 
 _BrokerEndpoint = Struct(
     "name" / compact_nullable_string,
@@ -286,6 +286,17 @@ PARTITION_CHANGE_TAGS = {
     8: ("directories", uuid_array),
 }
 
+# ``ConfigRecord.json`` (api key 4): a dynamic config set (or, with a null value, deleted) on one resource.
+# ``ResourceType`` is ``ConfigResource.Type``'s id; a BROKER resource named "" is the cluster-wide default.
+ConfigRecord = Struct(
+    "resource_type" / Int8sb,
+    "resource_name" / compact_nullable_string,  # non-null strings in the schema: null would be a finding
+    "name" / compact_nullable_string,
+    "value" / compact_nullable_string,
+    "tagged_fields" / tagged_fields,
+)
+CONFIG_RESOURCE_TYPES = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
+
 RemoveTopicRecord = Struct("topic_id" / uuid, "tagged_fields" / tagged_fields)
 
 FeatureLevelRecord = Struct(
@@ -300,12 +311,15 @@ METADATA_RECORDS: dict[int, tuple[str, range, object]] = {
     REGISTER_BROKER: ("RegisterBrokerRecord", range(0, 4), register_broker_record),
     TOPIC: ("TopicRecord", range(0, 1), lambda v: TopicRecord),
     PARTITION: ("PartitionRecord", range(0, 3), partition_record),
+    CONFIG: ("ConfigRecord", range(0, 1), lambda v: ConfigRecord),
     PARTITION_CHANGE: ("PartitionChangeRecord", range(0, 3), lambda v: PartitionChangeRecord),
     REMOVE_TOPIC: ("RemoveTopicRecord", range(0, 1), lambda v: RemoveTopicRecord),
     FEATURE_LEVEL: ("FeatureLevelRecord", range(0, 1), lambda v: FeatureLevelRecord),
 }
 
 __all__ = [
+    "CONFIG_RESOURCE_TYPES",
+    "ConfigRecord",
     "GROUP_METADATA_VALUE_VERSIONS",
     "KEY_GROUP_METADATA",
     "KEY_OFFSET_COMMIT",

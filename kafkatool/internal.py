@@ -10,13 +10,16 @@ batch, reason); reading goes on.
 from __future__ import annotations
 
 import io
+import os
+import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from construct import ConstructError
 
+from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify
 from .formats import internal_topics as it
 from .logwriter import _java_string_hash
@@ -502,10 +505,15 @@ class PartitionState:
     Leader epoch and partition epoch of a change are not in the record; they follow ``PartitionRegistration.merge``:
     the partition epoch grows by one per change record, the leader epoch by one when the record carries a leader
     (anything but NO_LEADER_CHANGE, -2; the controller sets it also to bump the epoch of an unchanged leader).
+
+    A row replayed from a KRaft snapshot has no log offset (records inside a snapshot are numbered from 0):
+    ``offset`` is None and ``snapshot_end_offset`` is the snapshot's end offset (its file name), the first log
+    offset *not* in it. ``min_insync_replicas`` is the value in force for the topic after this record, and
+    ``min_isr`` says whether this record took the partition ``under`` it or ``back`` to it (else None).
     """
 
     source: str
-    offset: int
+    offset: int | None
     timestamp: int
     record: str
     topic: str
@@ -516,13 +524,55 @@ class PartitionState:
     replicas: tuple[int, ...]
     leader_epoch: int | None
     partition_epoch: int | None
+    snapshot_end_offset: int | None = None
+    min_insync_replicas: int = 1
+    min_isr: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"type": "partition_state", "source": self.source, "offset": self.offset,
+                "snapshot_end_offset": self.snapshot_end_offset,
                 "timestamp": self.timestamp, "record": self.record, "topic": self.topic,
                 "topic_id": self.topic_id, "partition": self.partition, "leader": self.leader,
                 "isr": list(self.isr), "replicas": list(self.replicas), "leader_epoch": self.leader_epoch,
-                "partition_epoch": self.partition_epoch}
+                "partition_epoch": self.partition_epoch, "min_insync_replicas": self.min_insync_replicas,
+                "min_isr": self.min_isr}
+
+
+@dataclass(frozen=True, slots=True)
+class UnderMinIsr:
+    """An interval during which a partition's ISR was smaller than its ``min.insync.replicas``.
+
+    While it lasts the leader refuses ``acks=all`` produce requests with NOT_ENOUGH_REPLICAS
+    (``Partition.appendRecordsToLeader``: ``inSyncSize < minIsr && requiredAcks == -1``); ``acks=1``
+    producers are still acknowledged, by the leader alone. ``isr`` is the ISR during the interval (a change of
+    ISR while still under starts a new interval). ``from_offset``/``from_time`` are the metadata record that
+    took the partition under (None when it was already under in the snapshot the replay started from:
+    ``from_snapshot_end_offset`` names it); ``to_offset``/``to_time`` the record that ended it (None: still open
+    at the end of the metadata log). ``min_isr_source`` says where the value came from: ``topic`` (a topic
+    config), ``broker N`` (the leader's dynamic broker config), ``cluster`` (the dynamic cluster default) or
+    ``default`` (``--min-insync-replicas`` / ``server.properties``).
+    """
+
+    source: str
+    topic: str
+    partition: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    min_insync_replicas: int
+    min_isr_source: str
+    from_offset: int | None
+    from_time: int | None
+    from_snapshot_end_offset: int | None
+    to_offset: int | None = None
+    to_time: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "under_min_isr", "source": self.source, "topic": self.topic, "partition": self.partition,
+                "isr": list(self.isr), "replicas": list(self.replicas),
+                "min_insync_replicas": self.min_insync_replicas, "min_isr_source": self.min_isr_source,
+                "from_offset": self.from_offset, "from_time": self.from_time,
+                "from_snapshot_end_offset": self.from_snapshot_end_offset,
+                "to_offset": self.to_offset, "to_time": self.to_time}
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,7 +580,7 @@ class MetadataEvent:
     """Any other metadata record: its type, version and a few decoded fields (none when not decoded)."""
 
     source: str
-    offset: int
+    offset: int | None      # None for a record replayed from a KRaft snapshot
     timestamp: int
     record_type: int
     name: str
@@ -607,6 +657,9 @@ def _metadata_fields(record_type: int, v: Any) -> dict[str, Any]:
              "partition_epoch": v.partition_epoch}
         d.update(_tags(v.tagged_fields, it.PARTITION_RECORD_TAGS, "PartitionRecord"))
         return d
+    if record_type == it.CONFIG:
+        return {"resource_type": it.CONFIG_RESOURCE_TYPES.get(v.resource_type, v.resource_type),
+                "resource_name": _s(v.resource_name), "name": _s(v.name), "value": _s(v.value)}
     if record_type == it.PARTITION_CHANGE:
         d = {"partition_id": v.partition_id, "topic_id": _uuid(v.topic_id)}
         d.update(_tags(v.tagged_fields, it.PARTITION_CHANGE_TAGS, "PartitionChangeRecord"))
@@ -636,43 +689,155 @@ def metadata_file(path: Path, display: str) -> Iterator[tuple[Batch, Record, tup
                           f"record at offset {rec.offset}: {exc}")
 
 
-def metadata_sources(paths: Iterable[str | Path]) -> list[tuple[Path, str, str]]:
-    """The files to replay, as (path, display, kind): a named file as it is; for a ``__cluster_metadata-0``
-    dir, its latest KRaft snapshot and the log segments, as the controller loads them."""
+def metadata_sources(paths: Iterable[str | Path]) -> list[list[tuple[Path, str, str]]]:
+    """The files to replay, as (path, display, kind), one list per metadata log: a named file as it is (files
+    named together from one dir are one log); for a ``__cluster_metadata-0`` dir, its latest KRaft snapshot and
+    the log segments, as the controller loads them. Each list is replayed on its own: two dirs are two
+    clusters' (or two voters') logs, never one timeline."""
     from .verify import partition_dirs
 
-    out: list[tuple[Path, str, str]] = []
+    named: dict[Path, list[tuple[Path, str, str]]] = {}
     dirs: list[str | Path] = []
     for p in paths:
         if Path(p).is_file():
             kind = "snapshot" if str(p).endswith(".checkpoint") else "log"
-            out.append((Path(p), str(p), kind))
+            named.setdefault(Path(p).resolve().parent, []).append((Path(p), str(p), kind))
         else:
             dirs.append(p)
+    groups = list(named.values())
     for part in partition_dirs(dirs) if dirs else ():
         if part.topic != METADATA_TOPIC:
             continue
+        group: list[tuple[Path, str, str]] = []
         snaps = _segments(part.files, FileKind.KRAFT_SNAPSHOT)
         if snaps:
             _off, path, display = snaps[-1]
-            out.append((path, display, "snapshot"))
-        out.extend((path, display, "log") for _b, path, display in _segments(part.files))
-    return out
+            group.append((path, display, "snapshot"))
+        group.extend((path, display, "log") for _b, path, display in _segments(part.files))
+        if group:
+            groups.append(group)
+    return groups
 
 
-def metadata_timeline(paths: Iterable[str | Path]) -> Iterator[PartitionState | MetadataEvent | Finding]:
-    """The partition leadership / ISR timeline and other metadata records, in replay order.
+class MinIsrPolicy:
+    """``min.insync.replicas`` in force for a topic partition, as a KRaft broker resolves it: the topic's config
+    (``ConfigRecord`` on the TOPIC resource), else the leader's dynamic broker config, else the dynamic cluster
+    default (BROKER resource named ""), else the static default (``server.properties`` / Kafka's 1).
+    ``LogConfig`` takes the topic's overrides over the broker's defaults; ``DynamicBrokerConfig`` puts per-broker
+    over cluster-wide over static."""
+
+    KEY = "min.insync.replicas"
+
+    def __init__(self, default: int = 1) -> None:
+        self.default = default
+        self.topics: dict[str, int] = {}
+        self.brokers: dict[str, int] = {}
+        self.cluster: int | None = None
+
+    def apply(self, fields: dict[str, Any]) -> bool:
+        """Take in a decoded ConfigRecord; True when it changed a ``min.insync.replicas``."""
+        if fields.get("name") != self.KEY:
+            return False
+        value = fields.get("value")
+        try:
+            number = int(value) if value is not None else None
+        except ValueError:
+            return False  # the controller validates configs; an unparsable one is not in force
+        rtype, name = fields.get("resource_type"), fields.get("resource_name") or ""
+        if rtype == "topic":
+            table: dict[str, int] | None = self.topics
+        elif rtype == "broker" and name:
+            table = self.brokers
+        elif rtype == "broker":
+            self.cluster = number
+            return True
+        else:
+            return False
+        if number is None:
+            table.pop(name, None)
+        else:
+            table[name] = number
+        return True
+
+    def of(self, topic: str, leader: int) -> tuple[int, str]:
+        if topic in self.topics:
+            return self.topics[topic], "topic"
+        if str(leader) in self.brokers:
+            return self.brokers[str(leader)], f"broker {leader}"
+        if self.cluster is not None:
+            return self.cluster, "cluster"
+        return self.default, "default"
+
+
+_PROPERTY = re.compile(r"^\s*(?P<key>[^#!\s=:][^\s=:]*)\s*[=:\s]\s*(?P<value>.*)$")
+
+
+def read_min_insync_replicas(server_properties: Path) -> int | None:
+    """``min.insync.replicas`` of a broker's ``server.properties`` (Java properties: ``key=value`` or
+    ``key: value``, ``#``/``!`` comments), or None when it is not set there."""
+    try:
+        text = server_properties.read_text(encoding="latin-1")
+    except OSError as exc:
+        raise InputIOError(f"cannot read {server_properties}: {exc.strerror or exc}") from exc
+    for line in text.splitlines():
+        m = _PROPERTY.match(line)
+        if m and m["key"] == MinIsrPolicy.KEY:
+            try:
+                return int(m["value"].strip())
+            except ValueError as exc:
+                raise UsageError(f"{server_properties}: min.insync.replicas={m['value'].strip()!r} is not a "
+                                 "number") from exc
+    return None
+
+
+def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int = 1,
+                      ) -> Iterator[PartitionState | MetadataEvent | UnderMinIsr | Finding]:
+    """The partition leadership / ISR timeline and other metadata records, in replay order, one metadata log
+    after the other (see :func:`metadata_sources`).
 
     For a ``__cluster_metadata-0`` dir: its latest snapshot, then the log from the snapshot's end offset.
+    Each interval during which a partition's ISR was below its ``min.insync.replicas`` (``min_insync_replicas``
+    is the static default) is yielded as :class:`UnderMinIsr` when it ends, and at the end of its log when
+    it is still open.
     """
-    names: dict[str, str] = {}
-    state: dict[tuple[str, int], dict[str, Any]] = {}
-    sources = metadata_sources(paths)
-    if not sources:
+    groups = metadata_sources(paths)
+    if not groups:
         yield Finding("warning", "metadata-none", ", ".join(str(p) for p in paths), None,
                       f"no {METADATA_TOPIC} segments or snapshots found")
         return
+    for group in groups:
+        yield from _replay_metadata(group, min_insync_replicas)
+
+
+def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int
+                     ) -> Iterator[PartitionState | MetadataEvent | UnderMinIsr | Finding]:
+    names: dict[str, str] = {}
+    state: dict[tuple[str, int], dict[str, Any]] = {}
+    under: dict[tuple[str, int], UnderMinIsr] = {}   # open intervals
+    policy = MinIsrPolicy(default_min_isr)
+    where = os.path.dirname(sources[0][1]) or sources[0][1]
     snapshot_end = -1
+
+    closed: list[UnderMinIsr] = []   # intervals ended by the record being replayed
+
+    def check(key: tuple[str, int], offset: int | None, time: int) -> str | None:
+        """Open or close ``key``'s interval after a change at ``offset``; 'under' / 'back' when it did."""
+        s = state[key]
+        topic = names.get(key[0], key[0])
+        needed, origin = policy.of(topic, s["leader"])
+        isr = tuple(s["isr"] or ())
+        is_under = len(isr) < needed
+        current = under.get(key)
+        if current is not None and (not is_under or current.isr != isr or current.min_insync_replicas != needed):
+            closed.append(replace(under.pop(key), to_offset=offset, to_time=time))
+        if is_under and key not in under:
+            in_snapshot = offset is None
+            under[key] = UnderMinIsr(where, topic, key[1], isr, tuple(s["replicas"] or ()), needed, origin,
+                                     offset, None if in_snapshot else time, snapshot_end if in_snapshot else None)
+        if current is None:
+            return "under" if is_under else None
+        return None if is_under else "back"
+
     for path, display, kind in sources:
         if kind == "snapshot":
             info = classify(path)
@@ -684,8 +849,9 @@ def metadata_timeline(paths: Iterable[str | Path]) -> Iterator[PartitionState | 
             batch, rec, (rtype, version, name, fields) = item
             if kind == "log" and rec.offset < snapshot_end:
                 continue  # already in the snapshot
+            offset = rec.offset if kind == "log" else None
             if fields is None:
-                yield MetadataEvent(display, rec.offset, rec.timestamp, rtype, name, version, {}, False)
+                yield MetadataEvent(display, offset, rec.timestamp, rtype, name, version, {}, False)
                 continue
             if rtype == it.TOPIC:
                 names[fields["topic_id"]] = fields["name"]
@@ -707,11 +873,25 @@ def metadata_timeline(paths: Iterable[str | Path]) -> Iterator[PartitionState | 
                     for k in ("isr", "replicas"):
                         if fields.get(k) is not None:
                             s[k] = fields[k]
-                yield PartitionState(display, rec.offset, rec.timestamp, name, names.get(tid, tid), tid, p,
+                marker = check(key, offset, rec.timestamp)
+                yield PartitionState(display, offset, rec.timestamp, name, names.get(tid, tid), tid, p,
                                      s["leader"], tuple(s["isr"] or ()), tuple(s["replicas"] or ()),
-                                     s["leader_epoch"], s["partition_epoch"])
+                                     s["leader_epoch"], s["partition_epoch"],
+                                     None if kind == "log" else snapshot_end,
+                                     policy.of(names.get(tid, tid), s["leader"])[0], marker)
             else:
-                yield MetadataEvent(display, rec.offset, rec.timestamp, rtype, name, version, fields, True)
+                if rtype == it.CONFIG and policy.apply(fields):
+                    for key in list(state):
+                        check(key, offset, rec.timestamp)
+                elif rtype == it.REMOVE_TOPIC:
+                    for key in [k for k in state if k[0] == fields["topic_id"]]:
+                        if key in under:
+                            closed.append(replace(under.pop(key), to_offset=offset, to_time=rec.timestamp))
+                        del state[key]
+                yield MetadataEvent(display, offset, rec.timestamp, rtype, name, version, fields, True)
+            yield from closed
+            closed.clear()
+    yield from under.values()
 
 
 # --- one record at a time (the Spark data source's ``decode`` option) -----------------------------

@@ -149,28 +149,50 @@ def metadata(
     topic: Annotated[str | None, typer.Option("--topic", help="Only the timeline of this topic.")] = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also every other metadata record (topics, brokers, "
                                                          "features, and undecoded types).")] = False,
+    under_min_isr: Annotated[bool, typer.Option(
+        "--under-min-isr", help="Only the intervals during which a partition's ISR was smaller than its "
+                                "min.insync.replicas (acks=all producers got NOT_ENOUGH_REPLICAS).")] = False,
+    min_insync_replicas: Annotated[int | None, typer.Option(
+        "--min-insync-replicas", min=1, help="The brokers' static min.insync.replicas, used where no topic or "
+                                             "dynamic broker config sets it. Default: from --server-properties, "
+                                             "else 1 (Kafka's default).")] = None,
+    server_properties: Annotated[Path | None, typer.Option(
+        "--server-properties", help="A broker's server.properties to read min.insync.replicas from.")] = None,
 ) -> int:
     """The partition leadership / ISR timeline from the KRaft __cluster_metadata log and snapshots.
 
     For a __cluster_metadata-0 dir: its latest snapshot, then the log after it, as the controller replays them.
-    One row per PartitionRecord / PartitionChangeRecord: offset, time, topic-partition, leader, ISR, leader
-    epoch, partition epoch. Record types not decoded are named by type and version and skipped.
-    Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
+    One row per PartitionRecord / PartitionChangeRecord: offset (for rows from a snapshot: the snapshot's end
+    offset in its own column), time, topic-partition, leader, ISR, leader epoch, partition epoch, and a
+    marker where the ISR falls below min.insync.replicas and where it is back.
+    Record types not decoded are named by type and version and skipped.
+    Exit 0 ok, 1 findings (warning or worse; with --under-min-isr also any interval), 2 usage error, 3 I/O error.
     """
     from ..errors import UsageError
-    from ..internal import MetadataEvent, PartitionState, metadata_timeline
+    from ..internal import MetadataEvent, PartitionState, UnderMinIsr, metadata_timeline, read_min_insync_replicas
     from .output import FORMATS, Output
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    if min_insync_replicas is None:
+        min_insync_replicas = (read_min_insync_replicas(server_properties) if server_properties else None) or 1
     out = Output(fmt)
 
     def keep(i: object) -> bool:
         if isinstance(i, PartitionState):
-            return topic is None or i.topic == topic
+            return not under_min_isr and (topic is None or i.topic == topic)
         if isinstance(i, MetadataEvent):
-            return show_all
+            return show_all and not under_min_isr
+        if isinstance(i, UnderMinIsr):
+            return under_min_isr and (topic is None or i.topic == topic)
         return True
 
-    out.emit_all(i for i in metadata_timeline(paths) if keep(i))
-    return out.exit_code("warning")
+    items = (i for i in metadata_timeline(paths, min_insync_replicas=min_insync_replicas) if keep(i))
+    if not under_min_isr:
+        out.emit_all(items)
+        return out.exit_code("warning")
+    # Each interval is known when it ends: shown in order of the metadata log, then of partition.
+    found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
+                                         i.partition) if isinstance(i, UnderMinIsr) else (-1,))
+    out.emit_all(found)
+    return out.exit_code("warning") or int(any(isinstance(i, UnderMinIsr) for i in found))

@@ -24,7 +24,7 @@ from rich.table import Table
 FORMATS = ("text", "jsonl")
 VALUE_MODES = ("base64", "text", "hex", "none")
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
-                "committed_offset", "partition_state", "partition_for", "transaction_state"}
+                "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr"}
 # Tables showing chosen fields (field -> header) rather than every field of the value:
 _TABLE_COLUMNS = {
     "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
@@ -37,9 +37,14 @@ _TABLE_COLUMNS = {
                          "commit_timestamp": "commit time", "log_start_offset": "log start", "log_end_offset": "LEO",
                          "high_watermark": "HW", "lag": "lag", "leader_epoch": "leader epoch",
                          "metadata": "metadata", "coordinator_partition": "in"},
-    "partition_state": {"offset": "offset", "timestamp": "time", "topic": "topic", "partition": "partition",
-                        "leader": "leader", "isr": "ISR", "leader_epoch": "leader epoch",
-                        "partition_epoch": "partition epoch", "record": "record"},
+    "partition_state": {"offset": "offset", "snapshot_end_offset": "snapshot", "timestamp": "time",
+                        "topic": "topic", "partition": "partition", "leader": "leader", "isr": "ISR",
+                        "leader_epoch": "leader epoch", "partition_epoch": "partition epoch", "record": "record",
+                        "min_isr": "min ISR"},
+    "under_min_isr": {"topic": "topic", "partition": "partition", "isr": "ISR", "replicas": "replicas",
+                      "min_insync_replicas": "min ISR", "min_isr_source": "set by", "from_offset": "from offset",
+                      "from_snapshot_end_offset": "from snapshot", "from_time": "from", "to_offset": "to offset",
+                      "to_time": "to", "source": "metadata log"},
     "partition_for": {"kind": "kind", "id": "id", "hash_code": "hashCode", "partition": "partition",
                       "topic_partition": "topic-partition"},
     "transaction_state": {"transactional_id": "transactional id", "producer_id": "producer",
@@ -241,7 +246,9 @@ def _cell(key: str, v: Any) -> str:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if key in ("commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp"):
+    if key == "min_isr":
+        return {"under": "UNDER min ISR", "back": "back to min ISR"}.get(v, v)
+    if key in ("commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp", "from_time", "to_time"):
         return _iso(v)
     if isinstance(v, list):
         return ",".join(map(str, v))
@@ -330,7 +337,8 @@ def _metadata_record(o: Output, d: dict[str, Any]) -> str:
     """``metadata --all``: a record other than a partition's, with its decoded fields (if any)."""
     fields = (escape("  ".join(f"{k}={v}" for k, v in d["fields"].items())) if d["decoded"]
               else "[dim](not decoded)[/dim]")
-    return f"{d['offset']}  {_iso(d['timestamp'])}  {escape(d['name'])} v{d['version']}  {fields}"
+    offset = "snapshot" if d["offset"] is None else d["offset"]  # a KRaft snapshot's records have no log offset
+    return f"{offset}  {_iso(d['timestamp'])}  {escape(d['name'])} v{d['version']}  {fields}"
 
 
 def _trailing(o: Output, d: dict[str, Any]) -> str:
