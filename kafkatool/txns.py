@@ -49,10 +49,16 @@ class CommittedView:
 
 def high_watermark(partition_dir: Path) -> int | None:
     """The partition's entry in its log dir's ``replication-offset-checkpoint``, if there is one."""
+    return checkpointed_offset(partition_dir, "replication-offset-checkpoint")
+
+
+def checkpointed_offset(partition_dir: Path, checkpoint_name: str) -> int | None:
+    """The partition's entry in one of its log dir's offset checkpoints (high watermark, log start, recovery
+    point), if there is one."""
     from .smallfiles import read_offset_checkpoint
 
     tp = partition_of(partition_dir.name)
-    checkpoint = partition_dir.parent / "replication-offset-checkpoint"
+    checkpoint = partition_dir.parent / checkpoint_name
     if tp is None or not checkpoint.is_file():
         return None
     for e in read_offset_checkpoint(checkpoint):
@@ -89,4 +95,4 @@ def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
         yield from (f for f in verify_paths([pd.display]) if isinstance(f, Finding) and f.code.startswith("txnindex-"))
 
 
-__all__ = ["CommittedView", "committed_view", "high_watermark", "txns_paths"]
+__all__ = ["CommittedView", "checkpointed_offset", "committed_view", "high_watermark", "txns_paths"]

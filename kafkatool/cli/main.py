@@ -17,7 +17,17 @@ from typing import Any
 import typer
 
 from ..errors import KafkaToolError
-from . import dump_cmd, internal_cmd, locate_cmd, producers_cmd, repair_cmd, replicas_cmd, spark_cmd, verify_cmd
+from . import (
+    delivery_cmd,
+    dump_cmd,
+    internal_cmd,
+    locate_cmd,
+    producers_cmd,
+    repair_cmd,
+    replicas_cmd,
+    spark_cmd,
+    verify_cmd,
+)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad input
@@ -88,6 +98,7 @@ app.command("offsets", epilog=internal_cmd.OFFSETS_EXAMPLES)(command(internal_cm
 app.command("partition-for", epilog=internal_cmd.PARTITION_FOR_EXAMPLES)(command(internal_cmd.partition_for))
 app.command("txn-state", epilog=internal_cmd.TXN_STATE_EXAMPLES)(command(internal_cmd.txn_state))
 app.command("metadata", epilog=internal_cmd.METADATA_EXAMPLES)(command(internal_cmd.metadata))
+app.command("delivery", epilog=delivery_cmd.EXAMPLES)(command(delivery_cmd.delivery))
 app.command("producers", epilog=producers_cmd.PRODUCERS_EXAMPLES)(command(producers_cmd.producers))
 app.command("txns", epilog=producers_cmd.TXNS_EXAMPLES)(command(producers_cmd.txns))
 spark_cmd.app.command("scan", epilog=spark_cmd.SCAN_EXAMPLES)(command(spark_cmd.scan))

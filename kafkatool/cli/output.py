@@ -341,6 +341,42 @@ def _metadata_record(o: Output, d: dict[str, Any]) -> str:
     return f"{offset}  {_iso(d['timestamp'])}  {escape(d['name'])} v{d['version']}  {fields}"
 
 
+def _ranges(items: list[list[int]], limit: int = 8) -> str:
+    shown = ", ".join(str(lo) if lo == hi else f"{lo}..{hi}" for lo, hi in items[:limit])
+    return shown + (f", ... ({len(items) - limit} more ranges)" if len(items) > limit else "")
+
+
+def _delivery(o: Output, d: dict[str, Any]) -> str:
+    """``delivery``: one partition's verdict, then what is wrong with it."""
+    style = "green" if d["verdict"] == "exactly-once" else "bold red"
+    lines = [f"[bold]{escape(d['topic'])}-{d['partition']}[/bold]  offsets {d['from_offset']}..{d['to_offset']}  "
+             f"{d['isolation']}  expected {d['expected']:,}  processed {d['delivered']:,}  "
+             f"[{style}]{d['verdict']}[/{style}]"]
+    if d["missing"]:
+        lines.append(f"    missing {d['missing_count']:,}: {_ranges(d['missing'])}")
+    if d["duplicates"]:
+        extra = sum(n - 1 for _o, n in d["duplicates"])
+        first = ", ".join(f"{off} x{n}" for off, n in d["duplicates"][:8])
+        more = f", ... ({len(d['duplicates']) - 8} more)" if len(d["duplicates"]) > 8 else ""
+        lines.append(f"    duplicates: {len(d['duplicates']):,} offsets processed more than once ({extra:,} extra "
+                     f"times): {first}{more}")
+    if d["aborted_delivered"]:
+        lines.append("    [bold red]aborted or control records processed[/bold red]: "
+                     + _ranges(d["aborted_delivered"]))
+    if d["unexpected"]:
+        lines.append(f"    offsets the log does not hold for this consumer: {_ranges(d['unexpected'])}")
+    if d.get("group") is not None:
+        commit = "-" if d["committed_offset"] is None else d["committed_offset"]
+        lines.append(f"    group {escape(d['group'])}: committed offset {commit}")
+        if d["redelivered_on_restart"]:
+            lines.append(f"      processed at or past the commit, delivered again on restart: "
+                         f"{_ranges(d['redelivered_on_restart'])}")
+        if d["committed_not_processed"]:
+            lines.append(f"      [bold red]committed but never processed (lost)[/bold red]: "
+                         f"{_ranges(d['committed_not_processed'])}")
+    return "\n".join(lines)
+
+
 def _trailing(o: Output, d: dict[str, Any]) -> str:
     return f"[yellow]trailing {d['bytes']} bytes at {d['position']} (not a whole batch)[/yellow]"
 
@@ -545,6 +581,7 @@ _TEXT: dict[str, Callable[[Output, dict[str, Any]], str]] = {
     "trailing": _trailing,
     "group": _group,
     "metadata_record": _metadata_record,
+    "delivery": _delivery,
     "location": _location,
     "action": _action,
     "partition": _partition,

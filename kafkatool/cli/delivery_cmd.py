@@ -1,0 +1,70 @@
+"""``kafkatool delivery``: a consumer's sink against the log: lost, duplicated or aborted records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool delivery --sink processed.csv /var/lib/kafka/data
+
+  kafkatool delivery --sink part-0.parquet --sink part-1.parquet --group billing /var/lib/kafka/data
+
+  psql -Atc "select 'topic,partition,offset'" -c "select topic||','||part||','||off from sink" | \\
+    kafkatool delivery --sink - /var/lib/kafka/data/payments-0
+
+  kafkatool delivery -f jsonl --isolation read_uncommitted --sink out.jsonl /var/lib/kafka/data | \\
+    jq -c 'select(.type=="delivery" and .verdict!="exactly-once")'
+"""
+
+
+def delivery(
+    paths: Annotated[list[Path], typer.Argument(help="Log dirs or partition dirs holding the sink's partitions "
+                                                     "(and __consumer_offsets, for --group).",
+                                                show_default=False, metavar="PATHS...")],
+    sink: Annotated[list[str], typer.Option(
+        "--sink", "-s", help="What the consumer processed: CSV with a header naming topic, partition, offset; "
+                             "JSON lines with those keys; or .parquet. Repeatable; - reads standard input.",
+        show_default=False)],
+    isolation: Annotated[str, typer.Option(
+        help="The consumer's isolation.level: read_committed (no aborted records, stops at the LSO) or "
+             "read_uncommitted.", metavar="read_committed|read_uncommitted")] = "read_committed",
+    from_offset: Annotated[int | None, typer.Option(
+        "--from-offset", min=0, help="First offset expected (default: the log start).", show_default=False)] = None,
+    to_offset: Annotated[int | None, typer.Option(
+        "--to-offset", min=0, help="Last offset expected (default: the highest offset in the sink).",
+        show_default=False)] = None,
+    group: Annotated[str | None, typer.Option(
+        "--group", "-g", help="The consumer group: its committed offset says what a restart re-delivers and what "
+                              "was committed but never processed.", show_default=False)] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text or jsonl.", metavar="text|jsonl")] = "text",
+) -> int:
+    """Did a consumer lose or duplicate records? Compare what it processed with what the log holds.
+
+    For each topic-partition in the sink: the records a consumer with this isolation level receives (data
+    records only; under read_committed none of an aborted transaction), from --from-offset to --to-offset;
+    which of them the sink lacks (missing) or holds more than once (duplicates), and which aborted or
+    control records it claims to have processed. Verdict: exactly-once, at-least-once (duplicates),
+    at-most-once (missing) or loss-and-duplicates.
+
+    Exit 0 when exactly once, 1 when anything is missing, duplicated, aborted-delivered or unexpected (or
+    another finding), 2 usage error or nothing to read, 3 I/O error.
+    """
+    from ..delivery import delivery_paths
+    from ..errors import UsageError
+    from .output import FORMATS, Output
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    out = Output(fmt)
+    dirty = False
+    for item in delivery_paths(sink, paths, isolation=isolation, from_offset=from_offset, to_offset=to_offset,
+                               group=group):
+        dirty |= not getattr(item, "clean", True)
+        out.emit(item)
+    out.close()
+    return out.exit_code("warning") or int(dirty)
