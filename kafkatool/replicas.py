@@ -612,10 +612,13 @@ def _in_isr(isr: list[str] | None, part: PartitionDir, name: str) -> bool:
 
 def inspect_replicas(
     paths: Iterable[str | Path], *, isr: list[str] | None = None, topic: str | None = None,
-    partition: int | None = None, options: ScanOptions | None = None,
-) -> Iterator[Finding | ReplicaState | PartitionReplicas]:
+    partition: int | None = None, options: ScanOptions | None = None, unclean: bool = False,
+) -> Iterator[Any]:
     """Per partition present in two or more of ``paths``: findings, one :class:`ReplicaState` per replica, then
-    one :class:`PartitionReplicas`. ``isr``: the replicas in sync (names or paths; default all)."""
+    one :class:`PartitionReplicas`, then an :class:`kafkatool.election.UncleanElection` per replica outside the
+    ISR (every replica with ``unclean``). ``isr``: the replicas in sync (names or paths; default all)."""
+    from .election import unclean_election
+
     groups = replica_groups(paths, topic, partition)
     if not groups:
         raise UsageError("no partition is present in two or more of the given dirs (give one log dir per broker, "
@@ -647,9 +650,13 @@ def inspect_replicas(
         isr_replicas = [r for r, member in zip(replicas, m, strict=True) if member]
         for r, member in zip(replicas, m, strict=True):
             yield replica_state(r, max_leo, member)
+        isr_hw = min(r.leo for r in isr_replicas)
         yield PartitionReplicas(replicas[0].dir.topic, replicas[0].dir.partition, tuple(r.path for r in replicas),
-                                tuple(r.name for r in isr_replicas), min(r.leo for r in isr_replicas), max_leo,
-                                tuple(divergence))
+                                tuple(r.name for r in isr_replicas), isr_hw, max_leo, tuple(divergence))
+        for k, (r, member) in enumerate(zip(replicas, m, strict=True)):
+            if unclean or not member:
+                rest = [i for i in range(len(replicas)) if i != k]
+                yield unclean_election(r, [replicas[i] for i in rest], [m[i] for i in rest], isr_hw, member)
 
 
 # --- leader-epoch history ----------------------------------------------------------------------------------

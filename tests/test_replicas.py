@@ -490,8 +490,11 @@ def test_cli_replicas_jsonl_contract_and_exit_codes() -> None:
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     replicas = [x for x in lines if x["type"] == "replica"]
     assert len(replicas) == 3 and all(REPLICA_KEYS <= set(r) for r in replicas)
-    assert lines[-1]["type"] == "partition" and lines[-1]["isr_hw"] == c["high_watermark"]
-    assert {"a", "b", "first_divergent_offset"} <= set(lines[-1]["divergence"][0])
+    (part,) = [x for x in lines if x["type"] == "partition"]
+    assert part["isr_hw"] == c["high_watermark"]
+    assert {"a", "b", "first_divergent_offset"} <= set(part["divergence"][0])
+    # after the partition: the unclean election of the replica outside the ISR
+    assert [x["candidate"] for x in lines[lines.index(part) + 1:]] == ["broker-1"]
     text = kt("replicas", CASES / "in-sync" / "broker-1", CASES / "in-sync" / "broker-2" / "orders-0")
     assert text.returncode == 0 and "ISR high watermark 60" in text.stdout, text.stderr
 

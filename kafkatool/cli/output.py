@@ -377,6 +377,34 @@ def _delivery(o: Output, d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _offset_ranges(items: list[dict[str, Any]]) -> str:
+    def one(r: dict[str, Any]) -> str:
+        span = str(r["first_offset"]) if r["first_offset"] == r["last_offset"] else \
+            f"{r['first_offset']}..{r['last_offset']}"
+        producers = ", ".join(map(str, r["producer_ids"])) or "none"
+        return f"{span} ({r['records']:,} records, producers {producers})"
+
+    return "; ".join(one(r) for r in items) or "nothing"
+
+
+def _unclean_election(o: Output, d: dict[str, Any]) -> str:
+    """``replicas``: what electing one replica uncleanly would lose."""
+    where = "in the ISR" if d["in_isr"] else "out of the ISR"
+    style = "bold red" if d["lost"] else "green"
+    kind = "election" if d["in_isr"] else "unclean election"
+    lines = [f"{kind} of [bold]{escape(d['candidate'])}[/bold] ({where}, LEO {d['candidate_leo']}, "
+             f"high watermark {d['high_watermark']}; new leader epoch {d['new_epoch']} from {d['candidate_leo']}): "
+             f"[{style}]acknowledged offsets lost: {_offset_ranges(d['lost'])}[/{style}]"]
+    for f in d["followers"]:
+        if f["offsets_removed"]:
+            lines.append(f"    {escape(f['replica'])} truncates to {f['truncate_to']} "
+                         f"({f['offsets_removed']:,} offsets): acknowledged {_offset_ranges(f['acknowledged'])}; "
+                         f"not acknowledged {_offset_ranges(f['unacknowledged'])}")
+        else:
+            lines.append(f"    {escape(f['replica'])} keeps its log (truncates to its LEO {f['leo']})")
+    return "\n".join(lines)
+
+
 def _trailing(o: Output, d: dict[str, Any]) -> str:
     return f"[yellow]trailing {d['bytes']} bytes at {d['position']} (not a whole batch)[/yellow]"
 
@@ -582,6 +610,7 @@ _TEXT: dict[str, Callable[[Output, dict[str, Any]], str]] = {
     "group": _group,
     "metadata_record": _metadata_record,
     "delivery": _delivery,
+    "unclean_election": _unclean_election,
     "location": _location,
     "action": _action,
     "partition": _partition,

@@ -74,6 +74,9 @@ def replicas(
     ] = None,
     topic: Topic = None,
     partition: PartitionNo = None,
+    unclean: Annotated[bool, typer.Option(
+        "--unclean", help="Simulate the unclean election of every replica, not only of those outside --isr.")
+    ] = False,
     fmt: Format = "text",
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
@@ -84,15 +87,18 @@ def replicas(
     recovery point checkpoints of its log dir, last stable offset, latest leader epoch, size, lag behind
     the longest replica. Per partition: the high watermark the ISR would compute (min LEO over --isr),
     and, for every pair, the first offset where their batches differ (offsets, leader epoch, CRC) and the
-    batches each has that the other does not. Exit 0 when the replicas agree (lagging is normal), 1 when
-    two diverge, a log is damaged or a high watermark is beyond its log end, 2 usage error, 3 I/O error.
+    batches each has that the other does not. For each replica outside --isr (every one with --unclean):
+    if an unclean election made it leader, the acknowledged offsets (below the high watermark) lost, with
+    records and producer ids, and what each other replica would truncate.
+    Exit 0 when the replicas agree (lagging is normal), 1 when two diverge, a log is damaged or a high
+    watermark is beyond its log end, 2 usage error, 3 I/O error.
     """
     from ..replicas import inspect_replicas
 
     out = _output(fmt)
     if isr is not None:
         isr = [name for value in isr for name in value.split(",") if name]
-    out.emit_all(inspect_replicas(paths, isr=isr, topic=topic, partition=partition,
+    out.emit_all(inspect_replicas(paths, isr=isr, topic=topic, partition=partition, unclean=unclean,
                                   options=_options(max_decompressed, max_batch_bytes)))
     return out.exit_code("warning")
 
