@@ -36,6 +36,7 @@ lint: install
 ## fixtures: regenerate fixtures/ with the project's own deterministic generator
 fixtures: install
 	$(PY) fixtures/generate.py fixtures/logdir
+	$(PY) fixtures/generate.py --incident fixtures/incident
 
 ## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; Spark scan
 bench: install

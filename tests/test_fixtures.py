@@ -142,3 +142,61 @@ def test_open_transaction_is_in_the_last_snapshot(dumped: dict[str, list[dict]])
     assert header["crc_valid"] and header["count"] == len(producers) == 3
     state = {p["producer_id"]: p["current_txn_first_offset"] for p in producers}
     assert state == {7000: gen.OPEN_TXN_FIRST_OFFSET, 7001: -1, 7002: -1}
+
+
+# --- the incident log dir (fixtures/incident, fixtures/sinks) ---------------------------------------------------
+
+INCIDENT = PROJECT_ROOT / "fixtures" / "incident"
+SINK = PROJECT_ROOT / "fixtures" / "sinks" / "billing.csv"
+
+
+def kt_jsonl(*args: str | Path) -> tuple[int, list[dict]]:
+    p = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args), "-f", "jsonl"], capture_output=True,
+                       text=True, cwd=PROJECT_ROOT)
+    return p.returncode, [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def test_regenerating_the_incident_gives_the_committed_bytes(tmp_path: Path) -> None:
+    out = tmp_path / "incident"
+    subprocess.run([sys.executable, str(GENERATOR), "--incident", str(out)], cwd=PROJECT_ROOT, check=True)
+    committed, fresh = tree(INCIDENT), tree(out)
+    assert sorted(fresh) == sorted(committed)
+    assert [name for name in committed if fresh[name] != committed[name]] == []
+    assert (tmp_path / "sinks" / "billing.csv").read_bytes() == SINK.read_bytes()
+
+
+def test_incident_reads_cleanly_and_holds_what_the_generator_says() -> None:
+    code, rows = kt_jsonl("verify", INCIDENT)
+    assert code == 0 and [r for r in rows if r["type"] == "finding" and r["severity"] != "info"] == []
+    leo = {Path(r["path"]).name: r["log_end_offset"] for r in rows if r.get("scope") == "partition"}
+    assert leo == {"clicks-0": 70, "__cluster_metadata-0": 8, "__consumer_offsets-0": 3, "__transaction_state-0": 3}
+    # the idempotent producer's gap and duplicate, where the unclean election put them
+    code, rows = kt_jsonl("producers", INCIDENT / "clicks-0")
+    found = [(r["code"], r["message"].split(": batch at offsets ")[1].split(" ")[0]) for r in rows
+             if r["type"] == "finding"]
+    first_after, second = gen.CLICKS_AFTER_ELECTION[:2]
+    assert code == 1 and found == [("sequence-gap", f"{first_after[0]}..{first_after[0] + 1}"),
+                                   ("duplicate-batch", f"{second[0]}..{second[0] + 1}")]
+    # the ISR below the topic's min.insync.replicas from the shrink to one replica until one came back
+    code, rows = kt_jsonl("metadata", "--under-min-isr", INCIDENT)
+    assert code == 1 and [(r["topic"], r["isr"], r["min_insync_replicas"], r["min_isr_source"], r["from_offset"],
+                           r["to_offset"]) for r in rows] == [("clicks", [1], 2, "topic", 4, 5),
+                                                              ("clicks", [3], 2, "topic", 5, 6)]
+    # the group's last commit and the coordinator's view of the transactions
+    code, rows = kt_jsonl("offsets", INCIDENT)
+    assert [(r["group"], r["offset"]) for r in rows if r["type"] == "committed_offset"] == [
+        ("billing", gen.BILLING_COMMITS[-1][0])]
+    code, rows = kt_jsonl("txn-state", INCIDENT)
+    assert [(r["transactional_id"], r["state"]) for r in rows if r["type"] == "transaction_state"] == [
+        ("payments-writer-a", "Ongoing"), ("payments-writer-b", "CompleteCommit"), ("stale-writer", "Dead")]
+
+
+def test_incident_sink_is_loss_and_duplicates() -> None:
+    processed = gen.BILLING_PROCESSED
+    twice = sorted({o for o in processed if processed.count(o) > 1})
+    never = sorted(set(range(max(processed) + 1)) - set(processed))
+    code, rows = kt_jsonl("delivery", "--group", "billing", "--sink", SINK, INCIDENT)
+    (d,) = [r for r in rows if r["type"] == "delivery"]
+    assert code == 1 and d["verdict"] == "loss-and-duplicates"
+    assert d["duplicates"] == [[o, 2] for o in twice]
+    assert d["missing"] == [[never[0], never[-1]]] == d["committed_not_processed"]
