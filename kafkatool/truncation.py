@@ -6,10 +6,12 @@ acknowledged) and a :class:`TruncationPlan` (which files change how) for applyin
 
 * ``epoch`` — the leader-epoch protocol (KIP-101, KIP-279; ``AbstractFetcherThread.getOffsetTruncationState``):
   the follower sends its latest epoch; the leader answers ``endOffsetFor(epoch, leader LEO)`` = (epoch',
-  end offset); the follower looks up its own ``endOffsetFor(epoch', follower LEO)``: the same epoch truncates
-  to min(leader's end, own end, own LEO) and ends; a different one truncates to min(own end, own LEO) and
-  asks again with its (now lower) latest epoch. A follower without epochs, or a leader answering an undefined
-  offset, truncates to its high watermark (``truncateToHighWatermark``);
+  end offset) from the cache it holds live (:func:`live_leader_epoch_cache`: with the entry it wrote at its log
+  end when it became leader, before any batch of that epoch); the follower looks up its own
+  ``endOffsetFor(epoch', follower LEO)``: the same epoch truncates to min(leader's end, own end, own LEO) and
+  ends; a different one truncates to min(own end, own LEO) and asks again with its (now lower) latest epoch.
+  A follower without epochs, or a leader answering an undefined offset, truncates to its high watermark
+  (``truncateToHighWatermark``);
 * ``hw`` — before KIP-101: the follower truncates to its own high watermark; when that is beyond the
   leader's log end its next fetch is out of range and it truncates to the leader's LEO
   (``fetchOffsetAndTruncate``, the unclean-election path).
@@ -22,6 +24,9 @@ the target are deleted, the new active segment is cut at the first batch ending 
 (so a batch straddling it goes whole), its indexes trimmed; leader-epoch entries starting at or after the
 target are dropped (``truncateFromEnd``), producer snapshots above it deleted, and the high watermark and
 recovery point lowered to it.
+
+The leader is live: it answers from the cache it holds in memory and never reloads its log. Only the follower
+restarts, so its cache is the one ``LogLoader`` leaves (:meth:`~kafkatool.replicas.Replica.epoch_cache`).
 
 :func:`apply_truncations` carries one rule's plan out on the follower's dir through the safe-write layer, as
 ``repair`` does (the log dir's ``.lock`` held throughout, an interrupted apply resumed first, originals backed up,
@@ -105,6 +110,25 @@ def epoch_rule(leader: EpochCache, leader_leo: int, follower: EpochCache, follow
         leo = min(leo, t)
         cache.truncate_from_end(t)
     raise AssertionError("the epoch rule did not converge")  # unreachable: each round drops a cache entry
+
+
+def live_leader_epoch_cache(leader: Replica) -> EpochCache:
+    """The epoch cache a live leader answers ``OffsetsForLeaderEpoch`` from (``Partition.lastOffsetForLeaderEpoch``
+    -> ``UnifiedLog.endOffsetForEpoch`` -> ``LeaderEpochFileCache.endOffsetFor``).
+
+    ``Partition.makeLeader`` assigns the new leader epoch at the log end (``maybeAssignEpochStartOffset(leaderEpoch,
+    logEndOffset)``), and ``assign`` writes ``leader-epoch-checkpoint`` at once, before any batch of that epoch
+    exists. A reload would drop that entry (``LogLoader``: ``truncateFromEnd(LEO)``); the live leader keeps it, so
+    a follower asking about an epoch between the leader's last written one and its current one is told the end of
+    the epoch below (the current epoch's start, KIP-279), not "undefined". So: the cache as the leader's log loads
+    (:meth:`Replica.epoch_cache`), plus the checkpoint's latest entry when it starts exactly at the leader's log
+    end with a newer epoch. An entry past the log end is not one a live leader can hold (its load cut it), and is
+    left out as the load leaves it out."""
+    cache = leader.epoch_cache()
+    written = EpochCache(leader.epoch_checkpoint or ()).latest
+    if written is not None and written[1] == leader.leo and (cache.latest is None or written[0] > cache.latest[0]):
+        cache.assign(*written)
+    return cache
 
 
 def hw_rule(follower_hw: int, follower_leo: int, leader_leo: int) -> tuple[int, list[dict[str, Any]]]:
@@ -265,7 +289,7 @@ def simulate(leader: Replica, follower: Replica, rules: tuple[str, ...] = RULES,
              max_lost: int = DEFAULT_MAX_LOST) -> list[Truncation]:
     """Both logs read (and compared) once, each rule applied, then the follower's discarded batches read."""
     (divergence,) = compare([leader, follower])
-    l_cache, f_cache = leader.epoch_cache(), follower.epoch_cache()
+    l_cache, f_cache = live_leader_epoch_cache(leader), follower.epoch_cache()
     results = []
     for rule in rules:
         if rule == "epoch":

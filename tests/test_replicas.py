@@ -820,3 +820,130 @@ def test_apply_a_full_truncation_starts_an_empty_log_at_the_leaders_log_start(tm
         again = truncate(tmp_path / "broker-l", follower, rules=(rule,))[rule]
         assert again.truncate_to == again.follower_leo == start and not again.full_truncation
         assert again.plan is not None and not again.plan.changes
+
+
+# --- a live leader's epoch entry at its log end (KIP-279) ----------------------------------------------------
+
+
+def live_leader(root: Path, name: str, batches: list[Msg], hw: int, epoch: int) -> Path:
+    """A broker that has just become leader of ``epoch`` and is still running: ``Partition.makeLeader`` ->
+    ``UnifiedLog.maybeAssignEpochStartOffset(epoch, logEndOffset)`` -> ``LeaderEpochFileCache.assign``, which
+    writes ``leader-epoch-checkpoint`` at once; no batch of ``epoch`` yet. A live broker's log dir has no
+    ``.kafka_cleanshutdown`` (deleted when it started)."""
+    with LogDirWriter(root / name, cluster_id="c1", node_id=1) as logdir:
+        p = logdir.partition("orders", 0, TOPIC_ID)
+        for b in batches:
+            p.append(b.raw)
+        p.high_watermark = hw
+    assert p.leader_epochs[-1][0] < epoch
+    (root / name / "orders-0" / "leader-epoch-checkpoint").write_bytes(
+        build_epoch_checkpoint([*p.leader_epochs, (epoch, p.log_end_offset)]))
+    (root / name / ".kafka_cleanshutdown").unlink()
+    return root / name
+
+
+def test_a_live_leaders_entry_at_its_log_end_answers_an_epoch_it_never_wrote(tmp_path: Path) -> None:
+    """KIP-279. L and F share epoch 0 (0..9) and epoch 1 (10..14). F then led epoch 2 and wrote 15..19, which
+    nobody replicated; L became leader of epoch 3 at its log end 15 and has written nothing since. F restarts (HW
+    checkpoint 12) and asks for its latest epoch, 2. L's cache holds (3, 15) (``Partition.makeLeader``), so
+    ``LeaderEpochFileCache.endOffsetFor(2)`` is the floor epoch 1 ending where epoch 3 starts: (1, 15); F's own
+    ``endOffsetFor(1)`` is (1, 15) too, and ``AbstractFetcherThread.getOffsetTruncationState`` truncates to
+    min(15, 15, F's LEO 20) = 15: exactly F's epoch-2 batches go, nothing L has. Without that entry (a leader that
+    had reloaded its log: ``LogLoader`` ``truncateFromEnd(LEO)``) L would know no epoch >= 2, answer undefined, and
+    F would truncate to its high watermark 12 instead."""
+    shared = [msg(0, "a", 0, n=5), msg(5, "b", 0, n=5), msg(10, "c", 1, n=5)]
+    led_by_f = msg(15, "f", 2, n=5)
+    leader = live_leader(tmp_path, "broker-l", shared, hw=15, epoch=3)
+    follower = broker(tmp_path, "broker-f", [*shared, led_by_f], hw=12)
+
+    ep = truncate(leader, follower, rules=("epoch",))["epoch"]
+    assert ep.steps == [{"requested_epoch": 2, "leader_epoch": 1, "leader_end_offset": 15, "follower_epoch": 1,
+                         "follower_end_offset": 15, "truncate_to": 15}]
+    assert ep.truncate_to == 15 == shared[-1].last + 1
+    assert [(b.base_offset, b.last_offset, b.partition_leader_epoch, b.on_leader) for b in ep.lost] == [
+        (led_by_f.base, led_by_f.last, 2, False)]
+    # what the `replicas` report shows is each log as LogLoader loads it: the entry at the LEO is gone there
+    states, part, _f = report([leader, follower])
+    assert states["broker-l"].epochs == ((0, 0), (1, 10))
+    assert pair(part, "broker-l", "broker-f").relation == "b-ahead"  # F's extra batches, no divergence below 15
+
+    proc = kt("truncation", "-f", "jsonl", "--rule", "epoch", "--leader", leader, "--follower", follower)
+    assert proc.returncode == 1, proc.stderr  # F's epoch-2 batches exist nowhere else: data lost
+    (line,) = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert line["truncate_to"] == 15 and line["steps"] == ep.steps
+
+
+@pytest.mark.parametrize("follower_extra", [5, 0])
+def test_a_follower_in_the_leaders_previous_epoch_stops_at_the_leaders_log_end(tmp_path: Path,
+                                                                                follower_extra: int) -> None:
+    """L led epoch 1 (10..14) and was elected again for epoch 2 at its log end 15 (no batch of epoch 2 yet). F's
+    latest epoch is 1; it holds L's batches and ``follower_extra`` more of epoch 1 that L lost (0: its epoch 1 ends
+    exactly at L's log end). ``LeaderEpochFileCache.endOffsetFor(1)`` on L: not the latest epoch (2 is), so the
+    start of the next one, 15 = L's LEO; F's own answer is (1, its LEO); it truncates to min of the two
+    (``getOffsetTruncationState``): its extra batches go, and with none nothing changes."""
+    shared = [msg(0, "a", 0, n=5), msg(5, "b", 0, n=5), msg(10, "c", 1, n=5)]
+    extra = [msg(15, "lost-by-l", 1, n=follower_extra)] if follower_extra else []
+    leader = live_leader(tmp_path, "broker-l", shared, hw=15, epoch=2)
+    follower = broker(tmp_path, "broker-f", [*shared, *extra], hw=15)
+
+    ep = truncate(leader, follower, rules=("epoch",))["epoch"]
+    f_leo = 15 + follower_extra
+    assert ep.steps == [{"requested_epoch": 1, "leader_epoch": 1, "leader_end_offset": 15, "follower_epoch": 1,
+                         "follower_end_offset": f_leo, "truncate_to": 15}]
+    assert ep.truncate_to == 15 and ep.follower_leo == f_leo
+    assert [(b.base_offset, b.last_offset, b.on_leader) for b in ep.lost] == [(x.base, x.last, False) for x in extra]
+    assert ep.plan is not None and ep.plan.changes == bool(extra)
+
+
+def test_the_follower_asks_again_with_the_older_epoch_the_live_leader_answered(tmp_path: Path) -> None:
+    """Unclean elections: L led epoch 1 and wrote 10..14; F, without them, led epoch 2 from 10 and wrote other
+    batches 10..14; L then became leader of epoch 3 at its log end 15. F asks for epoch 2: L's
+    ``endOffsetFor(2)`` = (1, 15) (floor epoch 1, epoch 3 starts at 15). F does not know epoch 1: its
+    ``endOffsetFor(1)`` is (0, 10), so F truncates to 10 and asks again with its now latest epoch 0
+    (``getOffsetTruncationState``, ``truncationCompleted = false``); L answers (0, 10), the same epoch: done at 10,
+    where the two logs stop sharing batches. The leader-epoch entry at L's log end is what makes L answer at all:
+    without it epoch 2 is above every epoch L knows, and F would keep its divergent batches below its HW 12."""
+    shared = [msg(0, "a", 0, n=5), msg(5, "b", 0, n=5)]
+    leader = live_leader(tmp_path, "broker-l", [*shared, msg(10, "l", 1, n=5)], hw=15, epoch=3)
+    follower = broker(tmp_path, "broker-f", [*shared, msg(10, "f", 2, n=5)], hw=12)
+
+    ep = truncate(leader, follower, rules=("epoch",))["epoch"]
+    assert ep.steps == [
+        {"requested_epoch": 2, "leader_epoch": 1, "leader_end_offset": 15, "follower_epoch": 0,
+         "follower_end_offset": 10, "truncate_to": 10},
+        {"requested_epoch": 0, "leader_epoch": 0, "leader_end_offset": 10, "follower_epoch": 0,
+         "follower_end_offset": 10, "truncate_to": 10}]
+    _s, part, _f = report([leader, follower])
+    assert ep.truncate_to == pair(part, "broker-l", "broker-f").first_divergent_offset == shared[-1].last + 1
+    assert ep.keeps_divergence_from is None
+    assert [(b.base_offset, b.partition_leader_epoch, b.on_leader) for b in ep.lost] == [(10, 2, False)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_epoch_rule_with_a_new_leader_that_has_written_nothing_yet(tmp_path: Path, seed: int) -> None:
+    """Random histories as above (a common prefix, then epochs only one side led), but the leader's newest epoch
+    is the one it has just been elected for: an entry at its log end in ``leader-epoch-checkpoint``
+    (``Partition.makeLeader``) and no batch. KIP-279's loop must still end where the logs stop sharing batches."""
+    rng = random.Random(1000 + seed)
+    common = [(e, f"c{e}") for e in sorted(rng.sample(range(4), rng.randint(1, 3)))]
+    pool = list(range(common[-1][0] + 1, common[-1][0] + 7))
+    owners = {e: rng.choice(("leader", "follower", None)) for e in pool[:-1]}
+
+    def build(side: str) -> list[Msg]:
+        out, offset = [], 0
+        for epoch, tag in common + [(e, f"{side}{e}") for e in pool[:-1] if owners[e] == side]:
+            n = 2 if tag[0] == "c" else rng.randint(1, 3)
+            out.append(msg(offset, tag, epoch, n))
+            offset += n
+        return out
+
+    leader_log, follower_log = build("leader"), build("follower")
+    leader = live_leader(tmp_path, "broker-l", leader_log, hw=0, epoch=pool[-1])
+    follower = broker(tmp_path, "broker-f", follower_log, hw=0)
+    _s, part, _f = report([leader, follower])
+    d = pair(part, "broker-l", "broker-f")
+    shared = d.first_divergent_offset if d.first_divergent_offset is not None else min(
+        leader_log[-1].last, follower_log[-1].last) + 1
+    ep = truncate(leader, follower, rules=("epoch",))["epoch"]
+    assert ep.truncate_to == shared == min(2 * len(common), follower_log[-1].last + 1), ep.steps
+    assert all(s["leader_end_offset"] != -1 for s in ep.steps)  # the leader always answers
