@@ -5,12 +5,13 @@ The one library function behind ``kafkatool dump``; it yields values and never p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import InputIOError
+from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify
 from .model import Batch, FileStart, Finding, Record, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
@@ -18,6 +19,92 @@ from .walk import FoundFile, expand
 
 if TYPE_CHECKING:
     from .txns import CommittedView
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFilter:
+    """Which records ``dump`` shows (every given condition must hold): ``key``/``value`` regular expressions
+    searched in the bytes decoded as UTF-8 (a null key or value never matches), a header by name (and a
+    regular expression on its value), the batch's producer id, and a time range (inclusive) on the record's
+    timestamp. Batch-level conditions (producer id, time) are tested on the header first."""
+
+    key: re.Pattern[str] | None = None
+    value: re.Pattern[str] | None = None
+    header: tuple[str, re.Pattern[str] | None] | None = None
+    producer_id: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+
+    @property
+    def needs_records(self) -> bool:
+        return self.key is not None or self.value is not None or self.header is not None
+
+    @property
+    def active(self) -> bool:
+        return self.needs_records or self.producer_id is not None or self.from_time is not None \
+            or self.to_time is not None
+
+    def batch(self, b: Batch) -> bool:
+        if self.producer_id is not None and b.producer_id != self.producer_id:
+            return False
+        if self.from_time is not None and b.max_timestamp is not None and b.max_timestamp < self.from_time:
+            return False
+        return True
+
+    def record(self, r: Record) -> bool:
+        if self.from_time is not None and r.timestamp < self.from_time:
+            return False
+        if self.to_time is not None and r.timestamp > self.to_time:
+            return False
+        if self.key is not None and (r.key is None or not self.key.search(_text(r.key))):
+            return False
+        if self.value is not None and (r.value is None or not self.value.search(_text(r.value))):
+            return False
+        if self.header is not None:
+            name, pattern = self.header
+            values = [v for k, v in r.headers if k == name]
+            if not values or (pattern is not None and not any(v is not None and pattern.search(_text(v))
+                                                              for v in values)):
+                return False
+        return True
+
+
+def record_filter(*, key: str | None = None, value: str | None = None, header: str | None = None,
+                  producer_id: int | None = None, from_time: str | int | None = None,
+                  to_time: str | int | None = None) -> RecordFilter:
+    """A :class:`RecordFilter` from command-line words; a bad pattern, time or range is a UsageError."""
+    def pattern(option: str, text: str | None) -> re.Pattern[str] | None:
+        if text is None:
+            return None
+        try:
+            return re.compile(text)
+        except re.error as exc:
+            raise UsageError(f"{option} {text!r}: not a regular expression ({exc})") from exc
+
+    def when(option: str, text: str | int | None) -> int | None:
+        from .locate import parse_timestamp
+
+        if text is None:
+            return None
+        ms = text if isinstance(text, int) else parse_timestamp(text)
+        if ms < 0:
+            raise UsageError(f"{option} {text!r}: give a time (ISO-8601 or epoch ms)")
+        return ms
+
+    named = None
+    if header is not None:
+        name, sep, rx = header.partition("=")
+        if not name:
+            raise UsageError(f"--header {header!r}: give NAME or NAME=REGEX")
+        named = (name, pattern("--header", rx) if sep else None)
+    start, end = when("--from-time", from_time), when("--to-time", to_time)
+    if start is not None and end is not None and start > end:
+        raise UsageError(f"--from-time {from_time} is after --to-time {to_time}")
+    return RecordFilter(pattern("--key", key), pattern("--value", value), named, producer_id, start, end)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +116,7 @@ class DumpOptions:
     max_bytes: int | None = None     # per record file: entries starting within the first N bytes
     scan: ScanOptions = field(default_factory=ScanOptions)
     isolation: str = "read_uncommitted"  # read_committed: only what such a consumer receives (kafkatool.txns)
+    filter: RecordFilter = field(default_factory=RecordFilter)
 
     def wants(self, first: int, last: int) -> bool:
         if self.from_offset is not None and last < self.from_offset:
@@ -45,18 +133,51 @@ def dump_paths(
     files = expand(paths)
     separate = len(files) > 1 or any(Path(p).is_dir() for p in paths)
     views: dict[Path, CommittedView] = {}
+    starts: dict[Path, tuple[Path, int] | None] = {}
+    wanted = options.filter
     for f in files:
-        if separate:
-            yield FileStart(f.display)
+        if wanted.active and not f.kind.holds_records:
+            continue  # a search shows matching records only
+        start = 0
+        if wanted.from_time is not None and f.kind is FileKind.LOG:
+            parent = f.path.resolve().parent
+            if parent not in starts:
+                starts[parent] = _time_start(parent, wanted.from_time)
+            found = starts[parent]
+            base = classify(f.path).base_offset
+            if found is None or (base is not None and base < (classify(found[0]).base_offset or 0)):
+                continue  # every record of this segment is older than --from-time
+            start = found[1] if found[0].name == f.path.name else 0
+        committed = None
         if options.isolation == "read_committed" and f.kind is FileKind.LOG:
             from .txns import committed_view
 
             parent = f.path.resolve().parent
             if parent not in views:
                 views[parent] = committed_view(parent)
-            yield from dump_file(f, options, progress, views[parent])
-        else:
-            yield from dump_file(f, options, progress)
+            committed = views[parent]
+        items = dump_file(f, options, progress, committed, start=start)
+        if separate and wanted.active:  # a search names only the files where it found something
+            first = next(items, None)
+            if first is None:
+                continue
+            yield FileStart(f.display)
+            yield first
+        elif separate:
+            yield FileStart(f.display)
+        yield from items
+
+
+def _time_start(partition: Path, from_time: int) -> tuple[Path, int] | None:
+    """Where the first record at or after ``from_time`` is (segment, batch position), found as Kafka's ListOffsets
+    finds it: through each segment's ``.timeindex`` and ``.index`` (a missing or broken index: a scan of that
+    segment); None when every record is older."""
+    from .locate import locate_timestamp
+
+    loc = locate_timestamp(partition, from_time)
+    if not loc.found or loc.segment is None or loc.position is None:
+        return None
+    return Path(loc.segment), loc.position
 
 
 def total_bytes(paths: list[str] | list[Path]) -> int:
@@ -73,15 +194,16 @@ def total_bytes(paths: list[str] | list[Path]) -> int:
 
 def dump_file(
     f: FoundFile, options: DumpOptions = DumpOptions(), progress: Callable[[int], None] | None = None,
-    committed: CommittedView | None = None,
+    committed: CommittedView | None = None, start: int = 0,
 ) -> Iterator[object]:
     """Values of one file. A file that cannot be read yields an ``io-error`` finding, not an exception.
 
     ``committed`` (a :class:`kafkatool.txns.CommittedView`): only the batches a read_committed consumer receives.
+    ``start``: the byte position of the first batch to read (a batch boundary).
     """
     try:
         if f.kind.holds_records:
-            yield from _dump_records(f, options, progress, committed)
+            yield from _dump_records(f, options, progress, committed, start)
         elif f.kind is FileKind.UNKNOWN:
             yield Finding("warning", "unknown-file-type", f.display, None,
                           "not a Kafka log-dir file name; cannot tell how to read it")
@@ -98,11 +220,15 @@ IO_ERROR = "io-error"  # the finding code the CLI turns into exit code 3
 
 
 def _dump_records(
-    f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None = None
+    f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None = None, start: int = 0
 ) -> Iterator[object]:
+    wanted = options.filter
+    if wanted.needs_records or (wanted.active and options.records):
+        yield from _search_records(f, options, progress, committed, start)
+        return
     with open(f.path, "rb") as fh:
         batches = 0
-        for item in scan(fh, f.display, end=options.max_bytes, with_raw=options.records,
+        for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=options.records,
                          options=options.scan, progress=progress):
             if committed is not None and isinstance(item, (RawBatch, Batch)):
                 b = item.batch if isinstance(item, RawBatch) else item
@@ -119,13 +245,53 @@ def _dump_records(
                 yield from _in_range(records, options)
                 yield from findings
             elif isinstance(item, Batch):
-                if not options.wants(item.base_offset, item.last_offset):
+                if not options.wants(item.base_offset, item.last_offset) or not wanted.batch(item):
+                    continue
+                if wanted.active and not _batch_in_time(item, wanted):
                     continue
                 yield item
             else:
                 yield item
                 continue
             batches += 1
+            if options.max_batches is not None and batches >= options.max_batches:
+                break
+
+
+def _batch_in_time(b: Batch, wanted: RecordFilter) -> bool:
+    """Without records: a batch is shown when its time span meets the range."""
+    if wanted.to_time is not None and b.first_timestamp is not None and b.first_timestamp > wanted.to_time:
+        return False
+    return True
+
+
+def _search_records(
+    f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None, start: int
+) -> Iterator[object]:
+    """Records matching the filter, each batch's line shown before its first match; findings as they come."""
+    wanted = options.filter
+    batches = 0
+    with open(f.path, "rb") as fh:
+        for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=True, options=options.scan,
+                         progress=progress):
+            if not isinstance(item, RawBatch):
+                yield item
+                continue
+            b = item.batch
+            if committed is not None:
+                if committed.limit is not None and b.base_offset >= committed.limit:
+                    break
+                if not committed.delivers(b):
+                    continue
+            if not options.wants(b.base_offset, b.last_offset) or not wanted.batch(b):
+                continue
+            records, findings = decode_records(b, item.raw, f.display, options.scan)
+            hits = [r for r in _in_range(records, options) if wanted.record(r)]
+            if hits:
+                yield b
+                yield from hits
+                batches += 1
+            yield from findings
             if options.max_batches is not None and batches >= options.max_batches:
                 break
 
@@ -139,4 +305,4 @@ def _in_range(records: list[Record], options: DumpOptions) -> Iterator[Record]:
             yield r
 
 
-__all__ = ["DumpOptions", "Trailing", "dump_file", "dump_paths", "total_bytes"]
+__all__ = ["DumpOptions", "RecordFilter", "record_filter", "Trailing", "dump_file", "dump_paths", "total_bytes"]

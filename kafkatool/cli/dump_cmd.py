@@ -21,6 +21,10 @@ EXAMPLES = """
   kafkatool dump /var/lib/kafka/data/replication-offset-checkpoint orders-0/leader-epoch-checkpoint
 
   kafkatool dump --isolation read_committed --records /var/lib/kafka/data/payments-0
+
+  kafkatool dump --key '^order-0-004' --header source=web /var/lib/kafka/data/orders-0
+
+  kafkatool dump --from-time 2023-11-14T22:40:00Z --to-time 2023-11-14T22:45:00Z --records orders-0
 """
 
 
@@ -45,14 +49,30 @@ def dump(
                                "no aborted records or control batches, nothing from the last stable offset or "
                                "high watermark on).")
     ] = "read_uncommitted",
+    key: Annotated[str | None, typer.Option(help="Only records whose key matches this regular expression "
+                                                 "(searched in the key as UTF-8).", show_default=False)] = None,
+    value: Annotated[str | None, typer.Option("--value-match", "--value",
+                                              help="Only records whose value matches this regular expression.",
+                                              show_default=False)] = None,
+    header: Annotated[str | None, typer.Option(help="Only records with this header: NAME, or NAME=REGEX on its "
+                                                    "value.", show_default=False)] = None,
+    producer_id: Annotated[int | None, typer.Option(help="Only batches of this producer id.",
+                                                    show_default=False)] = None,
+    from_time: Annotated[str | None, typer.Option(
+        help="Only records at or after this time (ISO-8601, UTC without a zone, or epoch ms); found through "
+             "the time index, as ListOffsets finds it.", show_default=False)] = None,
+    to_time: Annotated[str | None, typer.Option(help="Only records at or before this time.",
+                                                show_default=False)] = None,
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
 
     The file type comes from its name. Damaged data is reported as findings (file, byte
     position, reason) and the dump goes on where the framing allows.
+    --key, --value, --header, --producer-id, --from-time and --to-time search: only the matching records are
+    shown, each after its batch's line (they imply --records when a record field is searched).
     Exit 1 when there were findings.
     """
-    from ..dump import DumpOptions, dump_paths, total_bytes
+    from ..dump import DumpOptions, dump_paths, record_filter, total_bytes
     from ..errors import UsageError
     from ..records import ScanOptions
     from .output import FORMATS, VALUE_MODES, Output
@@ -63,10 +83,15 @@ def dump(
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
     if isolation not in ("read_uncommitted", "read_committed"):
         raise UsageError("--isolation must be read_uncommitted or read_committed")
+    if from_offset is not None and to_offset is not None and from_offset > to_offset:
+        raise UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}")
+    wanted = record_filter(key=key, value=value, header=header, producer_id=producer_id, from_time=from_time,
+                           to_time=to_time)
     options = DumpOptions(
-        records=records, from_offset=from_offset, to_offset=to_offset, max_batches=max_batches,
-        max_bytes=max_bytes, scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
-        isolation=isolation,
+        records=records or wanted.needs_records, from_offset=from_offset, to_offset=to_offset,
+        max_batches=max_batches, max_bytes=max_bytes,
+        scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes), isolation=isolation,
+        filter=wanted,
     )
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
