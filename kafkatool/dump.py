@@ -5,17 +5,18 @@ The one library function behind ``kafkatool dump``; it yields values and never p
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify
 from .model import Batch, FileStart, Finding, Record, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
-from .walk import FoundFile, expand
+from .walk import FoundFile, expand, partition_of
 
 if TYPE_CHECKING:
     from .txns import CommittedView
@@ -107,6 +108,51 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+DECODERS = ("consumer-offsets", "transaction-state", "cluster-metadata", "auto")
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRecord:
+    """A record of an internal topic with its key and value decoded (``decoded``), or why they are not
+    (``decode_error``): kafka-dump-log's ``--offsets-decoder`` / ``--transaction-log-decoder`` /
+    ``--cluster-metadata-decoder``."""
+
+    record: Record
+    decoded: dict[str, Any] | None
+    error: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.record.as_dict()
+        d["decoded"] = self.decoded
+        if self.error is not None:
+            d["decode_error"] = self.error
+        return d
+
+
+def decoder_for(choice: str | None, path: Path) -> str | None:
+    """The decoder a file's records get: the one chosen, or with ``auto`` the one of the internal topic its
+    partition dir belongs to (none for other topics)."""
+    if choice is None or choice != "auto":
+        return choice
+    from .internal import RECORD_DECODERS
+
+    part = partition_of(path.resolve().parent.name)
+    topic = part[0] if part else None
+    return next((name for name, (internal_topic, _fn) in RECORD_DECODERS.items() if internal_topic == topic), None)
+
+
+def decode(decoder: str, r: Record) -> Record | DecodedRecord:
+    """``r`` decoded by ``decoder``; control records stay as they are (they are the markers, not data)."""
+    if r.control_type is not None:
+        return r
+    from .internal import decode_record
+
+    fields, error = decode_record(decoder, r.key, r.value)
+    if fields is not None and decoder == "cluster-metadata" and fields.get("fields") is not None:
+        fields = {**fields, "fields": json.loads(fields["fields"])}
+    return DecodedRecord(r, fields, error)
+
+
 @dataclass(frozen=True, slots=True)
 class DumpOptions:
     records: bool = False
@@ -117,6 +163,7 @@ class DumpOptions:
     scan: ScanOptions = field(default_factory=ScanOptions)
     isolation: str = "read_uncommitted"  # read_committed: only what such a consumer receives (kafkatool.txns)
     filter: RecordFilter = field(default_factory=RecordFilter)
+    decode: str | None = None   # a DECODERS name: records of internal topics decoded
 
     def wants(self, first: int, last: int) -> bool:
         if self.from_offset is not None and last < self.from_offset:
@@ -223,8 +270,9 @@ def _dump_records(
     f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None = None, start: int = 0
 ) -> Iterator[object]:
     wanted = options.filter
+    decoder = decoder_for(options.decode, f.path)
     if wanted.needs_records or (wanted.active and options.records):
-        yield from _search_records(f, options, progress, committed, start)
+        yield from _search_records(f, options, progress, committed, start, decoder)
         return
     with open(f.path, "rb") as fh:
         batches = 0
@@ -242,7 +290,10 @@ def _dump_records(
                     continue
                 yield batch
                 records, findings = decode_records(batch, item.raw, f.display, options.scan)
-                yield from _in_range(records, options)
+                if decoder is None:
+                    yield from _in_range(records, options)
+                else:
+                    yield from (decode(decoder, r) for r in _in_range(records, options))
                 yield from findings
             elif isinstance(item, Batch):
                 if not options.wants(item.base_offset, item.last_offset) or not wanted.batch(item):
@@ -266,7 +317,8 @@ def _batch_in_time(b: Batch, wanted: RecordFilter) -> bool:
 
 
 def _search_records(
-    f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None, start: int
+    f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None, start: int,
+    decoder: str | None = None,
 ) -> Iterator[object]:
     """Records matching the filter, each batch's line shown before its first match; findings as they come."""
     wanted = options.filter
@@ -289,7 +341,7 @@ def _search_records(
             hits = [r for r in _in_range(records, options) if wanted.record(r)]
             if hits:
                 yield b
-                yield from hits
+                yield from hits if decoder is None else (decode(decoder, r) for r in hits)
                 batches += 1
             yield from findings
             if options.max_batches is not None and batches >= options.max_batches:
@@ -305,4 +357,5 @@ def _in_range(records: list[Record], options: DumpOptions) -> Iterator[Record]:
             yield r
 
 
-__all__ = ["DumpOptions", "RecordFilter", "record_filter", "Trailing", "dump_file", "dump_paths", "total_bytes"]
+__all__ = ["DECODERS", "DecodedRecord", "DumpOptions", "RecordFilter", "Trailing", "decode", "decoder_for",
+           "dump_file", "dump_paths", "record_filter", "total_bytes"]

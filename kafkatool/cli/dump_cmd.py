@@ -24,6 +24,8 @@ EXAMPLES = """
 
   kafkatool dump --key '^order-0-004' --header source=web /var/lib/kafka/data/orders-0
 
+  kafkatool dump --decode auto /var/lib/kafka/data/__consumer_offsets-12
+
   kafkatool dump --from-time 2023-11-14T22:40:00Z --to-time 2023-11-14T22:45:00Z --records orders-0
 """
 
@@ -63,6 +65,9 @@ def dump(
              "the time index, as ListOffsets finds it.", show_default=False)] = None,
     to_time: Annotated[str | None, typer.Option(help="Only records at or before this time.",
                                                 show_default=False)] = None,
+    decode: Annotated[str | None, typer.Option(
+        help="Decode the records of Kafka's internal topics (implies --records); auto: by the partition's topic.",
+        metavar="consumer-offsets|transaction-state|cluster-metadata|auto", show_default=False)] = None,
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
 
@@ -72,7 +77,7 @@ def dump(
     shown, each after its batch's line (they imply --records when a record field is searched).
     Exit 1 when there were findings.
     """
-    from ..dump import DumpOptions, dump_paths, record_filter, total_bytes
+    from ..dump import DECODERS, DumpOptions, dump_paths, record_filter, total_bytes
     from ..errors import UsageError
     from ..records import ScanOptions
     from .output import FORMATS, VALUE_MODES, Output
@@ -83,15 +88,17 @@ def dump(
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
     if isolation not in ("read_uncommitted", "read_committed"):
         raise UsageError("--isolation must be read_uncommitted or read_committed")
+    if decode is not None and decode not in DECODERS:
+        raise UsageError(f"--decode must be one of {', '.join(DECODERS)}")
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}")
     wanted = record_filter(key=key, value=value, header=header, producer_id=producer_id, from_time=from_time,
                            to_time=to_time)
     options = DumpOptions(
-        records=records or wanted.needs_records, from_offset=from_offset, to_offset=to_offset,
+        records=records or wanted.needs_records or decode is not None, from_offset=from_offset, to_offset=to_offset,
         max_batches=max_batches, max_bytes=max_bytes,
         scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes), isolation=isolation,
-        filter=wanted,
+        filter=wanted, decode=decode,
     )
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:

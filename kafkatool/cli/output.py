@@ -309,7 +309,27 @@ def _record(o: Output, d: dict[str, Any]) -> str:
         line += f"  key={_val(o, d['key'])} value={_val(o, d['value'])}"
     if d["headers"]:
         line += "  headers=" + ", ".join(f"{escape(repr(k))}={_val(o, v)}" for k, v in d["headers"])
+    if "decoded" in d:  # dump --decode: the internal topic's key and value, read
+        line += ("\n        " + _fields(d["decoded"]) if d["decoded"] is not None
+                 else f"\n        [yellow]not decoded: {escape(d.get('decode_error') or '')}[/yellow]")
     return line
+
+
+def _fields(d: dict[str, Any]) -> str:
+    """Decoded fields as ``name=value``, nested objects in braces, lists in brackets; no Python reprs."""
+    def one(v: Any) -> str:
+        if v is None:
+            return "null"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, dict):
+            return "{" + _fields(v) + "}"
+        if isinstance(v, list):
+            return "[" + ", ".join(one(x) for x in v) + "]"
+        return str(v) if v != "" else '""'
+
+
+    return escape("  ".join(f"{k}={one(v)}" for k, v in d.items()))
 
 
 def _finding(o: Output, d: dict[str, Any]) -> str:
@@ -596,7 +616,7 @@ def _epochs(o: Output, d: dict[str, Any]) -> str:
 
 def _generic(label: str, *keys: str) -> Callable[[Output, dict[str, Any]], str]:
     def render(o: Output, d: dict[str, Any]) -> str:
-        return f"{label} " + "  ".join(f"{k} {escape(str(d.get(k)))}" for k in keys)
+        return f"{label} " + "  ".join(f"{k} {escape(_cell(k, d.get(k)))}" for k in keys)
 
     return render
 
