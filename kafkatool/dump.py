@@ -175,10 +175,12 @@ def dump_paths(
     paths: list[str] | list[Path],
     options: DumpOptions = DumpOptions(),
     progress: Callable[[int], None] | None = None,
+    name_files: bool = False,
 ) -> Iterator[object]:
-    """Values for every file under ``paths``; a FileStart before each file when there are several."""
+    """Values for every file under ``paths``; a FileStart before each file when there are several (or always,
+    with ``name_files``)."""
     files = expand(paths)
-    separate = len(files) > 1 or any(Path(p).is_dir() for p in paths)
+    separate = name_files or len(files) > 1 or any(Path(p).is_dir() for p in paths)
     views: dict[Path, CommittedView] = {}
     starts: dict[Path, tuple[Path, int] | None] = {}
     wanted = options.filter

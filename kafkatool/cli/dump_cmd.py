@@ -32,7 +32,9 @@ EXAMPLES = """
 
 def dump(
     paths: Annotated[list[Path], typer.Argument(help="Files, partition dirs or log dirs.", show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text (readable) or jsonl (SCHEMA.md lines).")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl|dump-log",
+                                     help="text (readable), jsonl (SCHEMA.md lines) or dump-log (the text "
+                                          "kafka-dump-log.sh prints; findings go to stderr).")] = "text",
     records: Annotated[bool, typer.Option("--records", "-r", help="Also decode the records inside batches.")] = False,
     values: Annotated[
         str | None,
@@ -80,10 +82,10 @@ def dump(
     from ..dump import DECODERS, DumpOptions, dump_paths, record_filter, total_bytes
     from ..errors import UsageError
     from ..records import ScanOptions
-    from .output import FORMATS, VALUE_MODES, Output
+    from .output import DUMP_FORMATS, VALUE_MODES, Output
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    if fmt not in DUMP_FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(DUMP_FORMATS)}")
     if values is not None and values not in VALUE_MODES:
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
     if isolation not in ("read_uncommitted", "read_committed"):
@@ -102,5 +104,5 @@ def dump(
     )
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
-        out.emit_all(dump_paths(paths, options, progress=advance))
+        out.emit_all(dump_paths(paths, options, progress=advance, name_files=fmt == "dump-log"))
     return out.exit_code("warning")

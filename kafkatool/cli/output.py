@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 FORMATS = ("text", "jsonl")
+DUMP_FORMATS = (*FORMATS, "dump-log")  # dump only: kafka-dump-log's own text
 VALUE_MODES = ("base64", "text", "hex", "none")
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
                 "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr"}
@@ -91,7 +92,8 @@ class Output:
 
     def __init__(self, fmt: str = "text", values: str | None = None) -> None:
         self.fmt = fmt
-        self.values = values or ("base64" if fmt == "jsonl" else "text")
+        # dump-log renders keys and values itself (UTF-8 strings, as kafka-dump-log's StringDecoder)
+        self.values = "base64" if fmt == "dump-log" else values or ("base64" if fmt == "jsonl" else "text")
         self.findings: Counter[str] = Counter()
         self.codes: Counter[str] = Counter()
         self._out = sys.stdout
@@ -104,6 +106,7 @@ class Output:
         self._table_rows: list[dict[str, Any]] = []
         self._summaries: list[dict[str, Any]] = []  # text: shown as one table after everything else
         self.current_file: str | None = None  # the file whose header was shown last (text)
+        self._batch: dict[str, Any] | None = None  # dump-log: the batch whose records follow
 
     # -- results -------------------------------------------------------------------------------
     def emit(self, item: Any) -> None:
@@ -115,6 +118,8 @@ class Output:
             d = self._revalue(d)
         if self.fmt == "jsonl":
             self._out.write(json.dumps(d) + "\n")
+        elif self.fmt == "dump-log":
+            self._dump_log(d)
         else:
             self._text(d)
 
@@ -150,6 +155,35 @@ class Output:
             d["key"], d["value"] = conv(d["key"]), conv(d["value"])
             d["headers"] = [[k, conv(v)] for k, v in d["headers"]]
         return d
+
+    # -- kafka-dump-log's text (DumpLogSegments.dumpLog / printBatchLevel) ----------------------
+    def _dump_log(self, d: dict[str, Any]) -> None:
+        t = d.get("type")
+        line: str | None
+        if t == "file":
+            name = os.path.basename(d["path"])
+            line = f"Dumping {d['path']}"
+            if name.endswith(".log") and name.split(".")[0].isdigit():
+                line += f"\nLog starting offset: {int(name.split('.')[0])}"
+        elif t == "batch":
+            self._batch = d
+            line = _dump_log_batch(d)
+        elif t == "record":
+            line = _dump_log_record(d, self._batch)
+        elif t == "trailing":
+            line = f"Found {d['bytes']} invalid bytes at the end of {os.path.basename(self.current_file or '')}"
+        elif t == "index_entry":
+            line = f"offset: {d['offset']} position: {d['position']}"
+        elif t == "time_index_entry":
+            line = f"timestamp: {d['timestamp']} offset: {d['offset']}"
+        elif t == "finding":  # damage goes to stderr: stdout stays what kafka-dump-log prints
+            self.err.print(_finding(self, d), highlight=False)
+            return
+        else:
+            line = json.dumps(d)
+        if t == "file":
+            self.current_file = d["path"]
+        self._out.write(line + "\n")
 
     # -- text ----------------------------------------------------------------------------------
     def _print(self, line: str) -> None:
@@ -254,6 +288,62 @@ def _cell(key: str, v: Any) -> str:
         return ",".join(map(str, v))
     return f"{v:,}" if key in ("bytes", "batches", "size") else str(v)  # offsets stay copyable
 
+
+
+_TIMESTAMP_TYPES = {"create": "CreateTime", "log_append": "LogAppendTime"}
+_INT32_MAX = 2**31 - 1
+
+
+def _java_bool(v: Any) -> str:
+    return "true" if v else "false"
+
+
+def _dump_log_batch(d: dict[str, Any]) -> str:
+    """``printBatchLevel``: one batch as kafka-dump-log prints it."""
+    if d["magic"] >= 2:
+        base_seq = d["base_sequence"]
+        last_seq = -1 if base_seq < 0 else (base_seq + d["last_offset"] - d["base_offset"]) % (_INT32_MAX + 1)
+        horizon = d.get("delete_horizon_ms")
+        head = (f"baseOffset: {d['base_offset']} lastOffset: {d['last_offset']} count: {d['record_count']} "
+                f"baseSequence: {base_seq} lastSequence: {last_seq} producerId: {d['producer_id']} "
+                f"producerEpoch: {d['producer_epoch']} partitionLeaderEpoch: {d['partition_leader_epoch']} "
+                f"isTransactional: {_java_bool(d['transactional'])} isControl: {_java_bool(d['control'])} "
+                f"deleteHorizonMs: {'OptionalLong.empty' if horizon is None else f'OptionalLong[{horizon}]'}")
+    else:
+        head = f"offset: {d['last_offset']}"
+    ts_type = _TIMESTAMP_TYPES.get(d["timestamp_type"], "NoTimestampType")
+    return (f"{head} position: {d['position']} {ts_type}: {d['max_timestamp']} size: {d['size']} "
+            f"magic: {d['magic']} compresscodec: {d['compression']} crc: {d['crc']} "
+            f"isvalid: {_java_bool(d['crc_valid'])}")
+
+
+def _dump_log_record(d: dict[str, Any], batch: dict[str, Any] | None) -> str:
+    """A record line of kafka-dump-log's ``--deep-iteration --print-data-log``: metadata, then key and payload
+    as UTF-8 strings (its StringDecoder), or the control record's marker."""
+    def size(v: str | None) -> int:
+        return -1 if v is None else len(base64.b64decode(v))
+
+    def utf8(v: str) -> str:
+        return base64.b64decode(v).decode("utf-8", "replace")
+
+    ts_type = _TIMESTAMP_TYPES.get(batch["timestamp_type"], "NoTimestampType") if batch else "CreateTime"
+    line = (f"| offset: {d['offset']} {ts_type}: {d['timestamp']} keySize: {size(d.get('key'))} "
+            f"valueSize: {size(d.get('value'))}")
+    if batch is not None and batch["magic"] >= 2:
+        base_seq = batch["base_sequence"]
+        seq = -1 if base_seq < 0 else (base_seq + d["offset"] - batch["base_offset"]) % (_INT32_MAX + 1)
+        line += f" sequence: {seq} headerKeys: [{','.join(k for k, _v in d['headers'])}]"
+    if "control_type" in d:
+        if d["control_type"] in ("COMMIT", "ABORT"):
+            line += f" endTxnMarker: {d['control_type']} coordinatorEpoch: {d.get('coordinator_epoch')}"
+        else:
+            line += f" controlType: {d['control_type']}"
+        return line
+    if d.get("key") is not None:
+        line += f" key: {utf8(d['key'])}"
+    if d.get("value") is not None:
+        line += f" payload: {utf8(d['value'])}"
+    return line
 
 
 def _file(o: Output, d: dict[str, Any]) -> str:
