@@ -19,6 +19,17 @@ def b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
 
+def render_bytes(data: bytes | None, mode: str) -> str | None:
+    """Bytes as text for people or CSV: ``base64``, ``hex`` or ``text`` (UTF-8, bad bytes escaped); None stays."""
+    if data is None:
+        return None
+    if mode == "base64":
+        return base64.b64encode(data).decode("ascii")
+    if mode == "hex":
+        return data.hex()
+    return data.decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """Something wrong (or noteworthy) in a file: where, how bad, and why, in one line."""

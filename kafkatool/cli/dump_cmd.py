@@ -32,9 +32,13 @@ EXAMPLES = """
 
 def dump(
     paths: Annotated[list[Path], typer.Argument(help="Files, partition dirs or log dirs.", show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl|dump-log",
-                                     help="text (readable), jsonl (SCHEMA.md lines) or dump-log (the text "
-                                          "kafka-dump-log.sh prints; findings go to stderr).")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl|dump-log|csv|parquet",
+                                     help="text (readable), jsonl (SCHEMA.md lines), dump-log (the text "
+                                          "kafka-dump-log.sh prints), or the records as csv or parquet rows (the "
+                                          "Spark records level's columns); findings go to stderr for the last "
+                                          "three.")] = "text",
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write csv or parquet to this file.",
+                                                  show_default=False)] = None,
     records: Annotated[bool, typer.Option("--records", "-r", help="Also decode the records inside batches.")] = False,
     values: Annotated[
         str | None,
@@ -84,8 +88,11 @@ def dump(
     from ..records import ScanOptions
     from .output import DUMP_FORMATS, VALUE_MODES, Output
 
-    if fmt not in DUMP_FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(DUMP_FORMATS)}")
+    exporting = fmt in ("csv", "parquet")
+    if fmt not in DUMP_FORMATS and not exporting:
+        raise UsageError(f"--format must be one of {', '.join((*DUMP_FORMATS, 'csv', 'parquet'))}")
+    if out_file is not None and not exporting:
+        raise UsageError("--out is for --format csv or parquet")
     if values is not None and values not in VALUE_MODES:
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
     if isolation not in ("read_uncommitted", "read_committed"):
@@ -97,11 +104,22 @@ def dump(
     wanted = record_filter(key=key, value=value, header=header, producer_id=producer_id, from_time=from_time,
                            to_time=to_time)
     options = DumpOptions(
-        records=records or wanted.needs_records or decode is not None, from_offset=from_offset, to_offset=to_offset,
+        records=records or wanted.needs_records or decode is not None or exporting,
+        from_offset=from_offset, to_offset=to_offset,
         max_batches=max_batches, max_bytes=max_bytes,
         scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes), isolation=isolation,
         filter=wanted, decode=decode,
     )
+    if exporting:
+        import sys
+
+        from ..export import export
+
+        report = Output("text", stream=sys.stderr)  # stdout (or --out) carries the rows
+        with report.progress(lambda: total_bytes(paths), "dump") as advance:
+            report.emit_all(export(dump_paths(paths, options, progress=advance, name_files=True), fmt, out_file,
+                                   values or "base64"))
+        return report.exit_code("warning")
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
         out.emit_all(dump_paths(paths, options, progress=advance, name_files=fmt == "dump-log"))

@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..model import render_bytes
+
 FORMATS = ("text", "jsonl")
 DUMP_FORMATS = (*FORMATS, "dump-log")  # dump only: kafka-dump-log's own text
 VALUE_MODES = ("base64", "text", "hex", "none")
@@ -60,16 +62,6 @@ _TABLE_COLUMNS = {
 _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
-def render_bytes(data: bytes | None, mode: str) -> str | None:
-    if data is None:
-        return None
-    if mode == "base64":
-        return base64.b64encode(data).decode("ascii")
-    if mode == "hex":
-        return data.hex()
-    return data.decode("utf-8", "backslashreplace")
-
-
 def _text_bytes(data: bytes) -> str:
     """For people: a quoted string when the bytes are UTF-8, else ``0x<hex>``."""
     try:
@@ -90,17 +82,17 @@ def _iso(ts: int | None) -> str:
 class Output:
     """Writes values (anything with ``as_dict()``, or dicts) in the chosen format."""
 
-    def __init__(self, fmt: str = "text", values: str | None = None) -> None:
+    def __init__(self, fmt: str = "text", values: str | None = None, stream: Any = None) -> None:
         self.fmt = fmt
         # dump-log renders keys and values itself (UTF-8 strings, as kafka-dump-log's StringDecoder)
         self.values = "base64" if fmt == "dump-log" else values or ("base64" if fmt == "jsonl" else "text")
         self.findings: Counter[str] = Counter()
         self.codes: Counter[str] = Counter()
-        self._out = sys.stdout
+        self._out = stream or sys.stdout   # stderr where stdout carries other data (dump's csv export)
         # Piped text must never be cut to 80 columns: tables take the width they need.
-        width = None if sys.stdout.isatty() else 1000
+        width = None if self._out.isatty() else 1000
         self._console = (
-            Console(file=sys.stdout, highlight=False, soft_wrap=True, width=width) if fmt == "text" else None
+            Console(file=self._out, highlight=False, soft_wrap=True, width=width) if fmt == "text" else None
         )
         self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
         self._table_rows: list[dict[str, Any]] = []
