@@ -209,6 +209,22 @@ int32_array = compact_array(Int32sb)
 uuid_array = compact_array(uuid)
 
 REGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE, REMOVE_TOPIC, FEATURE_LEVEL = 0, 2, 3, 4, 5, 9, 12
+UNREGISTER_BROKER, FENCE_BROKER, UNFENCE_BROKER, PRODUCER_IDS, BROKER_REGISTRATION_CHANGE = 1, 7, 8, 15, 17
+NO_OP, ZK_MIGRATION_STATE, REGISTER_CONTROLLER = 20, 21, 27
+BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION = 23, 24, 25
+
+# Every metadata record type Kafka defines (``metadata/src/main/resources/common/metadata/*.json`` apiKey), so a
+# type whose layout is not declared here is still named as Kafka names it.
+METADATA_RECORD_NAMES = {
+    0: "RegisterBrokerRecord", 1: "UnregisterBrokerRecord", 2: "TopicRecord", 3: "PartitionRecord",
+    4: "ConfigRecord", 5: "PartitionChangeRecord", 7: "FenceBrokerRecord", 8: "UnfenceBrokerRecord",
+    9: "RemoveTopicRecord", 10: "DelegationTokenRecord", 11: "UserScramCredentialRecord", 12: "FeatureLevelRecord",
+    14: "ClientQuotaRecord", 15: "ProducerIdsRecord", 17: "BrokerRegistrationChangeRecord",
+    18: "AccessControlEntryRecord", 19: "RemoveAccessControlEntryRecord", 20: "NoOpRecord",
+    21: "ZkMigrationStateRecord",
+    22: "RemoveUserScramCredentialRecord", 23: "BeginTransactionRecord", 24: "EndTransactionRecord",
+    25: "AbortTransactionRecord", 26: "RemoveDelegationTokenRecord", 27: "RegisterControllerRecord",
+}
 
 _BrokerEndpoint = Struct(
     "name" / compact_nullable_string,
@@ -305,6 +321,51 @@ FeatureLevelRecord = Struct(
     "tagged_fields" / tagged_fields,
 )
 
+# ``UnregisterBrokerRecord``, ``FenceBrokerRecord``, ``UnfenceBrokerRecord``: a broker id and epoch.
+BrokerIdEpochRecord = Struct("broker_id" / Int32sb, "broker_epoch" / Int64sb, "tagged_fields" / tagged_fields)
+
+ProducerIdsRecord = Struct(
+    "broker_id" / Int32sb,
+    "broker_epoch" / Int64sb,
+    "next_producer_id" / Int64sb,
+    "tagged_fields" / tagged_fields,
+)
+
+# ``BrokerRegistrationChangeRecord`` v0-2: Fenced (tag 0), InControlledShutdown (tag 1, v1+), LogDirs (tag 2, v2+).
+BrokerRegistrationChangeRecord = Struct("broker_id" / Int32sb, "broker_epoch" / Int64sb,
+                                        "tagged_fields" / tagged_fields)
+BROKER_REGISTRATION_CHANGE_TAGS = {
+    0: ("fenced", Int8sb),
+    1: ("in_controlled_shutdown", Int8sb),
+    2: ("log_dirs", uuid_array),
+}
+
+NoOpRecord = Struct("tagged_fields" / tagged_fields)  # the active controller's heartbeat: no fields
+
+# ``ZkMigrationRecord.json`` (named ZkMigrationStateRecord): the KRaft migration state, ``ZkMigrationState`` ids.
+ZkMigrationStateRecord = Struct("zk_migration_state" / Int8sb, "tagged_fields" / tagged_fields)
+ZK_MIGRATION_STATES = {0: "NONE", 1: "PRE_MIGRATION", 2: "MIGRATION", 3: "POST_MIGRATION", 4: "ZK"}
+
+# Metadata transactions (KIP-868): Begin (Name, tag 0), End, Abort (Reason, tag 0); fields only as tags.
+MetadataTransactionRecord = Struct("tagged_fields" / tagged_fields)
+METADATA_TRANSACTION_TAGS = {0: ("text", compact_nullable_string)}
+
+_ControllerEndpoint = Struct(
+    "name" / compact_nullable_string,
+    "host" / compact_nullable_string,
+    "port" / Int16ub,
+    "security_protocol" / Int16sb,
+    "tagged_fields" / tagged_fields,
+)
+RegisterControllerRecord = Struct(
+    "controller_id" / Int32sb,
+    "incarnation_id" / uuid,
+    "zk_migration_ready" / Flag,
+    "endpoints" / compact_array(_ControllerEndpoint),
+    "features" / compact_array(_BrokerFeature),
+    "tagged_fields" / tagged_fields,
+)
+
 # (record type, highest version declared here) -> layout factory. ``FeatureLevelRecord`` v0 once had
 # min/max levels; Kafka shipped it with one ``FeatureLevel`` field, which is what brokers wrote.
 METADATA_RECORDS: dict[int, tuple[str, range, object]] = {
@@ -315,10 +376,24 @@ METADATA_RECORDS: dict[int, tuple[str, range, object]] = {
     PARTITION_CHANGE: ("PartitionChangeRecord", range(0, 3), lambda v: PartitionChangeRecord),
     REMOVE_TOPIC: ("RemoveTopicRecord", range(0, 1), lambda v: RemoveTopicRecord),
     FEATURE_LEVEL: ("FeatureLevelRecord", range(0, 1), lambda v: FeatureLevelRecord),
+    UNREGISTER_BROKER: ("UnregisterBrokerRecord", range(0, 1), lambda v: BrokerIdEpochRecord),
+    FENCE_BROKER: ("FenceBrokerRecord", range(0, 1), lambda v: BrokerIdEpochRecord),
+    UNFENCE_BROKER: ("UnfenceBrokerRecord", range(0, 1), lambda v: BrokerIdEpochRecord),
+    PRODUCER_IDS: ("ProducerIdsRecord", range(0, 1), lambda v: ProducerIdsRecord),
+    BROKER_REGISTRATION_CHANGE: ("BrokerRegistrationChangeRecord", range(0, 3),
+                                 lambda v: BrokerRegistrationChangeRecord),
+    NO_OP: ("NoOpRecord", range(0, 1), lambda v: NoOpRecord),
+    REGISTER_CONTROLLER: ("RegisterControllerRecord", range(0, 1), lambda v: RegisterControllerRecord),
+    ZK_MIGRATION_STATE: ("ZkMigrationStateRecord", range(0, 1), lambda v: ZkMigrationStateRecord),
+    BEGIN_TRANSACTION: ("BeginTransactionRecord", range(0, 1), lambda v: MetadataTransactionRecord),
+    END_TRANSACTION: ("EndTransactionRecord", range(0, 1), lambda v: MetadataTransactionRecord),
+    ABORT_TRANSACTION: ("AbortTransactionRecord", range(0, 1), lambda v: MetadataTransactionRecord),
 }
 
 __all__ = [
+    "BROKER_REGISTRATION_CHANGE_TAGS",
     "CONFIG_RESOURCE_TYPES",
+    "METADATA_RECORD_NAMES",
     "ConfigRecord",
     "GROUP_METADATA_VALUE_VERSIONS",
     "KEY_GROUP_METADATA",

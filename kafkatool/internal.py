@@ -609,7 +609,7 @@ def decode_metadata_record(value: bytes) -> tuple[int, int, str, dict[str, Any] 
     body = value[_frame_len(value):]
     known = it.METADATA_RECORDS.get(frame.record_type)
     if known is None or frame.version not in known[1]:
-        name = known[0] if known else f"type {frame.record_type}"
+        name = it.METADATA_RECORD_NAMES.get(frame.record_type, f"type {frame.record_type}")
         return frame.record_type, frame.version, name, None
     name, _versions, factory = known
     try:
@@ -660,6 +660,35 @@ def _metadata_fields(record_type: int, v: Any) -> dict[str, Any]:
     if record_type == it.CONFIG:
         return {"resource_type": it.CONFIG_RESOURCE_TYPES.get(v.resource_type, v.resource_type),
                 "resource_name": _s(v.resource_name), "name": _s(v.name), "value": _s(v.value)}
+    if record_type in (it.UNREGISTER_BROKER, it.FENCE_BROKER, it.UNFENCE_BROKER):
+        return {"broker_id": v.broker_id, "broker_epoch": v.broker_epoch}
+    if record_type == it.PRODUCER_IDS:
+        return {"broker_id": v.broker_id, "broker_epoch": v.broker_epoch, "next_producer_id": v.next_producer_id}
+    if record_type == it.BROKER_REGISTRATION_CHANGE:
+        d = {"broker_id": v.broker_id, "broker_epoch": v.broker_epoch}
+        tags = _tags(v.tagged_fields, it.BROKER_REGISTRATION_CHANGE_TAGS, "BrokerRegistrationChangeRecord")
+        if "fenced" in tags:  # BrokerRegistrationFencingChange
+            d["fenced"] = {1: "fence", -1: "unfence", 0: "unchanged"}.get(tags["fenced"], tags["fenced"])
+        if "in_controlled_shutdown" in tags:  # BrokerRegistrationInControlledShutdownChange
+            d["in_controlled_shutdown"] = {1: "yes", 0: "unchanged"}.get(tags["in_controlled_shutdown"],
+                                                                         tags["in_controlled_shutdown"])
+        if "log_dirs" in tags:
+            d["log_dirs"] = [_uuid(u) for u in tags["log_dirs"]]
+        return d
+    if record_type == it.REGISTER_CONTROLLER:
+        return {"controller_id": v.controller_id, "incarnation_id": _uuid(v.incarnation_id),
+                "zk_migration_ready": bool(v.zk_migration_ready),
+                "endpoints": [f"{_s(e.name)}://{_s(e.host)}:{e.port}" for e in _arr(v.endpoints) or ()],
+                "features": {_s(f.name): [f.min_supported_version, f.max_supported_version]
+                             for f in _arr(v.features) or ()}}
+    if record_type == it.NO_OP:
+        return {}
+    if record_type == it.ZK_MIGRATION_STATE:
+        return {"zk_migration_state": it.ZK_MIGRATION_STATES.get(v.zk_migration_state, v.zk_migration_state)}
+    if record_type in (it.BEGIN_TRANSACTION, it.END_TRANSACTION, it.ABORT_TRANSACTION):
+        text = _tags(v.tagged_fields, it.METADATA_TRANSACTION_TAGS, it.METADATA_RECORD_NAMES[record_type]).get("text")
+        key = {it.BEGIN_TRANSACTION: "name", it.ABORT_TRANSACTION: "reason"}.get(record_type)
+        return {key: _s(text) if text is not None else None} if key else {}
     if record_type == it.PARTITION_CHANGE:
         d = {"partition_id": v.partition_id, "topic_id": _uuid(v.topic_id)}
         d.update(_tags(v.tagged_fields, it.PARTITION_CHANGE_TAGS, "PartitionChangeRecord"))

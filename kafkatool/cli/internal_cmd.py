@@ -141,6 +141,39 @@ def txn_state(
     return out.exit_code("warning")
 
 
+def _heartbeats_counted(items):
+    """Text: a run of NoOpRecords (the active controller's heartbeats, one every 500 ms) as one line."""
+    from dataclasses import replace
+
+    from ..formats.internal_topics import NO_OP
+    from ..internal import MetadataEvent
+
+    run: list = []
+
+    def flush():
+        if run:
+            first, last = run[0], run[-1]
+            fields = {"heartbeats": len(run)}
+            if len(run) > 1:
+                fields.update(to_offset=last.offset, until=_iso_ms(last.timestamp))
+            yield replace(first, fields=fields)
+        run.clear()
+
+    for i in items:
+        if isinstance(i, MetadataEvent) and i.record_type == NO_OP:
+            run.append(i)
+            continue
+        yield from flush()
+        yield i
+    yield from flush()
+
+
+def _iso_ms(ts: int) -> str:
+    from .output import _iso
+
+    return _iso(ts)
+
+
 def metadata(
     paths: Annotated[list[Path], typer.Argument(help="KRaft metadata log dirs, __cluster_metadata-0 dirs, or "
                                                      "single segments / .checkpoint snapshots.",
@@ -176,7 +209,7 @@ def metadata(
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     if min_insync_replicas is None:
         min_insync_replicas = (read_min_insync_replicas(server_properties) if server_properties else None) or 1
-    out = Output(fmt)
+    out = Output(fmt, tables=not show_all)  # --all: one line per record, partition steps among them
 
     def keep(i: object) -> bool:
         if isinstance(i, PartitionState):
@@ -189,7 +222,7 @@ def metadata(
 
     items = (i for i in metadata_timeline(paths, min_insync_replicas=min_insync_replicas) if keep(i))
     if not under_min_isr:
-        out.emit_all(items)
+        out.emit_all(_heartbeats_counted(items) if fmt == "text" else items)
         return out.exit_code("warning")
     # Each interval is known when it ends: shown in order of the metadata log, then of partition.
     found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,

@@ -82,7 +82,8 @@ def _iso(ts: int | None) -> str:
 class Output:
     """Writes values (anything with ``as_dict()``, or dicts) in the chosen format."""
 
-    def __init__(self, fmt: str = "text", values: str | None = None, stream: Any = None) -> None:
+    def __init__(self, fmt: str = "text", values: str | None = None, stream: Any = None,
+                 tables: bool = True) -> None:
         self.fmt = fmt
         # dump-log renders keys and values itself (UTF-8 strings, as kafka-dump-log's StringDecoder)
         self.values = "base64" if fmt == "dump-log" else values or ("base64" if fmt == "jsonl" else "text")
@@ -99,6 +100,7 @@ class Output:
         self._summaries: list[dict[str, Any]] = []  # text: shown as one table after everything else
         self.current_file: str | None = None  # the file whose header was shown last (text)
         self._batch: dict[str, Any] | None = None  # dump-log: the batch whose records follow
+        self.tables = tables  # False: rows that would be tables are lines (mixed with other lines)
 
     # -- results -------------------------------------------------------------------------------
     def emit(self, item: Any) -> None:
@@ -187,7 +189,7 @@ class Output:
         if t == "summary":
             self._summaries.append(d)
             return
-        if t in _TABLE_TYPES:
+        if t in _TABLE_TYPES and (self.tables or t not in _TEXT):
             if self._table_rows and self._table_rows[0]["type"] != t:
                 self._flush_table()
             self._table_rows.append(d)
@@ -437,10 +439,19 @@ def _group(o: Output, d: dict[str, Any]) -> str:
 
 def _metadata_record(o: Output, d: dict[str, Any]) -> str:
     """``metadata --all``: a record other than a partition's, with its decoded fields (if any)."""
-    fields = (escape("  ".join(f"{k}={v}" for k, v in d["fields"].items())) if d["decoded"]
-              else "[dim](not decoded)[/dim]")
+    fields = _fields(d["fields"]) if d["decoded"] else "[dim](layout not declared here)[/dim]"
     offset = "snapshot" if d["offset"] is None else d["offset"]  # a KRaft snapshot's records have no log offset
-    return f"{offset}  {_iso(d['timestamp'])}  {escape(d['name'])} v{d['version']}  {fields}"
+    return f"{offset}  {_iso(d['timestamp'])}  {escape(d['name'])} v{d['version']}" + (f"  {fields}" if fields else "")
+
+
+def _partition_state(o: Output, d: dict[str, Any]) -> str:
+    """``metadata --all``: a partition's step as a line among the other records (no table to interleave)."""
+    offset = f"snapshot {d['snapshot_end_offset']}" if d["offset"] is None else d["offset"]
+    marker = {"under": "  [bold red]UNDER min ISR[/bold red]", "back": "  [green]back to min ISR[/green]"}
+    return (f"{offset}  {_iso(d['timestamp'])}  {escape(d['record'])}  {escape(d['topic'])}-{d['partition']}  "
+            f"leader {d['leader']}  ISR {','.join(map(str, d['isr']))}  replicas {','.join(map(str, d['replicas']))}"
+            f"  leader epoch {_cell('', d['leader_epoch'])}  partition epoch {_cell('', d['partition_epoch'])}"
+            f"{marker.get(d['min_isr'], '')}")
 
 
 def _ranges(items: list[list[int]], limit: int = 8) -> str:
@@ -712,6 +723,7 @@ _TEXT: dict[str, Callable[[Output, dict[str, Any]], str]] = {
     "group": _group,
     "metadata_record": _metadata_record,
     "delivery": _delivery,
+    "partition_state": _partition_state,
     "unclean_election": _unclean_election,
     "location": _location,
     "action": _action,
