@@ -82,8 +82,23 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
     return run
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("kafkatool")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            from .. import __version__ as v
+        sys.stdout.write(f"kafkatool {v}\n")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Show kafkatool's version and exit."),
+) -> None:
     """Inspect and repair Apache Kafka log directories offline: no broker, no JVM."""
 
 

@@ -209,7 +209,7 @@ class Output:
         cols = chosen or {k: k for k in rows[0] if k != "type"}
         table = Table(*cols.values(), box=None, pad_edge=False, header_style="bold")
         for r in rows:
-            table.add_row(*(escape(_cell(c, r.get(c)) if chosen else str(r.get(c))) for c in cols))
+            table.add_row(*(escape(_cell(c, r.get(c))) for c in cols))
         assert self._console is not None
         self._console.print(table)
 
