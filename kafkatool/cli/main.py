@@ -1,7 +1,8 @@
 """The ``kafkatool`` command: assembles the command groups and maps errors to exit codes.
 
 Exit codes (every command): 0 clean, 1 findings, 2 usage error, 3 I/O error
-(70: an internal error, i.e. a bug in kafkatool).
+(70: an internal error, i.e. a bug in kafkatool; 130: interrupted with Ctrl-C; 141: the reader of stdout went
+away, as ``| head`` does, the code a shell gives a process killed by SIGPIPE).
 Set ``KAFKATOOL_DEBUG=1`` to see tracebacks instead of one-line messages.
 Heavy modules are imported inside the commands, so ``kafkatool --help`` starts fast.
 """
@@ -31,13 +32,16 @@ from . import (
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad input
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_PIPE = 141  # stdout closed by its reader (128 + SIGPIPE): quiet, and not "findings"
 
 app = typer.Typer(
     name="kafkatool",
     help=(
         "Inspect and repair Apache Kafka log directories offline, straight from broker disks: "
         "no broker, no JVM.\n\n"
-        "Exit codes: 0 clean, 1 findings, 2 usage error, 3 I/O error."
+        "Exit codes: 0 clean, 1 findings, 2 usage error or nothing to read, 3 I/O error; 130 interrupted, "
+        "141 output pipe closed."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -59,7 +63,10 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
             # The reader went away (``| head``): stop quietly, as Unix tools do.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            code = EXIT_OK
+            code = EXIT_PIPE
+        except KeyboardInterrupt:
+            sys.stderr.write("kafkatool: interrupted\n")
+            code = EXIT_INTERRUPTED
         except KafkaToolError as exc:
             if debug:
                 raise

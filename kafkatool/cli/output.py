@@ -62,6 +62,14 @@ _TABLE_COLUMNS = {
 _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
+class QuietConsole(Console):
+    """A rich Console that lets a closed pipe (``kafkatool dump | head``) reach the command runner as
+    BrokenPipeError: rich's own handler exits 1, which would read as "findings"."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _text_bytes(data: bytes) -> str:
     """For people: a quoted string when the bytes are UTF-8, else ``0x<hex>``."""
     try:
@@ -93,9 +101,9 @@ class Output:
         # Piped text must never be cut to 80 columns: tables take the width they need.
         width = None if self._out.isatty() else 1000
         self._console = (
-            Console(file=self._out, highlight=False, soft_wrap=True, width=width) if fmt == "text" else None
+            QuietConsole(file=self._out, highlight=False, soft_wrap=True, width=width) if fmt == "text" else None
         )
-        self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        self.err = QuietConsole(file=sys.stderr, highlight=False, soft_wrap=True)
         self._table_rows: list[dict[str, Any]] = []
         self._summaries: list[dict[str, Any]] = []  # text: shown as one table after everything else
         self.current_file: str | None = None  # the file whose header was shown last (text)

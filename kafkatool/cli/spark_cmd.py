@@ -104,9 +104,9 @@ def _task_bars(write_line: Callable[[str], None]) -> Iterator[Callable[[str, int
     The bar shows even when stdout is a terminal too, unlike the streaming commands (``Output.progress``):
     this command prints nothing until the scan is over, so the bar never tears its output.
     """
-    from rich.console import Console
+    from .output import QuietConsole
 
-    err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    err = QuietConsole(file=sys.stderr, highlight=False, soft_wrap=True)
     if not err.is_terminal:
         lines = _ProgressLines(write_line)
         try:
@@ -196,8 +196,9 @@ def scan(
             print(json.dumps({"type": "summary", "scope": "partition", **p}))
         print(json.dumps({"type": "summary", "scope": "total", **result.total}))
     else:
-        from rich.console import Console
         from rich.table import Table
+
+        from .output import QuietConsole
 
         table = Table(box=None, pad_edge=False)
         for col in ("partition", "dirs", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
@@ -211,7 +212,8 @@ def scan(
                           times, ",".join(p["codecs"]), str(p["producers"]), str(p["crc_failures"]),
                           str(p["committed"]), str(p["aborted"]), _open(p), str(p["errors"]), str(p["warnings"]),
                           str(p["info"]))
-        console = Console(highlight=False, soft_wrap=True, width=None if __import__("sys").stdout.isatty() else 1000)
+        console = QuietConsole(highlight=False, soft_wrap=True,
+                               width=None if __import__("sys").stdout.isatty() else 1000)
         console.print(table)
         t = result.total
         tables = "batches, findings" + (", records" if records else "")

@@ -1,0 +1,32 @@
+"""Exit codes a shell sees when the reader of stdout goes away (``| head``) or the user presses Ctrl-C: 141 and
+130, quietly, never 1 (which means "findings")."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from .conftest import PROJECT_ROOT, corpus_root
+
+
+def test_closed_pipe_is_141_and_quiet() -> None:
+    for fmt in ("text", "jsonl"):
+        with subprocess.Popen([sys.executable, "-m", "kafkatool", "dump", "-f", fmt, "--records",
+                               str(PROJECT_ROOT / "fixtures" / "logdir")], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            proc.stdout.readline()
+            proc.stdout.close()  # the reader goes away after one line
+            err = proc.stderr.read()
+            assert proc.wait(timeout=60) == 141 and err == b"", (fmt, err)
+
+
+def test_ctrl_c_is_130_with_one_line() -> None:
+    with subprocess.Popen([sys.executable, "-m", "kafkatool", "verify", "--deep", str(corpus_root())],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+        time.sleep(3)  # well into the corpus (verify --deep of it takes far longer)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.decode().strip().endswith("kafkatool: interrupted"), err
