@@ -64,7 +64,13 @@ _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 class QuietConsole(Console):
     """A rich Console that lets a closed pipe (``kafkatool dump | head``) reach the command runner as
-    BrokenPipeError: rich's own handler exits 1, which would read as "findings"."""
+    BrokenPipeError: rich's own handler exits 1, which would read as "findings". With ``NO_COLOR`` set it writes
+    no escape codes at all (rich alone drops the colours but keeps bold)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if os.environ.get("NO_COLOR"):
+            kwargs["color_system"] = None
+        super().__init__(*args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
@@ -218,8 +224,14 @@ class Output:
         table = Table(*cols.values(), box=None, pad_edge=False, header_style="bold")
         for r in rows:
             table.add_row(*(escape(_cell(c, r.get(c))) for c in cols))
+        self._print_table(table)
+
+    def _print_table(self, table: Table) -> None:
+        """A table without the padding rich leaves after its last column (no trailing spaces)."""
         assert self._console is not None
-        self._console.print(table)
+        with self._console.capture() as captured:
+            self._console.print(table)
+        self._out.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
 
     def _summary_table(self) -> None:
         rows, self._summaries = self._summaries, []
@@ -231,7 +243,7 @@ class Output:
                 style = "bold red" if r["errors"] else "yellow" if r["warnings"] else None
                 table.add_row(*(escape(_cell(k, r.get(k))) for k in _SUMMARY_COLUMNS), style=style)
             self._console.print()
-            self._console.print(table)
+            self._print_table(table)
         for r in rows:
             if r.get("scope") == "total":
                 verdict = ("[bold red]errors[/]" if r["errors"] else "[yellow]warnings[/]" if r["warnings"]

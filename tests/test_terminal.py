@@ -1,0 +1,46 @@
+"""What a person sees on a terminal: tables without trailing spaces, and ``NO_COLOR`` meaning no escape codes at
+all (colours and bold), on a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from .conftest import PROJECT_ROOT, corpus_root
+
+CASE = str(corpus_root() / "kafka" / "recovery" / "crc-flip" / "before")
+
+
+def on_a_terminal(*args: str, env: dict[str, str]) -> bytes:
+    leader, follower = os.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "kafkatool", *args], stdout=follower, stderr=follower,
+                              env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "COLUMNS": "200",
+                                   "TERM": "xterm-256color", **env}, timeout=120)
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: everything has been read
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(leader)
+    assert proc.returncode == 1  # the CRC error
+    return out
+
+
+def test_no_color_means_no_escape_codes() -> None:
+    assert b"\x1b[" in on_a_terminal("verify", CASE, env={})
+    assert b"\x1b[" not in on_a_terminal("verify", CASE, env={"NO_COLOR": "1"})
+
+
+def test_tables_have_no_trailing_spaces() -> None:
+    for args in (["verify", CASE], ["producers", CASE], ["txns", CASE],
+                 ["offsets", str(PROJECT_ROOT / "fixtures" / "incident")]):
+        out = subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True).stdout
+        assert out.strip() and [line for line in out.splitlines() if line != line.rstrip()] == [], args
