@@ -10,6 +10,7 @@ Heavy modules are imported inside the commands, so ``kafkatool --help`` starts f
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -86,7 +87,15 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
             code = EXIT_INTERNAL
         raise typer.Exit(code or EXIT_OK)
 
+    run.__doc__ = reflow(fn.__doc__ or "")
     return run
+
+
+def reflow(doc: str) -> str:
+    """A docstring as help text: each paragraph one line, for the terminal to wrap at its own width (the help
+    renderer keeps hard line breaks, which cut sentences in two at any width but the source's)."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
 
 
 def _version(value: bool) -> None:
