@@ -91,6 +91,44 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
     return run
 
 
+def paste_ready(examples: str, width: int = 76) -> str:
+    """Examples whose long commands continue on the next line with a backslash, cut between shell words, so
+    the help renderer never wraps one mid-word at 80 columns and each can be pasted as it stands."""
+    out: list[str] = []
+    for line in examples.splitlines():
+        indent = line[:len(line) - len(line.lstrip())]
+        if len(line) <= width or line.lstrip().startswith("#"):
+            out.append(line)
+            continue
+        words, current = _shell_words(line.strip()), indent
+        for word in words:
+            if current.strip() and len(current) + 1 + len(word) > width - 2:
+                out.append(current + " \\")
+                current = indent + "    "
+            current += ("" if not current.strip() else " ") + word
+        out.append(current)
+    return "\n".join(out)
+
+
+def _shell_words(text: str) -> list[str]:
+    """``text`` split at spaces outside quotes (the quotes kept: the words are pasted back as they were)."""
+    words, current, quote = [], "", None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == " ":
+            if current:
+                words.append(current)
+            current = ""
+            continue
+        current += ch
+    if current:
+        words.append(current)
+    return words
+
+
 def reflow(doc: str) -> str:
     """A docstring as help text: each paragraph one line, for the terminal to wrap at its own width (the help
     renderer keeps hard line breaks, which cut sentences in two at any width but the source's)."""
@@ -118,21 +156,22 @@ def _root(
     """Inspect and repair Apache Kafka log directories offline: no broker, no JVM."""
 
 
-app.command("dump", epilog=dump_cmd.EXAMPLES)(command(dump_cmd.dump))
-app.command("verify", epilog=verify_cmd.EXAMPLES)(command(verify_cmd.verify))
-app.command("locate", epilog=locate_cmd.EXAMPLES)(command(locate_cmd.locate))
-app.command("replicas", epilog=replicas_cmd.REPLICAS_EXAMPLES)(command(replicas_cmd.replicas))
-app.command("truncation", epilog=replicas_cmd.TRUNCATION_EXAMPLES)(command(replicas_cmd.truncation))
-app.command("epochs", epilog=replicas_cmd.EPOCHS_EXAMPLES)(command(replicas_cmd.epochs))
-app.command("repair", epilog=repair_cmd.EXAMPLES)(command(repair_cmd.repair))
-app.command("offsets", epilog=internal_cmd.OFFSETS_EXAMPLES)(command(internal_cmd.offsets))
-app.command("partition-for", epilog=internal_cmd.PARTITION_FOR_EXAMPLES)(command(internal_cmd.partition_for))
-app.command("txn-state", epilog=internal_cmd.TXN_STATE_EXAMPLES)(command(internal_cmd.txn_state))
-app.command("metadata", epilog=internal_cmd.METADATA_EXAMPLES)(command(internal_cmd.metadata))
-app.command("delivery", epilog=delivery_cmd.EXAMPLES)(command(delivery_cmd.delivery))
-app.command("producers", epilog=producers_cmd.PRODUCERS_EXAMPLES)(command(producers_cmd.producers))
-app.command("txns", epilog=producers_cmd.TXNS_EXAMPLES)(command(producers_cmd.txns))
-spark_cmd.app.command("scan", epilog=spark_cmd.SCAN_EXAMPLES)(command(spark_cmd.scan))
+app.command("dump", epilog=paste_ready(dump_cmd.EXAMPLES))(command(dump_cmd.dump))
+app.command("verify", epilog=paste_ready(verify_cmd.EXAMPLES))(command(verify_cmd.verify))
+app.command("locate", epilog=paste_ready(locate_cmd.EXAMPLES))(command(locate_cmd.locate))
+app.command("replicas", epilog=paste_ready(replicas_cmd.REPLICAS_EXAMPLES))(command(replicas_cmd.replicas))
+app.command("truncation", epilog=paste_ready(replicas_cmd.TRUNCATION_EXAMPLES))(command(replicas_cmd.truncation))
+app.command("epochs", epilog=paste_ready(replicas_cmd.EPOCHS_EXAMPLES))(command(replicas_cmd.epochs))
+app.command("repair", epilog=paste_ready(repair_cmd.EXAMPLES))(command(repair_cmd.repair))
+app.command("offsets", epilog=paste_ready(internal_cmd.OFFSETS_EXAMPLES))(command(internal_cmd.offsets))
+app.command("partition-for", epilog=paste_ready(internal_cmd.PARTITION_FOR_EXAMPLES))(
+    command(internal_cmd.partition_for))
+app.command("txn-state", epilog=paste_ready(internal_cmd.TXN_STATE_EXAMPLES))(command(internal_cmd.txn_state))
+app.command("metadata", epilog=paste_ready(internal_cmd.METADATA_EXAMPLES))(command(internal_cmd.metadata))
+app.command("delivery", epilog=paste_ready(delivery_cmd.EXAMPLES))(command(delivery_cmd.delivery))
+app.command("producers", epilog=paste_ready(producers_cmd.PRODUCERS_EXAMPLES))(command(producers_cmd.producers))
+app.command("txns", epilog=paste_ready(producers_cmd.TXNS_EXAMPLES))(command(producers_cmd.txns))
+spark_cmd.app.command("scan", epilog=paste_ready(spark_cmd.SCAN_EXAMPLES))(command(spark_cmd.scan))
 app.add_typer(spark_cmd.app, name="spark")
 
 

@@ -12,9 +12,11 @@ from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatch
 EXAMPLES = """
 [bold]Examples[/bold]
 
-  kafkatool repair /var/lib/kafka/data/orders-0                      (dry run: the plan, nothing changes)
+  # dry run: the plan, nothing changes
+  kafkatool repair /var/lib/kafka/data/orders-0
 
-  kafkatool repair --apply /var/lib/kafka/data/orders-0              (broker stopped; originals backed up)
+  # broker stopped; originals backed up
+  kafkatool repair --apply /var/lib/kafka/data/orders-0
 
   kafkatool repair --apply --backup-dir /mnt/spare/backup --salvage /var/lib/kafka/data
 

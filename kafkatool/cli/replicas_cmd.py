@@ -30,8 +30,8 @@ TRUNCATION_EXAMPLES = """
 
   kafkatool truncation -f jsonl --leader b2/orders-0 --follower b1/orders-0 | jq '.rule, .truncate_to, .lost'
 
+  # the follower's broker stopped; originals backed up
   kafkatool truncation --rule epoch --apply --leader /mnt/broker-2/data/orders-0 --follower /data/orders-0
-                                                  (follower's broker stopped; originals backed up)
 """
 
 EPOCHS_EXAMPLES = """
