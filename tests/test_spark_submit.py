@@ -1,4 +1,4 @@
-"""``spark-submit`` to a real (standalone) Spark cluster, shipping kafkatool as the README says.
+"""``spark-submit`` to a real (standalone) Spark cluster, shipping kafkatool as docs/spark.md says.
 
 A master and a worker run as their own JVMs on localhost; the worker starts an executor JVM of its
 own, whose Python workers run in an environment *without* kafkatool: it reaches them only through
@@ -96,7 +96,7 @@ def test_spark_submit_ships_kafkatool_to_a_cluster(spark, cluster, tmp_path):
                            capture_output=True, text=True, cwd=tmp_path)
     assert "No module named 'kafkatool'" in probe.stderr, probe.stderr  # the deps are there, kafkatool is not
 
-    # README: build the wheel, ship it as a .zip (PySpark puts only .zip/.egg/.jar py-files on the path).
+    # docs/spark.md: build the wheel, ship it as a .zip (PySpark puts only .zip/.egg/.jar py-files on the path).
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
                     str(tmp_path / "dist"), str(PROJECT_ROOT)], check=True, capture_output=True)
     (wheel,) = (tmp_path / "dist").glob("kafkatool-*.whl")

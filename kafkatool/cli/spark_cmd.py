@@ -23,7 +23,7 @@ app = typer.Typer(
 
 @app.callback()
 def _spark() -> None:
-    """Scan log dirs with Apache Spark: the kafka-log data source (see README, "Spark")."""
+    """Scan log dirs with Apache Spark: the kafka-log data source (see docs/spark.md)."""
 
 
 SCAN_EXAMPLES = """
@@ -36,7 +36,7 @@ SCAN_EXAMPLES = """
   kafkatool spark scan --pack-bytes 134217728 /var/lib/kafka/data --out /tmp/scan
 
   # kafkatool.zip: the wheel under a .zip name (PySpark ships no .whl);
-  # scan_entry.py: kafkatool/spark/scan.py from it (see the README)
+  # scan_entry.py: kafkatool/spark/scan.py from it (see docs/spark.md)
   spark-submit --py-files kafkatool.zip scan_entry.py --master '' s3://bucket/logs/ --out s3://bucket/scan
 """
 
