@@ -14,7 +14,7 @@ from .errors import InputIOError
 from .filetypes import FileKind, classify
 from .model import Batch, FileStart, Finding, Record, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
-from .walk import FoundFile, expand
+from .walk import FoundFile, discover, expand, found_files
 
 if TYPE_CHECKING:
     from .txns import CommittedView
@@ -41,11 +41,15 @@ def dump_paths(
     options: DumpOptions = DumpOptions(),
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[object]:
-    """Values for every file under ``paths``; a FileStart before each file when there are several."""
-    files = expand(paths)
-    separate = len(files) > 1 or any(Path(p).is_dir() for p in paths)
+    """Values for every file under ``paths``; a FileStart before each file when there are several. What discovery
+    met on the way (a symbolic link to nothing, a directory inside a partition dir) comes as a Finding."""
+    found = list(found_files(discover(paths)))
+    separate = sum(isinstance(f, FoundFile) for f in found) > 1 or any(Path(p).is_dir() for p in paths)
     views: dict[Path, CommittedView] = {}
-    for f in files:
+    for f in found:
+        if isinstance(f, Finding):
+            yield f
+            continue
         if separate:
             yield FileStart(f.display)
         if options.isolation == "read_committed" and f.kind is FileKind.LOG:

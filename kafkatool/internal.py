@@ -22,6 +22,7 @@ from .formats import internal_topics as it
 from .logwriter import _java_string_hash
 from .model import Batch, Finding, Record, Trailing
 from .records import RawBatch, decode_records, scan
+from .walk import partition_dirs
 
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
@@ -343,7 +344,6 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True
     the LEO or below the log start is a finding.
     """
     from .replicas import open_replica
-    from .verify import partition_dirs
 
     parts = list(partition_dirs(paths))
     data: dict[tuple[str, int], Any] = {}
@@ -480,7 +480,6 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str
 
 def transaction_states(paths: Iterable[str | Path]) -> Iterator[TransactionLogEntry | Finding]:
     """Every transactional id's latest state in the ``__transaction_state-*`` partitions under ``paths``."""
-    from .verify import partition_dirs
 
     seen = False
     for part in partition_dirs(paths):
@@ -639,7 +638,6 @@ def metadata_file(path: Path, display: str) -> Iterator[tuple[Batch, Record, tup
 def metadata_sources(paths: Iterable[str | Path]) -> list[tuple[Path, str, str]]:
     """The files to replay, as (path, display, kind): a named file as it is; for a ``__cluster_metadata-0``
     dir, its latest KRaft snapshot and the log segments, as the controller loads them."""
-    from .verify import partition_dirs
 
     out: list[tuple[Path, str, str]] = []
     dirs: list[str | Path] = []

@@ -18,7 +18,7 @@ import pytest
 from kafkatool import internal
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.spark.source import DECODED, plan, read_partition
-from kafkatool.verify import partition_dirs
+from kafkatool.walk import partition_dirs
 
 from .conftest import corpus_root
 from .test_internal_topics import _commit, _commit_key, _s16, _txn_value, _write
