@@ -340,6 +340,7 @@ def producers_paths(paths: Iterable[str | Path]) -> Iterator[ProducerInfo | Find
     """Per partition under ``paths``: the audit's findings, the snapshot comparison, then one value per producer."""
 
     for pd in partition_dirs(paths):
+        yield from pd.findings
         history = replay_partition(pd.path, pd.display)
         yield from history.findings
         yield from compare_snapshot(history)

@@ -601,6 +601,7 @@ def repair_paths(
 
     for found in partition_dirs(paths):
         part, display, log_dir = found.path, found.display, found.logdir_path
+        yield from found.findings
         if not apply:
             result = plan_partition(part, display, options)
             yield from result.actions

@@ -294,7 +294,7 @@ def _txn_event(b: Batch, txns: dict[int, int]) -> None:
 
 def open_replica(part: PartitionDir, name: str, options: ScanOptions | None = None) -> Replica:
     """A replica's files: segments, epoch checkpoint, producer snapshots, and its log dir's checkpoints."""
-    findings: list[Finding] = []
+    findings: list[Finding] = list(part.findings)  # what discovery met in the dir (a link to nothing)
     segments, snapshots = [], []
     epochs = None
     for path, display in part.files:

@@ -76,6 +76,7 @@ def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
     from .verify import verify_paths
 
     for pd in partition_dirs(paths):
+        yield from pd.findings
         history = replay_partition(pd.path, pd.display)
         yield from (f for f in history.findings if f.severity != "info")
         for t in history.transactions:
