@@ -181,6 +181,12 @@ def _partition_order(p: PartitionDir) -> tuple:
     return (p.topic is None, p.topic or p.path.name, p.partition or 0, p.path.name)
 
 
+def _container_order(listing: _Listing) -> tuple:
+    """Numbered names by number (data-2 before data-10), then the others by name."""
+    part = partition_of(listing.path.name)
+    return (0, part[0], part[1], listing.path.name) if part else (1, listing.path.name, 0, listing.path.name)
+
+
 def _discover_dir(listing: _Listing) -> Iterator[LogDir | PartitionDir | Finding]:
     if _is_partition(listing):
         yield _partition(listing, None)
@@ -194,7 +200,7 @@ def _discover_dir(listing: _Listing) -> Iterator[LogDir | PartitionDir | Finding
         yield logdir
         return
     yield from findings
-    for sub in subs:  # a directory above log dirs (/var/lib/kafka holding data-1, data-2)
+    for sub in sorted(subs, key=_container_order):  # a directory above log dirs (/var/lib/kafka: data-1, data-2)
         yield from _discover_dir(sub)
 
 
