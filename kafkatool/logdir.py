@@ -22,6 +22,7 @@ from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind
 from .model import Finding
 
 if TYPE_CHECKING:
+    from .smallfiles import OffsetCheckpointEntry  # noqa: F401 (annotations)
     from .walk import PartitionDir
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
@@ -35,8 +36,10 @@ BACKUP_PREFIX = "kafkatool-backup-"
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """One offset checkpoint file of the log dir: offset per (topic, partition), and what was wrong reading it."""
+    """One offset checkpoint file of the log dir: its entries in file order, the offset per (topic, partition)
+    (a later line wins, as ``CheckpointFile`` reading into a map), and what was wrong reading it."""
 
+    entries: tuple[OffsetCheckpointEntry, ...]
     offsets: dict[tuple[str, int], int]
     findings: tuple[Finding, ...]
 
@@ -78,7 +81,7 @@ class LogDir:
 
     @cached_property
     def checkpoints(self) -> dict[str, dict[tuple[str, int], int]]:
-        """The offsets of every checkpoint file present, by file name."""
+        """The offsets of every checkpoint file present, by file name (each file read once, see :meth:`checkpoint`)."""
         out = {}
         for name in sorted(OFFSET_CHECKPOINT_NAMES):
             cp = self.checkpoint(name)
@@ -101,9 +104,10 @@ class LogDir:
         try:
             items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, display))
         except InputIOError as exc:
-            return Checkpoint({}, (Finding("error", "io-error", display, None, str(exc)),))
-        offsets = {(i.topic, i.partition): i.offset for i in items if isinstance(i, OffsetCheckpointEntry)}
-        return Checkpoint(offsets, tuple(i for i in items if isinstance(i, Finding)))
+            return Checkpoint((), {}, (Finding("error", "io-error", display, None, str(exc)),))
+        entries = tuple(i for i in items if isinstance(i, OffsetCheckpointEntry))
+        offsets = {(e.topic, e.partition): e.offset for e in entries}
+        return Checkpoint(entries, offsets, tuple(i for i in items if isinstance(i, Finding)))
 
 
 def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()) -> bool:

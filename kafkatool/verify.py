@@ -669,20 +669,16 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> 
         yield Finding("info", "meta-properties-missing", os.path.join(logdir.display, "meta.properties"), None,
                       "no meta.properties: not a formatted broker log dir (a copy of partition dirs?); a KRaft "
                       "broker refuses to start on it")
-    logdir.clean_shutdown = ".kafka_cleanshutdown" in names
     if logdir.clean_shutdown:
         p, d = names[".kafka_cleanshutdown"]
         yield from _small(p, FileKind.CLEAN_SHUTDOWN, d)[1]
     entries: dict[str, list[tuple[int, OffsetCheckpointEntry]]] = {}
     for name in _CHECKPOINTS:
-        if name not in names:
+        checkpoint = logdir.checkpoint(name)  # read once, shared with the partition checks (logdir.checkpoints)
+        if checkpoint is None:
             continue
-        p, d = names[name]
-        values, findings = _small(p, FileKind.OFFSET_CHECKPOINT, d)
-        yield from findings
-        offsets = [v for v in values if isinstance(v, OffsetCheckpointEntry)]
-        logdir.checkpoints[name] = {(v.topic, v.partition): v.offset for v in offsets}
-        entries[name] = list(enumerate(offsets))
+        yield from checkpoint.findings
+        entries[name] = list(enumerate(checkpoint.entries))
     for p, d in logdir.files:
         info = classify(p)
         if interrupted := _interrupted_apply(p, d):
