@@ -127,8 +127,15 @@ def list_partition(part: PartitionDir) -> PartitionDir:
 
 def _dangling_findings(listing: _Listing) -> list[Finding]:
     return [Finding("error", "io-error", display, None,
-                    f"cannot read: a symbolic link to {os.readlink(path)!r}, which does not exist")
+                    f"cannot read: a symbolic link to {_target(path)!r}, which does not exist")
             for path, display in listing.dangling]
+
+
+def _target(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except OSError as exc:  # gone or replaced since it was listed
+        return f"? ({exc.strerror or exc})"
 
 
 def _is_partition(listing: _Listing) -> bool:
@@ -207,17 +214,18 @@ def _discover_dir(listing: _Listing) -> Iterator[LogDir | PartitionDir | Finding
 # --- the public entry points ---------------------------------------------------------------------------
 
 
-def discover(paths: Iterable[str | Path]) -> list[Unit]:
+def discover(paths: Iterable[str | Path], *, require: bool = True) -> list[Unit]:
     """Log dirs, lone partition dirs, files named on the command line, and discovery's own findings, in order.
 
-    Raises UsageError for a path that does not exist or has no Kafka log dir, partition dir or file under it.
+    Raises UsageError for a path that does not exist or (with ``require``, every command) has no Kafka log dir,
+    partition dir or file under it.
     """
     units: list[Unit] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             found = list(_discover_dir(_list(p, str(raw))))
-            if not any(isinstance(u, LogDir | PartitionDir) for u in found):
+            if require and not any(isinstance(u, LogDir | PartitionDir) for u in found):
                 raise UsageError(NOTHING_FOUND.format(raw))
             units.extend(found)
         elif p.exists():
@@ -266,9 +274,10 @@ def _known(files: Iterable[tuple[Path, str]]) -> Iterator[FoundFile]:
             yield FoundFile(path, display, kind, False)
 
 
-def expand(paths: Iterable[str | Path]) -> list[FoundFile]:
-    """Every file to read under ``paths``; raises UsageError for a path that does not exist or holds nothing."""
-    return [f for f in found_files(discover(paths)) if isinstance(f, FoundFile)]
+def expand(paths: Iterable[str | Path], *, require: bool = True) -> list[FoundFile]:
+    """Every file to read under ``paths``; raises UsageError for a path that does not exist or (with
+    ``require``) holds nothing Kafka."""
+    return [f for f in found_files(discover(paths, require=require)) if isinstance(f, FoundFile)]
 
 
 __all__ = ["NOTHING_FOUND", "PARTITION_DIR", "FoundFile", "LogDir", "PartitionDir", "Unit", "discover", "expand",
