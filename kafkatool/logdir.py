@@ -53,6 +53,7 @@ class LogDir:
     files: list[tuple[Path, str]]                                     # (path, display) of its own files
     partitions: list[PartitionDir] = field(default_factory=list)      # by topic, partition; other dirs last
     findings: list[Finding] = field(default_factory=list)             # what discovery met here (skipped, unreadable)
+    _read: dict[str, Checkpoint | None] = field(default_factory=dict, init=False, repr=False)
 
     def file(self, name: str) -> tuple[Path, str] | None:
         """(path, display) of one of its own files, if present."""
@@ -62,7 +63,7 @@ class LogDir:
     def _names(self) -> dict[str, tuple[Path, str]]:
         return {p.name: (p, d) for p, d in self.files}
 
-    @cached_property
+    @property
     def clean_shutdown(self) -> bool:
         """``.kafka_cleanshutdown`` is present: the broker stopped cleanly and will not recover its logs."""
         return CLEAN_SHUTDOWN in self._names
@@ -71,13 +72,9 @@ class LogDir:
         """One of the offset checkpoint files (None when absent), read on first use."""
         if name not in OFFSET_CHECKPOINT_NAMES:
             raise ValueError(f"not an offset checkpoint: {name}")
-        if name not in self._checkpoints:
-            self._checkpoints[name] = self._read_checkpoint(name)
-        return self._checkpoints[name]
-
-    @cached_property
-    def _checkpoints(self) -> dict[str, Checkpoint | None]:
-        return {}
+        if name not in self._read:
+            self._read[name] = self._read_checkpoint(name)
+        return self._read[name]
 
     @cached_property
     def checkpoints(self) -> dict[str, dict[tuple[str, int], int]]:
