@@ -222,3 +222,16 @@ def test_named_files_and_partition_dirs_are_units_of_their_own() -> None:
     assert isinstance(p, PartitionDir) and p.logdir is None and p.logdir_path == CODECS.parent
     with pytest.raises(UsageError, match="a file"):
         list(partition_dirs([log]))
+
+
+def test_log_dirs_of_a_container_come_in_number_order(tmp_path: Path) -> None:
+    """``data-2`` before ``data-10`` (as ``dump`` always listed them), each with its own partitions; a dir named
+    like a partition (``data-2``) that holds partition dirs is a log dir, never a partition."""
+    for name in ("data-10", "data-2", "extra"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / CODECS.name).symlink_to(CODECS, target_is_directory=True)
+    units = discover([tmp_path])
+    assert [(type(u).__name__, u.path.name) for u in units] == [
+        ("LogDir", "data-2"), ("LogDir", "data-10"), ("LogDir", "extra")]
+    assert [(p.logdir_path.name, p.topic, p.partition) for p in partition_dirs([tmp_path])] == [
+        ("data-2", "codecs", 0), ("data-10", "codecs", 0), ("extra", "codecs", 0)]
