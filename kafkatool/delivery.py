@@ -353,7 +353,7 @@ def delivery_paths(
 ) -> Iterator[PartitionDelivery | Finding]:
     """Per topic-partition of the sinks (in topic, partition order): findings, then its :class:`PartitionDelivery`."""
     from .internal import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
-    from .verify import partition_dirs
+    from .walk import partition_dirs
 
     if isolation not in ISOLATIONS:
         raise UsageError(f"--isolation must be one of {', '.join(ISOLATIONS)}")

@@ -16,7 +16,7 @@ from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify
 from .model import Batch, FileStart, Finding, Record, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
-from .walk import FoundFile, expand, partition_of
+from .walk import FoundFile, discover, expand, found_files, partition_of
 
 if TYPE_CHECKING:
     from .txns import CommittedView
@@ -178,13 +178,17 @@ def dump_paths(
     name_files: bool = False,
 ) -> Iterator[object]:
     """Values for every file under ``paths``; a FileStart before each file when there are several (or always,
-    with ``name_files``)."""
-    files = expand(paths)
-    separate = name_files or len(files) > 1 or any(Path(p).is_dir() for p in paths)
+    with ``name_files``). What discovery met on the way (a symbolic link to nothing, a directory inside a
+    partition dir) comes as a Finding."""
+    found = list(found_files(discover(paths)))
+    separate = name_files or sum(isinstance(f, FoundFile) for f in found) > 1 or any(Path(p).is_dir() for p in paths)
     views: dict[Path, CommittedView] = {}
     starts: dict[Path, tuple[Path, int] | None] = {}
     wanted = options.filter
-    for f in files:
+    for f in found:
+        if isinstance(f, Finding):
+            yield f
+            continue
         if wanted.active and not f.kind.holds_records:
             continue  # a search shows matching records only
         start = 0
@@ -192,11 +196,11 @@ def dump_paths(
             parent = f.path.resolve().parent
             if parent not in starts:
                 starts[parent] = _time_start(parent, wanted.from_time)
-            found = starts[parent]
+            time_start = starts[parent]
             base = classify(f.path).base_offset
-            if found is None or (base is not None and base < (classify(found[0]).base_offset or 0)):
+            if time_start is None or (base is not None and base < (classify(time_start[0]).base_offset or 0)):
                 continue  # every record of this segment is older than --from-time
-            start = found[1] if found[0].name == f.path.name else 0
+            start = time_start[1] if time_start[0].name == f.path.name else 0
         committed = None
         if options.isolation == "read_committed" and f.kind is FileKind.LOG:
             from .txns import committed_view

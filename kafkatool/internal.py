@@ -25,6 +25,7 @@ from .formats import internal_topics as it
 from .logwriter import _java_string_hash
 from .model import Batch, Finding, Record, Trailing
 from .records import RawBatch, decode_records, scan
+from .walk import partition_dirs
 
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
@@ -341,40 +342,43 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True
                      ) -> Iterator[CommittedOffset | GroupState | Finding]:
     """Every group and latest committed offset in the ``__consumer_offsets-*`` partitions under ``paths``.
 
-    With ``with_lag``, each commit of a partition whose data partition dir is also under ``paths`` gets that
-    partition's log start, LEO and high watermark (``replication-offset-checkpoint``), and a commit beyond
-    the LEO or below the log start is a finding.
+    With ``with_lag``, each commit of a partition whose data partition dir is in the same log dir as the
+    ``__consumer_offsets`` partition holding the commit gets that partition's log start, LEO and high watermark
+    (``replication-offset-checkpoint``), and a commit beyond the LEO or below the log start is a finding. Commits
+    are never compared with another log dir's partitions: another broker's, or the same broker's on another day.
     """
     from .replicas import open_replica
-    from .verify import partition_dirs
 
     parts = list(partition_dirs(paths))
-    data: dict[tuple[str, int], Any] = {}
-    results: list[Any] = []
+    data: dict[tuple[Path, str, int], Any] = {}
+    results: list[tuple[Path, Any]] = []   # (log dir, value) of every __consumer_offsets partition
     seen = False
     for part in parts:
         if part.topic == OFFSETS_TOPIC:
             seen = True
-            results.extend(consumer_offsets_partition(part.files, f"{part.topic}-{part.partition}"))
+            home = part.logdir_path.resolve()
+            results.extend((home, r) for r in (*part.findings, *consumer_offsets_partition(
+                part.files, f"{part.topic}-{part.partition}")))
     if not seen:
         yield Finding("warning", "offsets-none", ", ".join(str(p) for p in paths), None,
                       f"no {OFFSETS_TOPIC}-* partition dirs found")
         return
     if with_lag:
-        wanted = {(r.topic, r.partition) for r in results if isinstance(r, CommittedOffset)}
+        wanted = {(home, r.topic, r.partition) for home, r in results if isinstance(r, CommittedOffset)}
         for part in parts:
-            key = (part.topic, part.partition)
-            if key in wanted and key not in data:  # the first replica found (name the log dir to choose)
+            key = (part.logdir_path.resolve(), part.topic, part.partition)
+            if key in wanted and key not in data:
                 rep = open_replica(part, part.display)
                 for _ in rep.batches():
                     pass
                 data[key] = rep
     order = {GroupState: 0, CommittedOffset: 1, Finding: 2}
-    results.sort(key=lambda r: (order[type(r)], (r.group, getattr(r, "topic", ""), getattr(r, "partition", 0))
-                                if not isinstance(r, Finding) else ("", "", 0)))
-    for r in results:
-        if isinstance(r, CommittedOffset) and (r.topic, r.partition) in data:
-            rep = data[(r.topic, r.partition)]
+    results.sort(key=lambda hr: (order[type(hr[1])], (hr[1].group, getattr(hr[1], "topic", ""),
+                                                      getattr(hr[1], "partition", 0))
+                                 if not isinstance(hr[1], Finding) else ("", "", 0)))
+    for home, r in results:
+        if isinstance(r, CommittedOffset) and (home, r.topic, r.partition) in data:
+            rep = data[(home, r.topic, r.partition)]
             r = CommittedOffset(**{**{f: getattr(r, f) for f in r.__dataclass_fields__},
                                    "log_start_offset": rep.log_start_offset, "log_end_offset": rep.leo,
                                    "high_watermark": rep.high_watermark})
@@ -483,12 +487,12 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str
 
 def transaction_states(paths: Iterable[str | Path]) -> Iterator[TransactionLogEntry | Finding]:
     """Every transactional id's latest state in the ``__transaction_state-*`` partitions under ``paths``."""
-    from .verify import partition_dirs
 
     seen = False
     for part in partition_dirs(paths):
         if part.topic == TRANSACTION_TOPIC:
             seen = True
+            yield from part.findings
             yield from transaction_state_partition(part.files, f"{part.topic}-{part.partition}")
     if not seen:
         yield Finding("warning", "txn-state-none", ", ".join(str(p) for p in paths), None,
@@ -723,7 +727,6 @@ def metadata_sources(paths: Iterable[str | Path]) -> list[list[tuple[Path, str, 
     named together from one dir are one log); for a ``__cluster_metadata-0`` dir, its latest KRaft snapshot and
     the log segments, as the controller loads them. Each list is replayed on its own: two dirs are two
     clusters' (or two voters') logs, never one timeline."""
-    from .verify import partition_dirs
 
     named: dict[Path, list[tuple[Path, str, str]]] = {}
     dirs: list[str | Path] = []

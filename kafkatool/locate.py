@@ -60,7 +60,7 @@ from .formats.index import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 from .model import Batch, Finding, Record
 from .records import ScanOptions, decode_records, scan
 from .smallfiles import offset_index_sanity, time_index_sanity
-from .walk import partition_of
+from .walk import LogDir, PartitionDir, discover
 
 # ListOffsetsRequest's special timestamps.
 LATEST_TIMESTAMP = -1
@@ -254,24 +254,18 @@ def partition_segments(path: str | Path) -> list[Segment]:
         if info.base_offset is None:
             raise UsageError(f"{path}: the segment's base offset comes from its name (20 digits + .log)")
         return [Segment(info.base_offset, p, str(path), p.stat().st_size)]
-    if not p.is_dir():
-        raise UsageError(f"no such file or directory: {path}")
+    units = [u for u in discover([path]) if isinstance(u, LogDir | PartitionDir)]  # UsageError if nothing
+    if len(units) != 1 or not isinstance(units[0], PartitionDir):
+        parts = [q for u in units for q in (u.partitions if isinstance(u, LogDir) else [u]) if q.topic is not None]
+        example = f", e.g. {parts[0].display}" if parts else ""
+        what = "is a log dir" if len(units) == 1 else "holds several log dirs or partitions"
+        raise UsageError(f"{path} {what}: name one partition dir{example}")
     segments = []
-    subdirs = []
-    with os.scandir(p) as entries:
-        for e in entries:
-            if e.is_dir():
-                subdirs.append(e.name)
-                continue
-            info = classify(e.name)
-            if info.kind is FileKind.LOG and not info.leftover and info.base_offset is not None:
-                segments.append(Segment(info.base_offset, Path(e.path), os.path.join(str(path), e.name),
-                                        e.stat().st_size))
+    for f, display in units[0].files:
+        info = classify(f)
+        if info.kind is FileKind.LOG and not info.leftover and info.base_offset is not None:
+            segments.append(Segment(info.base_offset, f, display, f.stat().st_size))
     if not segments:
-        partitions = sorted(d for d in subdirs if partition_of(d))
-        if partitions:
-            example = os.path.join(str(path), partitions[0])
-            raise UsageError(f"{path} is a log dir: name one partition dir, e.g. {example}")
         raise UsageError(f"{path}: no .log segment files (not a partition dir?)")
     segments.sort(key=lambda s: s.base_offset)
     return segments

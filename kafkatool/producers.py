@@ -36,6 +36,7 @@ from .logwriter import ProducerState, last_sequence
 from .model import Batch, Finding
 from .records import RawBatch, decode_records, scan
 from .smallfiles import ProducerEntry, read_producer_entries
+from .walk import partition_dirs
 
 _INT32_MAX = (1 << 31) - 1
 
@@ -337,9 +338,9 @@ def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
 
 def producers_paths(paths: Iterable[str | Path]) -> Iterator[ProducerInfo | Finding]:
     """Per partition under ``paths``: the audit's findings, the snapshot comparison, then one value per producer."""
-    from .verify import partition_dirs
 
     for pd in partition_dirs(paths):
+        yield from pd.findings
         history = replay_partition(pd.path, pd.display)
         yield from history.findings
         yield from compare_snapshot(history)

@@ -61,7 +61,7 @@ from .smallfiles import (
     read_small_file,
     time_index_sanity,
 )
-from .walk import PARTITION_DIR
+from .walk import PARTITION_DIR, partition_dirs
 
 _V2_MIN = 61
 
@@ -598,10 +598,10 @@ def repair_paths(
     afterwards: a repaired partition must plan nothing.
     """
     from .safewrite import apply_ops, atomic_write, log_dir_lock, resume
-    from .verify import partition_dirs
 
     for found in partition_dirs(paths):
-        part, display, log_dir = found.path, found.display, found.logdir
+        part, display, log_dir = found.path, found.display, found.logdir_path
+        yield from found.findings
         if not apply:
             result = plan_partition(part, display, options)
             yield from result.actions

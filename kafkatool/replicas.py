@@ -37,7 +37,7 @@ from .filetypes import FileKind, classify
 from .model import Batch, Finding
 from .records import ScanOptions, scan
 from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerEntry, read_small_file
-from .verify import PartitionDir, partition_dirs
+from .walk import PartitionDir, partition_dirs
 
 UNDEFINED_EPOCH = -1          # OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH
 UNDEFINED_EPOCH_OFFSET = -1   # OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH_OFFSET
@@ -294,7 +294,7 @@ def _txn_event(b: Batch, txns: dict[int, int]) -> None:
 
 def open_replica(part: PartitionDir, name: str, options: ScanOptions | None = None) -> Replica:
     """A replica's files: segments, epoch checkpoint, producer snapshots, and its log dir's checkpoints."""
-    findings: list[Finding] = []
+    findings: list[Finding] = list(part.findings)  # what discovery met in the dir (a link to nothing)
     segments, snapshots = [], []
     epochs = None
     for path, display in part.files:
@@ -312,14 +312,14 @@ def open_replica(part: PartitionDir, name: str, options: ScanOptions | None = No
     key = (part.topic, part.partition)
     checkpoints = {}
     for name_ in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
-        path = part.logdir / name_
+        path = part.logdir_path / name_
         if path.is_file():
             entries = _read(path, os.path.join(part.logdir_display, name_), FileKind.OFFSET_CHECKPOINT, findings)
             checkpoints[name_] = {(e.topic, e.partition): e.offset for e in entries
                                   if isinstance(e, OffsetCheckpointEntry)}.get(key)
     return Replica(part, name, segments, checkpoints.get("replication-offset-checkpoint"),
                    checkpoints.get("recovery-point-offset-checkpoint"), checkpoints.get("log-start-offset-checkpoint"),
-                   (part.logdir / ".kafka_cleanshutdown").is_file(), epochs, snapshots, findings,
+                   (part.logdir_path / ".kafka_cleanshutdown").is_file(), epochs, snapshots, findings,
                    options or ScanOptions())
 
 
@@ -357,7 +357,7 @@ def replica_groups(paths: Iterable[str | Path], topic: str | None = None,
     for _key, parts in sorted(groups.items()):
         if len(parts) < minimum:
             continue
-        names = [p.logdir.resolve().name for p in parts]
+        names = [p.logdir_path.resolve().name for p in parts]
         unique = len(set(names)) == len(names)
         out.append([(p, n if unique else p.display) for p, n in zip(parts, names, strict=True)])
     return out
@@ -606,7 +606,7 @@ class PartitionReplicas:
 def _in_isr(isr: list[str] | None, part: PartitionDir, name: str) -> bool:
     if isr is None:
         return True
-    real = {part.path.resolve(), part.logdir.resolve()}
+    real = {part.path.resolve(), part.logdir_path.resolve()}
     return any(item in (name, part.display) or Path(item).resolve() in real for item in isr)
 
 

@@ -52,7 +52,6 @@ here are the trimmed ones.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -67,7 +66,7 @@ from .records import ScanOptions, scan
 from .replicas import UNDEFINED_EPOCH_OFFSET, EpochCache, Replica, Segment, compare, merge, open_replica
 from .safewrite import ApplyRefused, FileOp
 from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
-from .verify import PartitionDir, partition_dirs
+from .walk import PartitionDir, list_partition, partition_dirs
 
 RULES = ("epoch", "hw")
 DEFAULT_MAX_LOST = 1000
@@ -363,7 +362,7 @@ def plan(follower: Replica, truncate_to: int, cache: EpochCache, start_fresh_at:
     """What ``UnifiedLog.truncateTo(truncate_to)`` (or ``truncateFullyAndStartAt``) changes in the follower's files."""
     target = start_fresh_at if start_fresh_at is not None else truncate_to
     part = follower.dir
-    where = {"dir": part.path, "logdir": part.logdir, "key": (part.topic, part.partition)}
+    where = {"dir": part.path, "logdir": part.logdir_path, "key": (part.topic, part.partition)}
     if start_fresh_at is None and truncate_to >= follower.leo:
         return TruncationPlan(part.display, truncate_to, (), None, (), (), **where)
     full = start_fresh_at is not None or bool(follower.segments and follower.segments[0].base_offset > truncate_to)
@@ -414,7 +413,7 @@ def _pairs(leader: str | Path, follower: str | Path, topic: str | None,
         lp, fp = leaders[key], followers[key]
         if lp.path.resolve() == fp.path.resolve():
             raise UsageError(f"--leader and --follower are the same dir: {lp.display}")
-        l_name, f_name = lp.logdir.resolve().name, fp.logdir.resolve().name
+        l_name, f_name = lp.logdir_path.resolve().name, fp.logdir_path.resolve().name
         if l_name == f_name:
             l_name, f_name = lp.display, fp.display
         yield lp, fp, l_name, f_name
@@ -460,12 +459,12 @@ def apply_truncations(
     backups: dict[Path, Path] = {}  # one default backup dir per log dir, however many partitions it holds
     for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition):
         backup = Path(backup_dir) if backup_dir is not None else backups.setdefault(
-            fp.logdir, default_backup_dir(fp.logdir))
-        with log_dir_lock(fp.logdir):
-            if resume(fp.logdir) is not None:
+            fp.logdir_path, default_backup_dir(fp.logdir_path))
+        with log_dir_lock(fp.logdir_path):
+            if resume(fp.logdir_path) is not None:
                 yield Finding("info", "apply-resumed", fp.display, None,
                               "completed an interrupted apply from its journal before planning again")
-            fp = _relisted(fp)
+            fp = list_partition(fp)
             lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
             (result,) = simulate(lr, fr, (rule,), max_lost)
             yield from lr.findings
@@ -475,9 +474,9 @@ def apply_truncations(
             if refused:
                 yield Finding("error", "truncation-not-applied", fp.display, None, refused + "; nothing was changed")
             elif plan_ is not None and plan_.changes:
-                apply_ops(fp.logdir, plan_ops(plan_), backup)
+                apply_ops(fp.logdir_path, plan_ops(plan_), backup)
                 result.applied, result.backup_dir = True, str(backup)
-                fp = _relisted(fp)
+                fp = list_partition(fp)
                 lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
                 (again,) = simulate(lr, fr, (rule,), 0)
                 if again.plan is None or again.plan.changes or again.truncate_to != again.follower_leo:
@@ -486,12 +485,6 @@ def apply_truncations(
                                   f"{again.truncate_to} (changes planned: "
                                   f"{bool(again.plan and again.plan.changes)}); please report this")
         yield result
-
-
-def _relisted(part: PartitionDir) -> PartitionDir:
-    """``part`` with its file list read again (an apply or a resume changed it)."""
-    names = sorted(e.name for e in os.scandir(part.path) if e.is_file())
-    return dataclasses.replace(part, files=tuple((part.path / n, os.path.join(part.display, n)) for n in names))
 
 
 def _refusal(leader: Replica, follower: Replica) -> str | None:

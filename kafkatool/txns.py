@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .model import Batch, Finding
 from .producers import Transaction, replay_partition
-from .walk import partition_of
+from .walk import partition_dirs, partition_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +79,10 @@ def committed_view(partition_dir: Path) -> CommittedView:
 def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
     """Per partition under ``paths``: its transactions in offset order, a finding per open transaction holding
     back the LSO, then the ``.txnindex`` findings of ``verify``."""
-    from .verify import partition_dirs, verify_paths
+    from .verify import verify_paths
 
     for pd in partition_dirs(paths):
+        yield from pd.findings
         history = replay_partition(pd.path, pd.display)
         yield from (f for f in history.findings if f.severity != "info")
         for t in history.transactions:

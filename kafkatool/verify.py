@@ -18,6 +18,7 @@ log dir's findings; then one :class:`VerifySummary` for everything.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections import Counter
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputIOError, UsageError
+from .errors import InputIOError
 from .filetypes import FileKind, classify
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
@@ -37,7 +38,7 @@ from .smallfiles import (
     ProducerSnapshotHeader,
     read_small_file,
 )
-from .walk import PARTITION_DIR, partition_of
+from .walk import FoundFile, LogDir, PartitionDir, discover
 
 # Topics that are always compacted (cleanup.policy=compact): offset gaps are normal there.
 _COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
@@ -109,116 +110,9 @@ class VerifySummary:
 # --- what the paths are ---------------------------------------------------------------------------------
 
 
-@dataclass
-class _Partition:
-    path: Path
-    display: str
-    topic: str | None
-    partition: int | None
-    state: str | None                      # delete | future | stray (a suffixed dir), else None
-    files: list[tuple[Path, str]]          # (path, display) of every file in the dir
-    logdir: _LogDir | None = None
-
-
-@dataclass
-class _LogDir:
-    path: Path
-    display: str
-    files: list[tuple[Path, str]]
-    partitions: list[_Partition]
-    checkpoints: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
-    clean_shutdown: bool = False
-
-
-def _listing(d: Path, display: str) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
-    try:
-        entries = sorted(os.scandir(d), key=lambda e: e.name)
-    except OSError as exc:
-        raise InputIOError(f"cannot list {display}: {exc.strerror or exc}") from exc
-    files = [(Path(e.path), os.path.join(display, e.name)) for e in entries if e.is_file()]
-    dirs = [(Path(e.path), os.path.join(display, e.name)) for e in entries if e.is_dir()]
-    return files, dirs
-
-
-def _partition(d: Path, display: str, files: list[tuple[Path, str]] | None = None) -> _Partition:
-    m = PARTITION_DIR.match(d.name)
-    if files is None:
-        files, _dirs = _listing(d, display)
-    return _Partition(d, display, m["topic"] if m else None, int(m["partition"]) if m else None,
-                      m["state"] if m else None, files)
-
-
-_PARTITION_KINDS = frozenset({
-    FileKind.LOG, FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT,
-    FileKind.EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA, FileKind.KRAFT_SNAPSHOT, FileKind.QUORUM_STATE,
-})
-_LOGDIR_FILES = frozenset({"meta.properties", ".kafka_cleanshutdown", *_CHECKPOINTS})
-
-
-def _looks_like_partition(name: str, files: list[tuple[Path, str]], dirs: list[tuple[Path, str]]) -> bool:
-    """A partition dir holds segment files (or is an empty ``topic-N``) and never has subdirectories."""
-    if dirs or any(p.name in _LOGDIR_FILES for p, _ in files):
-        return False
-    return any(classify(p).kind in _PARTITION_KINDS for p, _ in files) or (not files and bool(partition_of(name)))
-
-
-def _discover(paths: Iterable[str | Path]) -> Iterator[_LogDir | _Partition | tuple[Path, str]]:
-    for raw in paths:
-        p, display = Path(raw), str(raw)
-        if p.is_file():
-            yield (p, display)
-        elif p.is_dir():
-            yield from _discover_dir(p, display)
-        else:
-            raise UsageError(f"no such file or directory: {raw}")
-
-
-def _discover_dir(d: Path, display: str) -> Iterator[_LogDir | _Partition]:
-    files, dirs = _listing(d, display)
-    if _looks_like_partition(d.name, files, dirs):
-        yield _partition(d, display, files)
-        return
-    subs = [(sub, sub_display, *_listing(sub, sub_display)) for sub, sub_display in dirs]
-    partitions = [(sub, sd, f) for sub, sd, f, dd in subs if _looks_like_partition(sub.name, f, dd)]
-    if any(p.name in _LOGDIR_FILES for p, _ in files) or partitions:
-        logdir = _LogDir(d, display, files, [])
-        for sub, sub_display, sub_files, sub_dirs in subs:
-            if _looks_like_partition(sub.name, sub_files, sub_dirs):
-                part = _partition(sub, sub_display, sub_files)
-            else:  # not a partition: reported as an unknown dir of the log dir
-                part = _Partition(sub, sub_display, None, None, None, sub_files)
-            part.logdir = logdir
-            logdir.partitions.append(part)
-        logdir.partitions.sort(key=lambda q: (q.topic is None, q.topic or q.path.name, q.partition or 0, q.path.name))
-        yield logdir
-        return
-    for sub, sub_display, *_rest in subs:  # a directory above log dirs (/var/lib/kafka holding data-1, data-2)
-        yield from _discover_dir(sub, sub_display)
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionDir:
-    """A live partition dir under the paths a per-partition command was given, and the log dir holding it."""
-
-    path: Path
-    display: str
-    topic: str
-    partition: int
-    files: tuple[tuple[Path, str], ...]   # (path, display) of every file in the dir
-    logdir: Path                          # its parent: where the broker-level offset checkpoints live
-    logdir_display: str
-
-
-def partition_dirs(paths: Iterable[str | Path]) -> Iterator[PartitionDir]:
-    """Every partition dir under ``paths`` (found as ``verify`` finds them), skipping ``-delete``/``-future``/
-    ``-stray`` dirs. A plain file is a UsageError."""
-    for unit in _discover(paths):
-        if isinstance(unit, tuple):
-            raise UsageError(f"{unit[1]}: a file; name partition dirs or log dirs")
-        for part in unit.partitions if isinstance(unit, _LogDir) else [unit]:
-            if part.topic is not None and part.state is None:
-                yield PartitionDir(part.path, part.display, part.topic, part.partition or 0, tuple(part.files),
-                                   part.path.parent, os.path.dirname(part.display) or ".")
+# Discovery is kafkatool.walk's (one place for every command); the names verify's checks use for its values:
+_Partition = PartitionDir
+_LogDir = LogDir
 
 
 # --- the command's library function -----------------------------------------------------------------------
@@ -229,17 +123,19 @@ def verify_paths(
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[Any]:
     """Findings, one summary per partition, and a final summary, for files, partition dirs or log dirs."""
-    units = list(_discover(paths))
+    units = discover(paths)
     total = VerifySummary()
     runner = _Runner(options, progress)
     try:
         for unit in units:
-            if isinstance(unit, _LogDir):
-                items: Iterator[Any] = _verify_logdir(unit, options, runner)
-            elif isinstance(unit, _Partition):
-                items = verify_partition(unit, options, runner)
+            if isinstance(unit, Finding):
+                items: Iterator[Any] = iter([unit])
+            elif isinstance(unit, FoundFile):
+                items = _verify_file(unit.path, unit.display, options, runner)
+            elif isinstance(unit, _LogDir):
+                items = itertools.chain(unit.findings, _verify_logdir(unit, options, runner))
             else:
-                items = _verify_file(unit[0], unit[1], options, runner)
+                items = verify_partition(unit, options, runner)
             for item in items:
                 if isinstance(item, Finding):
                     total.findings[item.severity] += 1
@@ -352,7 +248,7 @@ class _Files:
 
 
 def _sort_files(part: _Partition) -> tuple[_Files, list[Finding]]:
-    out, findings = _Files(), []
+    out, findings = _Files(), list(part.findings)
     for path, display in part.files:
         info = classify(path)
         if info.leftover is not None:
@@ -773,20 +669,16 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> 
         yield Finding("info", "meta-properties-missing", os.path.join(logdir.display, "meta.properties"), None,
                       "no meta.properties: not a formatted broker log dir (a copy of partition dirs?); a KRaft "
                       "broker refuses to start on it")
-    logdir.clean_shutdown = ".kafka_cleanshutdown" in names
     if logdir.clean_shutdown:
         p, d = names[".kafka_cleanshutdown"]
         yield from _small(p, FileKind.CLEAN_SHUTDOWN, d)[1]
     entries: dict[str, list[tuple[int, OffsetCheckpointEntry]]] = {}
     for name in _CHECKPOINTS:
-        if name not in names:
+        checkpoint = logdir.checkpoint(name)  # read once, shared with the partition checks (logdir.checkpoints)
+        if checkpoint is None:
             continue
-        p, d = names[name]
-        values, findings = _small(p, FileKind.OFFSET_CHECKPOINT, d)
-        yield from findings
-        offsets = [v for v in values if isinstance(v, OffsetCheckpointEntry)]
-        logdir.checkpoints[name] = {(v.topic, v.partition): v.offset for v in offsets}
-        entries[name] = list(enumerate(offsets))
+        yield from checkpoint.findings
+        entries[name] = list(enumerate(checkpoint.entries))
     for p, d in logdir.files:
         info = classify(p)
         if interrupted := _interrupted_apply(p, d):

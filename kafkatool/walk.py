@@ -1,8 +1,24 @@
-"""Finding the files under the paths a user names: a file, a partition dir, a log dir, or many.
+"""Discovery: the log dirs, partition dirs and files under the paths a user names. Every command finds them here.
 
-Order is the broker's: in a log dir, its own files (checkpoints, ``meta.properties``) first, then
-partition dirs by topic and partition number; in a partition dir, segments by base offset with each
-``.log`` before its indexes and snapshots, then the partition-level files.
+What a directory is, decided from its listing as the broker would see it:
+
+* a **log dir** holds a broker file (``meta.properties``, ``.kafka_cleanshutdown``, an offset checkpoint; see
+  :mod:`kafkatool.logdir`) or a partition dir; its other subdirs are listed as dirs the broker ignores;
+* a **partition dir** holds segment files (``.log``, indexes, snapshots, ``leader-epoch-checkpoint``...) or is
+  an empty ``topic-N``; a directory inside it is not read (``LogLoader.loadSegmentFiles`` takes only files)
+  and is reported;
+* anything else is a **container** (``/var/lib/kafka`` holding ``data-1``, ``data-2``): its subdirs are
+  looked at in turn, so each log dir keeps its own partitions together.
+
+kafkatool's own backup dirs (``kafkatool-backup-*``, or any dir holding a backup ``MANIFEST.json``) are never
+taken for broker data: they are skipped with an info finding. A symbolic link to nothing is an ``io-error``
+finding naming it (the other files are still read). A path with nothing Kafka under it is a
+:class:`~kafkatool.errors.UsageError` (exit 2): an operator who typed the wrong path is told so.
+
+Order is the broker's: log dirs and partition dirs by name, partitions by topic then partition number; in a
+partition dir, files by name (20-digit base offsets: segments in offset order). :func:`expand` flattens the
+same discovery into files in reading order for ``dump`` and the Spark planner (each ``.log`` before its
+indexes, see :func:`kafkatool.filetypes.sort_key`).
 """
 
 from __future__ import annotations
@@ -10,14 +26,30 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, sort_key
+from .logdir import BROKER_FILES, LogDir, is_backup_dir
+from .model import Finding
 
 # topic-3, or topic-3.<uuid hex>-delete / -future / -stray (a dir being deleted, moved in, or no longer assigned)
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?P<state>delete|future|stray))?$")
+
+# Files that make a dir a partition dir (a log dir never holds them directly).
+_PARTITION_KINDS = frozenset({
+    FileKind.LOG, FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT,
+    FileKind.EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA, FileKind.KRAFT_SNAPSHOT, FileKind.QUORUM_STATE,
+})
+_SEGMENT_LIKE = re.compile(r"^\d+\.(log|index|timeindex|txnindex|snapshot)$|^\d{20}-\d{10}\.checkpoint$")
+NOTHING_FOUND = "no Kafka log dir, partition or segment under {}"
+
+
+def partition_of(dirname: str) -> tuple[str, int] | None:
+    """``("topic", 3)`` for a partition dir name ``topic-3`` (also ``topic-3.<uuid>-delete``)."""
+    m = PARTITION_DIR.match(dirname)
+    return (m["topic"], int(m["partition"])) if m else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,41 +60,225 @@ class FoundFile:
     explicit: bool        # named on the command line (not found by walking a directory)
 
 
-def partition_of(dirname: str) -> tuple[str, int] | None:
-    """``("topic", 3)`` for a partition dir name ``topic-3`` (also ``topic-3.<uuid>-delete``)."""
-    m = PARTITION_DIR.match(dirname)
-    return (m["topic"], int(m["partition"])) if m else None
+@dataclass(frozen=True, slots=True)
+class PartitionDir:
+    """A partition dir (or, with ``topic`` None, a dir of a log dir that is no partition: the broker ignores it)."""
+
+    path: Path
+    display: str
+    topic: str | None
+    partition: int | None
+    state: str | None                      # delete | future | stray (a suffixed dir), else None
+    files: tuple[tuple[Path, str], ...]    # (path, display) of every file in the dir, by name
+    logdir: LogDir | None = None           # the log dir it was found in; None when named on its own
+    findings: tuple[Finding, ...] = ()     # what discovery met in it: dirs inside it, links to nothing
+
+    @property
+    def logdir_path(self) -> Path:
+        """Where its log dir's checkpoints are: the log dir it was found in, else its parent."""
+        return self.logdir.path if self.logdir is not None else self.path.parent
+
+    @property
+    def logdir_display(self) -> str:
+        return self.logdir.display if self.logdir is not None else (os.path.dirname(self.display) or ".")
 
 
-def _dir_sort_key(p: Path) -> tuple:
-    part = partition_of(p.name)
-    return (0, part[0], part[1], p.name) if part else (1, p.name, 0, p.name)
+Unit = LogDir | PartitionDir | FoundFile | Finding
 
 
-def _walk_dir(root: Path, display: str) -> Iterator[FoundFile]:
+# --- listing one directory -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Listing:
+    path: Path
+    display: str
+    files: list[tuple[Path, str]] = field(default_factory=list)
+    dirs: list[tuple[Path, str]] = field(default_factory=list)
+    dangling: list[tuple[Path, str]] = field(default_factory=list)   # symbolic links to nothing
+
+
+def _list(d: Path, display: str) -> _Listing:
     try:
-        entries = list(os.scandir(root))
+        entries = sorted(os.scandir(d), key=lambda e: e.name)
     except OSError as exc:
         raise InputIOError(f"cannot list {display}: {exc.strerror or exc}") from exc
-    files = sorted((Path(e.path) for e in entries if e.is_file(follow_symlinks=True)), key=sort_key)
-    dirs = sorted((Path(e.path) for e in entries if e.is_dir(follow_symlinks=True)), key=_dir_sort_key)
-    for f in files:
-        kind = classify(f).kind
-        if kind not in (FileKind.UNKNOWN, FileKind.LOCK):
-            yield FoundFile(f, os.path.join(display, f.name), kind, False)
-    for d in dirs:
-        yield from _walk_dir(d, os.path.join(display, d.name))
+    out = _Listing(d, display)
+    for e in entries:
+        item = (Path(e.path), os.path.join(display, e.name))
+        if e.is_dir():
+            out.dirs.append(item)
+        elif e.is_file():
+            out.files.append(item)
+        elif e.is_symlink() and not os.path.exists(e.path):
+            out.dangling.append(item)
+        # sockets, fifos, devices: nothing the broker or kafkatool reads
+    return out
 
 
-def expand(paths: Iterable[str | Path]) -> list[FoundFile]:
-    """Every file to read under ``paths``; raises UsageError for a path that does not exist."""
-    found: list[FoundFile] = []
+def list_partition(part: PartitionDir) -> PartitionDir:
+    """``part`` with its files, and its log dir's own files, listed again (an ``--apply`` or a resume changed
+    them; the log dir's broker files are read afresh on first use)."""
+    ld = part.logdir
+    if ld is not None:
+        ld = LogDir(ld.path, ld.display, _list(ld.path, ld.display).files, ld.partitions, ld.findings)
+    return _partition(_list(part.path, part.display), ld, part.topic is not None)
+
+
+def _dangling_findings(listing: _Listing) -> list[Finding]:
+    return [Finding("error", "io-error", display, None,
+                    f"cannot read: a symbolic link to {_target(path)!r}, which does not exist")
+            for path, display in listing.dangling]
+
+
+def _target(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except OSError as exc:  # gone or replaced since it was listed
+        return f"? ({exc.strerror or exc})"
+
+
+def _is_partition(listing: _Listing) -> bool:
+    """Segment files and no broker file or partition subdir; or an empty ``topic-N``."""
+    if any(p.name in BROKER_FILES for p, _ in listing.files):
+        return False
+    if any(partition_of(p.name) for p, _ in listing.dirs):
+        return False
+    if any(classify(p).kind in _PARTITION_KINDS for p, _ in (*listing.files, *listing.dangling)):
+        return True
+    return bool(partition_of(listing.path.name)) and not listing.files and not listing.dirs
+
+
+def _partition(listing: _Listing, logdir: LogDir | None, known: bool = True) -> PartitionDir:
+    m = PARTITION_DIR.match(listing.path.name) if known else None
+    findings = _dangling_findings(listing)
+    for path, display in listing.dirs if known else ():
+        segment_like = bool(_SEGMENT_LIKE.match(path.name))
+        findings.append(Finding(
+            "warning" if segment_like else "info", "unknown-dir", display, None,
+            "a directory, not a file: the broker reads only the files of a partition dir "
+            "(LogLoader.loadSegmentFiles) and ignores it" + ("; a segment file's name on a directory" if segment_like
+                                                              else "")))
+    return PartitionDir(listing.path, listing.display, m["topic"] if m else None,
+                        int(m["partition"]) if m else None, m["state"] if m else None, tuple(listing.files), logdir,
+                        tuple(findings))
+
+
+def _skipped_backup(display: str) -> Finding:
+    return Finding("info", "backup-dir-skipped", display, None,
+                   "a kafkatool backup (repair/truncation --apply), not broker data: not read")
+
+
+def _subdirs(listing: _Listing, findings: list[Finding]) -> list[_Listing]:
+    """The listings of ``listing``'s subdirs, kafkatool's backup dirs left out (a finding each)."""
+    subs = []
+    for path, display in listing.dirs:
+        if is_backup_dir(path.name):
+            findings.append(_skipped_backup(display))
+            continue
+        sub = _list(path, display)
+        if is_backup_dir(path.name, {p.name for p, _ in sub.files}):
+            findings.append(_skipped_backup(display))
+            continue
+        subs.append(sub)
+    return subs
+
+
+def _partition_order(p: PartitionDir) -> tuple:
+    return (p.topic is None, p.topic or p.path.name, p.partition or 0, p.path.name)
+
+
+def _container_order(listing: _Listing) -> tuple:
+    """Numbered names by number (data-2 before data-10), then the others by name."""
+    part = partition_of(listing.path.name)
+    return (0, part[0], part[1], listing.path.name) if part else (1, listing.path.name, 0, listing.path.name)
+
+
+def _discover_dir(listing: _Listing) -> Iterator[LogDir | PartitionDir | Finding]:
+    if _is_partition(listing):
+        yield _partition(listing, None)
+        return
+    findings: list[Finding] = []
+    subs = _subdirs(listing, findings)
+    if any(p.name in BROKER_FILES for p, _ in listing.files) or any(_is_partition(s) for s in subs):
+        logdir = LogDir(listing.path, listing.display, listing.files, [], [*_dangling_findings(listing), *findings])
+        logdir.partitions.extend(_partition(s, logdir, known=_is_partition(s)) for s in subs)
+        logdir.partitions.sort(key=_partition_order)
+        yield logdir
+        return
+    yield from findings
+    for sub in sorted(subs, key=_container_order):  # a directory above log dirs (/var/lib/kafka: data-1, data-2)
+        yield from _discover_dir(sub)
+
+
+# --- the public entry points ---------------------------------------------------------------------------
+
+
+def discover(paths: Iterable[str | Path], *, require: bool = True) -> list[Unit]:
+    """Log dirs, lone partition dirs, files named on the command line, and discovery's own findings, in order.
+
+    Raises UsageError for a path that does not exist or (with ``require``, every command) has no Kafka log dir,
+    partition dir or file under it.
+    """
+    units: list[Unit] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found.extend(_walk_dir(p, str(raw)))
+            found = list(_discover_dir(_list(p, str(raw))))
+            if require and not any(isinstance(u, LogDir | PartitionDir) for u in found):
+                raise UsageError(NOTHING_FOUND.format(raw))
+            units.extend(found)
         elif p.exists():
-            found.append(FoundFile(p, str(raw), classify(p, by_extension=True).kind, True))
+            units.append(FoundFile(p, str(raw), classify(p, by_extension=True).kind, True))
         else:
             raise UsageError(f"no such file or directory: {raw}")
-    return found
+    return units
+
+
+def partition_dirs(paths: Iterable[str | Path]) -> Iterator[PartitionDir]:
+    """Every live partition dir under ``paths``, log dir by log dir (skipping ``-delete``/``-future``/``-stray``
+    dirs and dirs that are no partition). A plain file is a UsageError, and so is a path with nothing under it."""
+    units = discover(paths)
+    for unit in units:
+        if isinstance(unit, FoundFile):
+            raise UsageError(f"{unit.display}: a file; name partition dirs or log dirs")
+    for unit in units:
+        if isinstance(unit, LogDir | PartitionDir):
+            for part in unit.partitions if isinstance(unit, LogDir) else [unit]:
+                if part.topic is not None and part.state is None:
+                    yield part
+
+
+def found_files(units: Iterable[Unit]) -> Iterator[FoundFile | Finding]:
+    """The files to read of ``units`` in reading order (each log dir's own files, then its partitions'), with
+    discovery's findings where they were met. Files kafkatool cannot name a kind for are left out."""
+    for unit in units:
+        if isinstance(unit, FoundFile | Finding):
+            yield unit
+            continue
+        if isinstance(unit, LogDir):
+            yield from unit.findings
+            yield from _known(unit.files)
+            parts = unit.partitions
+        else:
+            parts = [unit]
+        for part in parts:
+            yield from part.findings
+            yield from _known(part.files)
+
+
+def _known(files: Iterable[tuple[Path, str]]) -> Iterator[FoundFile]:
+    for path, display in sorted(files, key=lambda f: sort_key(f[0])):
+        kind = classify(path).kind
+        if kind not in (FileKind.UNKNOWN, FileKind.LOCK):
+            yield FoundFile(path, display, kind, False)
+
+
+def expand(paths: Iterable[str | Path], *, require: bool = True) -> list[FoundFile]:
+    """Every file to read under ``paths``; raises UsageError for a path that does not exist or (with
+    ``require``) holds nothing Kafka."""
+    return [f for f in found_files(discover(paths, require=require)) if isinstance(f, FoundFile)]
+
+
+__all__ = ["NOTHING_FOUND", "PARTITION_DIR", "FoundFile", "LogDir", "PartitionDir", "Unit", "discover", "expand",
+           "found_files", "list_partition", "partition_dirs", "partition_of"]

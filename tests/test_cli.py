@@ -161,3 +161,31 @@ def test_absurd_length_field_is_a_finding_not_an_allocation(tmp_path: Path) -> N
     lines = jsonl(proc.stdout)
     assert [x["type"] for x in lines] == ["batch", "finding"]
     assert (lines[1]["code"], lines[1]["position"]) == ("batch-too-large", len(good))
+
+
+# Every command that takes paths, with the arguments it needs besides them.
+_PATH_COMMANDS = {
+    "verify": [], "dump": [], "txns": [], "producers": [], "replicas": [], "offsets": [], "repair": [],
+    "epochs": [], "txn-state": [], "metadata": [], "locate": ["--offset", "0"],
+}
+
+
+@pytest.mark.parametrize("layout", ["empty", "unrelated"])
+@pytest.mark.parametrize("command", [*_PATH_COMMANDS, "truncation"])
+def test_nothing_kafka_under_the_path_exits_2_with_one_line(tmp_path: Path, command: str, layout: str) -> None:
+    """A wrong path (an empty dir, or a dir of files that are not Kafka's) is a usage error for every command:
+    exit 2, one line on stderr naming the path, nothing on stdout (before: verify said "clean", dump, txns,
+    producers and repair printed nothing and exited 0)."""
+    wrong = tmp_path / layout
+    wrong.mkdir()
+    if layout == "unrelated":
+        (wrong / "notes.txt").write_text("nothing to do with kafka\n")
+        (wrong / "photos").mkdir()
+        (wrong / "photos" / "a.jpg").write_bytes(b"\xff\xd8\xff")
+    if command == "truncation":
+        proc = kt(command, "--leader", wrong, "--follower", TXN)
+    else:
+        proc = kt(command, *_PATH_COMMANDS[command], wrong)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr == f"kafkatool: error: no Kafka log dir, partition or segment under {wrong}\n"
+    assert proc.stdout == ""

@@ -436,8 +436,12 @@ def test_usage_errors(tmp_path: Path) -> None:
         locate(partition, offset=1, timestamp=1)
     with pytest.raises(UsageError, match="log dir"):
         locate(ROOT / "kafka/logdir", offset=1)
+    with pytest.raises(UsageError, match="no Kafka log dir, partition or segment under"):
+        locate(tmp_path, offset=1)  # nothing Kafka under it: discovery's one message (kafkatool.walk)
+    (tmp_path / "t-0").mkdir()
+    (tmp_path / "t-0" / "leader-epoch-checkpoint").write_text("0\n0\n")
     with pytest.raises(UsageError, match="no .log segment"):
-        locate(tmp_path, offset=1)
+        locate(tmp_path / "t-0", offset=1)
     with pytest.raises(UsageError, match="no such file"):
         locate(tmp_path / "nope", offset=1)
 

@@ -18,7 +18,7 @@ import pytest
 from kafkatool import internal
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.spark.source import DECODED, plan, read_partition
-from kafkatool.verify import partition_dirs
+from kafkatool.walk import partition_dirs
 
 from .conftest import corpus_root
 from .test_internal_topics import _commit, _commit_key, _s16, _txn_value, _write
@@ -30,7 +30,10 @@ PACKED = {"packBytes": str(1 << 40), "minPartitions": "2"}  # hundreds of tiny p
 
 
 def _log_dirs_with(topic: str) -> list[str]:
-    found = sorted({str(d.parent) for d in corpus_root().glob(f"**/{topic}-*") if d.is_dir()})
+    """Log dirs of the corpus holding ``topic`` partitions (not the goldens' mirror of them under expected/)."""
+    root = corpus_root()
+    found = sorted({str(d.parent) for d in root.glob(f"**/{topic}-*")
+                    if d.is_dir() and d.relative_to(root).parts[0] != "expected"})
     assert found, topic
     return found
 

@@ -58,13 +58,14 @@ def offsets(
                                                 show_default=False)],
     fmt: Format = "text",
     group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Only this group (repeatable).")] = None,
-    lag: Annotated[bool, typer.Option(help="Compare commits with the data partitions found under the paths.")] = True,
+    lag: Annotated[bool, typer.Option(help="Compare commits with the data partitions in the same log dir.")] = True,
 ) -> int:
     """Committed offsets and consumer groups, replayed from __consumer_offsets as the group coordinator loads it.
 
     The latest commit per (group, topic, partition) wins, a tombstone deletes, transactional commits count
-    once committed. Each group's generation, protocol, leader and members. Where the data partition is under
-    the paths too: its log start, LEO, high watermark and the lag; a commit beyond the LEO is an error.
+    once committed. Each group's generation, protocol, leader and members. Where the data partition is in the
+    same log dir as the __consumer_offsets partition: its log start, LEO, high watermark and the lag; a commit
+    beyond the LEO is an error (another log dir's copy of the partition is never compared).
     Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
     """
     from ..errors import UsageError

@@ -1,8 +1,9 @@
 """The ``kafkatool`` command: assembles the command groups and maps errors to exit codes.
 
-Exit codes (every command): 0 clean, 1 findings, 2 usage error, 3 I/O error
-(70: an internal error, i.e. a bug in kafkatool; 130: interrupted with Ctrl-C; 141: the reader of stdout went
-away, as ``| head`` does, the code a shell gives a process killed by SIGPIPE).
+Exit codes (every command): 0 clean, 1 findings, 2 usage error (a path with no Kafka log dir, partition or
+segment under it included), 3 I/O error (70: an internal error, i.e. a bug in kafkatool; 130: interrupted with
+Ctrl-C; 141: the reader of stdout went away, as ``| head`` does, the code a shell gives a process killed by
+SIGPIPE).
 Set ``KAFKATOOL_DEBUG=1`` to see tracebacks instead of one-line messages.
 Heavy modules are imported inside the commands, so ``kafkatool --help`` starts fast.
 """
@@ -41,8 +42,8 @@ app = typer.Typer(
     help=(
         "Inspect and repair Apache Kafka log directories offline, straight from broker disks: "
         "no broker, no JVM.\n\n"
-        "Exit codes: 0 clean, 1 findings, 2 usage error or nothing to read, 3 I/O error; 130 interrupted, "
-        "141 output pipe closed."
+        "Exit codes: 0 clean, 1 findings, 2 usage error or nothing Kafka under a path, 3 I/O error; "
+        "130 interrupted, 141 output pipe closed."
     ),
     no_args_is_help=True,
     add_completion=False,

@@ -353,7 +353,7 @@ def _plan_local(path: str, include_leftovers: bool, include_snapshots: bool = Fa
     from kafkatool.walk import expand
 
     found = []
-    for f in expand([path]):
+    for f in expand([path], require=False):  # a glob may match dirs without data: they add no partitions
         info = classify(f.path, by_extension=True)
         if _wanted(f.kind, f.explicit, info.leftover, include_leftovers, include_snapshots):
             found.append((str(f.path), f.display, str(f.path.parent), f.path.resolve().parent.name, info))
