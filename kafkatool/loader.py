@@ -114,6 +114,7 @@ class LoadedPartition:
     partition: int
     segments: list[LoadedSegment]
     recovery_point: int            # the checkpoint's (0 when absent) or the caller's
+    recovery_point_checkpoint: int | None
     clean_shutdown: bool
     log_start_checkpoint: int | None
     hw_checkpoint: int | None
@@ -433,8 +434,9 @@ def load_partition(
     sorted_files = _sort_files(_listing(path, display, files), options)
     bases = sorted(sorted_files.segments)
     segs = [sorted_files.segments[b] for b in bases]
-    loaded = LoadedPartition(path, display, topic, partition, segs, rp, clean, ls_checkpoint, hw_checkpoint,
-                             findings=list(logdir.findings))
+    rp_checkpoint = cps.get("recovery-point-offset-checkpoint", {}).get(key)
+    loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean, ls_checkpoint,
+                             hw_checkpoint, findings=list(logdir.findings))
     loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
     loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
 
