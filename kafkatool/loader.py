@@ -281,16 +281,17 @@ class ProducerReplay:
 # --- reading one segment -------------------------------------------------------------------------------------------
 
 
-def segment_items(path: Path, display: str, options: ScanOptions) -> Iterator[tuple[Batch, bytes | None] | Finding]:
+def segment_items(path: Path, display: str, options: ScanOptions, end: int | None = None
+                  ) -> Iterator[tuple[Batch, bytes | None] | Finding]:
     """The batches of a segment file (with the bytes of each control batch) and the scan's findings, in file
-    order: a header scan (columnar), records left undecoded."""
+    order, up to byte ``end``: a header scan (columnar), records left undecoded."""
     try:
         fh = open(path, "rb", buffering=0)
     except OSError as exc:
         yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
         return
     with fh:
-        for item in scan(fh, display, columnar=True, options=options):
+        for item in scan(fh, display, end=end, columnar=True, options=options):
             cls = item.__class__
             if cls is HeaderRun:
                 controls = item.controls  # type: ignore[union-attr]

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from .model import Batch, Finding
 from .producers import Transaction, replay_partition
-from .walk import partition_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,27 +46,17 @@ class CommittedView:
         return not any(first <= batch.base_offset <= last for first, last in self.aborted.get(batch.producer_id, ()))
 
 
-def high_watermark(partition_dir: Path) -> int | None:
-    """The partition's entry in its log dir's ``replication-offset-checkpoint``, if there is one."""
-    from .smallfiles import read_offset_checkpoint
-
-    tp = partition_of(partition_dir.name)
-    checkpoint = partition_dir.parent / "replication-offset-checkpoint"
-    if tp is None or not checkpoint.is_file():
-        return None
-    for e in read_offset_checkpoint(checkpoint):
-        if (e.topic, e.partition) == tp:
-            return e.offset
-    return None
-
-
 def committed_view(partition_dir: Path) -> CommittedView:
-    """The aborted transactions, LSO and high watermark of the partition dir holding a segment."""
+    """The aborted transactions, LSO and high watermark of the partition dir holding a segment, as the broker holds
+    them after loading the log (:mod:`kafkatool.loader`); the high watermark is None when the log dir has none
+    checkpointed for the partition."""
     history = replay_partition(partition_dir)
     aborted: dict[int, list[tuple[int, int]]] = {}
     for pid, first, last in history.aborted():
         aborted.setdefault(pid, []).append((first, last))
-    return CommittedView(aborted, history.lso, high_watermark(partition_dir))
+    loaded = history.loaded
+    hw = loaded.high_watermark if loaded is not None and loaded.hw_checkpoint is not None else None
+    return CommittedView(aborted, history.lso, hw)
 
 
 def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
@@ -76,7 +65,7 @@ def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
     from .verify import partition_dirs, verify_paths
 
     for pd in partition_dirs(paths):
-        history = replay_partition(pd.path, pd.display)
+        history = replay_partition(pd.path, pd.display, pd.files)
         yield from (f for f in history.findings if f.severity != "info")
         for t in history.transactions:
             yield t
@@ -89,4 +78,4 @@ def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
         yield from (f for f in verify_paths([pd.display]) if isinstance(f, Finding) and f.code.startswith("txnindex-"))
 
 
-__all__ = ["CommittedView", "committed_view", "high_watermark", "txns_paths"]
+__all__ = ["CommittedView", "committed_view", "txns_paths"]
