@@ -472,10 +472,9 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
     summary.batches, summary.records = state.batches, state.records
     summary.index = _index_word(state.index_status)
     loaded = _load(part, options)
-    if bases:
-        for f in _summarise_load(loaded, summary):
-            yield emit(f)
-        state.loaded_leo = loaded.log_end_offset
+    for f in _summarise_load(loaded, summary):
+        yield emit(f)
+    state.loaded_leo = loaded.log_end_offset
 
     for f in _check_epochs(files, state, part, compacted):
         yield emit(f)
