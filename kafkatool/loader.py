@@ -57,7 +57,7 @@ from .errors import InputIOError
 from .filetypes import FileKind, classify
 from .logwriter import ProducerState, last_sequence
 from .model import Batch, Finding
-from .records import HeaderRun, ScanOptions, decode_records, scan
+from .records import ScanOptions, decode_records, scan
 from .smallfiles import (
     EpochEntry,
     OffsetCheckpointEntry,
@@ -240,22 +240,22 @@ class ProducerReplay:
 
     def batch(self, b: Batch, control_raw: bytes | None, path: str) -> list[Finding]:
         """Apply one v2 batch with a producer id; returns the findings of decoding a control batch."""
-        if not b.crc_valid:
+        if not b[6]:  # crc_valid
             return []
-        pid = b.producer_id
+        pid, producer_epoch = b[14], b[15]
         p = self.producers.get(pid)  # type: ignore[arg-type]
-        if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:  # checkProducerEpoch
-            self.fenced.append((pid, b.producer_epoch, b.base_offset))  # type: ignore[arg-type]
+        if p is not None and p.epoch >= 0 and producer_epoch < p.epoch:  # checkProducerEpoch
+            self.fenced.append((pid, producer_epoch, b[1]))  # type: ignore[arg-type]
             return []
-        if b.control:
+        if b[18]:  # control
             return self._marker(b, control_raw, path, p)
         if p is None:
             p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]
-        p.set_epoch(b.producer_epoch)  # type: ignore[arg-type]
-        p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
-        p.last_timestamp = b.max_timestamp
-        if b.transactional and p.txn_first_offset < 0:
-            p.txn_first_offset = b.base_offset
+        p.epoch = producer_epoch  # type: ignore[assignment]  # (maybeUpdateProducerEpoch: last_batch is replaced)
+        p.last_batch = (last_sequence(b), b[2], b[2] - b[1])
+        p.last_timestamp = b[11]
+        if b[17] and p.txn_first_offset < 0:  # transactional: beginning a transaction
+            p.txn_first_offset = b[1]
         return []
 
     def _marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None) -> list[Finding]:
@@ -284,22 +284,18 @@ class ProducerReplay:
 def segment_items(path: Path, display: str, options: ScanOptions, end: int | None = None
                   ) -> Iterator[tuple[Batch, bytes | None] | Finding]:
     """The batches of a segment file (with the bytes of each control batch) and the scan's findings, in file
-    order, up to byte ``end``: a header scan (columnar), records left undecoded."""
+    order, up to byte ``end``: a header scan, records left undecoded."""
     try:
         fh = open(path, "rb", buffering=0)
     except OSError as exc:
         yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
         return
     with fh:
-        for item in scan(fh, display, end=end, columnar=True, options=options):
-            cls = item.__class__
-            if cls is HeaderRun:
-                controls = item.controls  # type: ignore[union-attr]
-                for i, b in enumerate(item.batches()):  # type: ignore[union-attr]
-                    yield b, controls.get(i)
-            elif cls is Batch:
-                yield item, None  # type: ignore[misc]
-            elif cls is Finding:
+        fd = fh.fileno()
+        for item in scan(fh, display, end=end, options=options):
+            if item.__class__ is Batch:
+                yield item, (os.pread(fd, item[3], item[0]) if item[18] else None)  # type: ignore[index,misc]
+            elif item.__class__ is Finding:
                 yield item  # type: ignore[misc]
 
 
@@ -471,59 +467,14 @@ def load_partition(
     seg_epochs: dict[int, list[tuple[int, int]]] = {}
     disk_end = bases[0] if bases else (ls_checkpoint or 0)
     ended = False
-    epoch_now: int | None = None
+    run = _Runs()
     for seg in segs:
         seg.deleted = ended
         recovering = seg.recovered is not None and not ended
         ends_log = seg.base_offset in unflushed and seg.base_offset not in load_phase
-        kept = not ended
-        next_offset, valid_bytes = seg.base_offset, 0
-        seg_epoch: int | None = None
-        epochs = seg_epochs.setdefault(seg.base_offset, [])
-        for item in segment_items(seg.path, seg.display, options):
-            if isinstance(item, Finding):
-                if not kept:
-                    continue  # past the cut: the cut's finding stands for it
-                if recovering and item.severity == "error" and item.code != "crc-mismatch":
-                    kept = False
-                    at = item.position if item.position is not None else valid_bytes
-                    loaded.cuts.append(RecoveryCut(seg.path, seg.display, seg.base_offset, at, next_offset,
-                                                   ends_log, item))
-                elif not recovering or item.code != "crc-mismatch":
-                    loaded.findings.append(item)
-                continue
-            b, control_raw = item
-            disk_end = max(disk_end, b.last_offset + 1)
-            if not kept:
-                continue
-            if recovering and not b.crc_valid:  # LogSegment.recover: batch.ensureValid() fails
-                kept = False
-                finding = Finding("error", "crc-mismatch", seg.display, b.position,
-                                  f"batch at offsets {b.base_offset}..{b.last_offset}: stored CRC32C {b.crc} does "
-                                  "not match its contents; recovery cuts the segment here")
-                loaded.cuts.append(RecoveryCut(seg.path, seg.display, seg.base_offset, b.position, next_offset,
-                                               ends_log, finding))
-                continue
-            next_offset, valid_bytes = b.last_offset + 1, b.position + b.size
-            loaded.batches += 1
-            loaded.records += b.record_count
-            if loaded.first_batch_offset is None:
-                loaded.first_batch_offset = b.base_offset
-            if b.magic < 2:
-                loaded.legacy = True
-                continue
-            epoch = b.partition_leader_epoch
-            if epoch != epoch_now:
-                epoch_now = epoch
-                loaded.epoch_runs.append((epoch, b.base_offset, b.position, seg.display))  # type: ignore[arg-type]
-            if epoch != seg_epoch:
-                seg_epoch = epoch
-                epochs.append((epoch, b.base_offset))  # type: ignore[arg-type]
-            if replay is not None and b.producer_id >= 0 and b.last_offset >= start:  # type: ignore[operator]
-                loaded.findings.extend(replay.batch(b, control_raw, seg.display))
-        seg.next_offset = next_offset
-        seg.valid_bytes = valid_bytes if recovering else seg.size
-        if recovering and not kept and ends_log:
+        disk_end = max(disk_end, _read_segment(loaded, seg, recovering, ends_log, not ended, replay, start, run,
+                                               seg_epochs.setdefault(seg.base_offset, []), options))
+        if recovering and ends_log and loaded.cuts and loaded.cuts[-1].segment_base == seg.base_offset:
             ended = True  # recoverLog: corruption in an unflushed segment deletes every later segment
 
     # Step 4: the log end offset and log start.
@@ -580,6 +531,81 @@ def load_partition(
         loaded.producers, loaded.aborted, loaded.fenced = replay.producers, replay.aborted, replay.fenced
     loaded.segments = segs
     return loaded
+
+
+@dataclass
+class _Runs:
+    """The leader epoch of the last kept batch, across segments (for ``epoch_runs``)."""
+
+    epoch: int | None = None
+
+
+def _read_segment(
+    loaded: LoadedPartition, seg: LoadedSegment, recovering: bool, ends_log: bool, kept: bool,
+    replay: ProducerReplay | None, start: int, run: _Runs, epochs: list[tuple[int, int]], options: ScanOptions,
+) -> int:
+    """One segment's batches into ``loaded`` (the hot loop: one header scan, tuple fields by index). A recovered
+    segment is cut at its first invalid batch (``LogSegment.recover``); ``kept`` False: recovery deleted it, its
+    batches only count toward the on-disk end, which is returned."""
+    next_offset, valid_bytes, disk_end = seg.base_offset, 0, seg.base_offset
+    batches = records = 0
+    seg_epoch: int | None = None
+    display = seg.display
+    try:
+        fh = open(seg.path, "rb", buffering=0)
+    except OSError as exc:
+        loaded.findings.append(Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}"))
+        return disk_end
+    with fh:
+        fd = fh.fileno()
+        for b in scan(fh, display, options=options):
+            if b.__class__ is not Batch:
+                if b.__class__ is not Finding or not kept:
+                    continue  # past the cut: the cut's finding stands for what follows
+                f: Finding = b  # type: ignore[assignment]
+                if recovering and f.severity == "error" and f.code != "crc-mismatch":
+                    kept = False
+                    at = f.position if f.position is not None else valid_bytes
+                    loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, at, next_offset, ends_log, f))
+                elif not recovering or f.code != "crc-mismatch":
+                    loaded.findings.append(f)
+                continue
+            last = b[2]  # last_offset
+            if last >= disk_end:
+                disk_end = last + 1
+            if not kept:
+                continue
+            if recovering and not b[6]:  # crc_valid; LogSegment.recover: batch.ensureValid() fails
+                kept = False
+                finding = Finding("error", "crc-mismatch", display, b[0],
+                                  f"batch at offsets {b[1]}..{last}: stored CRC32C {b[5]} does not match its "
+                                  "contents; recovery cuts the segment here")
+                loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
+                                               finding))
+                continue
+            next_offset, valid_bytes = last + 1, b[0] + b[3]
+            batches += 1
+            records += b[12]
+            if loaded.first_batch_offset is None:
+                loaded.first_batch_offset = b[1]
+            if b[4] < 2:  # magic: v0/v1 carry no epoch and no producer
+                loaded.legacy = True
+                continue
+            epoch = b[13]
+            if epoch != seg_epoch:
+                seg_epoch = epoch
+                epochs.append((epoch, b[1]))
+                if epoch != run.epoch:
+                    run.epoch = epoch
+                    loaded.epoch_runs.append((epoch, b[1], b[0], display))
+            if b[14] >= 0 and replay is not None and last >= start:  # producer_id
+                control = os.pread(fd, b[3], b[0]) if b[18] else None  # a control batch's bytes: its marker type
+                loaded.findings.extend(replay.batch(b, control, display))  # type: ignore[arg-type]
+    loaded.batches += batches
+    loaded.records += records
+    seg.next_offset = next_offset
+    seg.valid_bytes = valid_bytes if recovering else seg.size
+    return disk_end
 
 
 def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Finding]) -> list[tuple[int, int]] | None:
