@@ -593,7 +593,7 @@ def epoch_history(paths: Iterable[str | Path], *, topic: str | None = None, part
             r = open_replica(part, part.display, options)
             ck_file = next(((p, d) for p, d in part.files if p.name == "leader-epoch-checkpoint"), None)
             findings = [*r.findings, *check_epochs(r.runs, ck_file, r.leo, r.first_batch_offset, r.legacy,
-                                                   part.display)]
+                                                   part.display, r.loaded.compacted)]
             rows = epoch_rows(r.epoch_checkpoint or [], [(e, s) for e, s, _p, _d in r.runs], r.leo)
             yield from findings
             yield from rows

@@ -719,17 +719,17 @@ def check_epochs(
     holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
     epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
-    expected: list[tuple[int, int]] = []
+    from .replicas import EpochCache  # (replicas imports this module)
+
+    implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
     for epoch, start, position, path in runs:
-        if expected and epoch < expected[-1][0]:
+        latest = implied.latest
+        if latest is not None and epoch < latest[0]:
             yield Finding("error", "epoch-goes-back", path, position,
-                          f"batch at offset {start} has leader epoch {epoch}, after epoch {expected[-1][0]}: "
+                          f"batch at offset {start} has leader epoch {epoch}, after epoch {latest[0]}: "
                           "a leader's data after a newer leader's (divergent log)")
-        if expected and expected[-1][0] == epoch:
-            continue  # the same leader's later batches (or the next segment): no new entry
-        while expected and (expected[-1][0] >= epoch or expected[-1][1] >= start):
-            expected.pop()
-        expected.append((epoch, start))
+        implied.assign(epoch, start)
+    expected = implied.entries
     if checkpoint is None:
         if expected and not legacy:
             where = os.path.join(partition_display, "leader-epoch-checkpoint")
