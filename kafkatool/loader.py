@@ -42,7 +42,9 @@ Where this deliberately differs from the broker (say so when you read the number
   nothing (the broker's replay, origin REPLICATION, only logs a warning and takes the older epoch; a leader
   never accepts such a write from a client: ``InvalidProducerEpochException``);
 - producers idle longer than ``producer.id.expiration.ms`` are not expired from the snapshot loaded (expiry
-  never removes a producer with an open transaction, so the first unstable offset is the broker's).
+  never removes a producer with an open transaction, so the first unstable offset is the broker's);
+- a segment swapped in from a ``.swap`` file is recovered like one with a missing index (as ``repair`` rebuilds
+  its indexes); the broker gives it the empty index files it opened with the ``.swap`` suffix and trusts it.
 """
 
 from __future__ import annotations
@@ -455,10 +457,13 @@ def load_partition(
     recovered_bases = load_phase | unflushed
     log_start_guess = max(ls_checkpoint or 0, bases[0] if bases else 0)
 
-    # Step 6, first half: where the producer state starts (revisited below if that is past the log end).
-    no_state = clean and not sorted_files.snapshots and not recovered_bases
+    # Step 6, first half: where the producer state starts (revisited below if that is past the log end). The first
+    # segment recovered loads the latest snapshot at or before it; without recovery, the final rebuild does, once
+    # ProducerStateManager.removeStraySnapshots has dropped the snapshots at no segment's base offset.
     bound = min(recovered_bases) if recovered_bases else None
-    start, entries, _bad = latest_snapshot(sorted_files.snapshots, bound, log_start_guess)
+    snapshots = sorted_files.snapshots if recovered_bases else _without_strays(sorted_files.snapshots, bases)
+    no_state = clean and not snapshots and not recovered_bases
+    start, entries, _bad = latest_snapshot(snapshots, bound, log_start_guess)
     replay = None if no_state else ProducerReplay(entries)
     loaded.producer_snapshot = start if entries or start in sorted_files.snapshots else None
     loaded.replay_from = None if no_state else start
@@ -512,7 +517,7 @@ def load_partition(
 
     # Step 6, second half: a snapshot past the log end is deleted by the broker; start again from an earlier one.
     if replay is not None and start > leo:
-        start, entries, _bad = latest_snapshot(sorted_files.snapshots, leo, loaded.log_start_offset)
+        start, entries, _bad = latest_snapshot(snapshots, leo, loaded.log_start_offset)
         loaded.producer_snapshot = start if entries or start in sorted_files.snapshots else None
         loaded.replay_from = start
         replay = ProducerReplay(entries)
@@ -606,6 +611,16 @@ def _read_segment(
     seg.next_offset = next_offset
     seg.valid_bytes = valid_bytes if recovering else seg.size
     return disk_end
+
+
+def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict[int | None, Path]:
+    """``ProducerStateManager.removeStraySnapshots``: snapshots at a segment's base offset stay, and the latest
+    other one when it is at or past the last segment's base (the snapshot of the log end)."""
+    kept = {o: p for o, p in snapshots.items() if o in bases}
+    strays = sorted(o for o in snapshots if o is not None and o not in bases)
+    if strays and (not bases or strays[-1] >= bases[-1]):
+        kept[strays[-1]] = snapshots[strays[-1]]
+    return kept
 
 
 def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Finding]) -> list[tuple[int, int]] | None:
