@@ -238,3 +238,20 @@ def test_a_clean_shutdown_trusts_the_files_and_keeps_the_checkpointed_epochs(tmp
         checkpoints.build_epoch_checkpoint([(0, 0)]))
     assert load_partition(root / "orders-0").epoch_cache.entries == [(0, 0)]
     assert load_partition(tmp_path / "unclean" / "orders-0").epoch_cache.entries == [(0, 0), (1, 6)]
+
+
+def test_after_a_clean_shutdown_only_snapshots_at_segment_bases_or_the_log_end_count(tmp_path: Path) -> None:
+    """``ProducerStateManager.removeStraySnapshots`` (``LogLoader.load``, before the final ``rebuildProducerState``):
+    a snapshot at no segment's base offset below the last segment is deleted. With no other snapshot and a clean
+    shutdown the broker then assumes no producer state (the upgrade path); a snapshot at the log end is kept."""
+    seg0 = [_idem(0, 2, pid=20, txn=True, seq=0), _idem(2, pid=9)]
+    d = _raw_partition(tmp_path / "logdir", {0: seg0, 3: [_idem(3, pid=9, seq=1)]})
+    (tmp_path / "logdir" / ".kafka_cleanshutdown").write_bytes(b"")
+    snapshot = corpus_root() / "kafka/recovery/crc-flip/before/rtopic-0" / f"{86:020d}.snapshot"  # readable, any
+    shutil.copyfile(snapshot, d / f"{2:020d}.snapshot")  # stray: 2 is no segment's base, below the last (3)
+    loaded = load_partition(d)
+    assert (loaded.producers, loaded.replay_from, loaded.first_unstable_offset) == ({}, None, None)
+    (d / f"{2:020d}.snapshot").rename(d / f"{0:020d}.snapshot")  # at a segment base: loaded, then the log replayed
+    loaded = load_partition(d)
+    assert loaded.producer_snapshot == 0 and loaded.first_unstable_offset == 0
+    assert loaded.open_transactions[20] == 0
