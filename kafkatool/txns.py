@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .model import Batch, Finding
 from .producers import Transaction, replay_partition
+from .walk import partition_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,20 @@ class CommittedView:
         if not batch.transactional:
             return True
         return not any(first <= batch.base_offset <= last for first, last in self.aborted.get(batch.producer_id, ()))
+
+
+def high_watermark(partition_dir: Path) -> int | None:
+    """The partition's entry in its log dir's ``replication-offset-checkpoint``, if there is one."""
+    from .smallfiles import read_offset_checkpoint
+
+    tp = partition_of(partition_dir.name)
+    checkpoint = partition_dir.parent / "replication-offset-checkpoint"
+    if tp is None or not checkpoint.is_file():
+        return None
+    for e in read_offset_checkpoint(checkpoint):
+        if (e.topic, e.partition) == tp:
+            return e.offset
+    return None
 
 
 def committed_view(partition_dir: Path) -> CommittedView:
@@ -78,4 +93,4 @@ def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
         yield from (f for f in verify_paths([pd.display]) if isinstance(f, Finding) and f.code.startswith("txnindex-"))
 
 
-__all__ = ["CommittedView", "committed_view", "txns_paths"]
+__all__ = ["CommittedView", "committed_view", "high_watermark", "txns_paths"]
