@@ -1,10 +1,13 @@
 """Producer state and transactions rebuilt from a partition's log, and an idempotence audit.
 
-One pass over a partition's segments in offset order replays each batch as the broker's producer state does
-(``ProducerAppendInfo``, ``ProducerStateEntry``, ``ProducerStateManager``; the model is
-:class:`kafkatool.logwriter.ProducerState`): per producer id the epoch, the last batch's sequence and offset, the
-coordinator epoch and the open transaction. It also judges each batch as the leader would have on a client's
-append (``ProducerAppendInfo.checkSequence``/``checkProducerEpoch``), finding what a healthy broker never writes:
+The partition is read as the broker loads it (:func:`kafkatool.loader.load_partition`: leftovers resolved,
+recovery's cuts made), and one pass over its batches in offset order replays each as the broker's producer state
+does (``ProducerAppendInfo``, ``ProducerStateEntry``, ``ProducerStateManager``; the state machine is the loader's
+:class:`kafkatool.loader.ProducerReplay`): per producer id the epoch, the last batch's sequence and offset, the
+coordinator epoch and the open transaction. A batch whose CRC does not match changes nothing, and neither does a
+fenced one (an epoch older than the producer's current epoch: the leader refuses such a write). The pass also
+judges each batch as the leader would have on a client's append (``ProducerAppendInfo.checkSequence``/
+``checkProducerEpoch``), finding what a healthy broker never writes:
 
 - ``duplicate-batch``: same producer id, epoch and sequence range as an earlier batch (written twice);
 - ``sequence-gap`` / ``sequence-out-of-order``: a batch not continuing the producer's last sequence (the broker
@@ -32,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from .filetypes import FileKind, classify
+from .loader import LoadedPartition, ProducerReplay, load_partition, segment_items
 from .logwriter import ProducerState, last_sequence
 from .model import Batch, Finding
-from .records import RawBatch, decode_records, scan
+from .records import ScanOptions, decode_records
 from .smallfiles import ProducerEntry, read_producer_entries
 from .walk import partition_dirs
 
@@ -112,12 +116,14 @@ class PartitionHistory:
     leo: int | None = None
     snapshot: Path | None = None  # the newest
     states: dict[int, list[ProducerEntry]] = dataclasses.field(default_factory=dict)  # at each snapshot's offset
+    loaded: LoadedPartition | None = None  # the partition as the broker loads it
 
     @property
     def lso(self) -> int | None:
-        """First offset of the oldest open transaction, else the log end offset."""
-        opened = [t.first_offset for t in self.transactions if t.outcome == "OPEN"]
-        return min(opened) if opened else self.leo
+        """The first unstable offset as the broker has it after loading (:mod:`kafkatool.loader`), else the log end
+        offset: where a ``read_committed`` fetch stops, the high watermark aside."""
+        fuo = self.loaded.first_unstable_offset if self.loaded is not None else None
+        return fuo if fuo is not None else self.leo
 
     def aborted(self) -> list[tuple[int, int, int]]:
         """(producer id, first offset, marker offset) of every aborted transaction, in marker order."""
@@ -142,33 +148,34 @@ def _named(dir: Path, kind: FileKind, suffix: str) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def replay_partition(dir: Path, display: str | None = None) -> PartitionHistory:
-    """Replay a partition dir's log: producer state, transactions and the idempotence audit's findings."""
+def replay_partition(dir: Path, display: str | None = None, files: Iterable[tuple[Path, str]] | None = None,
+                     loaded: LoadedPartition | None = None) -> PartitionHistory:
+    """Replay a partition dir's log as the broker loads it (:func:`kafkatool.loader.load_partition`: leftovers
+    resolved, recovery's cuts made): producer state, transactions and the idempotence audit's findings."""
     display = display if display is not None else str(dir)
-    h = _Replay(PartitionHistory(display))
-    logs = segment_logs(dir)
+    if loaded is None:
+        loaded = load_partition(dir, display, files=files)
+    h = _Replay(PartitionHistory(display, loaded=loaded))
+    live = [s for s in loaded.segments if not s.deleted]
     snaps = _named(dir, FileKind.PRODUCER_SNAPSHOT, ".snapshot")
-    if logs and logs[0][0] > 0:  # deleted segments: start from the snapshot at the log start, as the broker
-        start = [p for off, p in snaps if off == logs[0][0]]
+    if live and live[0].base_offset > 0:  # deleted segments: start from the snapshot at the log start, as the broker
+        start = [p for off, p in snaps if off == live[0].base_offset]
         if start:
             h.load(read_producer_entries(start[0]))
     if snaps:
         h.history.snapshot = snaps[-1][1]
+    h.history.log_start, h.history.leo = loaded.log_start_offset, loaded.log_end_offset
     pending = [off for off, _ in snaps]
-    for base, path in logs:
-        seg_display = f"{display}/{path.name}"
-        with open(path, "rb") as fh:
-            for item in scan(fh, seg_display, with_raw=True):
-                if isinstance(item, RawBatch):
-                    while pending and item.batch.base_offset >= pending[0]:
-                        h.history.states[pending.pop(0)] = h.history.entries()
-                    h.batch(item, seg_display)
-                elif isinstance(item, Finding):
-                    h.history.findings.append(item)
-        if h.history.log_start is None:
-            h.history.log_start = base
-        if h.history.leo is None or h.history.leo < base:
-            h.history.leo = base
+    for seg in live:
+        end = seg.valid_bytes if seg.recovered is not None else None
+        for item in segment_items(seg.path, seg.display, ScanOptions(), end=end):
+            if isinstance(item, Finding):
+                h.history.findings.append(item)
+                continue
+            b, control_raw = item
+            while pending and b.base_offset >= pending[0]:
+                h.history.states[pending.pop(0)] = h.history.entries()
+            h.batch(b, control_raw, seg.display)
     for off in pending:  # at or past the log end (the snapshot of a clean shutdown)
         h.history.states[off] = h.history.entries()
     h.finish()
@@ -176,72 +183,69 @@ def replay_partition(dir: Path, display: str | None = None) -> PartitionHistory:
 
 
 class _Replay:
-    """The per-batch rules; state lives in :class:`PartitionHistory`."""
+    """The audit's per-batch rules; the producer state itself is :class:`kafkatool.loader.ProducerReplay`'s (the
+    loader's), kept in :class:`PartitionHistory`."""
 
     def __init__(self, history: PartitionHistory) -> None:
         self.history = history
+        self.state = ProducerReplay()
+        history.producers = self.state.producers
         self.open: dict[int, _Open] = {}
         self.seen: dict[int, dict[tuple[int, int, int], int]] = {}  # pid -> (epoch, first, last seq) -> offset
 
     def find(self, severity: str, code: str, path: str, batch: Batch, message: str) -> None:
         self.history.findings.append(Finding(severity, code, path, batch.position, message))  # type: ignore[arg-type]
 
-    def load(self, entries: Iterable[ProducerEntry]) -> None:
+    def load(self, entries: list[ProducerEntry]) -> None:
+        self.state = ProducerReplay(entries)
+        self.history.producers = self.state.producers
         for e in entries:
-            self.history.producers[e.producer_id] = ProducerState(
-                e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp, e.current_txn_first_offset,
-                (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
             if e.current_txn_first_offset >= 0:
                 self.open[e.producer_id] = _Open(e.producer_epoch, e.current_txn_first_offset, e.timestamp,
                                                  e.current_txn_first_offset)
 
-    def batch(self, rb: RawBatch, path: str) -> None:
-        b = rb.batch
-        self.history.leo = b.last_offset + 1
-        if b.magic < 2 or b.producer_id is None or b.producer_id < 0:
+    def batch(self, b: Batch, control_raw: bytes | None, path: str) -> None:
+        """One batch of the loaded log. A batch whose CRC does not match changes nothing (the scan reports it)."""
+        if b.magic < 2 or b.producer_id is None or b.producer_id < 0 or not b.crc_valid:
             return
         pid = b.producer_id
         p = self.history.producers.get(pid)
         if b.control:
-            self.marker(rb, path, p)
+            self.marker(b, control_raw, path, p)
             return
         if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:
             self.find("error", "producer-fenced", path, b,
                       f"producer {pid}: batch at offsets {b.base_offset}..{b.last_offset} has epoch {b.producer_epoch}"
                       f", older than its epoch {p.epoch} already in the log: the broker fences such a write "
-                      "(ProducerFenced)")
-        elif p is not None:
+                      "(ProducerFenced); it does not change the producer's state")
+            self.state.batch(b, control_raw, path)  # counted as fenced there
+            return
+        if p is not None:
             self.check_sequence(p, b, path)
-        if p is None:
-            p = self.history.producers[pid] = ProducerState(pid)
-        if b.producer_epoch != p.epoch or p.last_batch is None:
+            if p.txn_first_offset >= 0 and not b.transactional:
+                self.find("error", "txn-invalid-state", path, b,
+                          f"producer {pid}: non-transactional batch at offset {b.base_offset} inside its transaction "
+                          f"open since {p.txn_first_offset} (the broker refuses it: InvalidTxnState)")
+        if p is None or b.producer_epoch != p.epoch or p.last_batch is None:
             self.history.first_sequence[pid] = b.base_sequence
-        p.set_epoch(b.producer_epoch)
-        p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
-        p.last_timestamp = b.max_timestamp
+        self.state.batch(b, control_raw, path)
         self.history.batches[pid] = self.history.batches.get(pid, 0) + 1
         if b.base_sequence >= 0:
             self.seen.setdefault(pid, {}).setdefault((b.producer_epoch, b.base_sequence, last_sequence(b)),
                                                      b.base_offset)
         if b.transactional:
-            if p.txn_first_offset < 0:
-                p.txn_first_offset = b.base_offset
-                self.open[pid] = _Open(b.producer_epoch, b.base_offset, b.first_timestamp, b.last_offset)
             txn = self.open.get(pid)
-            if txn is not None:
-                txn.records += b.record_count
-                txn.batches += 1
-                txn.last_offset = b.last_offset
-        elif p.txn_first_offset >= 0:
-            self.find("error", "txn-invalid-state", path, b,
-                      f"producer {pid}: non-transactional batch at offset {b.base_offset} inside its transaction "
-                      f"open since {p.txn_first_offset} (the broker refuses it: InvalidTxnState)")
+            if txn is None:
+                txn = self.open[pid] = _Open(b.producer_epoch, b.base_offset, b.first_timestamp, b.last_offset)
+            txn.records += b.record_count
+            txn.batches += 1
+            txn.last_offset = b.last_offset
 
     def check_sequence(self, p: ProducerState, b: Batch, path: str) -> None:
         """``checkSequence`` for a known producer, on what a client's append would have been judged.
 
         Whatever it finds, the batch is in the log and the state moves on with it, as the broker's own replay
-        (origin REPLICATION, which does not check sequences and only warns about an older epoch) does.
+        (origin REPLICATION, which does not check sequences) does.
         """
         pid, seq, last = p.producer_id, b.base_sequence, last_sequence(b)
         where = f"producer {pid} epoch {b.producer_epoch}: batch at offsets {b.base_offset}..{b.last_offset}"
@@ -273,35 +277,34 @@ class _Replay:
                       f"{where} has sequence {seq}..{last}, not after the last sequence {expected} "
                       "(OutOfOrderSequence)")
 
-    def marker(self, rb: RawBatch, path: str, p: ProducerState | None) -> None:
+    def marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None) -> None:
         """``appendEndTxnMarker``: close the open transaction (an empty control batch changes nothing)."""
-        b = rb.batch
-        records, findings = decode_records(b, rb.raw, path)
+        if raw is None:
+            return
+        records, findings = decode_records(b, raw, path)
         self.history.findings.extend(findings)
         if not records or records[0].control_type not in ("ABORT", "COMMIT"):
             return
         marker = records[0]
         pid = b.producer_id
-        if p is None:
-            p = self.history.producers[pid] = ProducerState(pid)
-        elif p.epoch >= 0 and b.producer_epoch < p.epoch:
+        if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:
             self.find("error", "producer-fenced", path, b,
                       f"producer {pid}: {marker.control_type} marker at offset {b.base_offset} has epoch "
-                      f"{b.producer_epoch}, older than its epoch {p.epoch} (the coordinator fences it)")
-        elif p.epoch >= 0 and b.producer_epoch > p.epoch:
+                      f"{b.producer_epoch}, older than its epoch {p.epoch} (the coordinator fences it); it does not "
+                      "end the producer's transaction")
+            self.state.batch(b, raw, path)  # counted as fenced there
+            return
+        if p is not None and p.epoch >= 0 and b.producer_epoch > p.epoch:
             self.find("info", "producer-epoch-bump", path, b,
                       f"producer {pid}: epoch {p.epoch} → {b.producer_epoch} by the {marker.control_type} marker at "
                       f"offset {b.base_offset} (the coordinator bumped it: a fenced or timed-out transaction)")
-        txn = self.open.pop(pid, None)
+        txn = self.open.pop(pid, None)  # type: ignore[arg-type]
         if txn is not None:
             self.history.transactions.append(Transaction(
-                self.history.display, pid, b.producer_epoch, txn.first_offset, b.base_offset,
+                self.history.display, pid, b.producer_epoch, txn.first_offset, b.base_offset,  # type: ignore[arg-type]
                 marker.control_type, txn.records, txn.batches, marker.coordinator_epoch, txn.first_timestamp,
                 marker.timestamp))
-        p.set_epoch(b.producer_epoch)
-        p.coordinator_epoch = marker.coordinator_epoch or 0
-        p.txn_first_offset = -1
-        p.last_timestamp = marker.timestamp
+        self.state.batch(b, raw, path)
 
     def finish(self) -> None:
         leo = self.history.leo or 0
@@ -341,7 +344,7 @@ def producers_paths(paths: Iterable[str | Path]) -> Iterator[ProducerInfo | Find
 
     for pd in partition_dirs(paths):
         yield from pd.findings
-        history = replay_partition(pd.path, pd.display)
+        history = replay_partition(pd.path, pd.display, pd.files)
         yield from history.findings
         yield from compare_snapshot(history)
         for e in history.entries():

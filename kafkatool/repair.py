@@ -49,6 +49,8 @@ from crc32c import crc32c
 
 from .filetypes import FileKind, classify
 from .formats import checkpoints
+from .loader import index_problem as _index_problem
+from .loader import latest_snapshot as _latest_snapshot
 from .logwriter import AppendError, PartitionWriter, segment_file
 from .model import Batch, Finding
 from .records import RawBatch, ScanOptions, scan
@@ -56,10 +58,7 @@ from .safewrite import FileOp
 from .smallfiles import (
     EpochEntry,
     OffsetCheckpointEntry,
-    ProducerEntry,
-    offset_index_sanity,
     read_small_file,
-    time_index_sanity,
 )
 from .walk import PARTITION_DIR, partition_dirs
 
@@ -371,39 +370,6 @@ def _checkpoint_entry(path: Path, key: tuple[str, int]) -> int | None:
     return None
 
 
-def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
-    """Why the broker's ``LogSegment.sanityCheck`` would send the segment to recovery, or None."""
-    if index is None:
-        return "its offset index is missing"
-    if problem := offset_index_sanity(index.read_bytes(), str(index)):
-        return f"its offset index is corrupt ({problem.message})"
-    data = timeindex.read_bytes() if timeindex is not None else b""
-    if (problem := time_index_sanity(data, str(timeindex))) and data.count(0) != len(data):  # all zero: untrimmed
-        return f"its time index is corrupt ({problem.message})"
-    return None
-
-
-def _latest_snapshot(
-    snapshots: dict[int | None, Path], first: int, log_start: int
-) -> tuple[int, list[ProducerEntry], dict[int, str]]:
-    """Where the replay starts: the latest readable snapshot at or before ``first``, else the log start."""
-    bad: dict[int, str] = {}
-    readable: dict[int, list[ProducerEntry]] = {}
-    for offset, path in snapshots.items():
-        if offset is None:
-            continue
-        items = list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path)))
-        problems = [f for f in items if isinstance(f, Finding) and f.severity == "error"]
-        if problems:
-            bad[offset] = problems[0].message
-        else:
-            readable[offset] = [e for e in items if isinstance(e, ProducerEntry)]
-    usable = [o for o in readable if log_start <= o <= first]
-    if usable:
-        return max(usable), readable[max(usable)], bad
-    return log_start, [], bad
-
-
 def _replay_segment(
     writer: PartitionWriter, seg: _Seg, start: int, recovering: bool, options: RepairOptions,
     epochs: list[tuple[int, int]],
@@ -519,9 +485,9 @@ def _epochs(part: Path, display: str, recovered: list[tuple[int, int]], leo: int
             entries.pop()
         entries.append((epoch, start))
     entries = [e for e in entries if e[1] < leo]  # truncateFromEnd(log end offset)
-    before = [e for e in entries if e[1] < log_start]  # truncateFromStart(log start offset)
+    before = [e for e in entries if e[1] <= log_start]  # truncateFromStart(log start offset)
     if before and (len(before) > 1 or before[-1][1] != log_start):
-        entries = [(before[-1][0], log_start), *[e for e in entries if e[1] >= log_start]]
+        entries = [(before[-1][0], log_start), *[e for e in entries if e[1] > log_start]]
     data = checkpoints.build_epoch_checkpoint(entries)
     if current is None or current == data or not entries and current is None:
         return []

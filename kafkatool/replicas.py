@@ -2,21 +2,10 @@
 
 A replica is a partition dir plus the broker-level checkpoints of the log dir holding it
 (``replication-offset-checkpoint``: the high watermark, ``recovery-point-offset-checkpoint``,
-``log-start-offset-checkpoint``, ``.kafka_cleanshutdown``). Its log is read in one streaming pass
-(:func:`kafkatool.records.scan`, headers only) that stops at the first damaged batch, where the broker's
-recovery would truncate (``LogSegment.recover``: the segment is cut there, later segments are deleted).
-From that pass, as ``UnifiedLog`` / ``LogLoader`` compute them when the broker starts:
-
-* log start offset: max(checkpoint, first segment's base offset); log end offset (LEO): the offset after the
-  last valid batch (an empty active segment: its base offset);
-* high watermark: the checkpoint clamped to [log start, LEO] (``updateHighWatermark``); last stable offset
-  (LSO): the first offset of the oldest open transaction if below the high watermark, else the high
-  watermark. Open transactions come from the latest readable producer snapshot at or below the LEO and
-  the batches after it (``ProducerStateManager``: a transactional batch opens its producer's transaction,
-  a COMMIT/ABORT control batch closes it);
-* the leader-epoch cache (:class:`EpochCache`, ``LeaderEpochFileCache``): ``leader-epoch-checkpoint``
-  entries assigned in order, then, after an unclean shutdown, the epochs of the batches in the segments
-  recovery re-reads (from the one holding the recovery point), then truncated to [log start, LEO).
+``log-start-offset-checkpoint``, ``.kafka_cleanshutdown``), loaded as the broker would load it when it starts
+(:func:`kafkatool.loader.load_partition`, Kafka's ``LogLoader``): log start, log end offset (LEO), high watermark
+clamped to [log start, LEO], last stable offset, and the leader-epoch cache (:class:`EpochCache`,
+``LeaderEpochFileCache``) all come from there, the same numbers ``verify`` and ``repair`` show.
 
 Replicas are compared batch by batch in one merged pass over all of them (:func:`merge`): two batches are
 the same when offsets, partition leader epoch and CRC are (a follower stores the leader's batches byte for
@@ -26,17 +15,16 @@ other does not (divergent, ahead of the other's end, or below the other's log st
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputIOError, UsageError
+from .errors import UsageError
 from .filetypes import FileKind, classify
+from .loader import LoadedPartition, LoadedSegment, load_partition
 from .model import Batch, Finding
 from .records import ScanOptions, scan
-from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerEntry, read_small_file
 from .walk import PartitionDir, partition_dirs
 
 UNDEFINED_EPOCH = -1          # OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH
@@ -104,240 +92,107 @@ class EpochCache:
 # --- one replica ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class Segment:
-    base_offset: int
-    path: Path
-    display: str
-    size: int
-    valid_end: int | None = None   # after a full scan: end of the last valid batch read in it
+Segment = LoadedSegment  # a segment of a replica's log: what the loader found (kafkatool.loader)
 
 
 @dataclass
 class Replica:
-    """One replica: its files (read when opened), then its log (read by :meth:`batches`)."""
+    """One replica: its partition dir loaded as the broker would (:func:`kafkatool.loader.load_partition`), then its
+    log read again batch by batch for comparisons (:meth:`batches`)."""
 
     dir: PartitionDir
     name: str
-    segments: list[Segment]
-    hw_checkpoint: int | None
-    recovery_point: int | None
-    log_start_checkpoint: int | None
-    clean_shutdown: bool
-    epoch_checkpoint: list[tuple[int, int]] | None    # None: no leader-epoch-checkpoint file
-    snapshots: list[tuple[int, Path, str]]            # producer snapshots (offset, path, display)
+    loaded: LoadedPartition
     findings: list[Finding] = field(default_factory=list)
     scan_options: ScanOptions = field(default_factory=ScanOptions)
-    # set by a full pass of batches():
-    scanned: bool = False
-    first_batch_offset: int | None = None
-    leo: int = 0
-    batches_read: int = 0
-    records: int = 0
-    runs: list[tuple[int, int, int, str]] = field(default_factory=list)  # epoch, first offset, position, path
-    legacy: bool = False
-    damage: Finding | None = None
-    open_txns: dict[int, int] = field(default_factory=dict)             # producer id -> first offset
 
     @property
     def path(self) -> str:
         return self.dir.display
 
     @property
-    def log_start_offset(self) -> int:
-        """``LogLoader``: max(log-start checkpoint, first segment's base offset)."""
-        first = self.segments[0].base_offset if self.segments else 0
-        return max(first, self.log_start_checkpoint or 0)
+    def segments(self) -> list[Segment]:
+        return self.loaded.segments
 
     @property
-    def size(self) -> int:
-        return sum(s.size for s in self.segments)
+    def snapshots(self) -> list[tuple[int, Path, str]]:
+        """Producer snapshots (offset, path, display)."""
+        out = []
+        for path, display in self.dir.files:
+            info = classify(path)
+            if info.kind is FileKind.PRODUCER_SNAPSHOT and info.leftover is None and info.base_offset is not None:
+                out.append((info.base_offset, path, display))
+        return sorted(out)
+
+    # what the loader found, under the names the replicas and truncation code use
+    leo = property(lambda self: self.loaded.log_end_offset)
+    log_start_offset = property(lambda self: self.loaded.log_start_offset)
+    log_start_checkpoint = property(lambda self: self.loaded.log_start_checkpoint)
+    hw_checkpoint = property(lambda self: self.loaded.hw_checkpoint)
+    recovery_point = property(lambda self: self.loaded.recovery_point_checkpoint)
+    clean_shutdown = property(lambda self: self.loaded.clean_shutdown)
+    epoch_checkpoint = property(lambda self: self.loaded.epoch_checkpoint)
+    high_watermark = property(lambda self: self.loaded.high_watermark)
+    first_unstable_offset = property(lambda self: self.loaded.first_unstable_offset)
+    last_stable_offset = property(lambda self: self.loaded.last_stable_offset)
+    open_txns = property(lambda self: self.loaded.open_transactions)
+    first_batch_offset = property(lambda self: self.loaded.first_batch_offset)
+    batches_read = property(lambda self: self.loaded.batches)
+    records = property(lambda self: self.loaded.records)
+    legacy = property(lambda self: self.loaded.legacy)
+    size = property(lambda self: self.loaded.size)
+
+    @property
+    def runs(self) -> list[tuple[int, int, int, str]]:
+        """(epoch, first offset, position, path) wherever the kept batches' leader epoch changes."""
+        return self.loaded.epoch_runs
+
+    @property
+    def damage(self) -> Finding | None:
+        """Where recovery cuts the log (the first invalid batch of a segment the broker recovers)."""
+        cut = self.loaded.cut
+        return cut.finding if cut is not None else None
+
+    def epoch_cache(self) -> EpochCache:
+        """The leader-epoch cache the broker holds after loading this log (a copy)."""
+        return self.loaded.epoch_cache.copy()
 
     # -- the log --------------------------------------------------------------------------------------
     def batches(self, from_offset: int | None = None) -> Iterator[tuple[Segment, Batch]]:
-        """The valid batches in offset order, up to the first damage. A full pass (``from_offset`` None) also
-        sets the replica's state (LEO, epochs, open transactions, damage); ``from_offset`` starts at the segment
-        holding that offset and skips the batches ending below it."""
-        full = from_offset is None
-        if full and self.scanned:
-            raise RuntimeError(f"{self.path}: read in full twice")  # its state is counted once
-        segments = self.segments
+        """The batches the loaded log holds, in offset order: segments recovery deletes are skipped, recovered ones
+        end at their cut, batches with a bad CRC are left out. ``from_offset`` starts at the segment holding that
+        offset and skips the batches ending below it. Reading stops where offsets stop increasing."""
+        segments = [s for s in self.segments if not s.deleted]
         if from_offset is not None:
             first = max((i for i, s in enumerate(segments) if s.base_offset <= from_offset), default=0)
             segments = segments[first:]
-        txn_from, txns = self._producer_state_start() if full else (0, {})
         last: int | None = None
-        epoch_now = None
-        damage: Finding | None = None
         for seg in segments:
-            if full:
-                self.leo = max(self.leo, seg.base_offset)
             try:
                 fh = open(seg.path, "rb", buffering=0)
-            except OSError as exc:
-                damage = Finding("error", "io-error", seg.display, None, f"cannot read: {exc.strerror or exc}")
-                break
+            except OSError:
+                return  # the loader reported it
             with fh:
-                end = 0
-                for item in scan(fh, seg.display, options=self.scan_options):
-                    if item.__class__ is Batch:
-                        b = item
-                        if not b.crc_valid:
-                            continue  # its crc-mismatch finding comes next
-                        if last is not None and b.base_offset <= last:
-                            damage = Finding("error", "offset-not-increasing", seg.display, b.position,
-                                             f"batch offsets {b.base_offset}..{b.last_offset} do not follow the "
-                                             f"previous batch (last offset {last}); the log is read up to here")
-                            break
-                        last, end = b.last_offset, b.position + b.size
-                        if full:
-                            self._count(b, txn_from, txns)
-                            if b.magic >= 2 and b.partition_leader_epoch != epoch_now:
-                                epoch_now = b.partition_leader_epoch
-                                self.runs.append((epoch_now, b.base_offset, b.position, seg.display))
-                        elif b.last_offset < from_offset:  # type: ignore[operator]
-                            continue
-                        yield seg, b
-                    elif isinstance(item, Finding):
-                        if item.severity == "error":
-                            damage = item
-                            break
-                        if full:
-                            self.findings.append(item)
-            if full:
-                seg.valid_end = end
-                if last is not None:
-                    self.leo = max(self.leo, last + 1)
-            if damage is not None:
-                break
-        if full:
-            self.scanned = True
-            if damage is not None:
-                self.damage = damage
-                self.findings.append(damage)
-            # the snapshot used lies beyond the damage: Kafka would load an earlier one and replay from it
-            self.open_txns = self._replay_txns() if txn_from > self.leo else txns
-
-    def _count(self, b: Batch, txn_from: int, txns: dict[int, int]) -> None:
-        self.batches_read += 1
-        self.records += b.record_count
-        if self.first_batch_offset is None:
-            self.first_batch_offset = b.base_offset
-        if b.magic < 2:
-            self.legacy = True
-        elif b.transactional and b.producer_id >= 0 and b.base_offset >= txn_from:
-            _txn_event(b, txns)
-
-    def _producer_state_start(self, limit: int | None = None) -> tuple[int, dict[int, int]]:
-        """(offset of the snapshot Kafka loads, its open transactions), or (log start, {}) without one."""
-        for offset, path, display in sorted(self.snapshots, reverse=True):
-            if offset < self.log_start_offset or (limit is not None and offset > limit):
-                continue
-            try:
-                items = list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, display))
-            except InputIOError:
-                continue
-            if any(isinstance(i, Finding) and i.severity == "error" for i in items):
-                continue  # Kafka deletes a snapshot it cannot read and takes the one before
-            return offset, {e.producer_id: e.current_txn_first_offset for e in items
-                            if isinstance(e, ProducerEntry) and e.current_txn_first_offset >= 0}
-        return self.log_start_offset, {}
-
-    def _replay_txns(self) -> dict[int, int]:
-        start, txns = self._producer_state_start(self.leo)
-        for _seg, b in self.batches(start):
-            if b.last_offset >= self.leo:
-                break
-            if b.magic >= 2 and b.transactional and b.producer_id >= 0 and b.base_offset >= start:
-                _txn_event(b, txns)
-        return txns
-
-    # -- what the broker derives ------------------------------------------------------------------------
-    def epoch_cache(self) -> EpochCache:
-        """The leader-epoch cache the broker would hold after loading this log (see the module doc)."""
-        cache = EpochCache(self.epoch_checkpoint or ())
-        if not self.clean_shutdown:  # LogLoader.recoverLog: LogSegment.recover assigns every batch's epoch
-            point = self.recovery_point or 0
-            bases = [s.base_offset for s in self.segments if s.base_offset <= point]
-            recovered_from = bases[-1] if bases else 0
-            for epoch, start, _pos, _path in self.runs:
-                if start >= recovered_from:
-                    cache.assign(epoch, start)
-        cache.truncate_from_end(self.leo)
-        cache.truncate_from_start(self.log_start_offset)
-        return cache
-
-    @property
-    def high_watermark(self) -> int:
-        """``updateHighWatermark`` of the checkpointed value (0 when absent): clamped to [log start, LEO]."""
-        return min(max(self.hw_checkpoint or 0, self.log_start_offset), self.leo)
-
-    @property
-    def first_unstable_offset(self) -> int | None:
-        """The oldest open transaction's first offset, raised to the log start (``maybeIncrementFirstUnstableOffset``:
-        a transaction begun in segments retention deleted still holds the LSO, at the log start)."""
-        return max(min(self.open_txns.values()), self.log_start_offset) if self.open_txns else None
-
-    @property
-    def last_stable_offset(self) -> int:
-        fuo = self.first_unstable_offset
-        return fuo if fuo is not None and fuo < self.high_watermark else self.high_watermark
-
-
-def _txn_event(b: Batch, txns: dict[int, int]) -> None:
-    """``ProducerStateManager``: a transactional data batch opens its producer's transaction, a marker closes it."""
-    if b.control:
-        txns.pop(b.producer_id, None)
-    else:
-        txns.setdefault(b.producer_id, b.base_offset)
+                end = seg.valid_bytes if seg.recovered is not None else None
+                for b in scan(fh, seg.display, end=end, options=self.scan_options):
+                    if b.__class__ is not Batch or not b.crc_valid:
+                        continue
+                    if last is not None and b.base_offset <= last:
+                        return
+                    last = b.last_offset
+                    if from_offset is not None and b.last_offset < from_offset:
+                        continue
+                    yield seg, b  # type: ignore[misc]
 
 
 def open_replica(part: PartitionDir, name: str, options: ScanOptions | None = None) -> Replica:
-    """A replica's files: segments, epoch checkpoint, producer snapshots, and its log dir's checkpoints."""
-    findings: list[Finding] = list(part.findings)  # what discovery met in the dir (a link to nothing)
-    segments, snapshots = [], []
-    epochs = None
-    for path, display in part.files:
-        info = classify(path)
-        if info.leftover is not None or info.base_offset is None and info.kind is not FileKind.EPOCH_CHECKPOINT:
-            continue
-        if info.kind is FileKind.LOG:
-            segments.append(Segment(info.base_offset, path, display, _size(path)))
-        elif info.kind is FileKind.PRODUCER_SNAPSHOT:
-            snapshots.append((info.base_offset, path, display))
-        elif info.kind is FileKind.EPOCH_CHECKPOINT:
-            epochs = [(e.epoch, e.start_offset) for e in _read(path, display, FileKind.EPOCH_CHECKPOINT, findings)
-                      if isinstance(e, EpochEntry)]
-    segments.sort(key=lambda s: s.base_offset)
-    key = (part.topic, part.partition)
-    checkpoints = {}
-    for name_ in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
-        path = part.logdir_path / name_
-        if path.is_file():
-            entries = _read(path, os.path.join(part.logdir_display, name_), FileKind.OFFSET_CHECKPOINT, findings)
-            checkpoints[name_] = {(e.topic, e.partition): e.offset for e in entries
-                                  if isinstance(e, OffsetCheckpointEntry)}.get(key)
-    return Replica(part, name, segments, checkpoints.get("replication-offset-checkpoint"),
-                   checkpoints.get("recovery-point-offset-checkpoint"), checkpoints.get("log-start-offset-checkpoint"),
-                   (part.logdir_path / ".kafka_cleanshutdown").is_file(), epochs, snapshots, findings,
-                   options or ScanOptions())
-
-
-def _read(path: Path, display: str, kind: FileKind, findings: list[Finding]) -> list[Any]:
-    try:
-        items = list(read_small_file(path, kind, display))
-    except InputIOError as exc:
-        findings.append(Finding("error", "io-error", display, None, str(exc)))
-        return []
-    findings.extend(i for i in items if isinstance(i, Finding) and i.severity != "info")
-    return [i for i in items if not isinstance(i, Finding)]
-
-
-def _size(p: Path) -> int:
-    try:
-        return p.stat().st_size
-    except OSError:
-        return 0
+    """A replica: its partition dir loaded with its log dir's checkpoints (``LogLoader``)."""
+    options = options or ScanOptions()
+    loaded = load_partition(part.path, part.display, files=part.files, options=options)
+    findings = list(part.findings)  # what discovery met in the dir (a link to nothing)
+    findings += [f for f in loaded.findings if f.severity != "info"]
+    findings += [c.finding for c in loaded.cuts]
+    return Replica(part, name, loaded, findings, options)
 
 
 def replica_groups(paths: Iterable[str | Path], topic: str | None = None,
@@ -744,11 +599,9 @@ def epoch_history(paths: Iterable[str | Path], *, topic: str | None = None, part
     for group in groups:
         for part, _name in group:
             r = open_replica(part, part.display, options)
-            for _ in r.batches():
-                pass
             ck_file = next(((p, d) for p, d in part.files if p.name == "leader-epoch-checkpoint"), None)
             findings = [*r.findings, *check_epochs(r.runs, ck_file, r.leo, r.first_batch_offset, r.legacy,
-                                                   part.display)]
+                                                   part.display, r.loaded.compacted)]
             rows = epoch_rows(r.epoch_checkpoint or [], [(e, s) for e, s, _p, _d in r.runs], r.leo)
             yield from findings
             yield from rows

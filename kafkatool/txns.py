@@ -68,12 +68,16 @@ def checkpointed_offset(partition_dir: Path, checkpoint_name: str) -> int | None
 
 
 def committed_view(partition_dir: Path) -> CommittedView:
-    """The aborted transactions, LSO and high watermark of the partition dir holding a segment."""
+    """The aborted transactions, LSO and high watermark of the partition dir holding a segment, as the broker holds
+    them after loading the log (:mod:`kafkatool.loader`); the high watermark is None when the log dir has none
+    checkpointed for the partition."""
     history = replay_partition(partition_dir)
     aborted: dict[int, list[tuple[int, int]]] = {}
     for pid, first, last in history.aborted():
         aborted.setdefault(pid, []).append((first, last))
-    return CommittedView(aborted, history.lso, high_watermark(partition_dir))
+    loaded = history.loaded
+    hw = loaded.high_watermark if loaded is not None and loaded.hw_checkpoint is not None else None
+    return CommittedView(aborted, history.lso, hw)
 
 
 def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
@@ -83,7 +87,7 @@ def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
 
     for pd in partition_dirs(paths):
         yield from pd.findings
-        history = replay_partition(pd.path, pd.display)
+        history = replay_partition(pd.path, pd.display, pd.files)
         yield from (f for f in history.findings if f.severity != "info")
         for t in history.transactions:
             yield t

@@ -29,6 +29,7 @@ from typing import Any
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify
+from .loader import COMPACTED_TOPICS, LoadedPartition, LogDirState, load_partition
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
 from .smallfiles import (
@@ -40,8 +41,6 @@ from .smallfiles import (
 )
 from .walk import FoundFile, LogDir, PartitionDir, discover
 
-# Topics that are always compacted (cleanup.policy=compact): offset gaps are normal there.
-_COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
 _CHECKPOINTS = {
     "replication-offset-checkpoint": "high watermark",
     "recovery-point-offset-checkpoint": "recovery point",
@@ -72,12 +71,16 @@ class PartitionSummary:
     batches: int = 0
     records: int = 0
     log_start_offset: int | None = None
-    log_end_offset: int | None = None
-    high_watermark: int | None = None
+    log_end_offset: int | None = None         # after the broker loads the log (kafkatool.loader)
+    high_watermark: int | None = None         # the checkpoint clamped to [log start, LEO], as the broker holds it
     first_unstable_offset: int | None = None
     open_transactions: int = 0
     index: str = "-"
     findings: Counter[str] = field(default_factory=Counter)
+    on_disk_end_offset: int | None = None     # after the last whole batch on disk (differs when recovery cuts)
+    last_stable_offset: int | None = None
+    high_watermark_checkpoint: int | None = None
+    leader_epochs: list[tuple[int, int]] | None = None  # the leader-epoch cache after loading
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -87,7 +90,9 @@ class PartitionSummary:
             "log_end_offset": self.log_end_offset, "high_watermark": self.high_watermark,
             "first_unstable_offset": self.first_unstable_offset, "open_transactions": self.open_transactions,
             "index": self.index, "errors": self.findings["error"], "warnings": self.findings["warning"],
-            "infos": self.findings["info"],
+            "infos": self.findings["info"], "on_disk_end_offset": self.on_disk_end_offset,
+            "last_stable_offset": self.last_stable_offset, "high_watermark_checkpoint": self.high_watermark_checkpoint,
+            "leader_epochs": None if self.leader_epochs is None else [list(e) for e in self.leader_epochs],
         }
 
 
@@ -352,7 +357,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
         if base not in files.logs:
             yield emit(Finding("warning", "orphan-index", display, None,
                                f"no {base:020d}.log beside this {kind.value}: the broker deletes it at start-up"))
-    compacted = part.topic in _COMPACTED_TOPICS or _cleaner_knows(part)
+    compacted = part.topic in COMPACTED_TOPICS or _cleaner_knows(part)
     snapshot = _snapshot_state(files, bases[0] if bases else None)
     state = _PartitionState(prior=snapshot[0], prior_known=snapshot[1])
     for report in runner.run(tasks):
@@ -361,14 +366,13 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
     summary.segments = len(bases)
     summary.bytes = sum(_size(p) for p, _ in part.files)
     summary.batches, summary.records = state.batches, state.records
-    summary.log_start_offset = state.first_offset
-    summary.log_end_offset = state.leo
-    if state.prior:  # transactions still open at the end of the log
-        summary.first_unstable_offset = min(state.prior.values())
-        summary.open_transactions = len(state.prior)
     summary.index = _index_word(state.index_status)
+    loaded = _load(part, options)
+    for f in _summarise_load(loaded, summary):
+        yield emit(f)
+    state.loaded_leo = loaded.log_end_offset
 
-    for f in _check_epochs(files, state, part):
+    for f in _check_epochs(files, state, part, compacted):
         yield emit(f)
     for f in _check_snapshots(files, state):
         yield emit(f)
@@ -393,6 +397,36 @@ def _size(p: Path) -> int:
         return p.stat().st_size
     except OSError:
         return 0
+
+
+def _load(part: _Partition, options: VerifyOptions) -> LoadedPartition:
+    """The partition as the broker loads it (``LogLoader``): the same numbers ``replicas`` and ``repair`` show."""
+    logdir = None if part.logdir is None else LogDirState(part.logdir.checkpoints, part.logdir.clean_shutdown)
+    return load_partition(part.path, part.display, files=part.files, logdir=logdir, options=options.check.scan)
+
+
+def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Iterator[Finding]:
+    """The summary's offsets from the loaded partition, and a word where recovery cuts the log."""
+    summary.log_start_offset = loaded.log_start_offset
+    summary.log_end_offset = loaded.log_end_offset
+    summary.on_disk_end_offset = loaded.on_disk_end_offset
+    summary.high_watermark_checkpoint = loaded.hw_checkpoint
+    summary.high_watermark = loaded.high_watermark if loaded.hw_checkpoint is not None else None
+    summary.first_unstable_offset = loaded.first_unstable_offset
+    summary.open_transactions = len(loaded.open_transactions)
+    summary.last_stable_offset = loaded.last_stable_offset
+    summary.leader_epochs = list(loaded.epoch_cache.entries)
+    cut = loaded.cut
+    gone = [s for s in loaded.segments if s.deleted]
+    if loaded.on_disk_end_offset != loaded.log_end_offset and cut is not None:
+        yield Finding("warning", "recovery-truncates-log", cut.display, cut.position,
+                      f"the broker's recovery cuts this segment here ({cut.finding.code}): the log end offset after "
+                      f"loading is {loaded.log_end_offset}, the batches on disk end at {loaded.on_disk_end_offset} "
+                      f"(offsets {loaded.log_end_offset}..{loaded.on_disk_end_offset - 1} are lost"
+                      + (f", and the {len(gone)} segments after it are deleted)" if gone else ")"))
+    for f in loaded.findings:
+        if f.code == "log-end-below-log-start":
+            yield f
 
 
 def _index_word(statuses: Counter[str]) -> str:
@@ -423,9 +457,12 @@ class _PartitionState:
     epochs: list[tuple[int, int, int, str]] = field(default_factory=list)  # epoch, start offset, position, path
     legacy: bool = False
     index_status: Counter[str] = field(default_factory=Counter)
+    loaded_leo: int | None = None            # the log end offset after the broker loads the log
 
     @property
     def leo(self) -> int | None:
+        if self.loaded_leo is not None:
+            return self.loaded_leo
         if self.last_offset is not None:
             return self.last_offset + 1
         return self.last_segment_base
@@ -562,32 +599,33 @@ def _compare_txn_index(
                       "that producer there: read_committed consumers would drop its records")
 
 
-def _check_epochs(files: _Files, state: _PartitionState, part: _Partition) -> Iterator[Finding]:
+def _check_epochs(files: _Files, state: _PartitionState, part: _Partition, compacted: bool) -> Iterator[Finding]:
     return check_epochs(state.epochs, files.epoch_checkpoint, state.leo, state.first_offset, state.legacy,
-                        part.display)
+                        part.display, compacted)
 
 
 def check_epochs(
     runs: list[tuple[int, int, int, str]], checkpoint: tuple[Path, str] | None, leo: int | None,
-    first_offset: int | None, legacy: bool, partition_display: str,
+    first_offset: int | None, legacy: bool, partition_display: str, compacted: bool = False,
 ) -> Iterator[Finding]:
     """The leader epochs of the batches against ``leader-epoch-checkpoint`` (``LeaderEpochFileCache``).
 
     ``runs``: (epoch, first offset, byte position, segment path) wherever the batches' leader epoch changes, in
     offset order; ``checkpoint``: (path, display) of the file, None when there is none; ``legacy``: the log
-    holds v0/v1 batches (which carry no epoch).
+    holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
+    epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
-    expected: list[tuple[int, int]] = []
+    from .replicas import EpochCache  # (replicas imports this module)
+
+    implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
     for epoch, start, position, path in runs:
-        if expected and epoch < expected[-1][0]:
+        latest = implied.latest
+        if latest is not None and epoch < latest[0]:
             yield Finding("error", "epoch-goes-back", path, position,
-                          f"batch at offset {start} has leader epoch {epoch}, after epoch {expected[-1][0]}: "
+                          f"batch at offset {start} has leader epoch {epoch}, after epoch {latest[0]}: "
                           "a leader's data after a newer leader's (divergent log)")
-        if expected and expected[-1][0] == epoch:
-            continue  # the same leader's later batches (or the next segment): no new entry
-        while expected and (expected[-1][0] >= epoch or expected[-1][1] >= start):
-            expected.pop()
-        expected.append((epoch, start))
+        implied.assign(epoch, start)
+    expected = implied.entries
     if checkpoint is None:
         if expected and not legacy:
             where = os.path.join(partition_display, "leader-epoch-checkpoint")
@@ -620,7 +658,7 @@ def check_epochs(
             yield Finding("warning", "epoch-missing-from-checkpoint", display, None,
                           f"batches from offset {start} carry leader epoch {epoch}, which the checkpoint lacks "
                           f"(it has {_epoch_list(entries)})")
-        elif have[epoch] != start and not (i == 0 and have[epoch] < start):
+        elif have[epoch] != start and not ((i == 0 or compacted) and have[epoch] < start):
             yield Finding("warning", "epoch-start-mismatch", display, None,
                           f"epoch {epoch}: the checkpoint says it starts at {have[epoch]}, its first batch is at "
                           f"offset {start}")
@@ -713,11 +751,6 @@ def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: Pa
     leo, start = state.leo, state.first_offset
     display = part.logdir.display
     cps = part.logdir.checkpoints
-    hw = cps.get("replication-offset-checkpoint", {}).get(key)
-    summary.high_watermark = hw
-    log_start = cps.get("log-start-offset-checkpoint", {}).get(key)
-    if log_start is not None:
-        summary.log_start_offset = max(log_start, start) if start is not None else log_start
     if leo is None or part.state is not None:
         return
     low = summary.log_start_offset if summary.log_start_offset is not None else start

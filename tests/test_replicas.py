@@ -382,7 +382,10 @@ def test_epoch_cache_follows_leader_epoch_file_cache() -> None:
 
 def test_last_stable_offset_from_snapshot_and_from_the_log(tmp_path: Path) -> None:
     """An open transaction from offset 2 (no marker): the LSO stops there, whether the producer state comes
-    from the snapshot taken at shutdown or from replaying the log; a COMMIT marker releases it."""
+    from the snapshot taken at shutdown or from replaying the log; a COMMIT marker releases it.
+
+    ``UnifiedLog.rebuildProducerState``: after a clean shutdown with no snapshot file at all (the upgrade path) the
+    broker assumes no producer state and replays nothing, so without the marker file the log is replayed."""
     txn = record_batch(2, [RecordSpec(b"k", b"v", T0), RecordSpec(b"k", b"w", T0 + 1)], producer_id=7000,
                        producer_epoch=0, base_sequence=0, transactional=True)
     batches = [msg(0, "a", 0, n=2), Msg(2, 3, txn), msg(4, "b", 0)]
@@ -392,11 +395,14 @@ def test_last_stable_offset_from_snapshot_and_from_the_log(tmp_path: Path) -> No
     copy = shutil.copytree(open_, tmp_path / "copy" / "broker-1")
     for snap in (copy / "orders-0").glob("*.snapshot"):
         snap.unlink()
-    states, _p, _f = report([open_, closed, copy])
+    upgraded = shutil.copytree(copy, tmp_path / "upgraded" / "broker-1")
+    (copy / ".kafka_cleanshutdown").unlink()
+    states, _p, _f = report([open_, closed, copy, upgraded])
     by_path = {s.path: s for s in states.values()}
-    s_open, s_closed, s_copy = (by_path[str(d / "orders-0")] for d in (open_, closed, copy))
+    s_open, s_closed, s_copy, s_upgraded = (by_path[str(d / "orders-0")] for d in (open_, closed, copy, upgraded))
     assert (s_open.lso, s_open.first_unstable_offset, s_open.open_transactions) == (2, 2, 1)
     assert (s_copy.lso, s_copy.first_unstable_offset) == (2, 2)
+    assert (s_upgraded.lso, s_upgraded.first_unstable_offset) == (5, None)
     assert (s_closed.lso, s_closed.first_unstable_offset) == (6, None)
 
 

@@ -129,8 +129,11 @@ def test_damaged_partition_is_reported_at_the_damage(case: str) -> None:
     assert also <= seen
     assert {f.code for f in errors(findings)} <= {code} | {c for _, c, _, _ in also}
     case_json = json.loads((corpus_root() / "kafka/recovery" / case / "case.json").read_text())
-    if case != "torn-tail":  # the torn batch is gone from what we count as the log
-        assert parts[0].log_end_offset == case_json["leo_intact"]
+    # The log end offset is the one the broker has after loading the log (LogLoader.recoverLog cuts at the damage);
+    # the batches on disk end where the intact log did (except the torn batch, which is not a whole batch).
+    assert parts[0].log_end_offset == case_json["kafka_result"]["next_offset"]
+    if case != "torn-tail":
+        assert parts[0].on_disk_end_offset == case_json["leo_intact"]
 
 
 def test_damaged_partition_missing_indexes_names_both_files() -> None:
@@ -298,7 +301,9 @@ def test_checkpoints_beyond_the_log_end(logdir: Path) -> None:
     findings, parts, _ = run(logdir)
     found = codes(findings)
     assert {"high-watermark-beyond-log-end", "recovery-point-beyond-log-end", "checkpoint-unknown-partition"} <= found
-    assert next(p for p in parts if p.path.endswith("orders-0")).high_watermark == 999
+    orders = next(p for p in parts if p.path.endswith("orders-0"))
+    # UnifiedLog.updateHighWatermark caps the checkpointed 999 at the log end offset
+    assert (orders.high_watermark_checkpoint, orders.high_watermark) == (999, orders.log_end_offset)
 
 
 def test_broken_checkpoint_syntax_is_an_error_with_a_position(logdir: Path) -> None:
@@ -404,7 +409,8 @@ def test_cli_jsonl_contract_and_exit_codes() -> None:
     assert finding["position"] == 347 and finding["severity"] == "error"
     assert lines[-1]["type"] == "summary" and lines[-1]["scope"] == "total" and lines[-1]["errors"] == 1
     part = next(d for d in lines if d["type"] == "summary" and d["scope"] == "partition")
-    assert part["log_end_offset"] == 269 and part["segments"] == 4
+    # recovery cuts at the bad CRC (Kafka: next offset 264); the batches on disk end at 269
+    assert (part["log_end_offset"], part["on_disk_end_offset"], part["segments"]) == (264, 269, 4)
 
 
 def test_cli_text_table_and_fail_on() -> None:

@@ -1,0 +1,640 @@
+"""Loading a partition as the broker does when it starts: Kafka's ``LogLoader``, offline, from batch headers.
+
+One home for what every command needs to know about a partition as the broker would hold it after loading
+it (``storage/.../internals/log/LogLoader.java``, ``load``), in the broker's order:
+
+1. **Leftovers** (``removeTempFilesAndCollectSwapFiles``, then the swap passes of ``load``): ``.deleted`` and
+   ``.cleaned`` files are ignored, and so is every ``.swap`` at or above the smallest ``.cleaned`` base offset
+   (KAFKA-6264); the remaining ``.swap`` logs replace the segments whose base offsets lie in their offset range.
+2. **Load-phase recovery** (``loadSegmentFiles`` -> ``recoverSegment``): a segment whose offset index is missing
+   or fails ``LogSegment.sanityCheck`` is recovered on its own, before and independently of step 3: its invalid
+   tail is cut, later segments stay.
+3. **Recovery from the recovery point** (``recoverLog``), unless the log dir holds ``.kafka_cleanshutdown``:
+   every segment from the one holding the recovery point on is recovered (``LogSegment.recover``); the first
+   invalid batch (CRC mismatch, torn or zero-filled tail, impossible size) cuts its segment there, and every
+   later segment is deleted. A segment already cut in step 2 is whole when step 3 reads it again, so its cut
+   does not end the log.
+4. **Log end offset**: the recovered log's next offset (``readNextOffset`` of the active segment: after its last
+   whole batch, or its base offset when empty); below the log-start checkpoint, the broker deletes every
+   segment and starts an empty log there (``deleteSegmentsIfLogStartGreaterThanLogEnd``). Log start:
+   max(log-start checkpoint, first segment's base offset).
+5. **Leader epochs** (``LeaderEpochFileCache``, :class:`kafkatool.replicas.EpochCache`): ``leader-epoch-checkpoint``
+   entries ``assign``-ed in order; each recovered batch whose epoch is newer than the latest is ``assign``-ed
+   (``LogSegment.recover``: step 2's segments first, then step 3's); then ``truncateFromEnd(log end offset)`` and
+   ``truncateFromStart(log start)``.
+6. **Producer state** (``UnifiedLog.rebuildProducerState``, ``ProducerStateManager.truncateAndReload``): the latest
+   readable snapshot at or before the first recovered segment (without recovery: at or before the log end),
+   else the log start, then every batch from there to the log end replayed (``ProducerAppendInfo``). After a
+   clean shutdown with no snapshot file at all the broker assumes no producer state and replays nothing.
+7. **Offsets the broker derives** (``UnifiedLog``): the high watermark is the checkpoint clamped to
+   [log start, LEO] (``updateHighWatermark``); the first unstable offset is the oldest open transaction's
+   first offset, raised to the log start (``maybeIncrementFirstUnstableOffset``); the last stable offset is the
+   first unstable offset when below the high watermark, else the high watermark.
+
+Everything is computed from batch headers (:func:`kafkatool.records.scan`, columnar); only control batches'
+single record is decoded, for its marker type. Nothing is written: the result is plain data plus findings.
+
+Where this deliberately differs from the broker (say so when you read the numbers):
+
+- a batch whose CRC does not match never counts toward producer state, even in a segment the broker trusts
+  (below the recovery point, or after a clean shutdown), where its own replay does not check CRCs;
+- a data batch or marker with a producer epoch older than the producer's current one is fenced: it changes
+  nothing (the broker's replay, origin REPLICATION, only logs a warning and takes the older epoch; a leader
+  never accepts such a write from a client: ``InvalidProducerEpochException``);
+- producers idle longer than ``producer.id.expiration.ms`` are not expired from the snapshot loaded (expiry
+  never removes a producer with an open transaction, so the first unstable offset is the broker's);
+- a segment swapped in from a ``.swap`` file is recovered like one with a missing index (as ``repair`` rebuilds
+  its indexes); the broker gives it the empty index files it opened with the ``.swap`` suffix and trusts it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputIOError
+from .filetypes import FileKind, classify
+from .logwriter import ProducerState, last_sequence
+from .model import Batch, Finding
+from .records import ScanOptions, decode_records, scan
+from .smallfiles import (
+    EpochEntry,
+    OffsetCheckpointEntry,
+    ProducerEntry,
+    offset_index_sanity,
+    read_small_file,
+    time_index_sanity,
+)
+from .walk import PARTITION_DIR
+
+# Topics that are always compacted (cleanup.policy=compact): their first batches of an epoch may be gone.
+COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
+LOGDIR_CHECKPOINTS = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                      "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+
+
+# --- the result ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedSegment:
+    """One segment of the loaded log (``LogSegment``)."""
+
+    base_offset: int
+    path: Path                     # where its bytes are now (a ``.swap`` file the broker would rename into place)
+    display: str
+    size: int
+    recovered: str | None = None   # why the broker recovers it (None: trusted as it is)
+    next_offset: int = 0           # after load (``readNextOffset``)
+    valid_bytes: int = 0           # bytes kept after load (the segment is cut here when smaller than ``size``)
+    deleted: bool = False          # recovery deletes it (it follows a cut that ends the log)
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryCut:
+    """Where recovery cuts the log: the first invalid batch of a segment the broker recovers."""
+
+    path: Path
+    display: str
+    segment_base: int
+    position: int
+    next_offset: int               # the segment's next offset after the cut
+    ends_log: bool                 # step 3 cut it: every later segment is deleted
+    finding: Finding
+
+
+@dataclass
+class LoadedPartition:
+    """A partition as the broker holds it after ``LogLoader.load`` (see the module doc); plain data."""
+
+    path: Path
+    display: str
+    topic: str
+    partition: int
+    segments: list[LoadedSegment]
+    recovery_point: int            # the checkpoint's (0 when absent) or the caller's
+    recovery_point_checkpoint: int | None
+    clean_shutdown: bool
+    log_start_checkpoint: int | None
+    hw_checkpoint: int | None
+    log_start_offset: int = 0
+    log_end_offset: int = 0        # after load
+    on_disk_end_offset: int = 0    # after the last whole batch on disk, whatever recovery would cut
+    high_watermark: int = 0
+    compacted: bool = False        # a compacted topic, or the partition is in cleaner-offset-checkpoint
+    epoch_checkpoint: list[tuple[int, int]] | None = None   # None: no leader-epoch-checkpoint file
+    epoch_cache: Any = None        # kafkatool.replicas.EpochCache after load
+    epoch_runs: list[tuple[int, int, int, str]] = field(default_factory=list)  # epoch, first offset, position, path
+    cuts: list[RecoveryCut] = field(default_factory=list)
+    producers: dict[int, ProducerState] = field(default_factory=dict)
+    producer_snapshot: int | None = None   # offset of the snapshot the producer state starts from
+    replay_from: int | None = None         # first offset replayed (None: nothing replayed)
+    aborted: list[tuple[int, int, int]] = field(default_factory=list)  # (pid, first, marker) seen in the replay
+    fenced: list[tuple[int, int, int]] = field(default_factory=list)   # (pid, epoch, offset) of fenced batches
+    batches: int = 0               # kept batches
+    records: int = 0
+    first_batch_offset: int | None = None
+    legacy: bool = False
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def cut(self) -> RecoveryCut | None:
+        """The cut that ends the log (step 3), else the first load-phase cut, else None."""
+        ending = [c for c in self.cuts if c.ends_log]
+        return ending[0] if ending else (self.cuts[0] if self.cuts else None)
+
+    @property
+    def open_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction."""
+        return {pid: p.txn_first_offset for pid, p in self.producers.items() if p.txn_first_offset >= 0}
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """``ProducerStateManager.firstUnstableOffset``, raised to the log start
+        (``maybeIncrementFirstUnstableOffset``)."""
+        txns = self.open_transactions
+        return max(min(txns.values()), self.log_start_offset) if txns else None
+
+    @property
+    def last_stable_offset(self) -> int:
+        """``UnifiedLog.lastStableOffset``: the first unstable offset if below the high watermark, else the HW."""
+        fuo = self.first_unstable_offset
+        return fuo if fuo is not None and fuo < self.high_watermark else self.high_watermark
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def producer_entries(self) -> list[ProducerEntry]:
+        return [self.producers[pid].entry() for pid in sorted(self.producers)]
+
+
+# --- small pure helpers (also used by repair) ---------------------------------------------------------------------
+
+
+def index_problem(index: Path | None, timeindex: Path | None) -> str | None:
+    """Why the broker's ``LogSegment.sanityCheck`` would send the segment to recovery, or None."""
+    if index is None:
+        return "its offset index is missing"
+    try:
+        data = index.read_bytes()
+    except OSError as exc:
+        return f"its offset index cannot be read ({exc.strerror or exc})"
+    if problem := offset_index_sanity(data, str(index)):
+        return f"its offset index is corrupt ({problem.message})"
+    try:
+        data = timeindex.read_bytes() if timeindex is not None else b""
+    except OSError as exc:
+        return f"its time index cannot be read ({exc.strerror or exc})"
+    if (problem := time_index_sanity(data, str(timeindex))) and data.count(0) != len(data):  # all zero: untrimmed
+        return f"its time index is corrupt ({problem.message})"
+    return None
+
+
+def latest_snapshot(
+    snapshots: dict[int | None, Path], first: int | None, log_start: int
+) -> tuple[int, list[ProducerEntry], dict[int, str]]:
+    """``ProducerStateManager.truncateAndReload``: the latest readable snapshot in [log start, ``first``] (no upper
+    bound when ``first`` is None), its entries, and the unreadable ones (the broker deletes them); without one, the
+    log start and no entries."""
+    bad: dict[int, str] = {}
+    readable: dict[int, list[ProducerEntry]] = {}
+    for offset, path in snapshots.items():
+        if offset is None:
+            continue
+        try:
+            items = list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path)))
+        except InputIOError as exc:
+            bad[offset] = str(exc)
+            continue
+        problems = [f for f in items if isinstance(f, Finding) and f.severity == "error"]
+        if problems:
+            bad[offset] = problems[0].message
+        else:
+            readable[offset] = [e for e in items if isinstance(e, ProducerEntry)]
+    usable = [o for o in readable if log_start <= o and (first is None or o <= first)]
+    if usable:
+        return max(usable), readable[max(usable)], bad
+    return log_start, [], bad
+
+
+# --- producer state ------------------------------------------------------------------------------------------------
+
+
+class ProducerReplay:
+    """``ProducerStateManager`` fed by ``ProducerAppendInfo.append`` with origin REPLICATION, from batch headers.
+
+    Per producer: epoch, last batch (sequence, offset, offset delta), timestamp, coordinator epoch, open
+    transaction. A batch with a bad CRC and a fenced batch (an epoch older than the current one) change nothing.
+    """
+
+    def __init__(self, entries: Iterable[ProducerEntry] = ()) -> None:
+        self.producers: dict[int, ProducerState] = {}
+        self.aborted: list[tuple[int, int, int]] = []
+        self.fenced: list[tuple[int, int, int]] = []
+        for e in entries:
+            self.producers[e.producer_id] = ProducerState(
+                e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp, e.current_txn_first_offset,
+                (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
+
+    def batch(self, b: Batch, control_raw: bytes | None, path: str) -> list[Finding]:
+        """Apply one v2 batch with a producer id; returns the findings of decoding a control batch."""
+        if not b[6]:  # crc_valid
+            return []
+        pid, producer_epoch = b[14], b[15]
+        p = self.producers.get(pid)  # type: ignore[arg-type]
+        if p is not None and p.epoch >= 0 and producer_epoch < p.epoch:  # checkProducerEpoch
+            self.fenced.append((pid, producer_epoch, b[1]))  # type: ignore[arg-type]
+            return []
+        if b[18]:  # control
+            return self._marker(b, control_raw, path, p)
+        if p is None:
+            p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]
+        p.epoch = producer_epoch  # type: ignore[assignment]  # (maybeUpdateProducerEpoch: last_batch is replaced)
+        p.last_batch = (last_sequence(b), b[2], b[2] - b[1])
+        p.last_timestamp = b[11]
+        if b[17] and p.txn_first_offset < 0:  # transactional: beginning a transaction
+            p.txn_first_offset = b[1]
+        return []
+
+    def _marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None) -> list[Finding]:
+        """``appendEndTxnMarker``: an ABORT/COMMIT closes the open transaction; an empty control batch does nothing."""
+        if raw is None:
+            return []
+        records, findings = decode_records(b, raw, path)
+        if not records or records[0].control_type not in ("ABORT", "COMMIT"):
+            return list(findings)
+        marker = records[0]
+        pid = b.producer_id
+        if p is None:
+            p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]
+        if p.txn_first_offset >= 0 and marker.control_type == "ABORT":
+            self.aborted.append((pid, p.txn_first_offset, b.base_offset))  # type: ignore[arg-type]
+        p.set_epoch(b.producer_epoch)  # type: ignore[arg-type]
+        p.coordinator_epoch = marker.coordinator_epoch if marker.coordinator_epoch is not None else -1
+        p.txn_first_offset = -1
+        p.last_timestamp = marker.timestamp
+        return list(findings)
+
+
+# --- reading one segment -------------------------------------------------------------------------------------------
+
+
+def segment_items(path: Path, display: str, options: ScanOptions, end: int | None = None
+                  ) -> Iterator[tuple[Batch, bytes | None] | Finding]:
+    """The batches of a segment file (with the bytes of each control batch) and the scan's findings, in file
+    order, up to byte ``end``: a header scan, records left undecoded."""
+    try:
+        fh = open(path, "rb", buffering=0)
+    except OSError as exc:
+        yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
+        return
+    with fh:
+        fd = fh.fileno()
+        for item in scan(fh, display, end=end, options=options):
+            if item.__class__ is Batch:
+                yield item, (os.pread(fd, item[3], item[0]) if item[18] else None)  # type: ignore[index,misc]
+            elif item.__class__ is Finding:
+                yield item  # type: ignore[misc]
+
+
+# --- the loader ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Files:
+    segments: dict[int, LoadedSegment] = field(default_factory=dict)
+    indexes: dict[tuple[int, str], Path] = field(default_factory=dict)
+    snapshots: dict[int | None, Path] = field(default_factory=dict)
+    epoch_checkpoint: Path | None = None
+    swapped: set[int] = field(default_factory=set)
+
+
+def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None) -> list[tuple[Path, str]]:
+    if files is not None:
+        return list(files)
+    try:
+        names = sorted(e.name for e in os.scandir(part) if e.is_file())
+    except OSError as exc:
+        raise InputIOError(f"cannot list {display}: {exc.strerror or exc}") from exc
+    return [(part / n, os.path.join(display, n)) for n in names]
+
+
+def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files:
+    """The files as the broker sees them after the leftover passes of ``LogLoader.load`` (step 1)."""
+    out = _Files()
+    cleaned = [classify(p).base_offset for p, _ in listing if classify(p).leftover == ".cleaned"]
+    min_cleaned = min((b for b in cleaned if b is not None), default=None)
+    swaps: dict[int, tuple[Path, str]] = {}
+    for p, d in listing:
+        info = classify(p)
+        if info.base_offset is None and info.kind is not FileKind.EPOCH_CHECKPOINT:
+            continue
+        if info.leftover == ".swap":
+            if info.kind is FileKind.LOG and (min_cleaned is None or info.base_offset < min_cleaned):  # type: ignore[operator]
+                swaps[info.base_offset] = (p, d)  # type: ignore[index]
+            continue
+        if info.leftover is not None:
+            continue
+        if info.kind is FileKind.LOG:
+            out.segments[info.base_offset] = LoadedSegment(info.base_offset, p, d, _size(p))  # type: ignore[arg-type]
+        elif info.kind in (FileKind.INDEX, FileKind.TIME_INDEX):
+            out.indexes[(info.base_offset, info.kind.value)] = p  # type: ignore[index]
+        elif info.kind is FileKind.PRODUCER_SNAPSHOT:
+            out.snapshots[info.base_offset] = p
+        elif info.kind is FileKind.EPOCH_CHECKPOINT:
+            out.epoch_checkpoint = p
+    if swaps:  # the swap passes: segments in [min swap base, max swap next offset) are replaced
+        lo = min(swaps)
+        hi = max(_next_offset(p, d, base, options) for base, (p, d) in swaps.items())
+        for base in [b for b in out.segments if lo <= b < hi]:
+            del out.segments[base]
+            out.indexes.pop((base, "index"), None)
+            out.indexes.pop((base, "timeindex"), None)
+        for base, (p, d) in swaps.items():
+            out.segments[base] = LoadedSegment(base, p, d, _size(p))
+            out.swapped.add(base)
+    return out
+
+
+def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> int:
+    """``LogSegment.readNextOffset``: after the last whole batch, or the base offset."""
+    end = base
+    for item in segment_items(path, display, options):
+        if isinstance(item, tuple):
+            end = item[0].last_offset + 1
+    return end
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
+def _checkpoint_entries(path: Path, display: str, findings: list[Finding]) -> dict[tuple[str, int], int] | None:
+    if not path.is_file():
+        return None
+    try:
+        items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, display))
+    except InputIOError as exc:
+        findings.append(Finding("error", "io-error", display, None, str(exc)))
+        return None
+    return {(e.topic, e.partition): e.offset for e in items if isinstance(e, OffsetCheckpointEntry)}
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirState:
+    """The broker-level files of a log dir that loading a partition reads (``LogManager.loadLogs``)."""
+
+    checkpoints: dict[str, dict[tuple[str, int], int]]
+    clean_shutdown: bool
+    findings: tuple[Finding, ...] = ()
+
+
+def read_logdir(logdir: Path, display: str) -> LogDirState:
+    """The offset checkpoints and the clean-shutdown marker of a log dir (missing files: empty)."""
+    findings: list[Finding] = []
+    checkpoints = {}
+    for name in LOGDIR_CHECKPOINTS:
+        entries = _checkpoint_entries(logdir / name, os.path.join(display, name), findings)
+        if entries is not None:
+            checkpoints[name] = entries
+    return LogDirState(checkpoints, (logdir / ".kafka_cleanshutdown").is_file(), tuple(findings))
+
+
+def load_partition(
+    path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
+    logdir: LogDirState | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
+    log_start: int | None = None, options: ScanOptions | None = None,
+) -> LoadedPartition:
+    """Load the partition dir ``path`` as ``LogLoader.load`` would (see the module doc); never writes.
+
+    ``files``: the dir's (path, display) listing when already known; ``logdir``: its log dir's files (read from
+    ``path``'s parent when None); ``recovery_point``/``clean_shutdown`` override what the log dir says.
+    """
+    path = Path(path)
+    display = display if display is not None else str(path)
+    options = options or ScanOptions()
+    m = PARTITION_DIR.match(path.name)
+    topic, partition = (m["topic"], int(m["partition"])) if m else (path.name, 0)
+    key = (topic, partition)
+    if logdir is None:
+        logdir = read_logdir(path.parent, os.path.dirname(display) or ".")
+    cps = logdir.checkpoints
+    clean = logdir.clean_shutdown if clean_shutdown is None else clean_shutdown
+    rp = recovery_point if recovery_point is not None else cps.get("recovery-point-offset-checkpoint", {}).get(key, 0)
+    ls_checkpoint = log_start if log_start is not None else cps.get("log-start-offset-checkpoint", {}).get(key)
+    hw_checkpoint = cps.get("replication-offset-checkpoint", {}).get(key)
+    sorted_files = _sort_files(_listing(path, display, files), options)
+    bases = sorted(sorted_files.segments)
+    segs = [sorted_files.segments[b] for b in bases]
+    rp_checkpoint = cps.get("recovery-point-offset-checkpoint", {}).get(key)
+    loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean, ls_checkpoint,
+                             hw_checkpoint, findings=list(logdir.findings))
+    loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
+    loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
+
+    # Steps 2 and 3: which segments the broker recovers, and why.
+    load_phase: set[int] = set()
+    for seg in segs:
+        problem = index_problem(sorted_files.indexes.get((seg.base_offset, "index")),
+                                sorted_files.indexes.get((seg.base_offset, "timeindex")))
+        if seg.base_offset in sorted_files.swapped:
+            problem = problem or "swapped in (.swap) without its indexes"
+        if problem:
+            seg.recovered = problem
+            load_phase.add(seg.base_offset)
+    floor = max((b for b in bases if b <= rp), default=bases[0]) if bases else 0
+    unflushed = set() if clean else {b for b in bases if b >= floor}
+    for seg in segs:
+        if seg.base_offset in unflushed and seg.recovered is None:
+            seg.recovered = f"at or after the recovery point {rp}"
+    recovered_bases = load_phase | unflushed
+    log_start_guess = max(ls_checkpoint or 0, bases[0] if bases else 0)
+
+    # Step 6, first half: where the producer state starts (revisited below if that is past the log end). The first
+    # segment recovered loads the latest snapshot at or before it; without recovery, the final rebuild does, once
+    # ProducerStateManager.removeStraySnapshots has dropped the snapshots at no segment's base offset.
+    bound = min(recovered_bases) if recovered_bases else None
+    snapshots = sorted_files.snapshots if recovered_bases else _without_strays(sorted_files.snapshots, bases)
+    no_state = clean and not snapshots and not recovered_bases
+    start, entries, _bad = latest_snapshot(snapshots, bound, log_start_guess)
+    replay = None if no_state else ProducerReplay(entries)
+    loaded.producer_snapshot = start if entries or start in sorted_files.snapshots else None
+    loaded.replay_from = None if no_state else start
+
+    # One pass over every segment: cuts, kept batches, epochs, producer events.
+    seg_epochs: dict[int, list[tuple[int, int]]] = {}
+    disk_end = bases[0] if bases else (ls_checkpoint or 0)
+    ended = False
+    run = _Runs()
+    for seg in segs:
+        seg.deleted = ended
+        recovering = seg.recovered is not None and not ended
+        ends_log = seg.base_offset in unflushed and seg.base_offset not in load_phase
+        disk_end = max(disk_end, _read_segment(loaded, seg, recovering, ends_log, not ended, replay, start, run,
+                                               seg_epochs.setdefault(seg.base_offset, []), options))
+        if recovering and ends_log and loaded.cuts and loaded.cuts[-1].segment_base == seg.base_offset:
+            ended = True  # recoverLog: corruption in an unflushed segment deletes every later segment
+
+    # Step 4: the log end offset and log start.
+    live = [s for s in segs if not s.deleted]
+    leo = live[-1].next_offset if live else (ls_checkpoint or 0)
+    if ls_checkpoint is not None and live and leo < ls_checkpoint:
+        loaded.findings.append(Finding("warning", "log-end-below-log-start", display, None,
+                                       f"the log end offset {leo} is below the log start checkpoint {ls_checkpoint}: "
+                                       "the broker deletes every segment and starts an empty log there"))
+        for s in live:
+            s.deleted = True
+        live, leo = [], ls_checkpoint
+    loaded.log_end_offset = leo
+    loaded.on_disk_end_offset = max(disk_end, bases[-1] if bases else disk_end)
+    loaded.log_start_offset = max(ls_checkpoint or 0, live[0].base_offset if live else leo)
+    loaded.high_watermark = min(max(hw_checkpoint or 0, loaded.log_start_offset), leo)
+
+    # Step 5: the leader-epoch cache.
+    from .replicas import EpochCache
+
+    cache = EpochCache(loaded.epoch_checkpoint or ())
+    order = [b for b in bases if b in load_phase] + [b for b in bases if b in unflushed]
+    for base in order:
+        if sorted_files.segments[base].deleted:
+            continue
+        for epoch, offset in seg_epochs.get(base, ()):
+            latest = cache.latest
+            if epoch >= 0 and (latest is None or epoch > latest[0]):
+                cache.assign(epoch, offset)
+    cache.truncate_from_end(leo)
+    # LogLoader passes the log-start checkpoint (0 when the partition has none); the log start is what that
+    # checkpoint holds whenever the broker wrote it, and the best guess for a copied partition dir without it.
+    cache.truncate_from_start(loaded.log_start_offset)
+    loaded.epoch_cache = cache
+
+    # Step 6, second half: a snapshot past the log end is deleted by the broker; start again from an earlier one.
+    if replay is not None and start > leo:
+        start, entries, _bad = latest_snapshot(snapshots, leo, loaded.log_start_offset)
+        loaded.producer_snapshot = start if entries or start in sorted_files.snapshots else None
+        loaded.replay_from = start
+        replay = ProducerReplay(entries)
+        for seg in live:
+            if seg.next_offset <= start:
+                continue
+            for item in segment_items(seg.path, seg.display, options):
+                if isinstance(item, Finding):
+                    continue
+                b, control_raw = item
+                if b.base_offset >= seg.next_offset:
+                    break
+                if b.magic >= 2 and b.producer_id >= 0 and b.last_offset >= start:  # type: ignore[operator]
+                    replay.batch(b, control_raw, seg.display)
+    if replay is not None:
+        loaded.producers, loaded.aborted, loaded.fenced = replay.producers, replay.aborted, replay.fenced
+    loaded.segments = segs
+    return loaded
+
+
+@dataclass
+class _Runs:
+    """The leader epoch of the last kept batch, across segments (for ``epoch_runs``)."""
+
+    epoch: int | None = None
+
+
+def _read_segment(
+    loaded: LoadedPartition, seg: LoadedSegment, recovering: bool, ends_log: bool, kept: bool,
+    replay: ProducerReplay | None, start: int, run: _Runs, epochs: list[tuple[int, int]], options: ScanOptions,
+) -> int:
+    """One segment's batches into ``loaded`` (the hot loop: one header scan, tuple fields by index). A recovered
+    segment is cut at its first invalid batch (``LogSegment.recover``); ``kept`` False: recovery deleted it, its
+    batches only count toward the on-disk end, which is returned."""
+    next_offset, valid_bytes, disk_end = seg.base_offset, 0, seg.base_offset
+    batches = records = 0
+    seg_epoch: int | None = None
+    display = seg.display
+    try:
+        fh = open(seg.path, "rb", buffering=0)
+    except OSError as exc:
+        loaded.findings.append(Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}"))
+        return disk_end
+    with fh:
+        fd = fh.fileno()
+        for b in scan(fh, display, options=options):
+            if b.__class__ is not Batch:
+                if b.__class__ is not Finding or not kept:
+                    continue  # past the cut: the cut's finding stands for what follows
+                f: Finding = b  # type: ignore[assignment]
+                if recovering and f.severity == "error" and f.code != "crc-mismatch":
+                    kept = False
+                    at = f.position if f.position is not None else valid_bytes
+                    loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, at, next_offset, ends_log, f))
+                elif not recovering or f.code != "crc-mismatch":
+                    loaded.findings.append(f)
+                continue
+            last = b[2]  # last_offset
+            if last >= disk_end:
+                disk_end = last + 1
+            if not kept:
+                continue
+            if recovering and not b[6]:  # crc_valid; LogSegment.recover: batch.ensureValid() fails
+                kept = False
+                finding = Finding("error", "crc-mismatch", display, b[0],
+                                  f"batch at offsets {b[1]}..{last}: stored CRC32C {b[5]} does not match its "
+                                  "contents; recovery cuts the segment here")
+                loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
+                                               finding))
+                continue
+            next_offset, valid_bytes = last + 1, b[0] + b[3]
+            batches += 1
+            records += b[12]
+            if loaded.first_batch_offset is None:
+                loaded.first_batch_offset = b[1]
+            if b[4] < 2:  # magic: v0/v1 carry no epoch and no producer
+                loaded.legacy = True
+                continue
+            epoch = b[13]
+            if epoch != seg_epoch:
+                seg_epoch = epoch
+                epochs.append((epoch, b[1]))
+                if epoch != run.epoch:
+                    run.epoch = epoch
+                    loaded.epoch_runs.append((epoch, b[1], b[0], display))
+            if b[14] >= 0 and replay is not None and last >= start:  # producer_id
+                control = os.pread(fd, b[3], b[0]) if b[18] else None  # a control batch's bytes: its marker type
+                loaded.findings.extend(replay.batch(b, control, display))  # type: ignore[arg-type]
+    loaded.batches += batches
+    loaded.records += records
+    seg.next_offset = next_offset
+    seg.valid_bytes = valid_bytes if recovering else seg.size
+    return disk_end
+
+
+def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict[int | None, Path]:
+    """``ProducerStateManager.removeStraySnapshots``: snapshots at a segment's base offset stay, and the latest
+    other one when it is at or past the last segment's base (the snapshot of the log end)."""
+    kept = {o: p for o, p in snapshots.items() if o in bases}
+    strays = sorted(o for o in snapshots if o is not None and o not in bases)
+    if strays and (not bases or strays[-1] >= bases[-1]):
+        kept[strays[-1]] = snapshots[strays[-1]]
+    return kept
+
+
+def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Finding]) -> list[tuple[int, int]] | None:
+    if path is None:
+        return None
+    shown = os.path.join(display, path.name)
+    try:
+        items = list(read_small_file(path, FileKind.EPOCH_CHECKPOINT, shown))
+    except InputIOError as exc:
+        findings.append(Finding("error", "io-error", shown, None, str(exc)))
+        return []
+    findings.extend(i for i in items if isinstance(i, Finding) and i.severity != "info")
+    return [(e.epoch, e.start_offset) for e in items if isinstance(e, EpochEntry)]
+
+
+__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "LogDirState", "ProducerReplay", "RecoveryCut",
+           "index_problem", "latest_snapshot", "load_partition", "read_logdir", "segment_items"]
