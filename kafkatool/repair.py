@@ -107,7 +107,8 @@ class PartitionRepair:
     backup_dir: str | None = None
     cut: tuple[Path, int] | None = None   # the segment cut and where its first invalid batch starts
     recovery_point: int | None = None     # where recoverLog starts
-    recovery_point_source: str | None = None  # the log dir's checkpoint, the option, or none found (0)
+    recovery_point_source: str | None = None  # checkpoint (the log dir's), option (--recovery-point), none (0)
+    recovery_point_note: str | None = None    # the same in words, with the checkpoint's path
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +118,7 @@ class PartitionRepair:
             "recovered_segments": self.recovered_segments, "salvaged_batches": self.salvaged_batches,
             "actions": len(self.actions), "applied": self.applied, "backup_dir": self.backup_dir,
             "recovery_point": self.recovery_point, "recovery_point_source": self.recovery_point_source,
+            "recovery_point_note": self.recovery_point_note,
         }
 
 
@@ -218,7 +220,7 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
 
     logdir = part.parent
     key = _partition_key(part)
-    recovery_point, rp_source = _recovery_point_of(logdir, key, options)
+    recovery_point, rp_source, rp_note = _recovery_point_of(logdir, key, options)
     log_start = max(_checkpoint_entry(logdir / "log-start-offset-checkpoint", key) or 0, bases[0])
 
     # 2. segments to recover. LogLoader.loadSegmentFiles recovers, one by one as it loads them, the segments
@@ -248,7 +250,7 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
     recover = cut_here | indexes_only         # their index files are compared with the rebuilt ones
     if not recover:
         result = PartitionRepair(display, None, None, actions, recovery_point=recovery_point,
-                                 recovery_point_source=rp_source)
+                                 recovery_point_source=rp_source, recovery_point_note=rp_note)
         result.leo_before = result.leo_after = _log_end(segs, bases, options)
         actions.extend(_epochs(part, display, [], result.leo_after, log_start))
         return result
@@ -261,7 +263,8 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
     start, producers, bad_snapshots = _latest_snapshot(snapshots, first, log_start)
     leo_before = _log_end(segs, bases, options)
     result = PartitionRepair(display, leo_before, None, actions, recovered_segments=sorted(cut_here),
-                             recovery_point=recovery_point, recovery_point_source=rp_source)
+                             recovery_point=recovery_point, recovery_point_source=rp_source,
+                             recovery_point_note=rp_note)
     with tempfile.TemporaryDirectory(prefix="kafkatool-repair-") as tmp:
         scratch = Path(tmp) / part.name
         writer = PartitionWriter(scratch, topic=key[0], partition=key[1], topic_id=bytes(16),
@@ -387,16 +390,17 @@ def _checkpoint_entry(path: Path, key: tuple[str, int]) -> int | None:
     return None
 
 
-def _recovery_point_of(logdir: Path, key: tuple[str, int], options: RepairOptions) -> tuple[int, str]:
-    """The recovery point ``recoverLog`` starts from, and where it came from."""
+def _recovery_point_of(logdir: Path, key: tuple[str, int], options: RepairOptions) -> tuple[int, str, str]:
+    """The recovery point ``recoverLog`` starts from, where it came from (``option``, ``checkpoint`` or ``none``),
+    and that said in words."""
     if options.recovery_point is not None:
-        return options.recovery_point, "the --recovery-point option"
+        return options.recovery_point, "option", "from --recovery-point"
     path = logdir / "recovery-point-offset-checkpoint"
     entry = _checkpoint_entry(path, key)
     if entry is not None:
-        return entry, str(path)
-    why = "no entry for the partition in" if path.exists() else "no"
-    return 0, f"{why} {path}: 0, every segment is recovered"
+        return entry, "checkpoint", f"from {path}"
+    where = f"no entry for the partition in {path}" if path.exists() else f"no {path}"
+    return 0, "none", f"(none found: {where}; every segment is recovered)"
 
 
 def _load_problem(base: int, index: Path | None, txnindex: Path | None) -> str | None:

@@ -1,0 +1,105 @@
+"""``repair`` does what Kafka's ``LogLoader`` does, and a second run plans nothing.
+
+Each test cites the Kafka code it follows (``storage/.../log/LogLoader.java``, ``LogSegment.java``,
+``UnifiedLog.java``; ``clients/.../record/FileLogInputStream.java``, ``DefaultRecordBatch.java``;
+``storage/.../epoch/LeaderEpochFileCache.java``, ``server-common/.../CheckpointFile.java``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkatool.smallfiles import read_epoch_checkpoint, read_offset_index, read_time_index
+
+from .conftest import PROJECT_ROOT, corpus_root
+
+CASES = sorted(p.name for p in (corpus_root() / "kafka/recovery").iterdir() if p.is_dir())
+# The swapped-in segment (kafkatool/repair.py, step 1): Kafka leaves it with the empty indexes it opened, we rebuild
+# them; and with recovery point 0 Kafka recovers it too, so only the checkpointed run is compared for it.
+SWAPPED_IN = {"leftovers": "00000000000000000086"}
+
+
+def kafkatool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=300,
+                          cwd=PROJECT_ROOT, env=os.environ.copy())
+
+
+def case_json(case: str) -> dict:
+    return json.loads((corpus_root() / "kafka/recovery" / case / "case.json").read_text())
+
+
+def writable_copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dst
+
+
+def copy_case(case: str, tmp_path: Path, mode: str) -> Path:
+    """The damaged partition dir, writable. ``rp0``: the partition dir alone (no log dir checkpoints, so the
+    recovery point is 0, as when a partition dir is copied away); ``checkpoint``: in a log dir whose
+    recovery-point and log-start checkpoints hold what Kafka's LogLoader was given (case.json)."""
+    before = corpus_root() / "kafka/recovery" / case / "before/rtopic-0"
+    if mode == "rp0":
+        return writable_copy(before, tmp_path / "data/rtopic-0")
+    part = writable_copy(before, tmp_path / "logdir/rtopic-0")
+    inv = case_json(case)["recovery_invocation"]
+    (part.parent / "recovery-point-offset-checkpoint").write_text(f"0\n1\nrtopic 0 {inv['recoveryPointCheckpoint']}\n")
+    (part.parent / "log-start-offset-checkpoint").write_text(f"0\n1\nrtopic 0 {inv['logStartOffsetCheckpoint']}\n")
+    return part
+
+
+def repair_jsonl(part: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    done = kafkatool("repair", "-f", "jsonl", "--index-interval-bytes", "1024", *extra, str(part))
+    return done, [json.loads(line) for line in done.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("mode", ["rp0", "checkpoint"])
+@pytest.mark.parametrize("case", CASES)
+def test_a_second_apply_plans_nothing(case: str, mode: str, tmp_path: Path) -> None:
+    """``LogLoader.load`` on every recovery case, from recovery point 0 (every segment through
+    ``recoverSegment``) and from the log dir's checkpoints: the first ``--apply`` leaves Kafka's ``.log`` files
+    byte for byte and Kafka's log end offset; a second ``--apply`` finds nothing to do (no
+    ``repair-not-idempotent``, no action)."""
+    part = copy_case(case, tmp_path, mode)
+    kafka = corpus_root() / "kafka/recovery" / case / "after/rtopic-0"
+    expected = case_json(case)
+    first, lines = repair_jsonl(part, "--apply", "--backup-dir", str(tmp_path / "backup-1"))
+    assert first.returncode == 0, first.stdout + first.stderr
+    summary = lines[-1]
+    assert summary["type"] == "partition" and summary["applied"] is True
+    assert summary["leo_after"] == expected["kafka_result"]["next_offset"]
+    rp = expected["recovery_invocation"]["recoveryPointCheckpoint"]
+    assert (summary["recovery_point"], summary["recovery_point_source"]) == (
+        (0, "none") if mode == "rp0" else (rp, "checkpoint"))
+    assert not [d for d in lines if d["type"] == "finding"]
+
+    logs = sorted(p.name for p in kafka.glob("*.log"))
+    assert sorted(p.name for p in part.glob("*.log")) == logs
+    for name in logs:
+        assert (part / name).read_bytes() == (kafka / name).read_bytes(), name
+    skip = SWAPPED_IN.get(case)
+    for index in kafka.glob("*.index"):
+        if skip and index.name.startswith(skip):
+            continue
+        assert read_offset_index(part / index.name) == read_offset_index(index), index.name
+        timeindex = index.with_suffix(".timeindex")
+        assert read_time_index(part / timeindex.name) == read_time_index(timeindex), timeindex.name
+    if mode == "checkpoint":  # the same input as Kafka's: the same epoch cache, producer snapshots, .txnindex files
+        for p in [*kafka.glob("*.snapshot"), *kafka.glob("*.txnindex"), kafka / "leader-epoch-checkpoint"]:
+            assert (part / p.name).read_bytes() == p.read_bytes(), p.name
+        assert (part.parent / "recovery-point-offset-checkpoint").read_text().split("\n")[2] == (
+            f"rtopic 0 {expected['kafka_result']['next_offset']}")
+
+    second, again = repair_jsonl(part, "--apply", "--backup-dir", str(tmp_path / "backup-2"))
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert [d for d in again if d["type"] != "partition"] == []
+    assert again[-1]["actions"] == 0 and again[-1]["applied"] is False
