@@ -103,3 +103,44 @@ def test_a_second_apply_plans_nothing(case: str, mode: str, tmp_path: Path) -> N
     assert second.returncode == 0, second.stdout + second.stderr
     assert [d for d in again if d["type"] != "partition"] == []
     assert again[-1]["actions"] == 0 and again[-1]["applied"] is False
+
+
+@pytest.mark.parametrize("recovery_point", [174, 0])
+def test_a_segment_recovered_as_it_is_loaded_is_cut_alone(recovery_point: int, tmp_path: Path) -> None:
+    """``LogLoader.loadSegmentFiles``: a segment whose offset index is missing (``LogSegment.sanityCheck`` throws
+    ``NoSuchFileException``) goes through ``recoverSegment`` as it is loaded, whatever the recovery point: its
+    invalid tail is cut (``LogSegment.recover``) and the later segments stay. ``recoverLog`` then recovers the
+    segments from the recovery point; the already cut segment truncates nothing more, so nothing ends the log
+    there either. An offset gap remains, which ``verify`` reports.
+
+    The middle segment 86 of the missing-indexes case (its .index and .timeindex deleted) gets a flipped byte in
+    its last batch (offsets 171..173 at byte 7928); recovery point 174 puts it below, 0 above."""
+    part = writable_copy(corpus_root() / "kafka/recovery/missing-indexes/before/rtopic-0", tmp_path / "data/rtopic-0")
+    log = part / "00000000000000000086.log"
+    data = bytearray(log.read_bytes())
+    bad = 7928
+    assert struct.unpack_from(">q", data, bad)[0] == 171 and bad + struct.unpack_from(">i", data, bad + 8)[0] + 12 \
+        == len(data)
+    data[bad + 70] ^= 0xFF
+    log.write_bytes(bytes(data))
+    others = {p.name: p.read_bytes() for p in part.glob("*.log") if p != log}
+    assert sorted(others) == ["00000000000000000000.log", "00000000000000000174.log", "00000000000000000259.log"]
+
+    done, lines = repair_jsonl(part, "--apply", "--backup-dir", str(tmp_path / "backup"),
+                               "--recovery-point", str(recovery_point))
+    assert done.returncode == 0, done.stdout + done.stderr
+    truncations = [d for d in lines if d["type"] == "action" and d["action"] == "truncate"]
+    assert [(Path(d["path"]).name, d["size_after"]) for d in truncations] == [(log.name, bad)]
+    assert not [d for d in lines if d["type"] == "action" and d["action"] == "delete"]
+    summary = lines[-1]
+    assert (summary["leo_before"], summary["leo_after"], summary["offsets_removed"]) == (269, 269, [171, 173])
+    assert log.read_bytes() == bytes(data[:bad])
+    assert {p.name: p.read_bytes() for p in part.glob("*.log") if p != log} == others  # later segments kept
+    assert (part / "00000000000000000086.index").exists() and (part / "00000000000000000174.index").exists()
+
+    from kafkatool.verify import verify_paths
+
+    gaps = [f for f in verify_paths([part]) if getattr(f, "code", None) == "offset-gap"]
+    assert [f.message.split(" (")[0] for f in gaps] == ["offsets 171..173"]
+    again, lines = repair_jsonl(part, "--recovery-point", str(recovery_point))
+    assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
