@@ -144,3 +144,38 @@ def test_a_segment_recovered_as_it_is_loaded_is_cut_alone(recovery_point: int, t
     assert [f.message.split(" (")[0] for f in gaps] == ["offsets 171..173"]
     again, lines = repair_jsonl(part, "--recovery-point", str(recovery_point))
     assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
+
+
+@pytest.mark.parametrize(("recovery_point", "epochs"), [(174, [[1, 174]]), (0, [[0, 0], [1, 144]])])
+def test_a_missing_epoch_checkpoint_is_created_as_the_broker_leaves_it(
+        recovery_point: int, epochs: list[list[int]], tmp_path: Path) -> None:
+    """``UnifiedLog.maybeCreateLeaderEpochCache`` opens ``leader-epoch-checkpoint`` (``CheckpointFile`` creates it
+    empty when missing); ``LogSegment.recover`` calls ``LeaderEpochFileCache.assign`` for each recovered batch
+    whose epoch is above the latest, which writes the file. So the broker's cache holds the epochs of the batches
+    it recovers, no more: from recovery point 174 only epoch 1 at 174 (the cache forgets epoch 0 and that epoch 1
+    began at 144), from 0 both."""
+    part = writable_copy(corpus_root() / "kafka/recovery/torn-tail/before/rtopic-0", tmp_path / "data/rtopic-0")
+    (part / "leader-epoch-checkpoint").unlink()
+    done, lines = repair_jsonl(part, "--apply", "--backup-dir", str(tmp_path / "backup"),
+                               "--recovery-point", str(recovery_point))
+    assert done.returncode == 0, done.stdout + done.stderr
+    create = [d for d in lines if d["type"] == "action" and d["path"].endswith("leader-epoch-checkpoint")]
+    assert [(d["action"], d["epochs"]) for d in create] == [("create", epochs)]
+    assert [[e.epoch, e.start_offset] for e in read_epoch_checkpoint(part / "leader-epoch-checkpoint")] == epochs
+    again, lines = repair_jsonl(part, "--recovery-point", str(recovery_point))
+    assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
+
+
+def test_a_missing_epoch_checkpoint_after_a_clean_shutdown_is_created_empty(tmp_path: Path) -> None:
+    """After a clean shutdown ``LogLoader.recoverLog`` recovers nothing, so nothing is assigned and the file the
+    broker creates (``CheckpointFile``: ``Files.createFile``) stays empty; a reader takes an empty file for no
+    entries (``CheckpointReadBuffer.read``)."""
+    logdir = writable_copy(PROJECT_ROOT / "fixtures/logdir", tmp_path / "logdir")
+    assert (logdir / ".kafka_cleanshutdown").exists()
+    (logdir / "orders-0/leader-epoch-checkpoint").unlink()
+    done, lines = repair_jsonl(logdir / "orders-0", "--apply", "--backup-dir", str(tmp_path / "backup"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [(d["action"], d["epochs"]) for d in lines if d["type"] == "action"] == [("create", [])]
+    assert (logdir / "orders-0/leader-epoch-checkpoint").read_bytes() == b""
+    again, lines = repair_jsonl(logdir / "orders-0")
+    assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
