@@ -179,3 +179,56 @@ def test_a_missing_epoch_checkpoint_after_a_clean_shutdown_is_created_empty(tmp_
     assert (logdir / "orders-0/leader-epoch-checkpoint").read_bytes() == b""
     again, lines = repair_jsonl(logdir / "orders-0")
     assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
+
+
+@pytest.mark.parametrize(("magic", "position"), [(3, 347), (4, 156)])
+def test_a_batch_with_a_magic_above_2_is_kept_and_flagged(magic: int, position: int, tmp_path: Path) -> None:
+    """``FileLogInputStream.nextBatch`` reads any magic byte >= 2 as a ``DefaultRecordBatch``, whose ``ensureValid``
+    checks its size and its CRC32C, computed from the attributes on: the magic byte is not covered. So
+    ``LogSegment.recover`` keeps such a batch (and takes its epoch and producer state, ``batch.magic() >= 2``).
+    In the torn-tail case, batch 264..265 (uncompressed, idempotent) gets magic 3, or batch 261..263 (lz4,
+    transactional) magic 4: repair cuts only the torn tail, as Kafka did, and leaves every file as Kafka's
+    recovery left it (the patched byte aside); verify reports the magic as an error, at its batch."""
+    from kafkatool.records import scan
+    from kafkatool.verify import verify_paths
+
+    case = "torn-tail"
+    part = copy_case(case, tmp_path, "checkpoint")
+    log = part / "00000000000000000259.log"
+    data = bytearray(log.read_bytes())
+    assert data[position + 16] == 2
+    data[position + 16] = magic
+    log.write_bytes(bytes(data))
+
+    with open(log, "rb") as fh:
+        items = list(scan(fh, str(log)))
+    batch = next(b for b in items if getattr(b, "position", None) == position and hasattr(b, "magic"))
+    assert (batch.magic, batch.crc_valid) == (magic, True)
+    assert [getattr(i, "code", None) for i in items if getattr(i, "severity", None)] == ["torn-tail"]
+
+    def magic_findings() -> list[tuple[str, int | None]]:
+        return [(Path(f.path).name, f.position) for f in verify_paths([part]) if getattr(f, "code", "") ==
+                "magic-above-v2" and f.severity == "error"]
+
+    assert magic_findings() == [(log.name, position)]
+    done, lines = repair_jsonl(part, "--apply", "--backup-dir", str(tmp_path / "backup"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    truncations = [(Path(d["path"]).name, d["size_after"]) for d in lines if d.get("action") == "truncate"]
+    assert truncations == [(log.name, 846)]
+    kafka = corpus_root() / "kafka/recovery" / case / "after/rtopic-0"
+    expected_log = bytearray((kafka / log.name).read_bytes())
+    expected_log[position + 16] = magic
+    assert log.read_bytes() == bytes(expected_log)
+    assert lines[-1]["leo_after"] == case_json(case)["kafka_result"]["next_offset"]
+    for p in kafka.iterdir():
+        if p.name == log.name:
+            continue
+        if p.suffix == ".index":
+            assert read_offset_index(part / p.name) == read_offset_index(p), p.name
+        elif p.suffix == ".timeindex":
+            assert read_time_index(part / p.name) == read_time_index(p), p.name
+        else:  # .log, .snapshot (the producer state took the batch in), .txnindex, leader-epoch-checkpoint
+            assert (part / p.name).read_bytes() == p.read_bytes(), p.name
+    assert magic_findings() == [(log.name, position)]
+    again, lines = repair_jsonl(part)
+    assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
