@@ -10,22 +10,33 @@ The plan follows Kafka's ``LogLoader`` (storage module) step by step, and every 
    (empty, preallocated) index files it opened with the ``.swap`` suffix and no ``.txnindex``, and does not
    recover it when it lies below the recovery point: its indexes stay empty and its aborted transactions are
    lost to ``read_committed`` consumers. Here a swapped-in segment is recovered like the others (its indexes
-   and ``.txnindex`` rebuilt): a documented difference.
-2. **Segments to recover**: every segment from the one holding the recovery point on (``recoverLog``),
-   and any segment whose offset index is missing or fails the broker's sanity checks
-   (``loadSegmentFiles``).
+   and ``.txnindex`` rebuilt): a documented difference. The producer snapshot of a replaced segment is
+   deleted with its other files before anything reads it, so it never seeds a replay.
+2. **Segments to recover**, in two passes as in ``LogLoader``. ``loadSegmentFiles`` recovers each segment
+   whose offset index is missing or whose ``.txnindex`` fails ``TransactionIndex.sanityCheck`` as it loads
+   it, whatever the recovery point (``LogSegment.sanityCheck`` does not check the offset and time indexes);
+   then ``recoverLog`` recovers every segment from the one holding the recovery point on (none after a
+   clean shutdown). The recovery point comes from ``--recovery-point``, else the log dir's
+   ``recovery-point-offset-checkpoint``, else 0 (every segment); the plan says which. A present
+   ``.index``/``.timeindex`` failing the broker's sanity checks in a segment neither pass recovers is
+   rebuilt (derived data; the broker would keep and misuse it) without touching its segment.
 3. **Recovery** (``LogSegment.recover``, ``UnifiedLog.rebuildProducerState``): the producer state is
    loaded from the latest readable snapshot at or before the first segment to recover (corrupt ones are
-   skipped, as the broker deletes them) and the log is replayed from there, one batch per append, into a
-   scratch partition written by :class:`kafkatool.logwriter.PartitionWriter` (byte-identical to Kafka's
-   ``LogSegment``/``ProducerStateManager`` output): this yields the rebuilt ``.index``, ``.timeindex``,
-   ``.txnindex`` and the producer snapshots at each segment end and at the log end. A segment being
-   recovered is cut at its first invalid batch (CRC mismatch, torn tail, zero-filled tail, impossible
-   size); after a cut every later segment is deleted with its files, and so is every producer snapshot
-   past the new log end offset.
+   skipped, as the broker deletes them), else from the log start with no producer, and the log is replayed
+   from there, one batch per append, into a scratch partition written by
+   :class:`kafkatool.logwriter.PartitionWriter` (byte-identical to Kafka's ``LogSegment``/
+   ``ProducerStateManager`` output): this yields the rebuilt ``.index``, ``.timeindex``, ``.txnindex`` and
+   the producer snapshots at each segment end and at the log end. A segment being recovered is cut at its
+   first batch failing ``DefaultRecordBatch.ensureValid`` (CRC mismatch, size below the v2 header) or the
+   framing (torn tail, zero-filled tail, impossible size); a magic byte from 3 to 127 is not among them
+   (``FileLogInputStream`` reads it as v2, the CRC does not cover it). A cut in a segment recovered at load
+   leaves the later segments (an offset gap remains); a cut found by ``recoverLog`` ends the log: every
+   later segment is deleted with its files, and so is every producer snapshot past the new log end offset.
 4. **Leader epochs** (``LeaderEpochFileCache``): epochs of the recovered batches newer than the latest
-   entry are assigned, entries starting at or after the new log end are dropped (``truncateFromEnd``),
-   and entries before the log start are folded into one starting at the log start (``truncateFromStart``).
+   entry are assigned (load-phase segments first, then ``recoverLog``'s), entries starting at or after the
+   new log end are dropped (``truncateFromEnd``), and entries before the log start are folded into one
+   starting at the log start (``truncateFromStart``). A missing ``leader-epoch-checkpoint`` is created, as
+   the broker's ``CheckpointFile`` creates it: with the recovered epochs, or empty.
 5. **Recovery point**: the log dir's ``recovery-point-offset-checkpoint`` entry for the partition becomes
    the new log end offset (everything repaired is on disk, fsynced).
 

@@ -232,3 +232,26 @@ def test_a_batch_with_a_magic_above_2_is_kept_and_flagged(magic: int, position: 
     assert magic_findings() == [(log.name, position)]
     again, lines = repair_jsonl(part)
     assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
+
+
+def test_a_txnindex_failing_its_sanity_check_sends_its_segment_to_recovery(tmp_path: Path) -> None:
+    """``LogSegment.sanityCheck`` at load runs ``TransactionIndex.sanityCheck``: an aborted transaction whose last
+    offset is below the segment's base offset throws ``CorruptIndexException``, and ``loadSegmentFiles`` recovers
+    the segment (below the recovery point too), which rebuilds its ``.txnindex``. A corrupt offset index, which
+    the broker does not check at load, is rebuilt without recovering (or cutting) its segment."""
+    part = copy_case("torn-tail", tmp_path, "checkpoint")  # recovery point 174
+    txnindex = part / "00000000000000000086.txnindex"
+    original = txnindex.read_bytes()
+    txnindex.write_bytes(original + struct.pack(">hqqqq", 0, 77, 10, 20, 21))  # ends at 20 < 86
+    index = part / "00000000000000000000.index"
+    original_index = index.read_bytes()
+    index.write_bytes(original_index + b"\x01" * 5)  # OffsetIndex.sanityCheck: not a multiple of 8 bytes
+    done, lines = repair_jsonl(part)
+    assert done.returncode == 1, done.stdout + done.stderr
+    acts = {Path(d["path"]).name: d for d in lines if d["type"] == "action"}
+    assert "TransactionIndex.sanityCheck" in acts[txnindex.name]["reason"]
+    assert acts[index.name]["action"] == "rebuild"
+    assert lines[-1]["recovered_segments"] == [86, 174, 259]  # 0's index is rebuilt, the segment not recovered
+    done, lines = repair_jsonl(part, "--apply", "--backup-dir", str(tmp_path / "backup"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert txnindex.read_bytes() == original and index.read_bytes() == original_index
