@@ -232,7 +232,8 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
     logdir = part.parent
     key = _partition_key(part)
     recovery_point, rp_source, rp_note = _recovery_point_of(logdir, key, options)
-    log_start = max(_checkpoint_entry(logdir / "log-start-offset-checkpoint", key) or 0, bases[0])
+    log_start_checkpoint = _checkpoint_entry(logdir / "log-start-offset-checkpoint", key) or 0
+    log_start = max(log_start_checkpoint, bases[0])
 
     # 2. segments to recover. LogLoader.loadSegmentFiles recovers, one by one as it loads them, the segments
     # whose offset index is missing or whose .txnindex fails TransactionIndex.sanityCheck; a cut there never
@@ -271,7 +272,7 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
     # with the segment's other files (LogLoader.load, second pass) before it reads any: it never seeds a replay.
     snapshots = {classify(p).base_offset: p for p in files if p not in deleted
                  and classify(p).kind is FileKind.PRODUCER_SNAPSHOT and classify(p).leftover is None}
-    start, producers, bad_snapshots = _latest_snapshot(snapshots, first, log_start)
+    start, producers, bad_snapshots = _latest_snapshot(snapshots, first, log_start, log_start_checkpoint)
     leo_before = _log_end(segs, bases, options)
     result = PartitionRepair(display, leo_before, None, actions, recovered_segments=sorted(cut_here),
                              recovery_point=recovery_point, recovery_point_source=rp_source,
@@ -445,9 +446,15 @@ def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
 
 
 def _latest_snapshot(
-    snapshots: dict[int | None, Path], first: int, log_start: int
+    snapshots: dict[int | None, Path], first: int, log_start: int, log_start_checkpoint: int
 ) -> tuple[int, list[ProducerEntry], dict[int, str]]:
-    """Where the replay starts: the latest readable snapshot at or before ``first``, else the log start."""
+    """Where the replay starts: the latest readable snapshot at or before ``first``, else the log start with no
+    producer.
+
+    ``recoverSegment`` passes the log dir's log start checkpoint to ``ProducerStateManager.truncateAndReload``,
+    which deletes every snapshot at or below it before ``loadFromSnapshot`` takes the latest one left: a snapshot
+    at the checkpointed log start never seeds a replay (with no checkpoint, 0, one at the first segment does).
+    """
     bad: dict[int, str] = {}
     readable: dict[int, list[ProducerEntry]] = {}
     for offset, path in snapshots.items():
@@ -459,7 +466,7 @@ def _latest_snapshot(
             bad[offset] = problems[0].message
         else:
             readable[offset] = [e for e in items if isinstance(e, ProducerEntry)]
-    usable = [o for o in readable if log_start <= o <= first]
+    usable = [o for o in readable if log_start <= o <= first and o > log_start_checkpoint]
     if usable:
         return max(usable), readable[max(usable)], bad
     return log_start, [], bad

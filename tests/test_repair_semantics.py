@@ -255,3 +255,25 @@ def test_a_txnindex_failing_its_sanity_check_sends_its_segment_to_recovery(tmp_p
     done, lines = repair_jsonl(part, "--apply", "--backup-dir", str(tmp_path / "backup"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert txnindex.read_bytes() == original and index.read_bytes() == original_index
+
+
+def test_a_snapshot_at_the_checkpointed_log_start_does_not_seed_the_replay(tmp_path: Path) -> None:
+    """``LogLoader.recoverSegment`` hands the log start checkpoint to ``UnifiedLog.rebuildProducerState``, whose
+    ``ProducerStateManager.truncateAndReload`` deletes every snapshot at or below it (and above the segment's base)
+    before ``loadFromSnapshot``: with log start and recovery point 86, segment 86 is replayed from no producer
+    state, so producer 1000's transaction begun at 81 is unknown when its abort marker (88) comes, and
+    ``86.txnindex`` loses that entry (``ProducerAppendInfo.appendEndTxnMarker``: no first offset, no
+    ``CompletedTxn``). Run again, the plan is empty."""
+    from kafkatool.smallfiles import read_txn_index
+
+    part = copy_case("torn-tail", tmp_path, "checkpoint")
+    for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
+        (part.parent / name).write_text("0\n1\nrtopic 0 86\n")
+    txnindex = part / "00000000000000000086.txnindex"
+    before = read_txn_index(txnindex)
+    assert (before[0].producer_id, before[0].first_offset, before[0].last_offset) == (1000, 81, 88)
+    done, lines = repair_jsonl(part, "--apply", "--backup-dir", str(tmp_path / "backup"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert read_txn_index(txnindex) == before[1:]
+    again, lines = repair_jsonl(part)
+    assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
