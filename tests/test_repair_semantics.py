@@ -277,3 +277,24 @@ def test_a_snapshot_at_the_checkpointed_log_start_does_not_seed_the_replay(tmp_p
     assert read_txn_index(txnindex) == before[1:]
     again, lines = repair_jsonl(part)
     assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
+
+
+def test_the_output_says_where_the_recovery_point_came_from(tmp_path: Path) -> None:
+    """``LogLoader`` takes the recovery point from the log dir's ``recovery-point-offset-checkpoint`` (0 when the
+    partition has no entry: every segment is recovered); ``--recovery-point`` overrides it. Text and JSONL say
+    which (issue 17)."""
+    part = copy_case("crc-flip", tmp_path, "checkpoint")
+    checkpoint = part.parent / "recovery-point-offset-checkpoint"
+    for extra, point, source, words in [
+        ([], 174, "checkpoint", f"recovery point 174 from {checkpoint}"),
+        (["--recovery-point", "86"], 86, "option", "recovery point 86 from --recovery-point"),
+    ]:
+        _done, lines = repair_jsonl(part, *extra)
+        assert (lines[-1]["recovery_point"], lines[-1]["recovery_point_source"]) == (point, source)
+        text = kafkatool("repair", "--index-interval-bytes", "1024", *extra, str(part)).stdout
+        assert words in " ".join(text.split()), text
+    checkpoint.unlink()
+    _done, lines = repair_jsonl(part)
+    assert (lines[-1]["recovery_point"], lines[-1]["recovery_point_source"]) == (0, "none")
+    text = " ".join(kafkatool("repair", str(part)).stdout.split())
+    assert f"recovery point 0 (none found: no {checkpoint}; every segment is recovered)" in text, text
