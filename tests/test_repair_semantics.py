@@ -7,6 +7,7 @@ Each test cites the Kafka code it follows (``storage/.../log/LogLoader.java``, `
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -16,8 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from crc32c import crc32c
 
-from kafkatool.smallfiles import read_epoch_checkpoint, read_offset_index, read_time_index
+from kafkatool.formats import record_batch
+from kafkatool.model import Batch, Finding
+from kafkatool.records import ScanOptions, scan
+from kafkatool.smallfiles import read_epoch_checkpoint, read_offset_index, read_time_index, read_txn_index
+from kafkatool.verify import verify_paths
 
 from .conftest import PROJECT_ROOT, corpus_root
 
@@ -138,8 +144,6 @@ def test_a_segment_recovered_as_it_is_loaded_is_cut_alone(recovery_point: int, t
     assert {p.name: p.read_bytes() for p in part.glob("*.log") if p != log} == others  # later segments kept
     assert (part / "00000000000000000086.index").exists() and (part / "00000000000000000174.index").exists()
 
-    from kafkatool.verify import verify_paths
-
     gaps = [f for f in verify_paths([part]) if getattr(f, "code", None) == "offset-gap"]
     assert [f.message.split(" (")[0] for f in gaps] == ["offsets 171..173"]
     again, lines = repair_jsonl(part, "--recovery-point", str(recovery_point))
@@ -189,9 +193,6 @@ def test_a_batch_with_a_magic_above_2_is_kept_and_flagged(magic: int, position: 
     In the torn-tail case, batch 264..265 (uncompressed, idempotent) gets magic 3, or batch 261..263 (lz4,
     transactional) magic 4: repair cuts only the torn tail, as Kafka did, and leaves every file as Kafka's
     recovery left it (the patched byte aside); verify reports the magic as an error, at its batch."""
-    from kafkatool.records import scan
-    from kafkatool.verify import verify_paths
-
     case = "torn-tail"
     part = copy_case(case, tmp_path, "checkpoint")
     log = part / "00000000000000000259.log"
@@ -202,9 +203,9 @@ def test_a_batch_with_a_magic_above_2_is_kept_and_flagged(magic: int, position: 
 
     with open(log, "rb") as fh:
         items = list(scan(fh, str(log)))
-    batch = next(b for b in items if getattr(b, "position", None) == position and hasattr(b, "magic"))
+    batch = next(b for b in items if isinstance(b, Batch) and b.position == position)
     assert (batch.magic, batch.crc_valid) == (magic, True)
-    assert [getattr(i, "code", None) for i in items if getattr(i, "severity", None)] == ["torn-tail"]
+    assert [i.code for i in items if isinstance(i, Finding)] == ["torn-tail"]
 
     def magic_findings() -> list[tuple[str, int | None]]:
         return [(Path(f.path).name, f.position) for f in verify_paths([part]) if getattr(f, "code", "") ==
@@ -264,8 +265,6 @@ def test_a_snapshot_at_the_checkpointed_log_start_does_not_seed_the_replay(tmp_p
     state, so producer 1000's transaction begun at 81 is unknown when its abort marker (88) comes, and
     ``86.txnindex`` loses that entry (``ProducerAppendInfo.appendEndTxnMarker``: no first offset, no
     ``CompletedTxn``). Run again, the plan is empty."""
-    from kafkatool.smallfiles import read_txn_index
-
     part = copy_case("torn-tail", tmp_path, "checkpoint")
     for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
         (part.parent / name).write_text("0\n1\nrtopic 0 86\n")
@@ -298,3 +297,41 @@ def test_the_output_says_where_the_recovery_point_came_from(tmp_path: Path) -> N
     assert (lines[-1]["recovery_point"], lines[-1]["recovery_point_source"]) == (0, "none")
     text = " ".join(kafkatool("repair", str(part)).stdout.split())
     assert f"recovery point 0 (none found: no {checkpoint}; every segment is recovered)" in text, text
+
+
+@pytest.mark.parametrize("window", [64, 4 << 20])
+def test_scan_reads_every_magic_from_2_to_127_as_v2_as_the_construct_does(window: int) -> None:
+    """``FileLogInputStream.nextBatch`` takes the magic byte as a signed Java byte: below 2 (0, 1 and the negative
+    ones, 128..255 unsigned) is a legacy message, anything else a ``DefaultRecordBatch``, whose CRC covers the
+    bytes from the attributes on. Every batch of a segment, with its magic set to each of 3..127 in turn, scans
+    as the Construct declaration ``RecordBatchHeader`` parses it (the magic kept), with the CRC verdict of the
+    bytes it covers, whatever the scan window; 128 and up still stop the scan (``unknown-magic``)."""
+    path = corpus_root() / "kafka/recovery/crc-flip/before/rtopic-0/00000000000000000259.log"
+    original = path.read_bytes()  # 6 batches, the 4th with a flipped byte: one CRC mismatch
+    with open(path, "rb") as fh:
+        batches = [b for b in scan(fh, str(path)) if isinstance(b, Batch)]
+    assert len(batches) == 6 and sum(not b.crc_valid for b in batches) == 1
+    for victim in batches:
+        for magic in (3, 4, 77, 127, 128, 255):
+            data = bytearray(original)
+            data[victim.position + 16] = magic
+            items = list(scan(io.BytesIO(bytes(data)), "x", options=ScanOptions(window=window)))
+            got = [b for b in items if isinstance(b, Batch)]
+            if magic >= 128:
+                assert got == [b for b in batches if b.position < victim.position]
+                assert [(f.code, f.position) for f in items if isinstance(f, Finding)][-1] == (
+                    "unknown-magic", victim.position)
+                continue
+            assert [b._replace(magic=2) for b in got] == batches
+            b = next(g for g in got if g.position == victim.position)
+            raw = bytes(data[b.position:b.position + b.size])
+            h = record_batch.RecordBatchHeader.parse(raw)
+            assert (b.magic, b.base_offset, b.last_offset, b.size, b.partition_leader_epoch, b.crc) == (
+                h.magic, h.base_offset, h.base_offset + h.last_offset_delta, h.batch_length + 12,
+                h.partition_leader_epoch, h.crc)
+            assert (b.producer_id, b.producer_epoch, b.base_sequence, b.record_count, b.first_timestamp,
+                    b.max_timestamp) == (h.producer_id, h.producer_epoch, h.base_sequence, h.records_count,
+                                         h.base_timestamp, h.max_timestamp)
+            assert b.crc_valid == (crc32c(raw[record_batch.ATTRIBUTES_OFFSET:]) == h.crc) == victim.crc_valid
+            assert [(f.code, f.position) for f in items if isinstance(f, Finding)] == [
+                ("crc-mismatch", g.position) for g in batches if not g.crc_valid]
