@@ -64,9 +64,8 @@ from .smallfiles import (
     EpochEntry,
     OffsetCheckpointEntry,
     ProducerEntry,
-    offset_index_sanity,
     read_small_file,
-    time_index_sanity,
+    read_txn_index,
 )
 from .walk import PARTITION_DIR
 
@@ -175,31 +174,37 @@ class LoadedPartition:
 # --- small pure helpers (also used by repair) ---------------------------------------------------------------------
 
 
-def index_problem(index: Path | None, timeindex: Path | None) -> str | None:
-    """Why the broker's ``LogSegment.sanityCheck`` would send the segment to recovery, or None."""
+def load_problem(base: int, index: Path | None, txnindex: Path | None) -> str | None:
+    """Why ``LogLoader.loadSegmentFiles`` recovers the segment as it loads it (``LogSegment.sanityCheck``), or None.
+
+    Only a missing offset index (``NoSuchFileException``) or a ``.txnindex`` entry whose last offset is below the
+    segment's base offset (``TransactionIndex.sanityCheck``: ``CorruptIndexException``) do; the offset and time
+    indexes are not checked at load (they are opened lazily).
+    """
     if index is None:
         return "its offset index is missing"
-    try:
-        data = index.read_bytes()
-    except OSError as exc:
-        return f"its offset index cannot be read ({exc.strerror or exc})"
-    if problem := offset_index_sanity(data, str(index)):
-        return f"its offset index is corrupt ({problem.message})"
-    try:
-        data = timeindex.read_bytes() if timeindex is not None else b""
-    except OSError as exc:
-        return f"its time index cannot be read ({exc.strerror or exc})"
-    if (problem := time_index_sanity(data, str(timeindex))) and data.count(0) != len(data):  # all zero: untrimmed
-        return f"its time index is corrupt ({problem.message})"
+    if txnindex is not None:
+        try:
+            entries = read_txn_index(txnindex)
+        except (OSError, InputIOError) as exc:
+            return f"its .txnindex cannot be read ({exc})"
+        for txn in entries:
+            if txn.last_offset < base:
+                return (f"its .txnindex names an aborted transaction ending at {txn.last_offset}, below the segment "
+                        f"base offset {base} (TransactionIndex.sanityCheck)")
     return None
 
 
 def latest_snapshot(
-    snapshots: dict[int | None, Path], first: int | None, log_start: int
+    snapshots: dict[int | None, Path], first: int | None, log_start: int, log_start_checkpoint: int | None = None,
 ) -> tuple[int, list[ProducerEntry], dict[int, str]]:
     """``ProducerStateManager.truncateAndReload``: the latest readable snapshot in [log start, ``first``] (no upper
     bound when ``first`` is None), its entries, and the unreadable ones (the broker deletes them); without one, the
-    log start and no entries."""
+    log start and no entries.
+
+    ``recoverSegment`` passes the log dir's log start checkpoint (``log_start_checkpoint``; 0 when there is none) to
+    ``truncateAndReload``, which deletes every snapshot at or below it before ``loadFromSnapshot`` takes the latest
+    one left: such a snapshot never seeds a replay."""
     bad: dict[int, str] = {}
     readable: dict[int, list[ProducerEntry]] = {}
     for offset, path in snapshots.items():
@@ -215,7 +220,8 @@ def latest_snapshot(
             bad[offset] = problems[0].message
         else:
             readable[offset] = [e for e in items if isinstance(e, ProducerEntry)]
-    usable = [o for o in readable if log_start <= o and (first is None or o <= first)]
+    usable = [o for o in readable if log_start <= o and (first is None or o <= first)
+              and (log_start_checkpoint is None or o > log_start_checkpoint)]
     if usable:
         return max(usable), readable[max(usable)], bad
     return log_start, [], bad
@@ -341,7 +347,7 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
             continue
         if info.kind is FileKind.LOG:
             out.segments[info.base_offset] = LoadedSegment(info.base_offset, p, d, _size(p))  # type: ignore[arg-type]
-        elif info.kind in (FileKind.INDEX, FileKind.TIME_INDEX):
+        elif info.kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
             out.indexes[(info.base_offset, info.kind.value)] = p  # type: ignore[index]
         elif info.kind is FileKind.PRODUCER_SNAPSHOT:
             out.snapshots[info.base_offset] = p
@@ -442,8 +448,8 @@ def load_partition(
     # Steps 2 and 3: which segments the broker recovers, and why.
     load_phase: set[int] = set()
     for seg in segs:
-        problem = index_problem(sorted_files.indexes.get((seg.base_offset, "index")),
-                                sorted_files.indexes.get((seg.base_offset, "timeindex")))
+        problem = load_problem(seg.base_offset, sorted_files.indexes.get((seg.base_offset, "index")),
+                               sorted_files.indexes.get((seg.base_offset, "txnindex")))
         if seg.base_offset in sorted_files.swapped:
             problem = problem or "swapped in (.swap) without its indexes"
         if problem:
@@ -637,4 +643,4 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
 
 
 __all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "LogDirState", "ProducerReplay", "RecoveryCut",
-           "index_problem", "latest_snapshot", "load_partition", "read_logdir", "segment_items"]
+           "latest_snapshot", "load_problem", "load_partition", "read_logdir", "segment_items"]

@@ -8,7 +8,8 @@ proves both agree on every batch and record of the corpus.
 Framing follows ``FileLogInputStream.nextBatch``: 12 bytes of offset + size; fewer than 12 bytes
 left, or fewer than ``size`` after them, is a partial entry at the end (``Trailing``); a size below
 the v0 message overhead (14) is corruption that ends the scan (the framing is lost); otherwise the
-magic byte at position 16 says v0/v1 message or v2 batch.
+magic byte at position 16 says v0/v1 message or v2 batch (any magic from 2 to 127, a positive Java byte,
+is read as a v2 batch, as Kafka reads it; :mod:`kafkatool.segment_check` flags a magic other than 2).
 
 Reading is windowed (``readinto`` into one reused buffer): memory stays bounded by the window and
 the largest batch, whatever the file size, and any binary file object works (local files, remote
@@ -265,19 +266,30 @@ def scan(
         if size is not None and avail >= size + LOG_OVERHEAD:
             total = size + LOG_OVERHEAD
             magic = window[p + MAGIC_OFFSET]
-            if magic == 2:  # whole, but shorter than a v2 header
-                yield Finding("error", "batch-too-small", path, position,
-                              f"v2 batch of {total} bytes is smaller than its {RECORD_BATCH_OVERHEAD}-byte header")
-            elif magic == 0 or magic == 1:
+            if magic == 0 or magic == 1:
                 raw = bytes(window[p:p + total])
                 legacy_batch, _records, findings = _legacy_entry(raw, position, path, options)
                 if legacy_batch is not None:
                     yield _tuple_new(RawBatch, (legacy_batch, raw)) if with_raw else legacy_batch
                 yield from findings
-            else:
+            elif magic > 127:  # a negative Java byte: FileLogInputStream would take it for a legacy message
                 yield Finding("error", "unknown-magic", path, position,
                               f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted from here")
                 break
+            elif total < RECORD_BATCH_OVERHEAD:  # whole, but shorter than a v2 header (ensureValid rejects it)
+                yield Finding("error", "batch-too-small", path, position,
+                              f"v2 batch of {total} bytes is smaller than its {RECORD_BATCH_OVERHEAD}-byte header")
+            else:
+                # Magic 3..127 (2 takes the fast path): FileLogInputStream.nextBatch reads any magic >= 2 as a v2
+                # batch, and DefaultRecordBatch.ensureValid checks only its size and its CRC, which begins after the
+                # magic byte; so it comes out as a v2 batch carrying its magic (checks flag it: clients misread it).
+                fields = unpack_v2(window, p)
+                crc = fields[4]
+                batch = _v2_batch(position, fields, crc32c(wmv[p + 21:p + total]) == crc)
+                yield _tuple_new(RawBatch, (batch, bytes(window[p:p + total]))) if with_raw else batch
+                if not batch.crc_valid:
+                    yield Finding("error", "crc-mismatch", path, position,
+                                  f"stored CRC32C {crc} does not match the batch contents")
             p += total
             continue
         if eof:

@@ -10,22 +10,33 @@ The plan follows Kafka's ``LogLoader`` (storage module) step by step, and every 
    (empty, preallocated) index files it opened with the ``.swap`` suffix and no ``.txnindex``, and does not
    recover it when it lies below the recovery point: its indexes stay empty and its aborted transactions are
    lost to ``read_committed`` consumers. Here a swapped-in segment is recovered like the others (its indexes
-   and ``.txnindex`` rebuilt): a documented difference.
-2. **Segments to recover**: every segment from the one holding the recovery point on (``recoverLog``),
-   and any segment whose offset index is missing or fails the broker's sanity checks
-   (``loadSegmentFiles``).
+   and ``.txnindex`` rebuilt): a documented difference. The producer snapshot of a replaced segment is
+   deleted with its other files before anything reads it, so it never seeds a replay.
+2. **Segments to recover**, in two passes as in ``LogLoader``. ``loadSegmentFiles`` recovers each segment
+   whose offset index is missing or whose ``.txnindex`` fails ``TransactionIndex.sanityCheck`` as it loads
+   it, whatever the recovery point (``LogSegment.sanityCheck`` does not check the offset and time indexes);
+   then ``recoverLog`` recovers every segment from the one holding the recovery point on (none after a
+   clean shutdown). The recovery point comes from ``--recovery-point``, else the log dir's
+   ``recovery-point-offset-checkpoint``, else 0 (every segment); the plan says which. A present
+   ``.index``/``.timeindex`` failing the broker's sanity checks in a segment neither pass recovers is
+   rebuilt (derived data; the broker would keep and misuse it) without touching its segment.
 3. **Recovery** (``LogSegment.recover``, ``UnifiedLog.rebuildProducerState``): the producer state is
    loaded from the latest readable snapshot at or before the first segment to recover (corrupt ones are
-   skipped, as the broker deletes them) and the log is replayed from there, one batch per append, into a
-   scratch partition written by :class:`kafkatool.logwriter.PartitionWriter` (byte-identical to Kafka's
-   ``LogSegment``/``ProducerStateManager`` output): this yields the rebuilt ``.index``, ``.timeindex``,
-   ``.txnindex`` and the producer snapshots at each segment end and at the log end. A segment being
-   recovered is cut at its first invalid batch (CRC mismatch, torn tail, zero-filled tail, impossible
-   size); after a cut every later segment is deleted with its files, and so is every producer snapshot
-   past the new log end offset.
+   skipped, as the broker deletes them), else from the log start with no producer, and the log is replayed
+   from there, one batch per append, into a scratch partition written by
+   :class:`kafkatool.logwriter.PartitionWriter` (byte-identical to Kafka's ``LogSegment``/
+   ``ProducerStateManager`` output): this yields the rebuilt ``.index``, ``.timeindex``, ``.txnindex`` and
+   the producer snapshots at each segment end and at the log end. A segment being recovered is cut at its
+   first batch failing ``DefaultRecordBatch.ensureValid`` (CRC mismatch, size below the v2 header) or the
+   framing (torn tail, zero-filled tail, impossible size); a magic byte from 3 to 127 is not among them
+   (``FileLogInputStream`` reads it as v2, the CRC does not cover it). A cut in a segment recovered at load
+   leaves the later segments (an offset gap remains); a cut found by ``recoverLog`` ends the log: every
+   later segment is deleted with its files, and so is every producer snapshot past the new log end offset.
 4. **Leader epochs** (``LeaderEpochFileCache``): epochs of the recovered batches newer than the latest
-   entry are assigned, entries starting at or after the new log end are dropped (``truncateFromEnd``),
-   and entries before the log start are folded into one starting at the log start (``truncateFromStart``).
+   entry are assigned (load-phase segments first, then ``recoverLog``'s), entries starting at or after the
+   new log end are dropped (``truncateFromEnd``), and entries before the log start are folded into one
+   starting at the log start (``truncateFromStart``). A missing ``leader-epoch-checkpoint`` is created, as
+   the broker's ``CheckpointFile`` creates it: with the recovered epochs, or empty.
 5. **Recovery point**: the log dir's ``recovery-point-offset-checkpoint`` entry for the partition becomes
    the new log end offset (everything repaired is on disk, fsynced).
 
@@ -49,8 +60,8 @@ from crc32c import crc32c
 
 from .filetypes import FileKind, classify
 from .formats import checkpoints
-from .loader import index_problem as _index_problem
 from .loader import latest_snapshot as _latest_snapshot
+from .loader import load_problem as _load_problem
 from .logwriter import AppendError, PartitionWriter, segment_file
 from .model import Batch, Finding
 from .records import RawBatch, ScanOptions, scan
@@ -58,7 +69,9 @@ from .safewrite import FileOp
 from .smallfiles import (
     EpochEntry,
     OffsetCheckpointEntry,
+    offset_index_sanity,
     read_small_file,
+    time_index_sanity,
 )
 from .walk import PARTITION_DIR, partition_dirs
 
@@ -104,6 +117,9 @@ class PartitionRepair:
     applied: bool = False
     backup_dir: str | None = None
     cut: tuple[Path, int] | None = None   # the segment cut and where its first invalid batch starts
+    recovery_point: int | None = None     # where recoverLog starts
+    recovery_point_source: str | None = None  # checkpoint (the log dir's), option (--recovery-point), none (0)
+    recovery_point_note: str | None = None    # the same in words, with the checkpoint's path
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +128,8 @@ class PartitionRepair:
             "offsets_removed": list(self.offsets_removed) if self.offsets_removed else None,
             "recovered_segments": self.recovered_segments, "salvaged_batches": self.salvaged_batches,
             "actions": len(self.actions), "applied": self.applied, "backup_dir": self.backup_dir,
+            "recovery_point": self.recovery_point, "recovery_point_source": self.recovery_point_source,
+            "recovery_point_note": self.recovery_point_note,
         }
 
 
@@ -174,7 +192,6 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
         else:
             valid_swaps.append(p)
     swapped_logs: dict[int, Path] = {}
-    swap_snapshots: dict[int, Path] = {}  # deleted with the segment a swap replaces: still the state at its base
     if valid_swaps:
         logs = [p for p in valid_swaps if classify(p).kind is FileKind.LOG]
         lo = min((classify(p).base_offset or 0 for p in logs), default=None)
@@ -188,8 +205,6 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
                                           f"{hi - 1}: the broker deletes it before renaming the .swap files",
                                           FileOp("delete", p)))
                     deleted.add(p)
-                    if info.kind is FileKind.PRODUCER_SNAPSHOT:
-                        swap_snapshots[info.base_offset] = p
         for p in valid_swaps:
             dest = p.with_name(p.name[: -len(".swap")])
             actions.append(Action(shown[p], "rename", f"completes the interrupted swap: becomes {dest.name}",
@@ -215,43 +230,53 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
         return path if path.exists() and path not in deleted and base not in swapped_logs else None
 
     logdir = part.parent
-    recovery_point = options.recovery_point
     key = _partition_key(part)
-    if recovery_point is None:
-        recovery_point = _checkpoint_entry(logdir / "recovery-point-offset-checkpoint", key) or 0
-    log_start = max(_checkpoint_entry(logdir / "log-start-offset-checkpoint", key) or 0, bases[0])
+    recovery_point, rp_source, rp_note = _recovery_point_of(logdir, key, options)
+    log_start_checkpoint = _checkpoint_entry(logdir / "log-start-offset-checkpoint", key) or 0
+    log_start = max(log_start_checkpoint, bases[0])
 
-    # 2. segments to recover (none by the recovery point after a clean shutdown: the broker trusts the files)
+    # 2. segments to recover. LogLoader.loadSegmentFiles recovers, one by one as it loads them, the segments
+    # whose offset index is missing or whose .txnindex fails TransactionIndex.sanityCheck; a cut there never
+    # ends the log (later segments stay, an offset gap remains). recoverLog then recovers every segment from the
+    # one holding the recovery point (none after a clean shutdown: the broker trusts the files), and the first
+    # cut there ends the log. Two differences, both on derived files only: a swapped-in segment is recovered
+    # like a load-phase one (Kafka leaves it with empty indexes), and a present .index/.timeindex failing the
+    # broker's sanity checks (which LogSegment.sanityCheck skips at load) is rebuilt, its segment not cut.
     clean_shutdown = (logdir / ".kafka_cleanshutdown").exists()
     floor = max((b for b in bases if b <= recovery_point), default=bases[0])
-    recover = set() if clean_shutdown else {b for b in bases if b >= floor}
-    if clean_shutdown:
-        floor = bases[-1] + 1  # a cut (in a segment recovered for its index) never ends the log
-    why: dict[int, str] = {b: f"at or after the recovery point {recovery_point}" for b in recover}
+    recover_log = set() if clean_shutdown else {b for b in bases if b >= floor}
+    why: dict[int, str] = {b: f"at or after the recovery point {recovery_point}" for b in recover_log}
+    load_phase: set[int] = set()
+    indexes_only: set[int] = set()
     for b in bases:
-        problem = _index_problem(existing(b, "index"), existing(b, "timeindex"))
-        if problem:
-            recover.add(b)
-            why[b] = problem
         if segs[b].swapped:
-            recover.add(b)
+            load_phase.add(b)
             why[b] = "swapped in without its indexes"
+        elif problem := _load_problem(b, existing(b, "index"), existing(b, "txnindex")):
+            load_phase.add(b)
+            why[b] = problem
+        elif b not in recover_log and (problem := _index_problem(existing(b, "index"), existing(b, "timeindex"))):
+            indexes_only.add(b)
+            why[b] = problem
+    cut_here = recover_log | load_phase       # LogSegment.recover runs on these: they can be cut
+    recover = cut_here | indexes_only         # their index files are compared with the rebuilt ones
     if not recover:
-        result = PartitionRepair(display, None, None, actions)
+        result = PartitionRepair(display, None, None, actions, recovery_point=recovery_point,
+                                 recovery_point_source=rp_source, recovery_point_note=rp_note)
         result.leo_before = result.leo_after = _log_end(segs, bases, options)
         actions.extend(_epochs(part, display, [], result.leo_after, log_start))
         return result
     first = min(recover)
 
-    # 3. replay into a scratch partition
+    # 3. replay into a scratch partition. Kafka deletes the producer snapshot of a segment replaced by a swap
+    # with the segment's other files (LogLoader.load, second pass) before it reads any: it never seeds a replay.
     snapshots = {classify(p).base_offset: p for p in files if p not in deleted
                  and classify(p).kind is FileKind.PRODUCER_SNAPSHOT and classify(p).leftover is None}
-    # A swap rewrites a segment's batches (cleaning), not the producer state at its base offset: the snapshot
-    # there, deleted with the old segment, still seeds the replay of the swapped-in segment.
-    seeds = {**snapshots, **{o: p for o, p in swap_snapshots.items() if o in swapped_logs}}
-    start, producers, bad_snapshots = _latest_snapshot(seeds, first, log_start)
+    start, producers, bad_snapshots = _latest_snapshot(snapshots, first, log_start, log_start_checkpoint)
     leo_before = _log_end(segs, bases, options)
-    result = PartitionRepair(display, leo_before, None, actions, recovered_segments=sorted(recover))
+    result = PartitionRepair(display, leo_before, None, actions, recovered_segments=sorted(cut_here),
+                             recovery_point=recovery_point, recovery_point_source=rp_source,
+                             recovery_point_note=rp_note)
     with tempfile.TemporaryDirectory(prefix="kafkatool-repair-") as tmp:
         scratch = Path(tmp) / part.name
         writer = PartitionWriter(scratch, topic=key[0], partition=key[1], topic_id=bytes(16),
@@ -262,61 +287,67 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
         expiry = options.producer_id_expiration_ms
         writer.load_producers(producers)
         writer.reload_producers(now, expiry)  # loadFromSnapshot drops expired producers
-        cut: tuple[int, int, int] | None = None   # (segment base, valid bytes, position of the first bad batch)
-        removed_batches = 0
-        first_removed = None
-        recovered_epochs: list[tuple[int, int]] = []
+        cuts: dict[int, _Cut] = {}
+        ended_at: int | None = None  # the segment whose cut ends the log (recoverLog)
+        epochs_of: dict[int, list[tuple[int, int]]] = {}
         replayed = [b for b in bases if b >= _segment_of(bases, start)]
         for b in replayed:
             if b > start:
                 writer.roll_at(b)  # a snapshot at the boundary, as recoverSegment / rebuildProducerState take
-                if b in recover and b > first:
+                if b in cut_here and b > first:
                     writer.reload_producers(now, expiry)  # the next recoverSegment reloads that snapshot
-            valid, bad_at, dropped, first_dropped = _replay_segment(writer, segs[b], start, b in recover, options,
-                                                                    recovered_epochs)
-            if bad_at is not None:
-                cut = (b, valid, bad_at)
-                removed_batches += dropped
-                first_removed = first_dropped
-                if b >= floor:  # recoverLog: corruption in an unflushed segment ends the log there
+            epochs_of[b] = []
+            cut = _replay_segment(writer, segs[b], start, b in cut_here, options, epochs_of[b])
+            if cut is not None:
+                cuts[b] = cut
+                if b in recover_log and b not in load_phase:  # recoverLog: corruption ends the log there
+                    ended_at = b
                     break
         writer.close(clean=True)
         leo_after = writer.log_end_offset
         result.leo_after = leo_after
+        # LeaderEpochFileCache.assign as LogSegment.recover calls it: the load-phase segments first, in offset
+        # order, then recoverLog's (assign ignores an epoch not above the latest, so the order matters).
+        recovered_epochs = [e for b in sorted(load_phase) if b in epochs_of for e in epochs_of[b]]
+        recovered_epochs += [e for b in sorted(recover_log) if b in epochs_of for e in epochs_of[b]]
 
         # 3b. compare what the broker would have on disk with what is there
-        later = [b for b in bases if cut is not None and cut[0] >= floor and b > cut[0]]
+        later = [b for b in bases if ended_at is not None and b > ended_at]
         for b in sorted(recover):
             if b in later:
                 continue
             seg = segs[b]
-            if cut is not None and b == cut[0]:
+            if b in cuts:
+                c = cuts[b]
                 size = seg.log.stat().st_size
-                result.bytes_removed += size - cut[1]
-                bad = _bad_reason(seg.log, cut[2], options)
+                result.bytes_removed += size - c.valid
+                result.batches_removed += c.dropped
+                bad = _bad_reason(seg.log, c.bad_at, options)
+                ends = ("the broker truncates the segment there" if b == ended_at else
+                        "the broker truncates the segment there and keeps the later segments")
                 actions.append(Action(os.path.join(display, seg.final.name), "truncate",
-                                      f"{why[b]}: the first invalid batch is at byte {cut[2]} ({bad}); the broker "
-                                      "truncates the segment there", FileOp("truncate", seg.final, size=cut[1]),
-                                      {"size_before": size, "size_after": cut[1], "bad_position": cut[2]}))
-            for ext in ("index", "timeindex", "txnindex"):
+                                      f"{why[b]}: the first invalid batch is at byte {c.bad_at} ({bad}); {ends}",
+                                      FileOp("truncate", seg.final, size=c.valid),
+                                      {"size_before": size, "size_after": c.valid, "bad_position": c.bad_at}))
+            for ext in ("index", "timeindex") if b in indexes_only else ("index", "timeindex", "txnindex"):
                 actions.extend(_rebuild(part, display, scratch, b, ext, existing(b, ext), why[b]))
         for b in later:
             seg = segs[b]
             result.bytes_removed += seg.log.stat().st_size
-            removed_batches += _count_batches(seg.log, options)
+            result.batches_removed += _count_batches(seg.log, options)
             for ext in ("log", "index", "timeindex", "txnindex"):
                 path = seg.final if ext == "log" else existing(b, ext)  # ops run after the swap renames
                 if path is not None:
                     actions.append(Action(os.path.join(display, path.name), "delete",
                                           f"after the truncation at offset {leo_after}: the broker deletes every "
                                           "later unflushed segment", FileOp("delete", path)))
-        if cut is not None:
-            result.batches_removed = removed_batches
-            last = leo_before - 1 if leo_before is not None else None
-            if first_removed is not None and last is not None and last >= first_removed:
+        if cuts:
+            # the log-ending cut's offsets (to the old log end), else the first cut's (to its last whole batch)
+            b, c = (ended_at, cuts[ended_at]) if ended_at is not None else min(cuts.items())
+            last = leo_before - 1 if ended_at is not None else c.last_dropped
+            first_removed = c.first_dropped if c.first_dropped is not None else leo_after
+            if ended_at is not None and last >= first_removed or ended_at is None and last is not None:
                 result.offsets_removed = (first_removed, last)
-            elif last is not None and leo_after <= last:
-                result.offsets_removed = (leo_after, last)
 
         # producer snapshots
         scratch_snaps = {classify(p).base_offset: p for p in scratch.glob("*.snapshot")}
@@ -345,8 +376,9 @@ def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
     actions.extend(_epochs(part, display, recovered_epochs, leo_after, log_start))
     # 5. the recovery point
     actions.extend(_recovery_point(logdir, key, leo_after, display))
-    if cut is not None:
-        result.cut = (segs[cut[0]].log, cut[2])
+    if cuts:
+        b = ended_at if ended_at is not None else min(cuts)
+        result.cut = (segs[b].log, cuts[b].bad_at)
         if options.salvage:
             result.salvaged_batches = sum(1 for _ in salvage_batches(*result.cut))
     return result
@@ -370,14 +402,52 @@ def _checkpoint_entry(path: Path, key: tuple[str, int]) -> int | None:
     return None
 
 
+def _recovery_point_of(logdir: Path, key: tuple[str, int], options: RepairOptions) -> tuple[int, str, str]:
+    """The recovery point ``recoverLog`` starts from, where it came from (``option``, ``checkpoint`` or ``none``),
+    and that said in words."""
+    if options.recovery_point is not None:
+        return options.recovery_point, "option", "from --recovery-point"
+    path = logdir / "recovery-point-offset-checkpoint"
+    entry = _checkpoint_entry(path, key)
+    if entry is not None:
+        return entry, "checkpoint", f"from {path}"
+    where = f"no entry for the partition in {path}" if path.exists() else f"no {path}"
+    return 0, "none", f"(none found: {where}; every segment is recovered)"
+
+
+def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
+    """Why the present offset or time index fails the broker's sanity checks (``OffsetIndex``/``TimeIndex``
+    ``.sanityCheck``), or None."""
+    if index is None:
+        return None
+    if problem := offset_index_sanity(index.read_bytes(), str(index)):
+        return f"its offset index is corrupt ({problem.message})"
+    data = timeindex.read_bytes() if timeindex is not None else b""
+    if (problem := time_index_sanity(data, str(timeindex))) and data.count(0) != len(data):  # all zero: untrimmed
+        return f"its time index is corrupt ({problem.message})"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """Where ``LogSegment.recover`` stops in a segment, and what it removes."""
+
+    valid: int                    # bytes kept (the segment is truncated to this size)
+    bad_at: int                   # position of the first invalid batch
+    dropped: int                  # whole batches from there to the end of the segment
+    first_dropped: int | None     # base offset of the first of them (None: not a readable batch)
+    last_dropped: int | None      # last offset of the last of them
+
+
 def _replay_segment(
     writer: PartitionWriter, seg: _Seg, start: int, recovering: bool, options: RepairOptions,
     epochs: list[tuple[int, int]],
-) -> tuple[int, int | None, int, int | None]:
+) -> _Cut | None:
     """Append the segment's batches (from offset ``start`` on) to the scratch partition.
 
-    Returns (valid bytes, position of the first invalid batch or None, batches dropped, first dropped offset).
-    Only a segment being recovered is cut; a trusted one is replayed for its producer state only.
+    Returns where ``LogSegment.recover`` cuts the segment, or None. Only a segment being recovered is cut (at
+    the first batch failing ``DefaultRecordBatch.ensureValid``: size, CRC; a magic byte above 2 is read as v2 by
+    ``FileLogInputStream`` and kept); a trusted one is replayed for its producer state only.
     """
     valid = 0
     with open(seg.log, "rb") as fh:
@@ -386,8 +456,7 @@ def _replay_segment(
             if isinstance(item, RawBatch):
                 b = item.batch
                 if not b.crc_valid and recovering:
-                    dropped, first = _rest(item, items)
-                    return valid, b.position, dropped, first
+                    return _rest(valid, item, items)
                 if b.last_offset >= start:
                     try:
                         writer.append(item.raw)
@@ -398,17 +467,18 @@ def _replay_segment(
                         epochs.append((b.partition_leader_epoch, b.base_offset))
                 valid = b.position + b.size
             elif isinstance(item, Finding) and recovering and item.code != "crc-mismatch":
-                return valid, item.position if item.position is not None else valid, 0, None
-    return valid, None, 0, None
+                return _Cut(valid, item.position if item.position is not None else valid, 0, None, None)
+    return None
 
 
-def _rest(first_bad: RawBatch, items: Iterator[Any]) -> tuple[int, int | None]:
-    """Batches from the first invalid one to the end of the segment (what the cut removes)."""
-    n, first = 1, first_bad.batch.base_offset
+def _rest(valid: int, first_bad: RawBatch, items: Iterator[Any]) -> _Cut:
+    """The cut at the first invalid batch: the whole batches from there to the end of the segment."""
+    n, last = 1, first_bad.batch.last_offset
     for item in items:
         if isinstance(item, RawBatch):
             n += 1
-    return n, first
+            last = item.batch.last_offset
+    return _Cut(valid, first_bad.batch.position, n, first_bad.batch.base_offset, last)
 
 
 def _batches(path: Path, options: RepairOptions) -> Iterator[Batch]:
@@ -489,7 +559,15 @@ def _epochs(part: Path, display: str, recovered: list[tuple[int, int]], leo: int
     if before and (len(before) > 1 or before[-1][1] != log_start):
         entries = [(before[-1][0], log_start), *[e for e in entries if e[1] > log_start]]
     data = checkpoints.build_epoch_checkpoint(entries)
-    if current is None or current == data or not entries and current is None:
+    if current is None:
+        # UnifiedLog.maybeCreateLeaderEpochCache opens the checkpoint, which creates the file empty
+        # (CheckpointFile); LeaderEpochFileCache.assign writes it for the epochs of the recovered batches.
+        data = data if entries else b""
+        epochs = ", ".join(f"{e}@{o}" for e, o in entries) or "none: the broker leaves it empty"
+        return [Action(os.path.join(display, path.name), "create", "leader epochs: the broker creates the missing "
+                       f"file from the epochs of the batches it recovers ({epochs})",
+                       FileOp("write", path, data=data), {"epochs": [list(e) for e in entries]})]
+    if current == data or not entries and not current:  # an empty file with no epoch to assign: left as it is
         return []
     return [Action(os.path.join(display, path.name), "write", "leader epochs: new epochs of the recovered batches, "
                    "none at or past the log end, none before the log start", FileOp("write", path, data=data),

@@ -7,7 +7,8 @@ is left as small summaries in the report for :mod:`kafkatool.verify` to join in 
 
 What is checked, per batch (one pass, streaming, bounded memory):
 
-* framing, size, magic and CRC (CRC32C for v2, CRC32 for v0/v1) — :func:`kafkatool.records.scan`;
+* framing, size, magic and CRC (CRC32C for v2, CRC32 for v0/v1) — :func:`kafkatool.records.scan`; a magic
+  above 2, which the broker reads as v2 and keeps, is flagged here;
 * offsets strictly increasing; gaps counted (legal after compaction, judged by the caller);
 * v2 record count against ``lastOffsetDelta + 1`` (fewer is compaction, more is corruption);
 * timestamps: none below -1, max >= first for CREATE_TIME, none far in the future;
@@ -461,6 +462,11 @@ def _check_log(
             (position, base, last, size, magic, _crc, _ok, attrs, _codec, _tstype, first_ts, max_ts,
              count, epoch, pid, _pepoch, _seq, _txn, _control, _horizon) = batch
             batches += 1
+            if magic > 2:  # read as v2 (records.scan, as FileLogInputStream.nextBatch does); the CRC skips the magic
+                sink("error", "magic-above-v2", path, position,
+                     f"magic byte {magic}: the broker reads it as a v2 batch and its recovery keeps it "
+                     "(DefaultRecordBatch.ensureValid checks the size and the CRC, which does not cover the magic), "
+                     "but clients and tools reading it will reject or misread it")
             # offsets: each batch follows the previous one (prev_last is the last offset before this batch)
             if base != prev_last + 1:
                 if batches == 1:
@@ -487,7 +493,7 @@ def _check_log(
             records += count
             if epoch != epoch_now:  # leader epoch changes (v0/v1 entries carry none: -1)
                 epoch_now = epoch
-                if magic == 2:
+                if magic >= 2:
                     epochs.append((epoch, base, position))
                 else:
                     legacy = True
@@ -539,7 +545,7 @@ def _check_log(
                     oi += 1
                 next_ipos = ipos[oi] if oi < n_oi else _NEVER
             # transactions, control batches, the delete horizon (attributes 0x10, 0x20, 0x40)
-            if attrs & 0x70 and magic == 2:
+            if attrs & 0x70 and magic >= 2:
                 if attrs & 0x20:  # rare and small: read its bytes again rather than keep every batch's
                     data = raw_of_deep[0] if keep_raw else pread(size, position)
                     _control_batch(path, batch, data, options, sink, ongoing, first_marker, aborts)
@@ -673,7 +679,7 @@ def _timestamp_finding(sink, path, position, first_ts, max_ts, attrs, future_lim
         sink("warning", "timestamp-in-future", path, position,
              f"max timestamp {max_ts} is more than a day ahead of now: time-based retention and rolling "
              "will not treat this segment as old")
-    elif magic == 2 and max_ts < first_ts and not attrs & 0x48:  # not LOG_APPEND_TIME, no delete horizon
+    elif magic >= 2 and max_ts < first_ts and not attrs & 0x48:  # not LOG_APPEND_TIME, no delete horizon
         sink("warning", "timestamp-order", path, position,
              f"max timestamp {max_ts} is below the first timestamp {first_ts} of a CREATE_TIME batch")
 
@@ -743,7 +749,7 @@ def _deep_check(path, batch, raw, options, sink) -> None:
         prev = r.offset
         if r.timestamp > top:
             top = r.timestamp
-    if batch.magic == 2 and batch.timestamp_type == "create" and recs and top != batch.max_timestamp:
+    if batch.magic >= 2 and batch.timestamp_type == "create" and recs and top != batch.max_timestamp:
         if top > batch.max_timestamp or batch.record_count == batch.last_offset - batch.base_offset + 1:
             sink("warning", "max-timestamp-mismatch", path, batch.position,
                  f"records' largest timestamp is {top}, the header says {batch.max_timestamp}")

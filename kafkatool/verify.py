@@ -580,6 +580,8 @@ def _compare_txn_index(
     by_key = {(h[0], h[2]): (i, h) for i, h in enumerate(have)}
     for pid, first, marker, lso in expected:
         found = by_key.pop((pid, marker), None)
+        if found is None and first is None:
+            continue  # begun before the log start, maybe: the broker that wrote it knew; a replay from there does not
         if found is None:
             yield Finding("error", "txnindex-missing-abort", where, None,
                           f"aborted transaction of producer {pid} ({first}..{marker}) is not in the index: "

@@ -93,7 +93,13 @@ def test_repair_matches_kafkas_recovery(case: str, tmp_path: Path) -> None:
         before = corpus_root() / "kafka/recovery" / case / "before/rtopic-0"
         assert read_offset_index(ours / f"{skip}.index") == read_offset_index(before / f"{skip}.index")
         assert read_time_index(ours / f"{skip}.timeindex") == read_time_index(before / f"{skip}.timeindex")
-        assert read_txn_index(ours / f"{skip}.txnindex") == read_txn_index(before / f"{skip}.txnindex")
+        # ... and its aborted transactions those a replay from the log start (86) finds: Kafka deletes the
+        # 86.snapshot with the files the swap replaces (LogLoader.load, second pass) before reading any, so
+        # producer 1000's transaction begun at 81, below the log start, is unknown when its abort marker (88)
+        # is replayed (ProducerAppendInfo.appendEndTxnMarker: no CompletedTxn without a first offset).
+        log_start = case_json(case)["kafka_result"]["log_start_offset"]
+        assert read_txn_index(ours / f"{skip}.txnindex") == [
+            t for t in read_txn_index(before / f"{skip}.txnindex") if t.first_offset >= log_start]
 
     # The backup holds every original byte of what changed or went away.
     after = tree(logdir)

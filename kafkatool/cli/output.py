@@ -586,8 +586,10 @@ def _action(o: Output, d: dict[str, Any]) -> str:
 
 def _repair_partition(o: Output, d: dict[str, Any]) -> str:
     """``repair``: what it comes to for one partition."""
+    note = d.get("recovery_point_note")
+    rp = f"; recovery point {d['recovery_point']} {escape(note)}" if note else ""
     if not d["actions"]:
-        return f"[green]nothing to repair[/green] in {escape(d['path'])} (log end offset {d['leo_after']})"
+        return f"[green]nothing to repair[/green] in {escape(d['path'])} (log end offset {d['leo_after']}{rp})"
     removed = ""
     if d["bytes_removed"]:
         rng = d["offsets_removed"]
@@ -597,7 +599,7 @@ def _repair_partition(o: Output, d: dict[str, Any]) -> str:
     done = (f"[green]applied[/green] (originals in {escape(d['backup_dir'])})" if d["applied"]
             else "[yellow]dry run[/yellow]: run again with --apply (broker stopped) to do it")
     return (f"[bold]{escape(d['path'])}[/bold]: {d['actions']} actions, log end offset {d['leo_before']} → "
-            f"{d['leo_after']}{removed}{salvaged}; {done}\n")
+            f"{d['leo_after']}{removed}{salvaged}{rp}; {done}\n")
 
 
 def _partition(o: Output, d: dict[str, Any]) -> str:

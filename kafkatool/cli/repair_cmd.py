@@ -42,7 +42,7 @@ def repair(
     recovery_point: Annotated[
         int | None,
         typer.Option(help="Recover from this offset (default: the log dir's recovery-point-offset-checkpoint, "
-                          "else 0: every segment).", min=0),
+                          "else 0: every segment; the output says which).", min=0),
     ] = None,
     now_ms: Annotated[
         int | None,
@@ -55,8 +55,9 @@ def repair(
     """Do offline what a broker's recovery after an unclean shutdown would do, losing nothing that can be kept.
 
     Shows the plan first: cut a segment at its first invalid batch (bad CRC, torn or zero-filled tail),
-    delete the later segments, rebuild .index/.timeindex/.txnindex and producer snapshots from the log,
-    resolve .swap/.cleaned/.deleted leftovers, trim leader-epoch-checkpoint, move the recovery point.
+    delete the later segments (kept when the segment was recovered for a missing index, as the broker
+    does), rebuild .index/.timeindex/.txnindex and producer snapshots from the log, resolve
+    .swap/.cleaned/.deleted leftovers, trim (or create) leader-epoch-checkpoint, move the recovery point.
     With --apply (broker stopped: a held .lock refuses it): originals are backed up first, new files are
     written to a temporary name, fsynced and renamed; a killed repair completes when run again.
     Exit 0 when nothing is (left) to do, 1 when a dry run found work or something could not be repaired.
