@@ -360,6 +360,7 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
             del out.segments[base]
             out.indexes.pop((base, "index"), None)
             out.indexes.pop((base, "timeindex"), None)
+            out.indexes.pop((base, "txnindex"), None)
         for base, (p, d) in swaps.items():
             out.segments[base] = LoadedSegment(base, p, d, _size(p))
             out.swapped.add(base)
