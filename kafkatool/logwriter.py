@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -109,6 +108,11 @@ class ProducerState:
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:  # maybeUpdateProducerEpoch: a new epoch forgets the batch metadata
             self.epoch, self.last_batch = epoch, None
+
+    def copy(self) -> ProducerState:
+        """A copy to change (``dataclasses.replace`` costs several times more, once per batch)."""
+        return ProducerState(self.producer_id, self.epoch, self.coordinator_epoch, self.last_timestamp,
+                             self.txn_first_offset, self.last_batch)
 
     def entry(self) -> ProducerEntry:
         seq, offset, delta = self.last_batch or (-1, -1, 0)
@@ -278,11 +282,22 @@ class PartitionWriter:
 
     # --- append --------------------------------------------------------------------------------------
 
-    def append(self, records: bytes) -> Appended:
-        """Append one or more whole batches (v2, or v0/v1 log entries) as one ``UnifiedLog.append``."""
+    def append(self, records: bytes | RawBatch) -> Appended:
+        """Append one or more whole batches (v2, or v0/v1 log entries) as one ``UnifiedLog.append``.
+
+        ``records`` is their bytes, or one batch as :func:`kafkatool.records.scan` yields it (``with_raw``): its
+        header is then taken as scanned, not parsed again (repair's replay of an existing log), and only a
+        control batch's record is decoded (for its marker type).
+        """
         if self.closed:
             raise AppendError(f"{self.dir}: closed")
-        batches = _parse(records)
+        if isinstance(records, RawBatch):
+            if not records.batch.crc_valid:
+                raise AppendError(f"records cannot be appended: batch at offset {records.batch.base_offset} "
+                                  "fails its CRC check")
+            batches, records = [records], records.raw
+        else:
+            batches = _parse(records)
         first, last = batches[0].batch, batches[-1].batch
         first_or_last = first.base_offset if first.magic >= 2 else first.last_offset
         if first_or_last < self._log_end_offset:
@@ -311,7 +326,8 @@ class PartitionWriter:
             seg.rolling_timestamp = max_timestamp
         if not 0 <= last.last_offset - seg.base_offset <= _INT32_MAX:
             raise AppendError(f"offset {last.last_offset} does not fit segment {seg.base_offset}")
-        seg.fh.write(records)
+        if self.write_records:
+            seg.fh.write(records)
         seg.size += len(records)
         if max_timestamp > seg.max_timestamp:
             seg.max_timestamp, seg.offset_of_max_timestamp = max_timestamp, shallow_offset
@@ -355,7 +371,10 @@ class PartitionWriter:
             if b.magic < 2 or b.producer_id < 0:
                 continue
             pid = b.producer_id
-            p = pending.producers.get(pid) or dataclasses.replace(self._producers.get(pid) or ProducerState(pid))
+            p = pending.producers.get(pid)
+            if p is None:
+                known = self._producers.get(pid)
+                p = known.copy() if known is not None else ProducerState(pid)
             pending.producers[pid] = p
             if b.control:
                 _end_transaction(p, raw_batch, pending)
@@ -389,8 +408,8 @@ class PartitionWriter:
     # --- segments, snapshots, close ------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int) -> _Segment:
-        target = segment_file(self.dir, base_offset, "log") if self.write_records else os.devnull
-        fh = open(target, "xb" if self.write_records else "wb")  # closed when the segment is sealed
+        # closed when the segment is sealed; without write_records, no .log file at all
+        fh = open(segment_file(self.dir, base_offset, "log"), "xb") if self.write_records else None
         return _Segment(base_offset, fh, offset_of_max_timestamp=base_offset)
 
     def _roll(self, new_offset: int) -> None:

@@ -424,7 +424,7 @@ def _replay_segment(
                     return valid, b.position, dropped, first
                 if b.last_offset >= start:
                     try:
-                        writer.append(item.raw)
+                        writer.append(item)  # the header as scanned: not parsed again
                     except AppendError as exc:
                         raise PlanError(f"{seg.log.name}: batch at byte {b.position} cannot be replayed as the "
                                         f"broker would: {exc}") from exc
