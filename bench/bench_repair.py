@@ -3,9 +3,11 @@
 Partitions are built with the project's own writer (:class:`kafkatool.logwriter.LogDirWriter`, batches from
 :func:`kafkatool.build.record_batch`) and left as a killed broker leaves them (``close(clean=False)``: no
 checkpoints, so the recovery point is 0 and every segment is recovered; the active segment's indexes still
-preallocated), then given a torn tail (the first bytes of one more batch):
+preallocated), then given a torn tail (the first bytes of one more batch) and a recovery-point checkpoint of 0
+(the broker's periodic checkpoint taken before anything was flushed: every segment is recovered; after the
+repair it holds the log end offset, so a second run has nothing to recover):
 
-- ``tiny``: ``--batches`` (default ~114 k) 1-record batches of an idempotent producer, one segment.
+- ``tiny``: ``--batches`` (default 114 k) 1-record batches of an idempotent producer, one segment.
   Measured: ``verify``; ``repair`` dry run; ``repair --apply`` on a copy; ``repair --apply`` again on the
   repaired copy (nothing to do) against ``verify`` of that copy.
 - ``big``: one ``--big-size`` segment (default 512 MiB) of ~64 KiB batches. Measured: bytes written to the
@@ -36,6 +38,7 @@ TIMESTAMP = 1_700_000_000_000
 def _generate(root: Path, kind: str, meta: dict) -> Path:
     """A log dir ``root`` holding partition ``bench-0`` as described by ``meta``; reused when already built."""
     from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.formats import checkpoints
     from kafkatool.logwriter import LogDirWriter
 
     stamp = root.with_suffix(".json")
@@ -66,6 +69,8 @@ def _generate(root: Path, kind: str, meta: dict) -> Path:
     logdir.close(clean=False)
     with open(part / "00000000000000000000.log", "ab") as fh:
         fh.write(torn[: len(torn) // 2])
+    # The broker's periodic checkpoint, taken before anything was flushed: recovery starts at offset 0.
+    (root / "recovery-point-offset-checkpoint").write_bytes(checkpoints.build_offset_checkpoint([("bench", 0, 0)]))
     stamp.write_text(json.dumps(meta))
     return part
 
@@ -99,7 +104,7 @@ def m_repair(path: str, apply: str, backup: str = "") -> dict:
 
     t = time.perf_counter()
     actions = 0
-    for x in repair_paths([Path(path)], RepairOptions(recovery_point=0, now_ms=TIMESTAMP),
+    for x in repair_paths([Path(path)], RepairOptions(now_ms=TIMESTAMP),
                           apply=apply == "apply", backup_dir=Path(backup) if backup else None):
         actions += isinstance(x, Action)
     return {"seconds": time.perf_counter() - t, "actions": actions}
@@ -144,7 +149,7 @@ def main() -> None:
         return
     OUT.mkdir(exist_ok=True)
     sys.stderr.write("generating the tiny partition ...\n")
-    tiny = _generate(OUT / "repair-tiny", "tiny", {"kind": "tiny", "batches": args.batches, "v": 2})
+    tiny = _generate(OUT / "repair-tiny", "tiny", {"kind": "tiny", "batches": args.batches, "v": 3})
     verify = run("verify", tiny, repeat=args.repeat)
     dry = run("repair", tiny, "dry", repeat=args.repeat)
     assert verify["errors"] and dry["actions"], (verify, dry)
@@ -156,9 +161,10 @@ def main() -> None:
     again = run("repair", work, "apply", OUT / "repair-tiny-backup", repeat=args.repeat)
     verify_after = run("verify", work, repeat=args.repeat)
     assert again["actions"] == 0 and verify_after["errors"] == 0, (again, verify_after)
+    dry_after = run("repair", work, "dry", repeat=args.repeat)
 
     sys.stderr.write("generating the big segment ...\n")
-    big = _generate(OUT / "repair-big", "big", {"kind": "big", "size": args.big_size, "v": 2})
+    big = _generate(OUT / "repair-big", "big", {"kind": "big", "size": args.big_size, "v": 3})
     segment = (big / "00000000000000000000.log").stat().st_size
     work = _copy(big, "repair-big-work")
     backup = OUT / "repair-big-backup"
@@ -177,6 +183,7 @@ def main() -> None:
         "nothing_to_do_apply_s": round(again["seconds"], 3),
         "verify_repaired_s": round(verify_after["seconds"], 3),
         "nothing_to_do_vs_verify": round(again["seconds"] / verify_after["seconds"], 2),
+        "repaired_dry_run_s": round(dry_after["seconds"], 3),
         "batches_per_s_dry_run": round(args.batches / dry["seconds"]),
         "big_segment_bytes": segment,
         "big_apply_s": round(big_apply["seconds"], 3),
@@ -190,6 +197,7 @@ def main() -> None:
     print(f"  repair --apply {results['repair_apply_s']} s; again, nothing to do: {results['nothing_to_do_apply_s']} s "
           f"= {results['nothing_to_do_vs_verify']}x verify of the repaired partition ({results['verify_repaired_s']} s;"
           " target ~1x)")
+    print(f"  repair dry run of the repaired partition: {results['repaired_dry_run_s']} s")
     print(f"big segment, {segment / (1 << 20):.0f} MiB, torn tail: repair --apply {results['big_apply_s']} s, "
           f"backup {backed_up:,} bytes = {results['big_backup_fraction']:.4%} of the segment (target < 1 %)")
 

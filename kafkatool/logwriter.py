@@ -91,7 +91,7 @@ def segment_file(dir: Path, base_offset: int, suffix: str) -> Path:
 # --- in-memory state ----------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class ProducerState:
     """``ProducerStateEntry`` reduced to what a snapshot stores (only the last batch's metadata is kept).
 
@@ -303,14 +303,16 @@ class PartitionWriter:
         if first_or_last < self._log_end_offset:
             raise AppendError(f"first offset {first_or_last} is below the log end offset {self._log_end_offset}")
         max_timestamp, shallow_offset = -1, -1
-        for b in (rb.batch for rb in batches):
+        for rb in batches:
+            b = rb.batch
             if b.max_timestamp > max_timestamp:
                 max_timestamp, shallow_offset = b.max_timestamp, b.last_offset
         pending = self._producer_updates(batches)  # raises before anything is written, as Kafka does
         if len(records) > self.segment_bytes:
             raise AppendError(f"{len(records)} bytes exceed segment.bytes {self.segment_bytes}")
 
-        for b in (rb.batch for rb in batches):
+        for rb in batches:
+            b = rb.batch
             if b.magic >= 2:
                 self._assign_epoch(b.partition_leader_epoch, b.base_offset)
             elif self._epochs:
@@ -366,6 +368,8 @@ class PartitionWriter:
     def _producer_updates(self, batches: list[RawBatch]) -> _Pending:
         """``analyzeAndValidateProducerState``: the appends' effect on copies of the producer entries."""
         pending = _Pending({}, [], [])
+        if len(batches) == 1 and (batches[0].batch.magic < 2 or batches[0].batch.producer_id < 0):
+            return pending  # the common case of no producer id: nothing to analyse
         for raw_batch in batches:
             b = raw_batch.batch
             if b.magic < 2 or b.producer_id < 0:
@@ -392,8 +396,11 @@ class PartitionWriter:
 
     def _apply(self, pending: _Pending, seg: _Segment) -> None:
         """``ProducerStateManager.update`` for each producer, then the completed transactions."""
+        if not pending.producers:
+            return
         self._producers.update(pending.producers)
-        self._ongoing.update(pending.started)
+        if pending.started:
+            self._ongoing.update(pending.started)
         for pid, first_offset, marker_offset, aborted in pending.completed:
             others = [off for off in sorted(self._ongoing) if self._ongoing[off] != pid]
             lso = others[0] if others else marker_offset + 1

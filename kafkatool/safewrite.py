@@ -575,17 +575,41 @@ def _backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> _Tail:
 
 
 def _kept_length(root: Path, rel: str, final: _Content, size: int) -> int | None:
-    """When an apply leaves ``rel`` (``size`` bytes now) holding only a prefix of itself, that prefix's length (its
-    backup is then the bytes removed); else None (a whole copy)."""
+    """When the original of ``rel`` (``size`` bytes now) keeps its first bytes through the apply, and what follows
+    them is either gone (a cut) or all zero (a preallocated index trimmed, or rebuilt over its zeros), how many
+    bytes are kept: its backup is then the bytes from there on (none when zero). Else None (a whole copy)."""
     if final is None:
         return None
     if final[0] == "prefix" and final[1] == rel and final[2] <= size:
         return final[2]
-    if final[0] == "data" and len(final[1]) <= size:
-        with open(root / rel, "rb") as fh:
-            if fh.read(len(final[1])) == final[1]:
-                return len(final[1])
-    return None
+    if final[0] != "data" or not final[1]:
+        return None
+    data = final[1]
+    with open(root / rel, "rb") as fh:
+        old = fh.read(len(data))
+        kept = _common_prefix(old, data)
+        if kept == len(data):
+            return kept
+        if kept == 0:
+            return None
+        fh.seek(kept)
+        while chunk := fh.read(_CHUNK):
+            if chunk.count(0) != len(chunk):
+                return None
+    return kept
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    step = 4096
+    i = 0
+    while i < n and a[i:i + step] == b[i:i + step]:
+        i += step
+    if i >= n:
+        return n
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 def _hash_prefix(path: Path, length: int) -> str:
@@ -693,7 +717,7 @@ def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: P
             backups.append(BackedUp(root / rel, tail.copy, tail.size, tail.sha256, kind, k))
             befores[rel], kept_sha[(rel, k)] = tail.before, tail.kept
             entry.update(backup=kind, copy=None if tail.copy is None else tail.copy.relative_to(backup_dir).as_posix(),
-                         size=tail.size, sha256=tail.sha256, offset=k)
+                         size=tail.size, sha256=tail.sha256, offset=k, kept_sha256=tail.kept)
         entries.append(entry)
     # What each path holds after the apply (a restore checks it is still so), and the paths the apply creates.
     created = [rel for rel, c in final.items() if rel not in befores and c is not None]
@@ -873,12 +897,16 @@ class RestoreStep:
     entry: dict[str, Any]      # the manifest entry
 
     def as_dict(self) -> dict[str, Any]:
-        before, after = self.entry.get("before"), self.entry.get("after")
-        what = {"copy": f"the original ({before and before['size']:,} bytes) copied back"
-                        + ("" if after is not None else " (the apply deleted or moved it)"),
-                "append": f"the {self.entry['size']:,} bytes cut at byte {self.entry['offset']:,} appended back",
-                "zeros": f"the {self.entry['size']:,} zero bytes cut at byte {self.entry['offset']:,} put back",
-                "delete": "created by the apply: deleted"}[self.kind]
+        e = self.entry
+        if self.kind == "copy":
+            what = f"the original ({e['before']['size']:,} bytes) copied back" + (
+                "" if e["after"] is not None else " (the apply deleted or moved it)")
+        elif self.kind == "append":
+            what = f"the original's {e['size']:,} bytes from byte {e['offset']:,} on put back"
+        elif self.kind == "zeros":
+            what = f"the original's {e['size']:,} zero bytes from byte {e['offset']:,} on put back"
+        else:
+            what = "created by the apply: deleted"
         action = {"copy": "restore", "append": "extend", "zeros": "extend", "delete": "delete"}[self.kind]
         return {"type": "action", "path": str(self.root / self.path), "action": action,
                 "reason": f"{what} (apply {self.apply})", "apply": self.apply}
@@ -980,7 +1008,7 @@ def _partly_appended(path: Path, now: dict[str, Any], entry: dict[str, Any], bac
     if entry["backup"] not in ("tail", "zeros") or entry["after"] is None:
         return False
     kept, total = entry["offset"], entry["before"]["size"]
-    if not kept < now["size"] < total or _hash_prefix(path, kept) != entry["after"]["sha256"]:
+    if not kept <= now["size"] < total or _hash_prefix(path, kept) != entry["kept_sha256"]:
         return False
     n = now["size"] - kept
     with open(path, "rb") as fh:
@@ -1019,9 +1047,13 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
                 os.close(fd)
         _replace(tmp, path)
         _fsync_dir(path.parent)
-    else:  # append / zeros: the cut bytes go back after the kept prefix
+    else:  # append / zeros: the original bytes after the kept prefix go back
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
         try:
+            if os.fstat(fd).st_size > e["before"]["size"] or e["after"]["size"] != e["offset"]:
+                # the apply rewrote bytes after the kept prefix (an index rebuilt over its zeros): cut them first
+                _step()
+                os.ftruncate(fd, e["offset"])
             if step.kind == "append":
                 position = e["offset"]
                 buf = bytearray(_CHUNK)

@@ -29,6 +29,7 @@ from kafkatool.safewrite import (
     ApplyRefused,
     FileOp,
     JournalError,
+    RestoreRefused,
     apply_ops,
     atomic_write,
     log_dir_lock,
@@ -237,6 +238,9 @@ from kafkatool.safewrite import apply_ops, resume
 ops = pickle.loads(Path("ops.pickle").read_bytes())
 if sys.argv[1] == "apply":
     apply_ops(Path("root"), ops, Path("backup"))
+elif sys.argv[1] == "restore":
+    from kafkatool.safewrite import restore
+    restore(Path("backup"), apply=True)
 else:
     resume(Path("root"))
 """
@@ -375,6 +379,55 @@ def test_resume_refuses_damaged_staged_content(tmp_path: Path, reference: tuple[
     with pytest.raises(JournalError, match="damaged"):
         resume(trial / "root")
     assert (trial / "root" / JOURNAL_NAME).exists()
+
+
+def test_a_restore_killed_at_any_step_completes_when_run_again(tmp_path: Path,
+                                                               reference: tuple[dict[str, bytes], int]) -> None:
+    """Kill ``restore(apply=True)`` before each of its durable steps, run it again: the originals, exactly."""
+    probe = new_trial(tmp_path, "probe")
+    assert run(probe, "apply", None) == 0
+    before = safewrite.steps_taken()
+    restore(probe / "backup", apply=True)
+    restore_steps = safewrite.steps_taken() - before
+    assert tree(probe / "root") == CRASH_FILES and restore_steps > 5
+
+    def kill_restore_then_finish(m: int) -> None:
+        trial = new_trial(tmp_path, f"r{m}")
+        assert run(trial, "apply", None) == 0
+        assert run(trial, "restore", m) == (-9 if m <= restore_steps else 0), m
+        restore(trial / "backup", apply=True)
+        assert tree(trial / "root") == CRASH_FILES, f"restore killed before its step {m} of {restore_steps}"
+        assert temp_files(trial / "root") == []
+        shutil.rmtree(trial)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(kill_restore_then_finish, range(1, restore_steps + 2)))
+
+
+def test_an_index_rebuilt_over_its_preallocated_zeros_is_backed_up_as_nothing(tmp_path: Path) -> None:
+    """A killed broker leaves the active segment's indexes preallocated (``AbstractIndex``: entries, then zeros
+    to ``segment.index.bytes``); a rebuild writes the same entries and one more over the zeros. Nothing but the
+    manifest is written to the backup, and the restore gives the preallocated file back."""
+    root, backup = tmp_path / "root", tmp_path / "backup"
+    entries = noise(20, 120)
+    write_tree(root, {"p-0/00000000000000000000.timeindex": entries + bytes(1 << 20)})
+    report = apply_ops(root, [FileOp("write", root / "p-0/00000000000000000000.timeindex",
+                                     data=entries + noise(21, 12))], backup)
+    assert report.bytes_backed_up == 0 and set(tree(backup)) == {"MANIFEST.json"}
+    assert [(b.kind, b.offset, b.size) for b in report.backups] == [("zeros", 120, 1 << 20)]
+    restore(backup, apply=True)
+    assert tree(root)["p-0/00000000000000000000.timeindex"] == entries + bytes(1 << 20)
+
+
+def test_restore_refuses_a_file_changed_since_and_changes_nothing(small: tuple[Path, Path]) -> None:
+    root, backup = small
+    apply_ops(root, small_ops(root), backup)
+    (root / "p-0/b.index").write_bytes(b"written by a broker since")
+    (root / ".lock").touch()  # the restore takes the log dir's lock (creating it as a broker does)
+    now = tree(root)
+    with pytest.raises(RestoreRefused, match="b.index: changed since apply 1"):
+        restore(backup, apply=True)
+    assert tree(root) == now
 
 
 # --- the log dir lock -----------------------------------------------------------------------------------------
