@@ -68,6 +68,7 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096      # index.interval.bytes
 DEFAULT_SEGMENT_INDEX_BYTES = 10 << 20   # segment.index.bytes
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000  # segment.ms
 _INT32_MAX = (1 << 31) - 1
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (once per append)
 
 
 class AppendError(KafkaToolError):
@@ -319,32 +320,33 @@ class PartitionWriter:
                 self._epochs.clear()
                 self._write_epochs()
 
-        if self._should_roll(len(records), max_timestamp, last.last_offset):
-            roll_offset = first.base_offset if first.magic >= 2 else last.last_offset - _INT32_MAX
+        size, last_offset = len(records), last.last_offset
+        if self._should_roll(size, max_timestamp, last_offset):
+            roll_offset = first.base_offset if first.magic >= 2 else last_offset - _INT32_MAX
             self._roll(max(roll_offset, self._log_end_offset))
         seg = self._active
         position = seg.size
         if position == 0:
             seg.rolling_timestamp = max_timestamp
-        if not 0 <= last.last_offset - seg.base_offset <= _INT32_MAX:
-            raise AppendError(f"offset {last.last_offset} does not fit segment {seg.base_offset}")
+        if not 0 <= last_offset - seg.base_offset <= _INT32_MAX:
+            raise AppendError(f"offset {last_offset} does not fit segment {seg.base_offset}")
         if self.write_records:
             seg.fh.write(records)
-        seg.size += len(records)
+        seg.size = position + size
         if max_timestamp > seg.max_timestamp:
             seg.max_timestamp, seg.offset_of_max_timestamp = max_timestamp, shallow_offset
         if seg.bytes_since_index_entry > self.index_interval_bytes:
-            if seg.offset_index and last.last_offset <= seg.offset_index[-1][0]:
-                raise AppendError(f"offset index entry {last.last_offset} is not above the last one")
-            seg.offset_index.append((last.last_offset, position))
+            if seg.offset_index and last_offset <= seg.offset_index[-1][0]:
+                raise AppendError(f"offset index entry {last_offset} is not above the last one")
+            seg.offset_index.append((last_offset, position))
             seg.maybe_append_time(seg.max_timestamp, seg.offset_of_max_timestamp)
             seg.bytes_since_index_entry = 0
-        seg.bytes_since_index_entry += len(records)
-        self._log_end_offset = last.last_offset + 1
+        seg.bytes_since_index_entry += size
+        self._log_end_offset = self._map_end_offset = last_offset + 1
 
-        self._apply(pending, seg)
-        self._map_end_offset = last.last_offset + 1
-        return Appended(first_or_last, last.last_offset, seg.base_offset, position)
+        if pending is not None:
+            self._apply(pending, seg)
+        return _new_tuple(Appended, (first_or_last, last_offset, seg.base_offset, position))
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
         if epoch < 0:
@@ -365,11 +367,21 @@ class PartitionWriter:
                 or len(seg.time_index) >= self.max_time_entries
                 or not 0 <= last_offset - seg.base_offset <= _INT32_MAX)
 
-    def _producer_updates(self, batches: list[RawBatch]) -> _Pending:
-        """``analyzeAndValidateProducerState``: the appends' effect on copies of the producer entries."""
+    def _producer_updates(self, batches: list[RawBatch]) -> _Pending | Batch | None:
+        """``analyzeAndValidateProducerState``: the appends' effect on copies of the producer entries.
+
+        The common cases cost no copy: None when no batch has a producer id, and a single data batch itself (it
+        is validated here and applied in place by :meth:`_apply`: nothing can fail in between)."""
+        if len(batches) == 1:
+            b = batches[0].batch
+            if b.magic < 2 or b.producer_id < 0:
+                return None
+            if not b.control:
+                known = self._producers.get(b.producer_id)
+                if known is not None and known.txn_first_offset >= 0 and not b.transactional:
+                    raise _not_transactional(b)
+                return b
         pending = _Pending({}, [], [])
-        if len(batches) == 1 and (batches[0].batch.magic < 2 or batches[0].batch.producer_id < 0):
-            return pending  # the common case of no producer id: nothing to analyse
         for raw_batch in batches:
             b = raw_batch.batch
             if b.magic < 2 or b.producer_id < 0:
@@ -382,25 +394,24 @@ class PartitionWriter:
             pending.producers[pid] = p
             if b.control:
                 _end_transaction(p, raw_batch, pending)
-                continue
-            p.set_epoch(b.producer_epoch)
-            p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
-            p.last_timestamp = b.max_timestamp
-            if p.txn_first_offset >= 0 and not b.transactional:
-                raise AppendError(f"producer {pid}: non-transactional batch at offset {b.base_offset} "
-                                  f"inside its open transaction (InvalidTxnStateException)")
-            if p.txn_first_offset < 0 and b.transactional:
-                p.txn_first_offset = b.base_offset
+            elif _append_data_batch(p, b):
                 pending.started.append((b.base_offset, pid))
         return pending
 
-    def _apply(self, pending: _Pending, seg: _Segment) -> None:
+    def _apply(self, pending: _Pending | Batch | None, seg: _Segment) -> None:
         """``ProducerStateManager.update`` for each producer, then the completed transactions."""
-        if not pending.producers:
+        if pending is None:
+            return
+        if isinstance(pending, Batch):
+            pid = pending.producer_id
+            p = self._producers.get(pid)
+            if p is None:
+                p = self._producers[pid] = ProducerState(pid)
+            if _append_data_batch(p, pending):
+                self._ongoing[pending.base_offset] = pid
             return
         self._producers.update(pending.producers)
-        if pending.started:
-            self._ongoing.update(pending.started)
+        self._ongoing.update(pending.started)
         for pid, first_offset, marker_offset, aborted in pending.completed:
             others = [off for off in sorted(self._ongoing) if self._ongoing[off] != pid]
             lso = others[0] if others else marker_offset + 1
@@ -511,6 +522,24 @@ def last_sequence(b: Batch) -> int:
     delta = b.last_offset - b.base_offset
     seq = b.base_sequence + delta
     return seq - _INT32_MAX - 1 if seq > _INT32_MAX else seq
+
+
+def _not_transactional(b: Batch) -> AppendError:
+    return AppendError(f"producer {b.producer_id}: non-transactional batch at offset {b.base_offset} inside its open "
+                       "transaction (InvalidTxnStateException)")
+
+
+def _append_data_batch(p: ProducerState, b: Batch) -> bool:
+    """``ProducerAppendInfo.appendDataBatch`` for a batch with a producer id; True when it opens a transaction."""
+    p.set_epoch(b.producer_epoch)
+    p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
+    p.last_timestamp = b.max_timestamp
+    if p.txn_first_offset >= 0 and not b.transactional:
+        raise _not_transactional(b)
+    if p.txn_first_offset < 0 and b.transactional:
+        p.txn_first_offset = b.base_offset
+        return True
+    return False
 
 
 def _end_transaction(p: ProducerState, raw_batch: RawBatch, pending: _Pending) -> None:
