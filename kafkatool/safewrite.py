@@ -18,11 +18,17 @@ What :func:`apply_ops` does, in this order (the order is what makes a kill harml
 2. **Stage** the new contents of "write" ops in ``backup_dir/staged/<id>/<op number>`` (``<id>`` is derived
    from the journal path, so only that journal can refer to it).
 3. **Back up** every file an op changes, deletes, renames or renames over, as it is before the apply, to
-   ``backup_dir/<path relative to root>``. A copy only ever appears complete (temp + fsync + rename) and is
+   ``backup_dir/<path relative to root>``. A file the ops only cut short, or rewrite keeping its first bytes
+   where all that follows them is zero (a preallocated index trimmed or rebuilt), is backed up as the bytes
+   after the kept prefix, to ``<path>.removed`` (nothing when they are all zero): cutting 500 bytes off a
+   512 MiB segment copies 500 bytes. A copy only ever appears complete (temp + fsync + rename) and is
    never overwritten or deleted: when the backup dir already holds a copy of that path (an earlier apply into
    the same dir, or this one killed before its commit), an identical copy is reused and a different one kept,
-   the current file going to ``<path>.~2~`` (``.~3~``...). ``backup_dir/MANIFEST.json`` lists every copy
-   (root, path, copy, size, sha256), merged with the entries of earlier applies.
+   the current file going to ``<path>.~2~`` (``.~3~``...). ``backup_dir/MANIFEST.json`` (version 2) has one
+   entry per file and apply (applies numbered from 1 per backup dir): root, path, the kind of backup
+   (``whole``, ``tail``, ``zeros``, or none for a file the apply creates), the copy with its size and sha256,
+   where the kept prefix ends and its sha256, and the file's size and sha256 before and after the apply;
+   merged with the entries of earlier applies.
 4. **Commit**: the journal (default ``root/.kafkatool-apply.journal``) is written atomically. Its first line is
    one JSON object: the ops (paths relative to ``root``, staged name, length and sha256 of new contents), the
    backups, ``backup_dir`` (absolute). Until it exists, ``root`` is untouched; once it exists, everything a
@@ -44,6 +50,9 @@ the re-run in ``root`` (in the backup dir, a kill before the commit can leave a 
 copy, overwritten when the re-run backs up the same file, and staged contents, which the re-run removes).
 Power loss is covered too (every rename and unlink is followed by an fsync of its directory before the next
 phase relies on it), as long as the disk honours fsync.
+
+:func:`restore` undoes the applies recorded in a backup dir (``kafkatool repair --restore``): each file back
+to its state before the first of them, checked against the manifest's hashes before anything changes.
 
 Crash testing: ``KAFKATOOL_CRASH_AT=N`` (read once, at import) makes the process SIGKILL itself right before
 its N-th *durable step*, counting from 1 over the whole process: every fsync (of a file or a directory),
