@@ -38,10 +38,12 @@ fixtures: install
 	$(PY) fixtures/generate.py fixtures/logdir
 	$(PY) fixtures/generate.py --incident fixtures/incident
 
-## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; Spark scan
+## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; repair
+## against verify and its backup size; Spark scan
 bench: install
 	$(PY) bench/bench_scan.py
 	$(PY) bench/bench_locate.py
+	$(PY) bench/bench_repair.py
 	$(PY) bench/bench_spark.py
 	$(PY) bench/bench_spark.py --kind tiny --segments 2 --size 134217728
 	$(PY) bench/bench_spark.py --level records --segments 2 --size 268435456

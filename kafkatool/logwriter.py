@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -69,6 +68,7 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096      # index.interval.bytes
 DEFAULT_SEGMENT_INDEX_BYTES = 10 << 20   # segment.index.bytes
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000  # segment.ms
 _INT32_MAX = (1 << 31) - 1
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (once per append)
 
 
 class AppendError(KafkaToolError):
@@ -92,7 +92,7 @@ def segment_file(dir: Path, base_offset: int, suffix: str) -> Path:
 # --- in-memory state ----------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class ProducerState:
     """``ProducerStateEntry`` reduced to what a snapshot stores (only the last batch's metadata is kept).
 
@@ -109,6 +109,11 @@ class ProducerState:
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:  # maybeUpdateProducerEpoch: a new epoch forgets the batch metadata
             self.epoch, self.last_batch = epoch, None
+
+    def copy(self) -> ProducerState:
+        """A copy to change (``dataclasses.replace`` costs several times more, once per batch)."""
+        return ProducerState(self.producer_id, self.epoch, self.coordinator_epoch, self.last_timestamp,
+                             self.txn_first_offset, self.last_batch)
 
     def entry(self) -> ProducerEntry:
         seq, offset, delta = self.last_batch or (-1, -1, 0)
@@ -278,55 +283,70 @@ class PartitionWriter:
 
     # --- append --------------------------------------------------------------------------------------
 
-    def append(self, records: bytes) -> Appended:
-        """Append one or more whole batches (v2, or v0/v1 log entries) as one ``UnifiedLog.append``."""
+    def append(self, records: bytes | RawBatch) -> Appended:
+        """Append one or more whole batches (v2, or v0/v1 log entries) as one ``UnifiedLog.append``.
+
+        ``records`` is their bytes, or one batch as :func:`kafkatool.records.scan` yields it (``with_raw``): its
+        header is then taken as scanned, not parsed again (repair's replay of an existing log), and only a
+        control batch's record is decoded (for its marker type).
+        """
         if self.closed:
             raise AppendError(f"{self.dir}: closed")
-        batches = _parse(records)
+        if isinstance(records, RawBatch):
+            if not records.batch.crc_valid:
+                raise AppendError(f"records cannot be appended: batch at offset {records.batch.base_offset} "
+                                  "fails its CRC check")
+            batches, records = [records], records.raw
+        else:
+            batches = _parse(records)
         first, last = batches[0].batch, batches[-1].batch
         first_or_last = first.base_offset if first.magic >= 2 else first.last_offset
         if first_or_last < self._log_end_offset:
             raise AppendError(f"first offset {first_or_last} is below the log end offset {self._log_end_offset}")
         max_timestamp, shallow_offset = -1, -1
-        for b in (rb.batch for rb in batches):
+        for rb in batches:
+            b = rb.batch
             if b.max_timestamp > max_timestamp:
                 max_timestamp, shallow_offset = b.max_timestamp, b.last_offset
         pending = self._producer_updates(batches)  # raises before anything is written, as Kafka does
         if len(records) > self.segment_bytes:
             raise AppendError(f"{len(records)} bytes exceed segment.bytes {self.segment_bytes}")
 
-        for b in (rb.batch for rb in batches):
+        for rb in batches:
+            b = rb.batch
             if b.magic >= 2:
                 self._assign_epoch(b.partition_leader_epoch, b.base_offset)
             elif self._epochs:
                 self._epochs.clear()
                 self._write_epochs()
 
-        if self._should_roll(len(records), max_timestamp, last.last_offset):
-            roll_offset = first.base_offset if first.magic >= 2 else last.last_offset - _INT32_MAX
+        size, last_offset = len(records), last.last_offset
+        if self._should_roll(size, max_timestamp, last_offset):
+            roll_offset = first.base_offset if first.magic >= 2 else last_offset - _INT32_MAX
             self._roll(max(roll_offset, self._log_end_offset))
         seg = self._active
         position = seg.size
         if position == 0:
             seg.rolling_timestamp = max_timestamp
-        if not 0 <= last.last_offset - seg.base_offset <= _INT32_MAX:
-            raise AppendError(f"offset {last.last_offset} does not fit segment {seg.base_offset}")
-        seg.fh.write(records)
-        seg.size += len(records)
+        if not 0 <= last_offset - seg.base_offset <= _INT32_MAX:
+            raise AppendError(f"offset {last_offset} does not fit segment {seg.base_offset}")
+        if self.write_records:
+            seg.fh.write(records)
+        seg.size = position + size
         if max_timestamp > seg.max_timestamp:
             seg.max_timestamp, seg.offset_of_max_timestamp = max_timestamp, shallow_offset
         if seg.bytes_since_index_entry > self.index_interval_bytes:
-            if seg.offset_index and last.last_offset <= seg.offset_index[-1][0]:
-                raise AppendError(f"offset index entry {last.last_offset} is not above the last one")
-            seg.offset_index.append((last.last_offset, position))
+            if seg.offset_index and last_offset <= seg.offset_index[-1][0]:
+                raise AppendError(f"offset index entry {last_offset} is not above the last one")
+            seg.offset_index.append((last_offset, position))
             seg.maybe_append_time(seg.max_timestamp, seg.offset_of_max_timestamp)
             seg.bytes_since_index_entry = 0
-        seg.bytes_since_index_entry += len(records)
-        self._log_end_offset = last.last_offset + 1
+        seg.bytes_since_index_entry += size
+        self._log_end_offset = self._map_end_offset = last_offset + 1
 
-        self._apply(pending, seg)
-        self._map_end_offset = last.last_offset + 1
-        return Appended(first_or_last, last.last_offset, seg.base_offset, position)
+        if pending is not None:
+            self._apply(pending, seg)
+        return _new_tuple(Appended, (first_or_last, last_offset, seg.base_offset, position))
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
         if epoch < 0:
@@ -347,32 +367,49 @@ class PartitionWriter:
                 or len(seg.time_index) >= self.max_time_entries
                 or not 0 <= last_offset - seg.base_offset <= _INT32_MAX)
 
-    def _producer_updates(self, batches: list[RawBatch]) -> _Pending:
-        """``analyzeAndValidateProducerState``: the appends' effect on copies of the producer entries."""
+    def _producer_updates(self, batches: list[RawBatch]) -> _Pending | Batch | None:
+        """``analyzeAndValidateProducerState``: the appends' effect on copies of the producer entries.
+
+        The common cases cost no copy: None when no batch has a producer id, and a single data batch itself (it
+        is validated here and applied in place by :meth:`_apply`: nothing can fail in between)."""
+        if len(batches) == 1:
+            b = batches[0].batch
+            if b.magic < 2 or b.producer_id < 0:
+                return None
+            if not b.control:
+                known = self._producers.get(b.producer_id)
+                if known is not None and known.txn_first_offset >= 0 and not b.transactional:
+                    raise _not_transactional(b)
+                return b
         pending = _Pending({}, [], [])
         for raw_batch in batches:
             b = raw_batch.batch
             if b.magic < 2 or b.producer_id < 0:
                 continue
             pid = b.producer_id
-            p = pending.producers.get(pid) or dataclasses.replace(self._producers.get(pid) or ProducerState(pid))
+            p = pending.producers.get(pid)
+            if p is None:
+                known = self._producers.get(pid)
+                p = known.copy() if known is not None else ProducerState(pid)
             pending.producers[pid] = p
             if b.control:
                 _end_transaction(p, raw_batch, pending)
-                continue
-            p.set_epoch(b.producer_epoch)
-            p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
-            p.last_timestamp = b.max_timestamp
-            if p.txn_first_offset >= 0 and not b.transactional:
-                raise AppendError(f"producer {pid}: non-transactional batch at offset {b.base_offset} "
-                                  f"inside its open transaction (InvalidTxnStateException)")
-            if p.txn_first_offset < 0 and b.transactional:
-                p.txn_first_offset = b.base_offset
+            elif _append_data_batch(p, b):
                 pending.started.append((b.base_offset, pid))
         return pending
 
-    def _apply(self, pending: _Pending, seg: _Segment) -> None:
+    def _apply(self, pending: _Pending | Batch | None, seg: _Segment) -> None:
         """``ProducerStateManager.update`` for each producer, then the completed transactions."""
+        if pending is None:
+            return
+        if isinstance(pending, Batch):
+            pid = pending.producer_id
+            p = self._producers.get(pid)
+            if p is None:
+                p = self._producers[pid] = ProducerState(pid)
+            if _append_data_batch(p, pending):
+                self._ongoing[pending.base_offset] = pid
+            return
         self._producers.update(pending.producers)
         self._ongoing.update(pending.started)
         for pid, first_offset, marker_offset, aborted in pending.completed:
@@ -389,8 +426,8 @@ class PartitionWriter:
     # --- segments, snapshots, close ------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int) -> _Segment:
-        target = segment_file(self.dir, base_offset, "log") if self.write_records else os.devnull
-        fh = open(target, "xb" if self.write_records else "wb")  # closed when the segment is sealed
+        # closed when the segment is sealed; without write_records, no .log file at all
+        fh = open(segment_file(self.dir, base_offset, "log"), "xb") if self.write_records else None
         return _Segment(base_offset, fh, offset_of_max_timestamp=base_offset)
 
     def _roll(self, new_offset: int) -> None:
@@ -485,6 +522,24 @@ def last_sequence(b: Batch) -> int:
     delta = b.last_offset - b.base_offset
     seq = b.base_sequence + delta
     return seq - _INT32_MAX - 1 if seq > _INT32_MAX else seq
+
+
+def _not_transactional(b: Batch) -> AppendError:
+    return AppendError(f"producer {b.producer_id}: non-transactional batch at offset {b.base_offset} inside its open "
+                       "transaction (InvalidTxnStateException)")
+
+
+def _append_data_batch(p: ProducerState, b: Batch) -> bool:
+    """``ProducerAppendInfo.appendDataBatch`` for a batch with a producer id; True when it opens a transaction."""
+    p.set_epoch(b.producer_epoch)
+    p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
+    p.last_timestamp = b.max_timestamp
+    if p.txn_first_offset >= 0 and not b.transactional:
+        raise _not_transactional(b)
+    if p.txn_first_offset < 0 and b.transactional:
+        p.txn_first_offset = b.base_offset
+        return True
+    return False
 
 
 def _end_transaction(p: ProducerState, raw_batch: RawBatch, pending: _Pending) -> None:

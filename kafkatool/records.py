@@ -179,7 +179,9 @@ def scan(
     file_size = fh.tell()
     limit = file_size if end is None else min(end, file_size)
     fh.seek(start)
-    buf = bytearray(options.window)  # reused for the whole file: no fresh pages per refill
+    # Reused for the whole file (no fresh pages per refill), and never larger than what there is to read: a scan
+    # of one small batch (the log writer's append) must not allocate and zero a whole window.
+    buf = bytearray(max(LOG_OVERHEAD, min(options.window, file_size - start)))
     wmv = memoryview(buf)
     window = wmv[:0]  # the valid part of buf
     base = start      # file position of buf[0]

@@ -18,11 +18,17 @@ What :func:`apply_ops` does, in this order (the order is what makes a kill harml
 2. **Stage** the new contents of "write" ops in ``backup_dir/staged/<id>/<op number>`` (``<id>`` is derived
    from the journal path, so only that journal can refer to it).
 3. **Back up** every file an op changes, deletes, renames or renames over, as it is before the apply, to
-   ``backup_dir/<path relative to root>``. A copy only ever appears complete (temp + fsync + rename) and is
+   ``backup_dir/<path relative to root>``. A file the ops only cut short, or rewrite keeping its first bytes
+   where all that follows them is zero (a preallocated index trimmed or rebuilt), is backed up as the bytes
+   after the kept prefix, to ``<path>.removed`` (nothing when they are all zero): cutting 500 bytes off a
+   512 MiB segment copies 500 bytes. A copy only ever appears complete (temp + fsync + rename) and is
    never overwritten or deleted: when the backup dir already holds a copy of that path (an earlier apply into
    the same dir, or this one killed before its commit), an identical copy is reused and a different one kept,
-   the current file going to ``<path>.~2~`` (``.~3~``...). ``backup_dir/MANIFEST.json`` lists every copy
-   (root, path, copy, size, sha256), merged with the entries of earlier applies.
+   the current file going to ``<path>.~2~`` (``.~3~``...). ``backup_dir/MANIFEST.json`` (version 2) has one
+   entry per file and apply (applies numbered from 1 per backup dir): root, path, the kind of backup
+   (``whole``, ``tail``, ``zeros``, or none for a file the apply creates), the copy with its size and sha256,
+   where the kept prefix ends and its sha256, and the file's size and sha256 before and after the apply;
+   merged with the entries of earlier applies.
 4. **Commit**: the journal (default ``root/.kafkatool-apply.journal``) is written atomically. Its first line is
    one JSON object: the ops (paths relative to ``root``, staged name, length and sha256 of new contents), the
    backups, ``backup_dir`` (absolute). Until it exists, ``root`` is untouched; once it exists, everything a
@@ -44,6 +50,9 @@ the re-run in ``root`` (in the backup dir, a kill before the commit can leave a 
 copy, overwritten when the re-run backs up the same file, and staged contents, which the re-run removes).
 Power loss is covered too (every rename and unlink is followed by an fsync of its directory before the next
 phase relies on it), as long as the disk honours fsync.
+
+:func:`restore` undoes the applies recorded in a backup dir (``kafkatool repair --restore``): each file back
+to its state before the first of them, checked against the manifest's hashes before anything changes.
 
 Crash testing: ``KAFKATOOL_CRASH_AT=N`` (read once, at import) makes the process SIGKILL itself right before
 its N-th *durable step*, counting from 1 over the whole process: every fsync (of a file or a directory),
@@ -81,7 +90,9 @@ KINDS = ("write", "truncate", "delete", "rename")
 _JOURNAL_FORMAT = "kafkatool-apply-journal"
 _MANIFEST_FORMAT = "kafkatool-backup-manifest"
 _VERSION = 1
+_MANIFEST_VERSION = 2   # 2: entries per apply, with the state before and after and tail copies
 _CHUNK = 1 << 20
+REMOVED_SUFFIX = ".removed"
 
 
 class ApplyRefused(KafkaToolError):
@@ -117,12 +128,15 @@ class FileOp:
 
 @dataclass(frozen=True)
 class BackedUp:
-    """One original file and its copy in the backup dir."""
+    """One original file and its copy in the backup dir: the whole file, or (a file only cut short) the bytes cut."""
 
-    path: Path      # the original (under root)
-    copy: Path      # backup_dir / path relative to root (``.~2~``... when an earlier version is there)
-    size: int
-    sha256: str
+    path: Path          # the original (under root)
+    copy: Path | None   # backup_dir / path relative to root (``.~2~``... when an earlier version is there); for a
+    #                     cut, ``<path>.removed``; None when the bytes cut are all zero (nothing to copy)
+    size: int           # bytes in the copy
+    sha256: str         # of the copy
+    kind: str = "whole"          # "whole" | "tail" (the bytes from ``offset`` to the end) | "zeros" (as tail, all 0)
+    offset: int | None = None    # tail, zeros: where the cut is (the length kept)
 
 
 @dataclass(frozen=True)
@@ -375,15 +389,23 @@ def _regular_size(path: Path, what: str) -> int | None:
     return st.st_size
 
 
-def _check_ops(root: Path, ops: Sequence[FileOp], journal: Path) -> list[str]:
+# What a path holds at some point of the simulated sequence: None (absent), ("orig", rel) (the original of rel),
+# ("prefix", rel, n) (its first n bytes), ("data", bytes) (written by an op).
+_Content = tuple[Any, ...] | None
+
+
+def _check_ops(root: Path, ops: Sequence[FileOp], journal: Path) -> tuple[list[str], dict[str, _Content]]:
     """Refuse ops that cannot be applied in sequence; return the root-relative paths to back up (those that exist
-    now and that an op changes, deletes, renames or renames over), in first-use order."""
+    now and that an op changes, deletes, renames or renames over), in first-use order, and what every path an op
+    names holds once all ops are done."""
     sizes: dict[str, int | None] = {}  # root-relative path -> size in the simulated sequence (None: absent)
+    content: dict[str, _Content] = {}
     touched: list[str] = []
 
     def current(rel: str, what: str) -> int | None:
         if rel not in sizes:
             sizes[rel] = _regular_size(root / rel, what)
+            content[rel] = None if sizes[rel] is None else ("orig", rel)
             if sizes[rel] is not None:
                 touched.append(rel)
         return sizes[rel]
@@ -407,6 +429,7 @@ def _check_ops(root: Path, ops: Sequence[FileOp], journal: Path) -> list[str]:
             if not isinstance(op.data, bytes | bytearray | memoryview):
                 raise ApplyRefused(f"write {op.path}: no data")
             sizes[rel] = len(op.data)
+            content[rel] = ("data", bytes(op.data))
         elif op.kind == "truncate":
             assert op.size is not None
             if size is None:
@@ -414,8 +437,12 @@ def _check_ops(root: Path, ops: Sequence[FileOp], journal: Path) -> list[str]:
             if op.size > size:
                 raise ApplyRefused(f"truncate {op.path} to {op.size} bytes: it has {size}; a truncate never extends")
             sizes[rel] = op.size
+            was = content[rel]
+            assert was is not None
+            content[rel] = ("data", was[1][:op.size]) if was[0] == "data" else ("prefix", was[1], op.size)
         elif op.kind == "delete":
             sizes[rel] = None
+            content[rel] = None
         else:
             dest = rels[1]
             if (root / dest).parent != (root / rel).parent or dest == rel:
@@ -428,19 +455,23 @@ def _check_ops(root: Path, ops: Sequence[FileOp], journal: Path) -> list[str]:
                 continue
             current(dest, "rename to")
             sizes[dest], sizes[rel] = size, None
-    return touched
+            content[dest], content[rel] = content[rel], None
+    return touched, content
 
 
-def _load_manifest(backup_dir: Path) -> dict[str, dict[str, Any]]:
-    """The backup dir's manifest entries by copy (path relative to the backup dir)."""
+def _load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
+    """The backup dir's manifest entries (one per file and apply)."""
     path = backup_dir / MANIFEST_NAME
     try:
         doc = json.loads(path.read_bytes())
-        if doc.get("format") != _MANIFEST_FORMAT:
-            raise ValueError(f"not a {_MANIFEST_FORMAT}")
-        return {entry["copy"]: entry for entry in doc["files"]}
+        if doc.get("format") != _MANIFEST_FORMAT or doc.get("version") not in (1, _MANIFEST_VERSION):
+            raise ValueError(f"not a {_MANIFEST_FORMAT} of a known version")
+        entries = doc["files"]
+        if not all(isinstance(e, dict) and "path" in e and "root" in e for e in entries):
+            raise ValueError("an entry without root or path")
+        return entries
     except FileNotFoundError:
-        return {}
+        return []
     except (ValueError, KeyError, TypeError) as exc:
         raise ApplyRefused(f"{path}: unreadable ({exc}); use a new backup dir") from None
 
@@ -489,6 +520,136 @@ def _backup_copy(src: Path, dst: Path) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
+@dataclass(frozen=True)
+class _Tail:
+    """The backup of a file an apply only cuts short: the bytes removed, and the hashes to put them back."""
+
+    copy: Path | None     # None: the bytes removed are all zero (a preallocated index, a zero-filled tail)
+    size: int             # bytes removed
+    sha256: str           # of the bytes removed
+    reused: bool          # an identical copy was already in the backup dir
+    before: tuple[int, str]   # the whole original: size, sha256
+    kept: str             # sha256 of the first ``before[0] - size`` bytes: the file as the apply leaves it
+
+
+def _backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> _Tail:
+    """Copy the bytes of ``src`` from ``keep`` to its end into ``<rel>.removed`` in the backup dir (temp + fsync +
+    rename; an identical copy there is reused, a different one kept and the next free ``.~N~`` name taken),
+    hashing the kept prefix and the whole original on the way (one read of the file). Nothing is written when
+    the bytes removed are all zero."""
+    h_all, h_tail = hashlib.sha256(), hashlib.sha256()
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    first = backup_dir / f"{rel}{REMOVED_SUFFIX}"
+    tmp = _tmp_of(first)
+    size, zeros = 0, True
+    with open(src, "rb", buffering=0) as fin:
+        left = keep
+        while left:
+            n = fin.readinto(view[:min(_CHUNK, left)])
+            if not n:
+                raise ApplyRefused(f"{src}: shorter than {keep} bytes while being backed up (changed meanwhile?)")
+            h_all.update(view[:n])
+            left -= n
+        kept = h_all.copy().hexdigest()
+        _makedirs(tmp.parent, sync=False)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            while n := fin.readinto(buf):
+                chunk = view[:n]
+                h_all.update(chunk)
+                h_tail.update(chunk)
+                zeros = zeros and buf.count(0, 0, n) == n
+                size += n
+                while chunk:
+                    chunk = chunk[os.write(fd, chunk):]
+            if not zeros:
+                _fsync(fd)
+        finally:
+            os.close(fd)
+    before, tail_sha = (keep + size, h_all.hexdigest()), h_tail.hexdigest()
+    if zeros:
+        _unlink(tmp)
+        return _Tail(None, size, tail_sha, False, before, kept)
+    n = 1
+    while True:
+        copy = first if n == 1 else first.with_name(f"{first.name}.~{n}~")
+        if not copy.exists():
+            _replace(tmp, copy)
+            return _Tail(copy, size, tail_sha, False, before, kept)
+        if copy.stat().st_size == size and _hash_file(copy) == (size, tail_sha):
+            _unlink(tmp)
+            return _Tail(copy, size, tail_sha, True, before, kept)
+        n += 1
+
+
+def _kept_length(root: Path, rel: str, final: _Content, size: int) -> int | None:
+    """When the original of ``rel`` (``size`` bytes now) keeps its first bytes through the apply, and what follows
+    them is either gone (a cut) or all zero (a preallocated index trimmed, or rebuilt over its zeros), how many
+    bytes are kept: its backup is then the bytes from there on (none when zero). Else None (a whole copy)."""
+    if final is None:
+        return None
+    if final[0] == "prefix" and final[1] == rel and final[2] <= size:
+        return final[2]
+    if final[0] != "data" or not final[1]:
+        return None
+    data = final[1]
+    with open(root / rel, "rb") as fh:
+        old = fh.read(len(data))
+        kept = _common_prefix(old, data)
+        if kept == len(data):
+            return kept
+        if kept == 0:
+            return None
+        fh.seek(kept)
+        while chunk := fh.read(_CHUNK):
+            if chunk.count(0) != len(chunk):
+                return None
+    return kept
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    step = 4096
+    i = 0
+    while i < n and a[i:i + step] == b[i:i + step]:
+        i += step
+    if i >= n:
+        return n
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _hash_prefix(path: Path, length: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while length > 0 and (chunk := f.read(min(_CHUNK, length))):
+            h.update(chunk)
+            length -= len(chunk)
+    return h.hexdigest()
+
+
+def _state(size: int, sha256: str) -> dict[str, Any]:
+    return {"size": size, "sha256": sha256}
+
+
+def _after(root: Path, content: _Content, befores: dict[str, tuple[int, str]],
+           kept_sha: dict[tuple[str, int], str]) -> dict[str, Any] | None:
+    """Size and sha256 of what a path holds once the apply is done (None: absent)."""
+    if content is None:
+        return None
+    if content[0] == "data":
+        return _state(len(content[1]), hashlib.sha256(content[1]).hexdigest())
+    rel = content[1]
+    if content[0] == "orig":
+        return _state(*befores[rel])
+    n = content[2]
+    if n == befores[rel][0]:
+        return _state(*befores[rel])
+    return _state(n, kept_sha.get((rel, n)) or _hash_prefix(root / rel, n))
+
+
 # --- apply and resume ---------------------------------------------------------------------------------------
 
 
@@ -505,9 +666,11 @@ def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: P
         raise ApplyRefused(f"{journal}: an interrupted apply is pending; resume it before planning anew")
     if not ops:
         return ApplyReport((), 0, (), 0, backup_dir, False)
-    to_back_up = _check_ops(root, ops, journal)
+    to_back_up, final = _check_ops(root, ops, journal)
     manifest = _load_manifest(backup_dir)
-    copies = {rel: _copy_for(backup_dir, rel, root / rel) for rel in to_back_up}
+    apply_no = 1 + max((e.get("apply", 0) for e in manifest), default=0)
+    keep = {rel: _kept_length(root, rel, final[rel], (root / rel).stat().st_size) for rel in to_back_up}
+    copies = {rel: _copy_for(backup_dir, rel, root / rel) for rel in to_back_up if keep[rel] is None}
 
     # Stage the new contents.
     staged_dir = _staged_dir(backup_dir, journal)
@@ -533,35 +696,63 @@ def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: P
             record["dest"] = _rel(root, op.dest, "rename to")
         records.append(record)
 
-    # Back up the originals.
+    # Back up the originals: whole, or (a file only cut short) the bytes removed.
     backups: list[BackedUp] = []
+    befores: dict[str, tuple[int, str]] = {}
+    kept_sha: dict[tuple[str, int], str] = {}
+    entries: list[dict[str, Any]] = []
     copied = 0
     dirs = {staged_dir} if writes else set()
     for rel in to_back_up:
-        copy, reused = copies[rel]
-        if reused is None:
-            _makedirs(copy.parent, sync=False)
-            size, digest = _backup_copy(root / rel, copy)
-            copied += size
-            dirs.add(copy.parent)
+        entry: dict[str, Any] = {"root": str(root), "path": rel, "apply": apply_no}
+        k = keep[rel]
+        if k is None:
+            copy, reused = copies[rel]
+            if reused is None:
+                _makedirs(copy.parent, sync=False)
+                size, digest = _backup_copy(root / rel, copy)
+                copied += size
+                dirs.add(copy.parent)
+            else:
+                size, digest = reused
+            backups.append(BackedUp(root / rel, copy, size, digest))
+            befores[rel] = (size, digest)
+            entry.update(backup="whole", copy=copy.relative_to(backup_dir).as_posix(), size=size, sha256=digest)
         else:
-            size, digest = reused
-        backups.append(BackedUp(root / rel, copy, size, digest))
-        key = copy.relative_to(backup_dir).as_posix()
-        manifest[key] = {"root": str(root), "path": rel, "copy": key, "size": size, "sha256": digest}
+            tail = _backup_tail(root / rel, backup_dir, rel, k)
+            copied += 0 if tail.reused or tail.copy is None else tail.size
+            dirs.add((backup_dir / rel).parent)
+            kind = "tail" if tail.copy is not None else "zeros"
+            backups.append(BackedUp(root / rel, tail.copy, tail.size, tail.sha256, kind, k))
+            befores[rel], kept_sha[(rel, k)] = tail.before, tail.kept
+            entry.update(backup=kind, copy=None if tail.copy is None else tail.copy.relative_to(backup_dir).as_posix(),
+                         size=tail.size, sha256=tail.sha256, offset=k, kept_sha256=tail.kept)
+        entries.append(entry)
+    # What each path holds after the apply (a restore checks it is still so), and the paths the apply creates.
+    created = [rel for rel, c in final.items() if rel not in befores and c is not None]
+    for rel in created:
+        entries.append({"root": str(root), "path": rel, "apply": apply_no, "backup": None, "copy": None})
+    for entry in entries:
+        rel = entry["path"]
+        entry["before"] = _state(*befores[rel]) if rel in befores else None
+        entry["after"] = _after(root, final[rel], befores, kept_sha)
+    manifest.extend(entries)
     # Every directory the resume relies on, up to the backup dir's parent (even those a killed run created).
     for d in list(dirs):
         dirs.update(a for a in d.parents if _inside(a, backup_dir.parent))
     for d in sorted(dirs, key=lambda d: (-len(d.parts), d)):
-        _fsync_dir(d)
-    atomic_write(backup_dir / MANIFEST_NAME, _json({"format": _MANIFEST_FORMAT, "version": _VERSION,
-                                                    "files": sorted(manifest.values(), key=lambda e: e["copy"])}))
+        if d.is_dir():
+            _fsync_dir(d)
+    atomic_write(backup_dir / MANIFEST_NAME, _json({
+        "format": _MANIFEST_FORMAT, "version": _MANIFEST_VERSION,
+        "files": sorted(manifest, key=lambda e: (e["root"], e["path"], e.get("apply", 0)))}))
 
     # Commit, execute, clean up.
     header = {"format": _JOURNAL_FORMAT, "version": _VERSION, "root": str(root), "backup_dir": str(backup_dir),
               "staged_dir": str(staged_dir), "ops": records,
-              "backups": [{"path": rel, "copy": b.copy.relative_to(backup_dir).as_posix(), "size": b.size,
-                           "sha256": b.sha256} for rel, b in zip(to_back_up, backups, strict=True)]}
+              "backups": [{"path": rel, "copy": None if b.copy is None else b.copy.relative_to(backup_dir).as_posix(),
+                           "size": b.size, "sha256": b.sha256, "kind": b.kind, "offset": b.offset}
+                          for rel, b in zip(to_back_up, backups, strict=True)]}
     atomic_write(journal, json.dumps(header, separators=(",", ":")).encode() + b"\n")
     data_of = {i: bytes(ops[i].data or b"") for i in writes}
     _run(root, journal, header, 0, data_of)
@@ -624,8 +815,8 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
     backup_dir = Path(header["backup_dir"])
     ops = tuple(FileOp(r["kind"], root / r["path"], size=r.get("size"), reason=r.get("reason", ""),
                        dest=root / r["dest"] if "dest" in r else None) for r in records)
-    backups = tuple(BackedUp(root / b["path"], backup_dir / b["copy"], b["size"], b["sha256"])
-                    for b in header["backups"])
+    backups = tuple(BackedUp(root / b["path"], None if b["copy"] is None else backup_dir / b["copy"], b["size"],
+                             b["sha256"], b.get("kind", "whole"), b.get("offset")) for b in header["backups"])
     return ApplyReport(ops, len(records) - done, backups, 0, backup_dir, True)
 
 
@@ -694,3 +885,195 @@ def _execute(root: Path, journal: Path, record: dict[str, Any], data: bytes | No
 
 def _json(doc: dict[str, Any]) -> bytes:
     return (json.dumps(doc, indent=1) + "\n").encode()
+
+
+# --- restore ------------------------------------------------------------------------------------------------
+
+
+class RestoreRefused(ApplyRefused):
+    """A backup dir cannot be restored safely (a file changed since the apply, a copy is damaged...); nothing was
+    changed."""
+
+
+@dataclass(frozen=True)
+class RestoreStep:
+    """Undoing one file's change by one apply: put its original back from the backup dir."""
+
+    root: Path
+    path: str                  # relative to root
+    apply: int                 # the apply it undoes (the manifest's numbering, 1 = the first into this backup dir)
+    kind: str                  # "copy" (whole copy back) | "append" (the bytes cut) | "zeros" | "delete" (created)
+    entry: dict[str, Any]      # the manifest entry
+
+    def as_dict(self) -> dict[str, Any]:
+        e = self.entry
+        if self.kind == "copy":
+            what = f"the original ({e['before']['size']:,} bytes) copied back" + (
+                "" if e["after"] is not None else " (the apply deleted or moved it)")
+        elif self.kind == "append":
+            what = f"the original's {e['size']:,} bytes from byte {e['offset']:,} on put back"
+        elif self.kind == "zeros":
+            what = f"the original's {e['size']:,} zero bytes from byte {e['offset']:,} on put back"
+        else:
+            what = "created by the apply: deleted"
+        action = {"copy": "restore", "append": "extend", "zeros": "extend", "delete": "delete"}[self.kind]
+        return {"type": "action", "path": str(self.root / self.path), "action": action,
+                "reason": f"{what} (apply {self.apply})", "apply": self.apply}
+
+
+def restore(backup_dir: Path, *, apply: bool = False) -> list[RestoreStep]:
+    """Put back every file as it was before the applies recorded in ``backup_dir``'s manifest (the earliest state
+    of each file): a whole copy is copied back, the bytes cut from a file are appended back, files an apply
+    created are deleted. Returns the steps; only with ``apply`` are they carried out. A restored file is
+    byte-identical to the original: the manifest holds the sha256 of each original and of what each apply left.
+
+    For each log dir (``root``) in the manifest, with ``apply`` its ``.lock`` is held throughout (a live broker's
+    lock refuses it: :class:`LogDirLocked`) and an interrupted apply there is completed first (:func:`resume`).
+    Refused (:class:`RestoreRefused`, nothing changed) when a file is neither as the last apply left it nor as it
+    was before (the broker ran since, or the file was changed by hand), when a backup copy is missing or
+    damaged, or when the manifest was written by an older kafkatool. Safe to re-run, also after a kill: a file
+    already back in its original state is left alone, and a file a killed restore was appending to is
+    recognised by the bytes it already has. What the applies wrote is not kept (``repair`` makes it again).
+    """
+    backup_dir = _abs(Path(backup_dir))
+    if not (backup_dir / MANIFEST_NAME).is_file():
+        raise UsageError(f"{backup_dir}: no {MANIFEST_NAME}: not a kafkatool backup dir")
+    by_root: dict[str, list[dict[str, Any]]] = {}
+    for entry in _load_manifest(backup_dir):
+        if "apply" not in entry or "before" not in entry:
+            raise RestoreRefused(f"{backup_dir / MANIFEST_NAME}: written by an older kafkatool (no before/after "
+                                 "states); copy the originals back by hand from the paths it lists")
+        by_root.setdefault(entry["root"], []).append(entry)
+    steps: list[RestoreStep] = []
+    for root_name, entries in sorted(by_root.items()):
+        root = Path(root_name)
+        if not root.is_dir():
+            raise RestoreRefused(f"{root}: the log dir the backup was taken from is gone")
+        if not apply:
+            steps.extend(_plan_restore(root, entries, backup_dir))
+            continue
+        with log_dir_lock(root):
+            resume(root)
+            planned = _plan_restore(root, entries, backup_dir)
+            for step in planned:
+                _undo(root, step, backup_dir)
+            steps.extend(planned)
+    return steps
+
+
+def _plan_restore(root: Path, entries: list[dict[str, Any]], backup_dir: Path) -> list[RestoreStep]:
+    """The steps that take every file under ``root`` back to its state before the first apply, latest apply first;
+    refused before anything changes when a file or a copy is not as recorded."""
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        by_path.setdefault(e["path"], []).append(e)
+    steps = []
+    for rel, es in sorted(by_path.items()):
+        path = root / rel
+        try:
+            st = path.lstat()
+            if not stat.S_ISREG(st.st_mode):
+                raise RestoreRefused(f"{path}: not a regular file")
+            now: dict[str, Any] | None = _state(*_hash_file(path))
+        except FileNotFoundError:
+            now = None
+        for e in sorted(es, key=lambda e: e["apply"], reverse=True):
+            before, after = e["before"], e["after"]
+            if now == before:  # this change is not there (undone already, or its apply was killed before it)
+                continue
+            if now == after or (now is not None and _partly_appended(path, now, e, backup_dir)):
+                if e["backup"] is not None:
+                    _check_copy(e, backup_dir)
+                kind = {"whole": "copy", "tail": "append", "zeros": "zeros", None: "delete"}[e["backup"]]
+                steps.append(RestoreStep(root, rel, e["apply"], kind, e))
+                now = before
+            else:
+                def show(s: dict[str, Any] | None) -> str:
+                    return "absent" if s is None else f"{s['size']:,} bytes, sha256 {s['sha256'][:12]}"
+                have = show(now)
+                raise RestoreRefused(f"{path}: changed since apply {e['apply']} (it has {have}; that apply left "
+                                     f"{show(after)}, before it {show(before)}): was the broker started? "
+                                     "Nothing was restored")
+    return steps
+
+
+def _check_copy(entry: dict[str, Any], backup_dir: Path) -> None:
+    if entry["backup"] == "zeros":
+        return
+    copy = backup_dir / entry["copy"]
+    try:
+        ok = _hash_file(copy) == (entry["size"], entry["sha256"])
+    except OSError as exc:
+        raise RestoreRefused(f"{copy}: the backup copy cannot be read ({exc.strerror or exc}); nothing was "
+                             "restored") from None
+    if not ok:
+        raise RestoreRefused(f"{copy}: the backup copy is damaged (size or sha256 differ from the manifest); "
+                             "nothing was restored")
+
+
+def _partly_appended(path: Path, now: dict[str, Any], entry: dict[str, Any], backup_dir: Path) -> bool:
+    """A file a killed restore was appending the cut bytes to: the kept prefix intact, then the first of the cut
+    bytes (and nothing else: bytes a broker appended since are not taken for ours)."""
+    if entry["backup"] not in ("tail", "zeros") or entry["after"] is None:
+        return False
+    kept, total = entry["offset"], entry["before"]["size"]
+    if not kept <= now["size"] < total or _hash_prefix(path, kept) != entry["kept_sha256"]:
+        return False
+    n = now["size"] - kept
+    with open(path, "rb") as fh:
+        fh.seek(kept)
+        have = fh.read(n)
+    if entry["backup"] == "zeros":
+        return have.count(0) == n
+    with open(backup_dir / entry["copy"], "rb") as fh:
+        return fh.read(n) == have
+
+
+def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
+    """One restore step, durably; idempotent (a re-run after a kill plans from what is there)."""
+    path, e = root / step.path, step.entry
+    if step.kind == "delete":
+        if os.path.lexists(path):
+            _unlink(path)
+        _fsync_dir(path.parent)
+    elif step.kind == "copy":
+        try:
+            like, mode = path.stat(), True
+        except FileNotFoundError:
+            like, mode = path.parent.stat(), False
+        tmp = _tmp_of(path)
+        buf = bytearray(_CHUNK)
+        with open(backup_dir / e["copy"], "rb", buffering=0) as fin:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                _take_owner(fd, like, mode)
+                while n := fin.readinto(buf):
+                    chunk = memoryview(buf)[:n]
+                    while chunk:
+                        chunk = chunk[os.write(fd, chunk):]
+                _fsync(fd)
+            finally:
+                os.close(fd)
+        _replace(tmp, path)
+        _fsync_dir(path.parent)
+    else:  # append / zeros: the original bytes after the kept prefix go back
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            if os.fstat(fd).st_size > e["before"]["size"] or e["after"]["size"] != e["offset"]:
+                # the apply rewrote bytes after the kept prefix (an index rebuilt over its zeros): cut them first
+                _step()
+                os.ftruncate(fd, e["offset"])
+            if step.kind == "append":
+                position = e["offset"]
+                buf = bytearray(_CHUNK)
+                with open(backup_dir / e["copy"], "rb", buffering=0) as fin:
+                    while n := fin.readinto(buf):
+                        chunk = memoryview(buf)[:n]
+                        while chunk:
+                            written = os.pwrite(fd, chunk, position)
+                            chunk, position = chunk[written:], position + written
+            _step()
+            os.ftruncate(fd, e["before"]["size"])  # zeros: extends with zero bytes; append: already that size
+            _fsync(fd)
+        finally:
+            os.close(fd)

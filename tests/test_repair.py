@@ -47,6 +47,15 @@ def tree(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
+def assert_restores(logdir: Path, backup: Path, originals: dict[str, str]) -> None:
+    """``repair --restore BACKUP --apply`` makes every file byte-identical to ``originals`` again."""
+    done = kafkatool("repair", "--restore", str(backup), "--apply")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(logdir) == originals
+    again = kafkatool("repair", "--restore", str(backup))
+    assert again.returncode == 0 and "nothing to restore" in again.stdout, again.stdout + again.stderr
+
+
 def repair_args(case: str) -> list[str]:
     rp = case_json(case)["recovery_invocation"]["recoveryPointCheckpoint"]
     return ["--index-interval-bytes", "1024", "--recovery-point", str(rp)]
@@ -101,16 +110,12 @@ def test_repair_matches_kafkas_recovery(case: str, tmp_path: Path) -> None:
         assert read_txn_index(ours / f"{skip}.txnindex") == [
             t for t in read_txn_index(before / f"{skip}.txnindex") if t.first_offset >= log_start]
 
-    # The backup holds every original byte of what changed or went away.
-    after = tree(logdir)
-    backed = tree(backup)
-    for rel, digest in originals.items():
-        if after.get(rel) != digest:
-            assert backed.get(rel) == digest, rel
     # Idempotent: nothing left to do, and the partition verifies without errors.
     again = kafkatool("repair", *repair_args(case), str(logdir / "rtopic-0"))
     assert again.returncode == 0 and "nothing to repair" in again.stdout, again.stdout
     assert not [f for f in verify_paths([ours]) if getattr(f, "severity", None) == "error"]
+    # The backup holds every original byte of what changed or went away: restoring it gives them back.
+    assert_restores(logdir, backup, originals)
 
 
 def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
@@ -202,10 +207,7 @@ def test_killed_at_any_point_a_rerun_completes_the_repair(case: str, tmp_path: P
         assert tree(logdir) == expected, f"killed before step {step} of {total}"
         temporary = [p.name for p in logdir.rglob("*") if "kafkatool" in p.name]
         assert temporary == [], temporary
-        backed = tree(backup) if backup.exists() else {}
-        for rel, digest in originals.items():
-            if expected.get(rel) != digest:
-                assert backed.get(rel) == digest, (step, rel)
+        assert_restores(logdir, backup, originals)
         shutil.rmtree(run)
     # one step past the last: the run is not interrupted at all
     logdir = copy_before(case, tmp_path / "past")
@@ -245,7 +247,8 @@ def test_timestamped_default_backup_dir_is_beside_the_log_dir(tmp_path: Path) ->
     start = time.time()
     assert kafkatool("repair", "--apply", *repair_args("torn-tail"), str(logdir)).returncode == 0
     backups = [p for p in tmp_path.iterdir() if p.name.startswith("kafkatool-backup-logdir-")]
-    assert len(backups) == 1 and (backups[0] / "rtopic-0/00000000000000000259.log").stat().st_size == 885
+    # the segment's backup is the 39 bytes cut (846..885), not the segment
+    assert len(backups) == 1 and (backups[0] / "rtopic-0/00000000000000000259.log.removed").stat().st_size == 39
     assert backups[0].stat().st_mtime >= start - 1
 
 
@@ -308,3 +311,118 @@ def test_damage_inside_a_swapped_in_segment(tmp_path: Path) -> None:
     log = logdir / "rtopic-0/00000000000000000086.log"
     assert not swap.exists() and log.read_bytes() == bytes(data[:second])
     assert kafkatool("repair", *repair_args("leftovers"), str(logdir / "rtopic-0")).returncode == 0
+
+
+# --- backups of what was removed, and restoring them -------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_apply_from_offset_0_then_restore_gives_every_original_byte_back(case: str, tmp_path: Path) -> None:
+    """Recovery point 0 (every segment recovered: ``LogLoader.recoverLog`` from the log start, the most a repair
+    changes), then ``repair --restore``: the dry run lists the files and changes nothing, the restore makes the
+    log dir byte-identical to the damaged original (cut bytes appended back, whole files copied back, files the
+    repair created deleted), and a second restore has nothing to do."""
+    logdir = copy_before(case, tmp_path)
+    originals = tree(logdir)
+    backup = tmp_path / "backup"
+    done = kafkatool("repair", "--apply", "--backup-dir", str(backup), "--index-interval-bytes", "1024",
+                     "--recovery-point", "0", str(logdir / "rtopic-0"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    repaired = tree(logdir)
+    assert repaired != originals
+    dry = kafkatool("repair", "--restore", str(backup))
+    assert dry.returncode == 1 and "dry run" in dry.stdout, dry.stdout + dry.stderr
+    assert tree(logdir) == repaired
+    assert_restores(logdir, backup, originals)
+
+
+def _torn_partition(root: Path, batches: int, torn: int) -> Path:
+    """A log dir as a killed broker leaves it (``kafkatool.logwriter``): one segment of ``batches`` 1-record
+    batches, the first ``torn`` bytes of one more at its end, recovery point 0."""
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.formats import checkpoints
+    from kafkatool.logwriter import LogDirWriter
+
+    logdir = LogDirWriter(root, cluster_id="restoretestcluster0000", node_id=1)
+    writer = logdir.partition("t", 0, bytes(range(16)))
+    for i in range(batches):
+        writer.append(record_batch(i, [RecordSpec(b"k", b"v" * 100, 1_700_000_000_000 + i)],
+                                   partition_leader_epoch=3))
+    logdir.close(clean=False)
+    more = record_batch(batches, [RecordSpec(b"k", b"v" * 100, 1_700_000_000_000)], partition_leader_epoch=3)
+    assert torn < len(more)
+    with open(root / "t-0" / "00000000000000000000.log", "ab") as fh:
+        fh.write(more[:torn])
+    (root / "recovery-point-offset-checkpoint").write_bytes(checkpoints.build_offset_checkpoint([("t", 0, 0)]))
+    return root / "t-0"
+
+
+def test_a_cut_backs_up_only_the_bytes_it_removes(tmp_path: Path) -> None:
+    """``LogSegment.recover`` truncates the segment at its torn last batch (``truncateTo``) and trims the
+    preallocated indexes (``AbstractIndex.trimToValidSize``): the backup holds the torn bytes and a manifest, not
+    the segment, and no copy of the zero bytes trimmed from the indexes."""
+    part = _torn_partition(tmp_path / "logdir", 400, 50)
+    segment = part / "00000000000000000000.log"
+    size = segment.stat().st_size
+    torn = segment.read_bytes()[-50:]
+    originals = tree(tmp_path / "logdir")
+    backup = tmp_path / "backup"
+    done = kafkatool("repair", "--apply", "--backup-dir", str(backup), str(part))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert segment.stat().st_size == size - 50
+    copies = {p.relative_to(backup).as_posix(): p.stat().st_size for p in backup.rglob("*") if p.is_file()}
+    assert (backup / "t-0/00000000000000000000.log.removed").read_bytes() == torn
+    manifest = json.loads((backup / "MANIFEST.json").read_bytes())
+    cut = next(e for e in manifest["files"] if e["path"] == "t-0/00000000000000000000.log")
+    assert (cut["backup"], cut["offset"], cut["before"]["size"], cut["after"]["size"]) == ("tail", size - 50, size,
+                                                                                         size - 50)
+    assert cut["before"]["sha256"] == originals["t-0/00000000000000000000.log"]
+    # Whatever else was backed up is small: the rewritten small files, never a segment or a preallocated index.
+    others = {k: v for k, v in copies.items() if k not in ("MANIFEST.json", "t-0/00000000000000000000.log.removed")}
+    assert sum(others.values()) < 4096, others
+    assert_restores(tmp_path / "logdir", backup, originals)
+
+
+@pytest.mark.parametrize("change", ["appended", "prefix", "copy"])
+def test_restore_refuses_when_a_file_changed_since_the_apply(tmp_path: Path, change: str) -> None:
+    """A broker started after the repair appends to the cut segment (``UnifiedLog.append``): appending the cut
+    bytes back would bury its batches, so the restore is refused and nothing changes. So is a segment whose kept
+    prefix no longer has the recorded sha256, and a damaged backup copy."""
+    part = _torn_partition(tmp_path / "logdir", 100, 30)
+    backup = tmp_path / "backup"
+    assert kafkatool("repair", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
+    segment = part / "00000000000000000000.log"
+    if change == "appended":
+        with open(segment, "ab") as fh:
+            fh.write(segment.read_bytes()[:200])
+    elif change == "prefix":
+        data = bytearray(segment.read_bytes())
+        data[100] ^= 1
+        segment.write_bytes(bytes(data))
+    else:
+        (backup / "t-0/00000000000000000000.log.removed").write_bytes(b"x" * 30)
+    now = tree(tmp_path / "logdir")
+    for args in (["--restore", str(backup)], ["--restore", str(backup), "--apply"]):
+        refused = kafkatool("repair", *args)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert ("changed since apply 1" if change != "copy" else "damaged") in refused.stderr, refused.stderr
+        assert tree(tmp_path / "logdir") == now
+
+
+def test_restore_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path) -> None:
+    """The broker holds ``<log dir>/.lock`` while it runs (``LogManager.lockLogDirs``): no restore under it."""
+    part = _torn_partition(tmp_path / "logdir", 100, 30)
+    backup = tmp_path / "backup"
+    assert kafkatool("repair", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
+    lock = tmp_path / "logdir" / ".lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), "lockf"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        now = tree(tmp_path / "logdir")
+        result = kafkatool("repair", "--restore", str(backup), "--apply")
+        assert result.returncode == 2 and ".lock" in result.stderr, result.stderr
+        assert tree(tmp_path / "logdir") == now
+    finally:
+        holder.kill()
+        holder.communicate()

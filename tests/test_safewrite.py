@@ -29,9 +29,11 @@ from kafkatool.safewrite import (
     ApplyRefused,
     FileOp,
     JournalError,
+    RestoreRefused,
     apply_ops,
     atomic_write,
     log_dir_lock,
+    restore,
     resume,
 )
 
@@ -106,30 +108,35 @@ def test_reapplying_applied_ops_changes_nothing(small: tuple[Path, Path]) -> Non
     after = tree(root)
     apply_ops(root, small_ops(root), backup.with_name("backup-2"))
     assert tree(root) == after
-    # Into the same backup dir: the copies of the first apply stay; the files it changed are kept as versions.
+    # Into the same backup dir: the copies of the first apply stay, and nothing is copied: the same writes and
+    # cuts change no byte (the files they name are still recorded, unchanged, in the manifest).
     first = tree(backup)
-    apply_ops(root, small_ops(root), backup)
-    assert tree(root) == after
+    report = apply_ops(root, small_ops(root), backup)
+    assert tree(root) == after and report.bytes_backed_up == 0
     now = tree(backup)
-    assert {k: v for k, v in now.items() if k in first and k != "MANIFEST.json"} == {
+    assert {k: v for k, v in now.items() if k != "MANIFEST.json"} == {
         k: v for k, v in first.items() if k != "MANIFEST.json"}
-    assert now["p-0/a.log.~2~"] == b"0123" and now["p-0/b.index.~2~"] == b"new index"
+    second = [e for e in json.loads(now["MANIFEST.json"])["files"] if e["apply"] == 2]
+    assert second and all(e["before"] == e["after"] for e in second if e["before"])
 
 
 def test_backup_holds_every_original_byte_and_nothing_else(small: tuple[Path, Path]) -> None:
     root, backup = small
     originals = tree(root)
     report = apply_ops(root, small_ops(root), backup)
-    touched = {"p-0/a.log", "p-0/b.index", "p-0/c.snapshot", "p-0/d.log.swap", "p-0/e.log", "p-0/f.log.cleaned",
-               "recovery-point-offset-checkpoint"}
-    assert set(tree(backup)) == touched | {"MANIFEST.json"}
-    for rel in touched:
+    whole = {"p-0/b.index", "p-0/c.snapshot", "p-0/d.log.swap", "p-0/e.log", "p-0/f.log.cleaned",
+             "recovery-point-offset-checkpoint"}
+    assert set(tree(backup)) == whole | {"p-0/a.log.removed", "MANIFEST.json"}
+    for rel in whole:
         assert (backup / rel).read_bytes() == originals[rel], rel
-    manifest = json.loads((backup / "MANIFEST.json").read_bytes())
-    assert {e["path"]: (e["size"], e["sha256"]) for e in manifest["files"]} == {
-        rel: (len(originals[rel]), hashlib.sha256(originals[rel]).hexdigest()) for rel in touched}
-    assert report.bytes_backed_up == sum(len(originals[rel]) for rel in touched)
-    assert {b.copy for b in report.backups} == {backup / rel for rel in touched}
+    assert (backup / "p-0/a.log.removed").read_bytes() == b"456789"  # only what the cut to 4 bytes removed
+    manifest = {e["path"]: e for e in json.loads((backup / "MANIFEST.json").read_bytes())["files"]}
+    assert {rel: (e["before"]["size"], e["before"]["sha256"]) for rel, e in manifest.items() if e["before"]} == {
+        rel: (len(originals[rel]), hashlib.sha256(originals[rel]).hexdigest()) for rel in whole | {"p-0/a.log"}}
+    assert manifest["p-0/a.log"]["after"] == {"size": 4, "sha256": hashlib.sha256(b"0123").hexdigest()}
+    assert manifest["p-0/new.txnindex"]["before"] is None  # created: a restore deletes it
+    assert report.bytes_backed_up == sum(len(originals[rel]) for rel in whole) + 6
+    assert {b.copy for b in report.backups} == {backup / rel for rel in whole} | {backup / "p-0/a.log.removed"}
 
 
 def test_backup_dir_inside_root_is_refused(small: tuple[Path, Path]) -> None:
@@ -222,6 +229,7 @@ CRASH_OPS = [  # paths relative to the trial dir (the subprocess runs there): re
 TOUCHED = {str(op.path.relative_to("root")) for op in CRASH_OPS} | {
     str(op.dest.relative_to("root")) for op in CRASH_OPS if op.dest is not None}
 ORIGINALLY_TOUCHED = TOUCHED & set(CRASH_FILES)
+CUT = "p-0/00000000000000000000.log"
 
 RUN_APPLY = """
 import pickle, sys
@@ -230,6 +238,9 @@ from kafkatool.safewrite import apply_ops, resume
 ops = pickle.loads(Path("ops.pickle").read_bytes())
 if sys.argv[1] == "apply":
     apply_ops(Path("root"), ops, Path("backup"))
+elif sys.argv[1] == "restore":
+    from kafkatool.safewrite import restore
+    restore(Path("backup"), apply=True)
 else:
     resume(Path("root"))
 """
@@ -257,13 +268,23 @@ def assert_complete(trial: Path, expected: dict[str, bytes], where: str) -> None
     assert tree(root) == expected, where
     assert temp_files(root, backup) == [], where
     assert not (root / JOURNAL_NAME).exists() and not (backup / "staged").exists(), where
-    manifest = {e["path"]: e for e in json.loads((backup / "MANIFEST.json").read_bytes())["files"]}
-    assert set(manifest) == ORIGINALLY_TOUCHED, where
-    for rel in ORIGINALLY_TOUCHED:
-        original = CRASH_FILES[rel]
-        assert (backup / rel).read_bytes() == original, (where, rel)
-        assert manifest[rel]["sha256"] == hashlib.sha256(original).hexdigest(), (where, rel)
-    assert set(tree(backup)) == ORIGINALLY_TOUCHED | {"MANIFEST.json"}, where
+    entries = json.loads((backup / "MANIFEST.json").read_bytes())["files"]
+    assert {e["path"] for e in entries if e["before"]} == ORIGINALLY_TOUCHED, where
+    for e in entries:  # one apply, or a killed one and its re-run: each saw the originals
+        if e["before"]:
+            original = CRASH_FILES[e["path"]]
+            assert e["before"]["sha256"] == hashlib.sha256(original).hexdigest(), (where, e)
+    whole = ORIGINALLY_TOUCHED - {CUT}
+    for rel in whole:
+        assert (backup / rel).read_bytes() == CRASH_FILES[rel], (where, rel)
+    assert (backup / f"{CUT}.removed").read_bytes() == CRASH_FILES[CUT][654_321:], where  # only the bytes cut
+    assert set(tree(backup)) == whole | {f"{CUT}.removed", "MANIFEST.json"}, where
+    # ... and what was backed up restores the originals exactly (files the apply created are deleted).
+    changed = {rel for rel in TOUCHED if CRASH_FILES.get(rel) != expected.get(rel)}
+    assert {s.path for s in restore(backup)} == changed, where  # a dry run, then for real
+    restore(backup, apply=True)
+    assert tree(root) == CRASH_FILES, where
+    assert restore(backup) == [], where
 
 
 def finish_like_a_caller(trial: Path) -> str:
@@ -358,6 +379,55 @@ def test_resume_refuses_damaged_staged_content(tmp_path: Path, reference: tuple[
     with pytest.raises(JournalError, match="damaged"):
         resume(trial / "root")
     assert (trial / "root" / JOURNAL_NAME).exists()
+
+
+def test_a_restore_killed_at_any_step_completes_when_run_again(tmp_path: Path,
+                                                               reference: tuple[dict[str, bytes], int]) -> None:
+    """Kill ``restore(apply=True)`` before each of its durable steps, run it again: the originals, exactly."""
+    probe = new_trial(tmp_path, "probe")
+    assert run(probe, "apply", None) == 0
+    before = safewrite.steps_taken()
+    restore(probe / "backup", apply=True)
+    restore_steps = safewrite.steps_taken() - before
+    assert tree(probe / "root") == CRASH_FILES and restore_steps > 5
+
+    def kill_restore_then_finish(m: int) -> None:
+        trial = new_trial(tmp_path, f"r{m}")
+        assert run(trial, "apply", None) == 0
+        assert run(trial, "restore", m) == (-9 if m <= restore_steps else 0), m
+        restore(trial / "backup", apply=True)
+        assert tree(trial / "root") == CRASH_FILES, f"restore killed before its step {m} of {restore_steps}"
+        assert temp_files(trial / "root") == []
+        shutil.rmtree(trial)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(kill_restore_then_finish, range(1, restore_steps + 2)))
+
+
+def test_an_index_rebuilt_over_its_preallocated_zeros_is_backed_up_as_nothing(tmp_path: Path) -> None:
+    """A killed broker leaves the active segment's indexes preallocated (``AbstractIndex``: entries, then zeros
+    to ``segment.index.bytes``); a rebuild writes the same entries and one more over the zeros. Nothing but the
+    manifest is written to the backup, and the restore gives the preallocated file back."""
+    root, backup = tmp_path / "root", tmp_path / "backup"
+    entries = noise(20, 120)
+    write_tree(root, {"p-0/00000000000000000000.timeindex": entries + bytes(1 << 20)})
+    report = apply_ops(root, [FileOp("write", root / "p-0/00000000000000000000.timeindex",
+                                     data=entries + noise(21, 12))], backup)
+    assert report.bytes_backed_up == 0 and set(tree(backup)) == {"MANIFEST.json"}
+    assert [(b.kind, b.offset, b.size) for b in report.backups] == [("zeros", 120, 1 << 20)]
+    restore(backup, apply=True)
+    assert tree(root)["p-0/00000000000000000000.timeindex"] == entries + bytes(1 << 20)
+
+
+def test_restore_refuses_a_file_changed_since_and_changes_nothing(small: tuple[Path, Path]) -> None:
+    root, backup = small
+    apply_ops(root, small_ops(root), backup)
+    (root / "p-0/b.index").write_bytes(b"written by a broker since")
+    (root / ".lock").touch()  # the restore takes the log dir's lock (creating it as a broker does)
+    now = tree(root)
+    with pytest.raises(RestoreRefused, match="b.index: changed since apply 1"):
+        restore(backup, apply=True)
+    assert tree(root) == now
 
 
 # --- the log dir lock -----------------------------------------------------------------------------------------

@@ -21,13 +21,23 @@ EXAMPLES = """
   kafkatool repair --apply --backup-dir /mnt/spare/backup --salvage /var/lib/kafka/data
 
   kafkatool repair --index-interval-bytes 1024 --recovery-point 174 -f jsonl orders-0
+
+  kafkatool repair --restore /var/lib/kafka/kafkatool-backup-data-20250101T120000Z          (dry run)
+
+  kafkatool repair --restore /var/lib/kafka/kafkatool-backup-data-20250101T120000Z --apply  (undo, exactly)
 """
 
 
 def repair(
-    paths: Annotated[list[Path], typer.Argument(help="Partition dirs, or log dirs (every partition).",
-                                                show_default=False)],
+    paths: Annotated[list[Path] | None, typer.Argument(help="Partition dirs, or log dirs (every partition).",
+                                                       show_default=False)] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Carry the plan out (default: only show it).")] = False,
+    restore: Annotated[
+        Path | None,
+        typer.Option("--restore", help="Undo the applies whose backup dir this is: every file back as it was "
+                                       "(dry run unless --apply; broker stopped). No PATHS with it.",
+                     show_default=False),
+    ] = None,
     backup_dir: Annotated[
         Path | None,
         typer.Option(help="Where originals are copied before anything changes (default: "
@@ -60,6 +70,8 @@ def repair(
     .swap/.cleaned/.deleted leftovers, trim (or create) leader-epoch-checkpoint, move the recovery point.
     With --apply (broker stopped: a held .lock refuses it): originals are backed up first, new files are
     written to a temporary name, fsynced and renamed; a killed repair completes when run again.
+    With --restore BACKUP_DIR the applies recorded there are undone, every file made byte-identical to its
+    original again (refused, changing nothing, when a file changed since: the broker ran).
     Exit 0 when nothing is (left) to do, 1 when a dry run found work or something could not be repaired.
     """
     from ..errors import UsageError
@@ -69,6 +81,12 @@ def repair(
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    if restore is not None:
+        if paths:
+            raise UsageError("--restore takes the backup dir only, no PATHS")
+        return _restore(restore, apply, fmt)
+    if not paths:
+        raise UsageError("give the partition dirs or log dirs to repair (or --restore BACKUP_DIR)")
     options = RepairOptions(
         index_interval_bytes=index_interval_bytes, recovery_point=recovery_point, salvage=salvage, now_ms=now_ms,
         scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
@@ -83,3 +101,23 @@ def repair(
     out.close()
     code = out.exit_code("error")
     return code or (1 if pending else 0)
+
+
+def _restore(backup_dir: Path, apply: bool, fmt: str) -> int:
+    from ..model import Finding
+    from ..safewrite import restore
+    from .output import Output
+
+    out = Output(fmt)
+    steps = restore(backup_dir, apply=apply)
+    for step in steps:
+        out.emit(step)
+    if not steps:
+        message = "nothing to restore: every file is as it was before the applies"
+    elif apply:
+        message = f"restored: {len(steps)} files as they were before the applies (run `kafkatool verify` next)"
+    else:
+        message = f"dry run: {len(steps)} files to restore; run again with --apply (broker stopped) to do it"
+    out.emit(Finding("info", "restore", str(backup_dir), None, message))
+    out.close()
+    return 1 if steps and not apply else 0
