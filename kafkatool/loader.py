@@ -136,6 +136,8 @@ class LoadedPartition:
     batches: int = 0               # kept batches
     records: int = 0
     first_batch_offset: int | None = None
+    first_timestamp: int | None = None     # of the first kept batch
+    max_timestamp: int | None = None       # the largest batch max timestamp kept (-1: none carried one)
     legacy: bool = False
     findings: list[Finding] = field(default_factory=list)
 
@@ -561,6 +563,7 @@ def _read_segment(
     batches only count toward the on-disk end, which is returned."""
     next_offset, valid_bytes, disk_end = seg.base_offset, 0, seg.base_offset
     batches = records = 0
+    max_ts = -1
     seg_epoch: int | None = None
     display = seg.display
     try:
@@ -598,8 +601,10 @@ def _read_segment(
             next_offset, valid_bytes = last + 1, b[0] + b[3]
             batches += 1
             records += b[12]
+            if b[11] > max_ts:
+                max_ts = b[11]
             if loaded.first_batch_offset is None:
-                loaded.first_batch_offset = b[1]
+                loaded.first_batch_offset, loaded.first_timestamp = b[1], b[10]
             if b[4] < 2:  # magic: v0/v1 carry no epoch and no producer
                 loaded.legacy = True
                 continue
@@ -615,6 +620,8 @@ def _read_segment(
                 loaded.findings.extend(replay.batch(b, control, display))  # type: ignore[arg-type]
     loaded.batches += batches
     loaded.records += records
+    if batches and (loaded.max_timestamp is None or max_ts > loaded.max_timestamp):
+        loaded.max_timestamp = max_ts
     seg.next_offset = next_offset
     seg.valid_bytes = valid_bytes if recovering else seg.size
     return disk_end

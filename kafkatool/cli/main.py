@@ -25,6 +25,7 @@ from . import (
     dump_cmd,
     internal_cmd,
     locate_cmd,
+    overview_cmd,
     producers_cmd,
     repair_cmd,
     replicas_cmd,
@@ -159,6 +160,7 @@ def _root(
 
 app.command("dump", epilog=paste_ready(dump_cmd.EXAMPLES))(command(dump_cmd.dump))
 app.command("verify", epilog=paste_ready(verify_cmd.EXAMPLES))(command(verify_cmd.verify))
+app.command("overview", epilog=paste_ready(overview_cmd.EXAMPLES))(command(overview_cmd.overview))
 app.command("locate", epilog=paste_ready(locate_cmd.EXAMPLES))(command(locate_cmd.locate))
 app.command("replicas", epilog=paste_ready(replicas_cmd.REPLICAS_EXAMPLES))(command(replicas_cmd.replicas))
 app.command("truncation", epilog=paste_ready(replicas_cmd.TRUNCATION_EXAMPLES))(command(replicas_cmd.truncation))

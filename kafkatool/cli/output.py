@@ -27,7 +27,8 @@ FORMATS = ("text", "jsonl")
 DUMP_FORMATS = (*FORMATS, "dump-log")  # dump only: kafka-dump-log's own text
 VALUE_MODES = ("base64", "text", "hex", "none")
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
-                "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr"}
+                "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
+                "partition_overview", "topic_overview"}
 # Tables showing chosen fields (field -> header) rather than every field of the value:
 _TABLE_COLUMNS = {
     "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
@@ -44,6 +45,13 @@ _TABLE_COLUMNS = {
                         "topic": "topic", "partition": "partition", "leader": "leader", "isr": "ISR",
                         "leader_epoch": "leader epoch", "partition_epoch": "partition epoch", "record": "record",
                         "min_isr": "min ISR"},
+    "partition_overview": {"path": "partition", "segments": "segments", "bytes": "bytes",
+                           "log_start_offset": "log start", "log_end_offset": "LEO", "high_watermark": "HW",
+                           "first_timestamp": "first", "last_timestamp": "last", "open_transactions": "open txns",
+                           "producers": "producers", "compacted": "compacted", "problems": "problems"},
+    "topic_overview": {"topic": "topic", "partitions": "partitions", "segments": "segments", "bytes": "bytes",
+                       "offsets": "offsets", "first_timestamp": "first", "last_timestamp": "last",
+                       "open_transactions": "open txns", "problems": "problems"},
     "under_min_isr": {"topic": "topic", "partition": "partition", "isr": "ISR", "replicas": "replicas",
                       "min_insync_replicas": "min ISR", "min_isr_source": "set by", "from_offset": "from offset",
                       "from_snapshot_end_offset": "from snapshot", "from_time": "from", "to_offset": "to offset",
@@ -296,11 +304,12 @@ def _cell(key: str, v: Any) -> str:
         return "yes" if v else "no"
     if key == "min_isr":
         return {"under": "UNDER min ISR", "back": "back to min ISR"}.get(v, v)
-    if key in ("commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp", "from_time", "to_time"):
+    if key in ("commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp", "from_time", "to_time",
+               "first_timestamp", "last_timestamp"):
         return _iso(v)
     if isinstance(v, list):
         return ",".join(map(str, v))
-    return f"{v:,}" if key in ("bytes", "batches", "size") else str(v)  # offsets stay copyable
+    return f"{v:,}" if key in ("bytes", "batches", "size", "offsets") else str(v)  # offsets stay copyable
 
 
 

@@ -1,0 +1,64 @@
+"""``overview``: one row per partition from the loader, equal to ``verify``'s partition summaries on every corpus
+partition, biggest first, with totals per topic that add the rows up; first and last timestamps from the batches."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from .conftest import PROJECT_ROOT, corpus_root
+
+
+def kt(*args: str | Path) -> tuple[int, list[dict]]:
+    p = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args), "-f", "jsonl"], capture_output=True,
+                       text=True, timeout=600)
+    return p.returncode, [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def test_overview_equals_verify_on_every_corpus_partition() -> None:
+    roots = [corpus_root() / "kafka", corpus_root() / "real"]
+    _code, rows = kt("overview", *roots)
+    _code, checked = kt("verify", *roots)
+    parts = [r for r in rows if r["type"] == "partition_overview"]
+    summaries = {r["path"]: r for r in checked if r.get("scope") == "partition" and r.get("topic") is not None}
+    assert len(parts) > 400
+    assert [r["bytes"] for r in parts] == sorted((r["bytes"] for r in parts), reverse=True)
+    compared = 0
+    for r in parts:
+        s = summaries.get(r["path"])
+        if s is None:
+            continue
+        compared += 1
+        assert (r["segments"], r["bytes"], r["log_start_offset"], r["log_end_offset"], r["high_watermark"],
+                r["open_transactions"]) == (s["segments"], s["bytes"], s["log_start_offset"], s["log_end_offset"],
+                                            s["high_watermark"], s["open_transactions"]), r["path"]
+    assert compared == len(parts)
+    totals = {r["topic"]: r for r in rows if r["type"] == "topic_overview"}
+    by_topic: dict[str, list[dict]] = defaultdict(list)
+    for r in parts:
+        by_topic[r["topic"]].append(r)
+    assert set(totals) == set(by_topic)
+    for topic, members in by_topic.items():
+        t = totals[topic]
+        assert (t["partitions"], t["segments"], t["bytes"]) == (len(members), sum(m["segments"] for m in members),
+                                                               sum(m["bytes"] for m in members))
+
+
+def test_timestamps_topic_filter_and_compacted() -> None:
+    incident = PROJECT_ROOT / "fixtures" / "incident"
+    code, rows = kt("overview", "--topic", "clicks", incident)
+    (clicks,) = [r for r in rows if r["type"] == "partition_overview"]
+    records = [json.loads(x) for x in subprocess.run(
+        [sys.executable, "-m", "kafkatool", "dump", "-f", "jsonl", "-r", str(incident / "clicks-0")],
+        capture_output=True, text=True).stdout.splitlines() if '"record"' in x]
+    assert code == 0 and (clicks["first_timestamp"], clicks["last_timestamp"]) == (
+        records[0]["timestamp"], max(r["timestamp"] for r in records))
+    assert clicks["producers"] == 1 and not clicks["compacted"]
+    _code, rows = kt("overview", incident)
+    compacted = {r["path"].rsplit("/", 1)[1] for r in rows if r["type"] == "partition_overview" and r["compacted"]}
+    assert compacted == {"__consumer_offsets-0", "__transaction_state-0"}
+    code, rows = kt("overview", corpus_root() / "kafka/recovery/crc-flip/before")
+    assert code == 1 and rows[0]["problems"] >= 1 and rows[0]["log_end_offset"] == 264
