@@ -572,10 +572,12 @@ def _compare_txn_index(
         return
     where = task.txnindex or (task.log[:-3] + "txnindex" if task.log else "")
     if report.txn_entries is None and expected:
+        pid, first, marker, _lso = expected[0]
+        span = (f"offsets {first}..{marker}" if first is not None
+                else f"ended by its marker at {marker}, begun before the log start")
         yield Finding("error", "txnindex-missing", where, None,
-                      f"the log holds {len(expected)} aborted transactions (first: producer {expected[0][0]}, "
-                      f"offsets {expected[0][1]}..{expected[0][2]}) but there is no .txnindex: read_committed "
-                      "consumers would receive their records")
+                      f"the log holds {len(expected)} aborted transactions (first: producer {pid}, {span}) but there "
+                      "is no .txnindex: read_committed consumers would receive their records")
         return
     by_key = {(h[0], h[2]): (i, h) for i, h in enumerate(have)}
     for pid, first, marker, lso in expected:

@@ -44,3 +44,16 @@ def test_tables_have_no_trailing_spaces() -> None:
                  ["offsets", str(PROJECT_ROOT / "fixtures" / "incident")]):
         out = subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True).stdout
         assert out.strip() and [line for line in out.splitlines() if line != line.rstrip()] == [], args
+
+
+def test_findings_and_tables_speak_kafka_not_python() -> None:
+    """No ``None``, ``True``/``False`` or Python list spelling in what verify, producers and txns print on the
+    corpus (a finding once said ``offsets None..88`` for a transaction begun before the log start)."""
+    import re
+
+    roots = [str(corpus_root() / "kafka"), str(corpus_root() / "real")]
+    for command in ("verify", "producers", "txns"):
+        out = subprocess.run([sys.executable, "-m", "kafkatool", command, *roots], capture_output=True,
+                             text=True).stdout
+        assert out and not re.search(r"\bNone\b|\bTrue\b|\bFalse\b|\['", out), (command, re.findall(
+            r".*(?:\bNone\b|\bTrue\b|\bFalse\b|\[').*", out)[:3])
