@@ -363,15 +363,18 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True
         yield Finding("warning", "offsets-none", ", ".join(str(p) for p in paths), None,
                       f"no {OFFSETS_TOPIC}-* partition dirs found")
         return
+    if not any(isinstance(r, CommittedOffset | GroupState) for _home, r in results):
+        read = sorted({f"{p.topic}-{p.partition}" for p in parts if p.topic == OFFSETS_TOPIC})
+        yield Finding("warning", "offsets-empty", ", ".join(str(p) for p in paths), None,
+                      f"no committed offset and no group in {len(read)} {OFFSETS_TOPIC} partition(s) "
+                      f"({', '.join(read[:5])}{', ...' if len(read) > 5 else ''}): no group ever committed here, or "
+                      "every commit expired (offsets.retention.minutes) or was deleted")
     if with_lag:
         wanted = {(home, r.topic, r.partition) for home, r in results if isinstance(r, CommittedOffset)}
         for part in parts:
             key = (part.logdir_path.resolve(), part.topic, part.partition)
             if key in wanted and key not in data:
-                rep = open_replica(part, part.display)
-                for _ in rep.batches():
-                    pass
-                data[key] = rep
+                data[key] = open_replica(part, part.display)  # loaded: LEO, log start, HW
     order = {GroupState: 0, CommittedOffset: 1, Finding: 2}
     results.sort(key=lambda hr: (order[type(hr[1])], (hr[1].group, getattr(hr[1], "topic", ""),
                                                       getattr(hr[1], "partition", 0))

@@ -85,3 +85,17 @@ def test_decode_auto_picks_the_decoder_by_topic_and_says_why_a_record_does_not_d
     text = kt("dump", "--decode", "consumer-offsets", INCIDENT / "__consumer_offsets-0").stdout
     assert "group=billing" in text and "None" not in text and "True" not in text
     assert kt("dump", "--decode", "nope", INCIDENT).returncode == 2
+
+
+def test_offsets_on_partitions_without_commits_says_so() -> None:
+    """``offsets`` on a __consumer_offsets partition holding no commit and no group printed nothing and exited 0;
+    it now says so, as a warning (exit 1); a log dir with commits is unchanged (exit 0)."""
+    raft = corpus_root() / "real/hiage_kafka-raft/c5f680e5/kafka1"
+    empty = [p for p in sorted(raft.glob(f"{internal.OFFSETS_TOPIC}-*"))
+             if not any(isinstance(i, (internal.CommittedOffset, internal.GroupState))
+                        for i in internal.consumer_offsets([p], with_lag=False))]
+    assert empty
+    p = kt("offsets", empty[0])
+    assert p.returncode == 1 and "offsets-empty" in p.stdout and empty[0].name in p.stdout
+    p = kt("offsets", raft)
+    assert p.returncode == 0 and "offsets-empty" not in p.stdout and "group console-consumer" in p.stdout
