@@ -27,8 +27,8 @@ from typing import BinaryIO, NamedTuple
 
 from crc32c import crc32c
 
-from .errors import DecompressionError, DecompressionLimitExceeded
 from . import native
+from .errors import DecompressionError, DecompressionLimitExceeded
 from .formats.control import CONTROL_TYPES
 from .formats.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from .formats.record_batch import (
@@ -344,8 +344,8 @@ def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, pa
     else:
         p, stop, columns, raws = core.scan_batches(window, p, base, limit, max_batch, with_raw)
         if columns[0]:
-            batches = map(_tuple_new, repeat(Batch), zip(*columns))
-            yield from map(_tuple_new, repeat(RawBatch), zip(batches, raws)) if with_raw else batches
+            batches = map(_tuple_new, repeat(Batch), zip(*columns, strict=True))
+            yield from map(_tuple_new, repeat(RawBatch), zip(batches, raws, strict=True)) if with_raw else batches
         if stop == 2:
             position, crc = columns[0][-1], columns[5][-1]
     if stop == 2:

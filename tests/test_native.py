@@ -154,7 +154,8 @@ def mutate(data: bytes, rng: random.Random, case: int) -> bytes:
     elif kind == 1:
         del b[rng.randrange(n):]
     elif kind == 2:  # an entry's batch length
-        struct.pack_into(">i", b, at + 8, rng.choice(_EDGE_INT32) if rng.random() < 0.7 else rng.randrange(-2**31, 2**31))
+        length = rng.choice(_EDGE_INT32) if rng.random() < 0.7 else rng.randrange(-(2**31), 2**31)
+        struct.pack_into(">i", b, at + 8, length)
     elif kind == 3:  # a record-level length or count: record length, key/value length, header count
         i = min(at + 61 + rng.randrange(8), n)
         b[i:i + 1] = _varint(rng.choice((-2, -1, 0, 1, 2**31 - 1, 2**34, -(2**34), rng.randrange(-300, 300))))
