@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	touch $@ $(NATIVE)
 
 # Rebuild the extension when the crate changes (without cargo, pip skips it with a warning).
-$(NATIVE): $(STAMP) $(NATIVE_SRC)
+$(NATIVE): $(NATIVE_SRC) | $(STAMP)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
