@@ -23,10 +23,12 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import BinaryIO, NamedTuple
 
 from crc32c import crc32c
 
+from . import native
 from .errors import DecompressionError, DecompressionLimitExceeded
 from .formats.control import CONTROL_TYPES
 from .formats.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
@@ -198,8 +200,16 @@ def scan(
     run_valid = bytearray()
     run_controls: dict[int, bytes] = {}
     unpack_frame = _V2_FRAME.unpack_from
+    core = native.CORE
 
     while True:
+        if core is not None and len(window) - p >= 61:  # the native core walks the whole v2 batches
+            p, stop = yield from _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, path,
+                                              run_positions, run_headers, run_valid, run_controls)
+            if stop == 1:
+                break
+            if stop == 2:
+                continue
         avail = len(window) - p
         if columnar and avail >= 61:  # the v2 fast path, columnar: three fields unpacked, no Batch built
             size, magic, crc = unpack_frame(window, p)
@@ -301,7 +311,9 @@ def scan(
                           f"the last {avail} bytes of the file do not form a whole batch{declared}")
             break
         # Refill: move the unparsed tail to the front, read more (grow the buffer for a big batch).
-        need = LOG_OVERHEAD if size is None else size + LOG_OVERHEAD
+        # Never more than the rest of the file (+1, so that the read finds its end): a torn last entry
+        # declaring 2 GiB must not allocate them.
+        need = min(LOG_OVERHEAD if size is None else size + LOG_OVERHEAD, file_size - position + 1)
         del window
         if need > len(buf):
             del wmv
@@ -326,6 +338,33 @@ def scan(
         yield _take_run(run_positions, run_headers, run_valid, run_controls)
     if progress is not None and limit > reported:
         progress(limit - reported)
+
+
+def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, path,
+                 run_positions, run_headers, run_valid, run_controls):
+    """Yield what ``scan`` yields for the whole v2 batches the native core finds at ``p``; return
+    ``(p, stop)``: where to go on, and why it stopped (0: the general path's entry, 1: past ``limit``,
+    2: the last batch had a bad CRC, reported here). The same batches, runs and findings as the Python loop."""
+    if columnar:
+        p, stop, positions, headers, valid, controls = core.scan_headers(window, p, base, limit, max_batch)
+        if valid:
+            run_controls.update((len(run_valid) + i, raw) for i, raw in controls)
+            run_positions.frombytes(positions)
+            run_headers += headers
+            run_valid += valid
+        if stop == 2:
+            position, crc = run_positions[-1], _V2_HEADER.unpack_from(run_headers, len(run_headers) - 61)[4]
+            yield _take_run(run_positions, run_headers, run_valid, run_controls)
+    else:
+        p, stop, columns, raws = core.scan_batches(window, p, base, limit, max_batch, with_raw)
+        if columns[0]:
+            batches = map(_tuple_new, repeat(Batch), zip(*columns, strict=True))
+            yield from map(_tuple_new, repeat(RawBatch), zip(batches, raws, strict=True)) if with_raw else batches
+        if stop == 2:
+            position, crc = columns[0][-1], columns[5][-1]
+    if stop == 2:
+        yield Finding("error", "crc-mismatch", path, position, f"stored CRC32C {crc} does not match the batch contents")
+    return p, stop
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,6 +424,13 @@ def decode_records(
             return [], [Finding("error", "decompression-failed", path, batch.position,
                                 f"{batch.compression} payload cannot be decompressed: {exc}")]
         pos = 0
+    core = native.CORE
+    if core is not None and not batch[18] and data.__class__ is bytes:  # native: all records or None
+        columns = core.decode_v2(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None)
+        if columns is not None:
+            offsets, timestamps, keys, values, headers = columns
+            return list(map(_tuple_new, repeat(Record), zip(offsets, timestamps, keys, values, headers,
+                                                             repeat(None), repeat(None)))), _NO_FINDINGS
     records: list[Record] = []
     append = records.append
     new = _tuple_new

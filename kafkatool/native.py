@@ -1,0 +1,53 @@
+"""The one place that picks the byte-level core: the Rust extension ``kafkatool._native``, or pure Python.
+
+``CORE`` is the extension module, or ``None`` when it is not built (an install without cargo) or when
+``KAFKATOOL_PURE_PYTHON=1`` asks for the pure-Python reader. :mod:`kafkatool.records` reads
+``CORE`` at each call and hands the common case to it (whole v2 batches of a window; the records of a
+v2 batch); everything else, every check and every finding stays in Python, which is also the readable
+reference the native core is tested against (``tests/test_native.py``).
+
+The crate lives in ``native/`` (see its ``src/lib.rs``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+
+PURE_ENV = "KAFKATOOL_PURE_PYTHON"
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        return None
+    try:
+        from . import _native
+    except ImportError:  # built without cargo: the pure-Python reader does everything
+        return None
+    return _native
+
+
+CORE: ModuleType | None = _load()
+
+
+def available() -> ModuleType | None:
+    """The extension module if it is installed, whatever ``KAFKATOOL_PURE_PYTHON`` says."""
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native
+
+
+@contextmanager
+def using(core: ModuleType | None) -> Iterator[None]:
+    """Read with ``core`` (``None``: pure Python) inside the block: for tests and benchmarks that
+    compare both readers in one process."""
+    global CORE
+    saved, CORE = CORE, core
+    try:
+        yield
+    finally:
+        CORE = saved

@@ -1,0 +1,271 @@
+//! `kafkatool._native`: the byte level of kafkatool's record reader, for CPython (PyO3, abi3).
+//!
+//! Bytes here, meaning in Python. Three functions over a buffer the caller owns (the reader's window,
+//! a batch's bytes, a decompressed records section):
+//!
+//! - [`scan_batches`]: the whole v2 batches of a window as columns, one per field of
+//!   `kafkatool.model.Batch` (CRC32C checked), optionally with each batch's bytes;
+//! - [`scan_headers`]: the same walk for the columnar scan (`HeaderRun`): positions, raw 61-byte
+//!   headers, CRC verdicts and the bytes of control batches;
+//! - [`decode_v2`]: every record of a v2 records section as columns, or `None`.
+//!
+//! Each stops where the bytes stop being the common case and hands over to the Python reader, which
+//! owns every check and finding (`kafkatool/records.py`); the Python reader is the reference and
+//! `tests/test_native.py` holds the two identical. Untrusted bytes never panic here (no unchecked
+//! indexing, every length bounded by the bytes present); should a panic happen anyway, it reaches
+//! Python as `NativePanic`, a `RuntimeError`, which the CLI turns into its internal-error exit (70).
+
+// Untrusted bytes: no indexing that can panic, no unwrap/expect outside the tests.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::buffer::PyBuffer;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+
+pub mod frame;
+pub mod records;
+
+create_exception!(
+    _native,
+    NativePanic,
+    PyRuntimeError,
+    "A panic inside the native core: a bug in kafkatool, never caused by the input."
+);
+
+/// Run `f`, turning a panic into `NativePanic` (PyO3's own `PanicException` is a `BaseException`,
+/// which would escape the CLI's internal-error handler).
+fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_string());
+            Err(NativePanic::new_err(format!("the native core panicked: {what}")))
+        }
+    }
+}
+
+/// Call `f` with the bytes of any C-contiguous buffer (bytes, bytearray, memoryview, mmap).
+fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
+    let buf = PyBuffer::<u8>::get(obj)?;
+    if !buf.is_c_contiguous() {
+        return Err(PyValueError::new_err("the native core needs a contiguous byte buffer"));
+    }
+    let len = buf.len_bytes();
+    if len == 0 {
+        return f(&[]);
+    }
+    // SAFETY: the buffer is C-contiguous, `len` bytes long and exported (so neither freed nor resized)
+    // while `buf` lives, which outlasts `f`; the GIL is held throughout, and nothing here writes to it.
+    let bytes = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, len) };
+    f(bytes)
+}
+
+const CODECS: [&str; 8] = ["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"];
+
+/// Whole v2 batches of `window` from `p` on, as 20 columns in the order of `Batch`'s fields.
+///
+/// Returns `(p, stop, columns, raws)`: where the caller goes on, why the walk stopped (0: the entry at
+/// `p` is for the general path, 1: it begins at or after `limit`, 2: the last batch returned has a bad
+/// CRC), the columns, and with `with_raw` a list of each batch's bytes (else `None`).
+#[pyfunction]
+#[pyo3(signature = (window, p, base, limit, max_batch, with_raw))]
+fn scan_batches<'py>(
+    py: Python<'py>,
+    window: &Bound<'py, PyAny>,
+    p: usize,
+    base: i64,
+    limit: i64,
+    max_batch: i64,
+    with_raw: bool,
+) -> PyResult<(usize, u8, Bound<'py, PyTuple>, Bound<'py, PyAny>)> {
+    guarded(|| {
+        with_bytes(window, |buf| {
+            let mut entries = Vec::new();
+            let mut raws = Vec::new();
+            let (next, stop) = frame::scan_v2(buf, p, base, limit, max_batch, |e, bytes| {
+                entries.push((e.position, e.total, e.header, e.crc_valid));
+                if with_raw {
+                    raws.push(PyBytes::new(py, bytes));
+                }
+            });
+            let codecs: Vec<Bound<'py, PyString>> = CODECS.iter().map(|c| PyString::intern(py, c)).collect();
+            let log_append = PyString::intern(py, "log_append");
+            let create = PyString::intern(py, "create");
+            let none = py.None().into_bound(py);
+            let n = entries.len();
+            let mut cols: Vec<Vec<Bound<'py, PyAny>>> = (0..20).map(|_| Vec::with_capacity(n)).collect();
+            for (position, total, h, crc_valid) in entries {
+                let attrs = h.attributes;
+                let last = match h.base_offset.checked_add(i64::from(h.last_offset_delta)) {
+                    Some(v) => v.into_pyobject(py)?.into_any(),
+                    None => (i128::from(h.base_offset) + i128::from(h.last_offset_delta)).into_pyobject(py)?.into_any(),
+                };
+                let codec = codecs.get((attrs & 7) as usize).map_or_else(|| none.clone(), |c| c.clone().into_any());
+                let row: [Bound<'py, PyAny>; 20] = [
+                    position.into_pyobject(py)?.into_any(),
+                    h.base_offset.into_pyobject(py)?.into_any(),
+                    last,
+                    total.into_pyobject(py)?.into_any(),
+                    2u8.into_pyobject(py)?.into_any(),
+                    h.crc.into_pyobject(py)?.into_any(),
+                    pyo3::types::PyBool::new(py, crc_valid).to_owned().into_any(),
+                    attrs.into_pyobject(py)?.into_any(),
+                    codec,
+                    if attrs & 0x08 != 0 { log_append.clone() } else { create.clone() }.into_any(),
+                    h.base_timestamp.into_pyobject(py)?.into_any(),
+                    h.max_timestamp.into_pyobject(py)?.into_any(),
+                    h.records_count.into_pyobject(py)?.into_any(),
+                    h.partition_leader_epoch.into_pyobject(py)?.into_any(),
+                    h.producer_id.into_pyobject(py)?.into_any(),
+                    h.producer_epoch.into_pyobject(py)?.into_any(),
+                    h.base_sequence.into_pyobject(py)?.into_any(),
+                    pyo3::types::PyBool::new(py, attrs & 0x10 != 0).to_owned().into_any(),
+                    pyo3::types::PyBool::new(py, attrs & 0x20 != 0).to_owned().into_any(),
+                    if attrs & 0x40 != 0 { h.base_timestamp.into_pyobject(py)?.into_any() } else { none.clone() },
+                ];
+                for (col, value) in cols.iter_mut().zip(row) {
+                    col.push(value);
+                }
+            }
+            let lists = cols.into_iter().map(|c| PyList::new(py, c)).collect::<PyResult<Vec<_>>>()?;
+            let raws = if with_raw { PyList::new(py, raws)?.into_any() } else { none };
+            Ok((next, stop as u8, PyTuple::new(py, lists)?, raws))
+        })
+    })
+}
+
+/// The walk of [`scan_batches`] for the columnar scan: `(p, stop, positions, headers, crc_valid, controls)`,
+/// positions as native-endian int64 bytes (`array('q')`), each batch's first 61 bytes back to back, one
+/// byte (0/1) per batch, and `[(index, bytes)]` for the control batches.
+#[pyfunction]
+#[pyo3(signature = (window, p, base, limit, max_batch))]
+#[allow(clippy::type_complexity)]
+fn scan_headers<'py>(
+    py: Python<'py>,
+    window: &Bound<'py, PyAny>,
+    p: usize,
+    base: i64,
+    limit: i64,
+    max_batch: i64,
+) -> PyResult<(usize, u8, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyList>)> {
+    guarded(|| {
+        with_bytes(window, |buf| {
+            let mut positions = Vec::new();
+            let mut headers = Vec::new();
+            let mut valid = Vec::new();
+            let mut controls = Vec::new();
+            let (next, stop) = frame::scan_v2(buf, p, base, limit, max_batch, |e, bytes| {
+                if e.header.attributes & 0x20 != 0 {
+                    controls.push((valid.len(), PyBytes::new(py, bytes)));
+                }
+                positions.extend_from_slice(&e.position.to_ne_bytes());
+                headers.extend_from_slice(bytes.get(..frame::RECORD_BATCH_OVERHEAD).unwrap_or_default());
+                valid.push(u8::from(e.crc_valid));
+            });
+            Ok((
+                next,
+                stop as u8,
+                PyBytes::new(py, &positions),
+                PyBytes::new(py, &headers),
+                PyBytes::new(py, &valid),
+                PyList::new(py, controls)?,
+            ))
+        })
+    })
+}
+
+/// Every record of the v2 records section `data[start:]` as columns
+/// `(offsets, timestamps, keys, values, headers)`, or `None` where the Python reader must decide
+/// (damage, trailing bytes, values beyond 64 bits): see [`records::decode_v2`].
+#[pyfunction]
+#[pyo3(signature = (data, start, count, base_offset, base_timestamp, log_append_time))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+fn decode_v2<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    start: usize,
+    count: i64,
+    base_offset: i64,
+    base_timestamp: i64,
+    log_append_time: Option<i64>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    guarded(|| {
+        with_bytes(data, |buf| {
+            let ctx = records::BatchContext { base_offset, base_timestamp, log_append_time, count };
+            let Ok(cols) = records::decode_v2(buf, start, &ctx) else {
+                return Ok(None);
+            };
+            let bytes_of = |s: Option<records::Slice>| -> Bound<'py, PyAny> {
+                match s.and_then(|(at, len)| buf.get(at..at.checked_add(len)?)) {
+                    Some(b) => PyBytes::new(py, b).into_any(),
+                    None => py.None().into_bound(py),
+                }
+            };
+            let keys: Vec<_> = cols.keys.iter().map(|s| bytes_of(*s)).collect();
+            let values: Vec<_> = cols.values.iter().map(|s| bytes_of(*s)).collect();
+            let mut headers = Vec::with_capacity(cols.len());
+            for w in cols.header_starts.windows(2) {
+                let (from, to) = match w {
+                    [from, to] => (*from, *to),
+                    _ => (0, 0),
+                };
+                if from == to {
+                    headers.push(PyTuple::empty(py));
+                    continue;
+                }
+                let mut pairs = Vec::with_capacity(to.saturating_sub(from));
+                for i in from..to {
+                    let key = cols.header_keys.get(i).and_then(|(at, len)| buf.get(*at..at.checked_add(*len)?));
+                    let key = header_key(py, key.unwrap_or_default())?;
+                    let value = bytes_of(cols.header_values.get(i).copied().flatten());
+                    pairs.push(PyTuple::new(py, [key, value])?);
+                }
+                headers.push(PyTuple::new(py, pairs)?);
+            }
+            Ok(Some(PyTuple::new(
+                py,
+                [
+                    PyList::new(py, &cols.offsets)?.into_any(),
+                    PyList::new(py, &cols.timestamps)?.into_any(),
+                    PyList::new(py, keys)?.into_any(),
+                    PyList::new(py, values)?.into_any(),
+                    PyList::new(py, headers)?.into_any(),
+                ],
+            )?))
+        })
+    })
+}
+
+/// A header key as Kafka reads it: UTF-8, malformed bytes replaced (Python's own decoder, so the
+/// replacement characters are exactly the pure reader's).
+fn header_key<'py>(py: Python<'py>, key: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    match std::str::from_utf8(key) {
+        Ok(s) => Ok(PyString::new(py, s).into_any()),
+        Err(_) => PyBytes::new(py, key).call_method1("decode", ("utf-8", "replace")),
+    }
+}
+
+/// Panics on purpose: lets the tests check that a panic reaches Python as `NativePanic`.
+#[pyfunction]
+#[allow(clippy::panic)]
+fn _panic_for_test() -> PyResult<()> {
+    guarded(|| panic!("panic requested by a test"))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NativePanic", m.py().get_type::<NativePanic>())?;
+    m.add_function(wrap_pyfunction!(scan_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_headers, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    Ok(())
+}

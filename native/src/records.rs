@@ -1,0 +1,256 @@
+//! v2 records (Kafka's `DefaultRecord`) decoded into columns over one buffer.
+//!
+//! ```text
+//! length varint | attributes int8 | timestampDelta varlong | offsetDelta varint
+//! keyLength varint | key | valueLength varint | value | headerCount varint
+//! [headerKeyLength varint | headerKey | headerValueLength varint | headerValue]...
+//! ```
+//!
+//! Varints are zig-zag; like the Python reader (`records._varint_slow`), a varint may take 5 bytes
+//! (varlong: 10) and a longer one is an error. Keys, values and headers are `(start, len)` slices
+//! of the buffer, `None` for a negative length (null).
+//!
+//! [`decode_v2`] either decodes *every* record of the section exactly as `records.decode_records`
+//! does, or returns `Err` and decides nothing: the Python reader then decodes that batch itself and
+//! reports the finding (record-invalid, records-trailing-bytes) with its own wording. Values the
+//! Python reader would carry as integers beyond 64 bits (a 10-byte timestamp varint's top bits,
+//! offsets past `i64::MAX`) are also an `Err` here, so the two never differ.
+
+/// A slice of the records buffer.
+pub type Slice = (usize, usize);
+
+/// The records of one batch, column by column (absolute offsets and timestamps).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RecordColumns {
+    pub offsets: Vec<i64>,
+    pub timestamps: Vec<i64>,
+    pub keys: Vec<Option<Slice>>,
+    pub values: Vec<Option<Slice>>,
+    /// Headers of record `i` are `headers[header_starts[i]..header_starts[i + 1]]`.
+    pub header_starts: Vec<usize>,
+    pub header_keys: Vec<Slice>,
+    pub header_values: Vec<Option<Slice>>,
+}
+
+impl RecordColumns {
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+}
+
+/// Why [`decode_v2`] gave up (the Python reader words the finding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fail {
+    /// A field runs past the end of the buffer.
+    PastEnd,
+    /// A varint longer than 5 bytes (varlong: 10).
+    VarintTooLong,
+    /// A record length, header count or header key length that is invalid.
+    BadLength,
+    /// A record's fields do not take exactly its declared length.
+    LengthMismatch,
+    /// Bytes remain after the declared records.
+    TrailingBytes,
+    /// A value the Python reader would hold as an integer beyond 64 bits.
+    Beyond64Bits,
+}
+
+/// The batch-level facts record decoding needs (from the v2 header).
+#[derive(Debug, Clone, Copy)]
+pub struct BatchContext {
+    pub base_offset: i64,
+    pub base_timestamp: i64,
+    /// `Some(maxTimestamp)` for LOG_APPEND_TIME batches: every record takes it.
+    pub log_append_time: Option<i64>,
+    /// `recordsCount` from the header (a negative count decodes no record).
+    pub count: i64,
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    /// A zig-zag varint of at most `max_shift / 7 + 1` bytes, as a value of up to 70 bits.
+    fn varint(&mut self, max_shift: u32) -> Result<i128, Fail> {
+        let mut value: u128 = 0;
+        let mut shift: u32 = 0;
+        loop {
+            let b = *self.data.get(self.pos).ok_or(Fail::PastEnd)?;
+            self.pos += 1;
+            value |= u128::from(b & 0x7F) << shift;
+            if b < 0x80 {
+                let half = (value >> 1) as i128;
+                return Ok(if value & 1 == 1 { -half - 1 } else { half });
+            }
+            shift += 7;
+            if shift > max_shift {
+                return Err(Fail::VarintTooLong);
+            }
+        }
+    }
+
+    fn varint32(&mut self) -> Result<i64, Fail> {
+        // at most 35 bits of payload: always fits
+        i64::try_from(self.varint(28)?).map_err(|_| Fail::Beyond64Bits)
+    }
+
+    /// A slice of `len` bytes (`None` if negative) at the current position; the position moves past
+    /// it even when it runs past the end (the caller's final length check catches that, as in Python).
+    fn slice(&mut self, len: i64) -> Option<Slice> {
+        let len = usize::try_from(len).ok()?;
+        let start = self.pos;
+        self.pos = self.pos.saturating_add(len);
+        Some((start, len))
+    }
+}
+
+/// Decode the `ctx.count` records of `data[start..]`, which must end exactly at the end of `data`.
+pub fn decode_v2(data: &[u8], start: usize, ctx: &BatchContext) -> Result<RecordColumns, Fail> {
+    let n = data.len();
+    let mut r = Reader { data, pos: start };
+    let count = usize::try_from(ctx.count.max(0)).unwrap_or(usize::MAX);
+    // A record takes at least 7 bytes: never reserve more than the bytes could hold.
+    let reserve = count.min(n.saturating_sub(start) / 7 + 1);
+    let mut cols = RecordColumns {
+        offsets: Vec::with_capacity(reserve),
+        timestamps: Vec::with_capacity(reserve),
+        keys: Vec::with_capacity(reserve),
+        values: Vec::with_capacity(reserve),
+        header_starts: Vec::with_capacity(reserve.saturating_add(1)),
+        ..RecordColumns::default()
+    };
+    cols.header_starts.push(0);
+    for _ in 0..count {
+        let length = r.varint32()?;
+        let end = i128::from(length) + r.pos as i128;
+        if length < 0 || end > n as i128 {
+            return Err(Fail::BadLength);
+        }
+        r.pos += 1; // attributes (unused)
+        let ts_delta = r.varint(63)?;
+        let off_delta = r.varint32()?;
+        let klen = r.varint32()?;
+        cols.keys.push(r.slice(klen));
+        let vlen = r.varint32()?;
+        cols.values.push(r.slice(vlen));
+        let hcount = r.varint32()?;
+        if hcount < 0 {
+            return Err(Fail::BadLength);
+        }
+        for _ in 0..hcount {
+            let hklen = r.varint32()?;
+            let key = r.slice(hklen).ok_or(Fail::BadLength)?;
+            let hvlen = r.varint32()?;
+            cols.header_keys.push(key);
+            cols.header_values.push(r.slice(hvlen));
+        }
+        cols.header_starts.push(cols.header_keys.len());
+        if r.pos as i128 != end {
+            return Err(Fail::LengthMismatch);
+        }
+        cols.offsets.push(ctx.base_offset.checked_add(off_delta).ok_or(Fail::Beyond64Bits)?);
+        let ts = match ctx.log_append_time {
+            Some(ts) => ts,
+            None => i64::try_from(i128::from(ctx.base_timestamp) + ts_delta).map_err(|_| Fail::Beyond64Bits)?,
+        };
+        cols.timestamps.push(ts);
+    }
+    if r.pos != n {
+        return Err(Fail::TrailingBytes);
+    }
+    Ok(cols)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zz(v: i64, out: &mut Vec<u8>) {
+        let mut u = ((v << 1) ^ (v >> 63)) as u64;
+        loop {
+            if u < 0x80 {
+                out.push(u as u8);
+                return;
+            }
+            out.push((u as u8 & 0x7F) | 0x80);
+            u >>= 7;
+        }
+    }
+
+    fn record(off: i64, ts: i64, key: Option<&[u8]>, value: &[u8], headers: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
+        let mut body = vec![0u8];
+        zz(ts, &mut body);
+        zz(off, &mut body);
+        match key {
+            Some(k) => {
+                zz(k.len() as i64, &mut body);
+                body.extend_from_slice(k);
+            }
+            None => zz(-1, &mut body),
+        }
+        zz(value.len() as i64, &mut body);
+        body.extend_from_slice(value);
+        zz(headers.len() as i64, &mut body);
+        for (k, v) in headers {
+            zz(k.len() as i64, &mut body);
+            body.extend_from_slice(k);
+            match v {
+                Some(v) => {
+                    zz(v.len() as i64, &mut body);
+                    body.extend_from_slice(v);
+                }
+                None => zz(-1, &mut body),
+            }
+        }
+        let mut out = Vec::new();
+        zz(body.len() as i64, &mut out);
+        out.extend(body);
+        out
+    }
+
+    fn ctx(count: i64) -> BatchContext {
+        BatchContext { base_offset: 100, base_timestamp: 5000, log_append_time: None, count }
+    }
+
+    #[test]
+    fn decodes_keys_values_headers_into_slices() {
+        let mut data = record(0, 3, Some(b"k"), b"value", &[(b"h", Some(b"v")), (b"n", None)]);
+        data.extend(record(1, -2, None, b"", &[]));
+        let cols = decode_v2(&data, 0, &ctx(2)).expect("decodes");
+        assert_eq!(cols.offsets, vec![100, 101]);
+        assert_eq!(cols.timestamps, vec![5003, 4998]);
+        let (ks, kl) = cols.keys[0].expect("key");
+        assert_eq!(&data[ks..ks + kl], b"k");
+        assert_eq!(cols.keys[1], None);
+        assert_eq!(cols.header_starts, vec![0, 2, 2]);
+        assert_eq!(cols.header_values[1], None);
+        let log_append = BatchContext { log_append_time: Some(7), ..ctx(2) };
+        assert_eq!(decode_v2(&data, 0, &log_append).expect("decodes").timestamps, vec![7, 7]);
+    }
+
+    #[test]
+    fn damage_is_an_error_never_a_panic() {
+        let good = record(0, 3, Some(b"key"), b"value", &[(b"h", Some(b"v"))]);
+        assert_eq!(decode_v2(&good, 0, &ctx(2)), Err(Fail::PastEnd));
+        assert_eq!(decode_v2(&good, 0, &ctx(0)), Err(Fail::TrailingBytes));
+        for cut in 0..good.len() {
+            assert!(decode_v2(&good[..cut], 0, &ctx(1)).is_err());
+        }
+        for i in 0..good.len() {
+            for bit in 0..8 {
+                let mut bad = good.clone();
+                bad[i] ^= 1 << bit;
+                let _ = decode_v2(&bad, 0, &ctx(1));
+                let _ = decode_v2(&bad, i, &ctx(i64::MAX));
+            }
+        }
+        assert_eq!(decode_v2(&[0xFF; 12], 0, &ctx(1)), Err(Fail::VarintTooLong));
+        let _ = decode_v2(&good, good.len() + 5, &ctx(1));
+    }
+}

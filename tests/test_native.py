@@ -1,0 +1,241 @@
+"""The native core (``kafkatool._native``) against the pure-Python reader: identical on every input.
+
+``kafkatool.native.CORE`` picks the reader; :func:`kafkatool.native.using` switches it for one block,
+so both read the same bytes in one process. "Identical" is compared through ``repr``: the same
+batches, records, runs, findings and trailing bytes, in the same order, field types included (a
+``True`` is not a ``1``). The reference for the framing is Kafka's ``FileLogInputStream.nextBatch``
+and ``DefaultRecordBatch``/``DefaultRecord`` (``readFrom``, ``ByteUtils.readVarint/readVarlong``);
+the pure reader follows them and is held to the Construct declarations by ``test_records_formats.py``.
+
+The extension must be built in CI (``CI=true``): there a missing extension fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from crc32c import crc32c
+
+from kafkatool import native
+from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, record_batch
+from kafkatool.records import RawBatch, ScanOptions, decode_records, scan
+
+from .conftest import PROJECT_ROOT
+
+CORE = native.available()
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="module")
+def core():
+    if CORE is None:
+        if IN_CI:
+            pytest.fail("kafkatool._native is not built: CI must build the native core (cargo, setuptools-rust)")
+        pytest.skip("kafkatool._native is not built here (no cargo at install time)")
+    return CORE
+
+
+def read_all(data: bytes, options: ScanOptions, *, start: int = 0, end: int | None = None,
+             modes: str = "rbc") -> list:
+    """What ``scan`` yields in its modes (``r``: with_raw, and ``decode_records`` of every batch; ``b``:
+    batches; ``c``: columnar), in one list."""
+    out = []
+    if "r" in modes:
+        for item in scan(io.BytesIO(data), "seg.log", start=start, end=end, with_raw=True, options=options):
+            out.append(item)
+            if item.__class__ is RawBatch:
+                out.append(decode_records(item.batch, item.raw, "seg.log", options))
+    if "b" in modes:
+        out.append(list(scan(io.BytesIO(data), "seg.log", start=start, end=end, options=options)))
+    if "c" in modes:
+        out.append(list(scan(io.BytesIO(data), "seg.log", start=start, end=end, columnar=True, options=options)))
+    return out
+
+
+def both(core, data: bytes, options: ScanOptions, exact: bool = True, **kw) -> tuple:
+    """(pure, native) results of ``read_all``: as ``repr``s with ``exact`` (every field's type compared
+    too), else as lists with the class of every item (cheaper: for the 10^5 mutations)."""
+    with native.using(None):
+        pure = read_all(data, options, **kw)
+    with native.using(core):
+        fast = read_all(data, options, **kw)
+    if exact:
+        return repr(pure), repr(fast)
+    return (pure, [x.__class__ for x in pure]), (fast, [x.__class__ for x in fast])
+
+
+def record_files() -> list[Path]:
+    corpus = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    files = [p for p in sorted(corpus.rglob("*")) if p.is_file() and ".log" in p.name and "expected" not in p.parts]
+    return files + sorted((PROJECT_ROOT / "fixtures").rglob("*.log"))
+
+
+def test_every_corpus_and_fixture_record_file_reads_the_same(core) -> None:
+    """Every ``*.log`` (leftovers ``.log.deleted``/``.cleaned``/``.swap`` too) of the corpus and of
+    ``fixtures/``: identical batches, records, runs and findings, at the default window and at a window
+    small enough that batches straddle refills, and for a byte-range split in the middle."""
+    files = record_files()
+    assert len(files) > 100, f"only {len(files)} record files found: is KAFKATOOL_CORPUS right?"
+    differ = []
+    for path in files:
+        data = path.read_bytes()
+        for options in (ScanOptions(), ScanOptions(window=97)):
+            pure, fast = both(core, data, options)
+            if pure != fast:
+                differ.append(f"{path} (window {options.window})")
+        with native.using(None):
+            positions = [b.position for b in scan(io.BytesIO(data), "seg.log") if hasattr(b, "base_offset")]
+        if len(positions) > 2:
+            middle = positions[len(positions) // 2]
+            for start, end in ((0, middle), (middle, None)):
+                pure, fast = both(core, data, ScanOptions(), start=start, end=end)
+                if pure != fast:
+                    differ.append(f"{path} [{start}, {end})")
+    assert not differ, f"native and pure differ on {len(differ)} files: {differ[:10]}"
+
+
+# -- mutated inputs ----------------------------------------------------------------------------------
+
+MUTATIONS_PER_RUN = 100_000
+
+
+def seeds() -> list[bytes]:
+    """Small segments, built with the project's own writer, covering what the readers branch on."""
+    ts = 1_700_000_000_000
+    plain = [RecordSpec(b"k1", b"v" * 20, ts, (("h", b"x"), ("null", None))), RecordSpec(None, b"", ts + 5),
+             RecordSpec(b"", None, ts - 3, (("", b""),))]
+    many = [RecordSpec(f"key-{i}".encode(), bytes(range(i % 50)), ts + 200 * i) for i in range(12)]
+    return [
+        record_batch(0, plain, partition_leader_epoch=3) + record_batch(3, many[:2]) + record_batch(5, plain[:1]),
+        record_batch(10, many, producer_id=42, producer_epoch=1, base_sequence=7, transactional=True)
+        + end_transaction_marker(22, True, producer_id=42, producer_epoch=1, coordinator_epoch=5, timestamp=ts),
+        record_batch(100, plain, log_append_time=ts + 9) + record_batch(103, many[:3], delete_horizon_ms=ts),
+        record_batch(0, many, compression="gzip") + record_batch(12, plain, compression="zstd"),
+        record_batch(0, plain, compression="lz4") + record_batch(3, many[:4], compression="snappy"),
+        legacy_entry(0, plain[:1], magic=1) + legacy_entry(3, plain, magic=0, compression="gzip")
+        + record_batch(4, plain),
+        record_batch(2**62, many[:2]) + record_batch(7, [RecordSpec(b"a", b"b", -1)]),
+    ]
+
+
+def _varint(value: int) -> bytes:
+    u = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while u >= 0x80:
+        out.append(u & 0x7F | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+_EDGE_INT32 = (0, 1, -1, 13, 14, 48, 49, 60, 61, 2**31 - 1, -(2**31), 2**20, 2**28)
+
+
+def mutate(data: bytes, rng: random.Random, case: int) -> bytes:
+    """One mutation of ``data``: bit flips, truncation, an absurd length (entry, record, count), an
+    overlong or endless varint, a zero tail, or a header field set to an edge value."""
+    b = bytearray(data)
+    n = len(b)
+    entries = []  # positions of the entries (whole ones) in the seed
+    p = 0
+    while p + 12 <= n:
+        entries.append(p)
+        p += 12 + struct.unpack_from(">i", b, p + 8)[0]
+    at = rng.choice(entries)
+    kind = case % 7
+    if kind == 0:
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(n)
+            b[i] ^= 1 << rng.randrange(8)
+    elif kind == 1:
+        del b[rng.randrange(n):]
+    elif kind == 2:  # an entry's batch length
+        length = rng.choice(_EDGE_INT32) if rng.random() < 0.7 else rng.randrange(-(2**31), 2**31)
+        struct.pack_into(">i", b, at + 8, length)
+    elif kind == 3:  # a record-level length or count: record length, key/value length, header count
+        i = min(at + 61 + rng.randrange(8), n)
+        b[i:i + 1] = _varint(rng.choice((-2, -1, 0, 1, 2**31 - 1, 2**34, -(2**34), rng.randrange(-300, 300))))
+    elif kind == 4:  # an overlong or endless varint inside a records section
+        i = min(at + 61 + rng.randrange(12), n)
+        b[i:i] = b"\x80" * rng.randint(1, 11) if rng.random() < 0.5 else b"\xff" * rng.randint(4, 11)
+    elif kind == 5:  # a zero tail (preallocated or crash-left)
+        cut = rng.randrange(n)
+        b[cut:] = bytes(n - cut + rng.choice((0, 0, 7, 64)))
+    else:  # a header field at an edge value: base offset, epoch, magic, attributes, last delta, count
+        field = rng.choice(((0, ">q"), (12, ">i"), (16, ">b"), (21, ">h"), (23, ">i"), (57, ">i")))
+        off, fmt = field
+        if at + off + struct.calcsize(fmt) <= n:
+            edges = {">q": (2**63 - 1, -(2**63), 2**63 - 2), ">b": (0, 1, 2, 3, -1), ">h": tuple(range(-1, 128))}
+            struct.pack_into(fmt, b, at + off, rng.choice(edges.get(fmt, _EDGE_INT32)))
+    if rng.random() < 0.5 and at + 61 <= len(b):  # a correct CRC, so the damage is only what the fields say
+        end = min(len(b), at + 12 + max(0, struct.unpack_from(">i", b, at + 8)[0]))
+        if end > at + 21:
+            struct.pack_into(">I", b, at + 17, crc32c(bytes(b[at + 21:end])))
+    return bytes(b)
+
+
+def test_mutated_inputs_read_the_same(core) -> None:
+    """10^5 mutations of the seeds, generated from fixed seeds (so a failure names a reproducible case),
+    read at windows small enough to split batches over refills: every one reads identically both ways."""
+    seed_list = seeds()
+    differ = []
+    options = [ScanOptions(window=w, max_decompressed=1 << 16, max_batch=1 << 12) for w in (61, 200, 4096)]
+    for case in range(MUTATIONS_PER_RUN):
+        rng = random.Random(case)
+        data = mutate(seed_list[case % len(seed_list)], rng, case // len(seed_list))
+        pure, fast = both(core, data, options[case % 3], exact=False,
+                          modes=("rb", "r", "rc", "r")[case % 4])
+        if pure != fast:
+            differ.append(case)
+            if len(differ) >= 5:
+                break
+    assert not differ, f"native and pure differ on mutation cases {differ} (rebuild one with mutate(...))"
+
+
+# -- the switch, the build, panics --------------------------------------------------------------------
+
+def test_pure_python_is_forced_by_the_environment() -> None:
+    code = "from kafkatool import native; print(native.CORE is None)"
+    env = {**os.environ, "KAFKATOOL_PURE_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+    env["KAFKATOOL_PURE_PYTHON"] = "0"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(CORE is None)
+
+
+def test_a_native_panic_is_the_internal_error_exit(core, capsys) -> None:
+    """A panic inside the crate reaches Python as ``NativePanic`` (a RuntimeError, not PyO3's
+    BaseException ``PanicException``), so the CLI's handler turns it into exit 70 with one line."""
+    from kafkatool.cli.main import EXIT_INTERNAL, command
+
+    with pytest.raises(RuntimeError, match="panicked"):
+        core._panic_for_test()
+
+    def body() -> int:
+        core._panic_for_test()
+        return 0
+
+    with pytest.raises(typer.Exit) as exit_info:
+        command(body)()
+    assert exit_info.value.exit_code == EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert "internal error: NativePanic: the native core panicked" in err
+
+
+def test_the_native_core_takes_any_contiguous_buffer(core) -> None:
+    """bytes, bytearray, memoryview: the window the scanner reads is a memoryview of a bytearray."""
+    data = record_batch(0, [RecordSpec(b"k", b"v", 1)])
+    results = [core.scan_batches(buf, 0, 0, 1 << 40, 1 << 20, False)[:2]
+               for buf in (data, bytearray(data), memoryview(data))]
+    assert results == [(len(data), 0)] * 3
+    assert core.scan_batches(b"", 0, 0, 1, 1, False)[:2] == (0, 0)
+    assert core.scan_batches(data, len(data) + 10, 0, 1 << 40, 1 << 20, False)[:2] == (len(data) + 10, 0)
