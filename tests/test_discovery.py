@@ -197,7 +197,8 @@ def test_a_kafkatool_backup_beside_the_log_dirs_is_not_a_replica(tmp_path: Path)
     repaired = kt("repair", "--apply", tmp_path / brokers[0])
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     (backup,) = [p for p in tmp_path.iterdir() if p.name not in brokers]
-    assert backup.name.startswith(f"kafkatool-backup-{brokers[0]}-") and any(backup.rglob("*.log"))
+    # files named as a segment's: the cut's removed bytes ("*.log.removed") and whole copies of rewritten files
+    assert backup.name.startswith(f"kafkatool-backup-{brokers[0]}-") and any(backup.rglob("0000*.*"))
 
     states = [v for v in inspect_replicas([tmp_path]) if isinstance(v, ReplicaState)]
     assert sorted(s.name for s in states) == brokers

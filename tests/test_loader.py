@@ -14,7 +14,8 @@ from kafkatool.loader import load_partition
 from kafkatool.producers import replay_partition
 from kafkatool.repair import RepairOptions, plan_partition
 from kafkatool.replicas import open_replica
-from kafkatool.verify import PartitionSummary, partition_dirs, verify_paths
+from kafkatool.verify import PartitionSummary, verify_paths
+from kafkatool.walk import partition_dirs
 
 from .conftest import corpus_root
 
