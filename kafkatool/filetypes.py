@@ -118,3 +118,11 @@ def sort_key(path: Path) -> tuple:
     if info.base_offset is not None:
         return (0, info.base_offset, info.epoch or 0, _KIND_ORDER.get(info.kind, 9), path.name)
     return (1, 0, 0, 0, path.name)
+
+
+def file_size(path: Path) -> int:
+    """The file's size in bytes; 0 when it cannot be statted (the reading that follows reports why)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

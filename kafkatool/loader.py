@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputIOError
-from .filetypes import FileKind, classify
+from .filetypes import FileKind, classify, file_size
 from .logwriter import ProducerState, last_sequence
 from .model import Batch, Finding
 from .records import ScanOptions, decode_records, scan
@@ -348,7 +348,7 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
         if info.leftover is not None:
             continue
         if info.kind is FileKind.LOG:
-            out.segments[info.base_offset] = LoadedSegment(info.base_offset, p, d, _size(p))  # type: ignore[arg-type]
+            out.segments[info.base_offset] = LoadedSegment(info.base_offset, p, d, file_size(p))  # type: ignore[arg-type]
         elif info.kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
             out.indexes[(info.base_offset, info.kind.value)] = p  # type: ignore[index]
         elif info.kind is FileKind.PRODUCER_SNAPSHOT:
@@ -364,7 +364,7 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
             out.indexes.pop((base, "timeindex"), None)
             out.indexes.pop((base, "txnindex"), None)
         for base, (p, d) in swaps.items():
-            out.segments[base] = LoadedSegment(base, p, d, _size(p))
+            out.segments[base] = LoadedSegment(base, p, d, file_size(p))
             out.swapped.add(base)
     return out
 
@@ -377,12 +377,6 @@ def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> i
             end = item[0].last_offset + 1
     return end
 
-
-def _size(p: Path) -> int:
-    try:
-        return p.stat().st_size
-    except OSError:
-        return 0
 
 
 def _checkpoint_entries(path: Path, display: str, findings: list[Finding]) -> dict[tuple[str, int], int] | None:

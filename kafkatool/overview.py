@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .filetypes import file_size
 from .loader import LoadedPartition, load_partition
 from .model import Finding
 from .walk import partition_dirs
@@ -82,7 +83,7 @@ def partition_overview(loaded: LoadedPartition, files: Iterable[tuple[Path, str]
     snapshots: what deleting the partition would free), or its segments' when no listing is given."""
     live = [s for s in loaded.segments if not s.deleted]
     listed = list(files)
-    size = sum(_size(p) for p, _ in listed) if listed else loaded.size
+    size = sum(file_size(p) for p, _ in listed) if listed else loaded.size
     problems = sum(1 for f in loaded.findings if f.severity != "info") + len(loaded.cuts)
     ts = loaded.max_timestamp
     return PartitionOverview(
@@ -110,12 +111,6 @@ def overview_paths(paths: Iterable[str | Path], *, topic: str | None = None
         totals.setdefault(r.topic, TopicOverview(r.topic)).add(r)
     yield from sorted(totals.values(), key=lambda t: (-t.bytes, t.topic))
 
-
-def _size(p: Path) -> int:
-    try:
-        return p.stat().st_size
-    except OSError:
-        return 0
 
 
 __all__ = ["PartitionOverview", "TopicOverview", "overview_paths", "partition_overview"]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputIOError
-from .filetypes import FileKind, classify
+from .filetypes import FileKind, classify, file_size
 from .loader import COMPACTED_TOPICS, LoadedPartition, LogDirState, load_partition
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
@@ -322,7 +322,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
         yield emit(Finding("info", "partition-pending-delete", part.display, None,
                            "partition dir renamed for deletion (topic deleted or replica moved); the broker "
                            "deletes it; not checked further"))
-        summary.bytes = sum(_size(p) for p, _ in part.files)
+        summary.bytes = sum(file_size(p) for p, _ in part.files)
         yield summary
         return
     if part.state in ("future", "stray"):
@@ -364,7 +364,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
         for f in _join_segment(report, state, part, compacted):
             yield emit(f)
     summary.segments = len(bases)
-    summary.bytes = sum(_size(p) for p, _ in part.files)
+    summary.bytes = sum(file_size(p) for p, _ in part.files)
     summary.batches, summary.records = state.batches, state.records
     summary.index = _index_word(state.index_status)
     loaded = _load(part, options)
@@ -391,12 +391,6 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
             yield emit(f)
     yield summary
 
-
-def _size(p: Path) -> int:
-    try:
-        return p.stat().st_size
-    except OSError:
-        return 0
 
 
 def _load(part: _Partition, options: VerifyOptions) -> LoadedPartition:

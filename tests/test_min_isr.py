@@ -21,21 +21,10 @@ from kafkatool import internal
 from kafkatool.build import RecordSpec, record_batch
 
 from .conftest import corpus_root
+from .test_internal_topics import _cs, _uv
 
 TOPIC_ID = bytes(range(1, 17))
 T0 = 1_700_000_000_000
-
-
-def _uv(n: int) -> bytes:
-    out = b""
-    while n >= 0x80:
-        out += bytes([n & 0x7F | 0x80])
-        n >>= 7
-    return out + bytes([n])
-
-
-def _cs(s: str | None) -> bytes:
-    return b"\x00" if s is None else _uv(len(s.encode()) + 1) + s.encode()
 
 
 def _ints(xs: list[int]) -> bytes:
