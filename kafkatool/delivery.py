@@ -390,8 +390,8 @@ def delivery_paths(
                     runs[key] = SortedRuns(tmp, run_size)
                 runs[key].add(row[2])
                 rows += 1
-                if progress is not None and rows % 65536 == 0:
-                    progress(65536)
+                if progress is not None and rows % 4096 == 0:
+                    progress(4096)
         if not runs:
             raise UsageError(f"no topic/partition/offset row to check in {', '.join(sinks)}")
         for (topic, partition), sink_runs in sorted(runs.items()):

@@ -57,3 +57,29 @@ def test_findings_and_tables_speak_kafka_not_python() -> None:
                              text=True).stdout
         assert out and not re.search(r"\bNone\b|\bTrue\b|\bFalse\b|\['", out), (command, re.findall(
             r".*(?:\bNone\b|\bTrue\b|\bFalse\b|\[').*", out)[:3])
+
+
+def test_delivery_counts_sink_rows_on_a_terminal(tmp_path) -> None:
+    """Millions of sink rows take a while: on a terminal (stdout redirected) a running count of rows is shown on
+    stderr, and the result on stdout is unchanged."""
+    sink = tmp_path / "sink.csv"
+    sink.write_text("topic,partition,offset\n" + "".join(f"payments,0,{o % 122}\n" for o in range(300_000)))
+    leader, follower = os.openpty()
+    out = tmp_path / "out.jsonl"
+    with open(out, "w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "kafkatool", "delivery", "-f", "jsonl", "--sink", str(sink),
+                               str(PROJECT_ROOT / "fixtures" / "logdir")], stdout=fh, stderr=follower,
+                              env={**os.environ, "TERM": "xterm-256color"}, timeout=300)
+    os.close(follower)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(leader)
+    assert proc.returncode == 1 and b"rows" in err and b"reading the sink" in err
+    assert '"type": "delivery"' in out.read_text()

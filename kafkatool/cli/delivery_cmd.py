@@ -62,9 +62,10 @@ def delivery(
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     out = Output(fmt)
     dirty = False
-    for item in delivery_paths(sink, paths, isolation=isolation, from_offset=from_offset, to_offset=to_offset,
-                               group=group):
-        dirty |= not getattr(item, "clean", True)
-        out.emit(item)
+    with out.counter("reading the sink", "rows") as advance:
+        for item in delivery_paths(sink, paths, isolation=isolation, from_offset=from_offset, to_offset=to_offset,
+                                   group=group, progress=advance):
+            dirty |= not getattr(item, "clean", True)
+            out.emit(item)
     out.close()
     return out.exit_code("warning") or int(dirty)

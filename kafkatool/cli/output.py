@@ -286,6 +286,19 @@ class Output:
             task = bar.add_task(label, total=size)
             yield lambda n: bar.advance(task, n)
 
+    @contextmanager
+    def counter(self, label: str, unit: str) -> Any:
+        """A running count on stderr for work of unknown size (rows of a sink), under the progress bar's rule."""
+        if not self.err.is_terminal or sys.stdout.isatty():
+            yield None
+            return
+        from rich.progress import Progress, SpinnerColumn, TimeElapsedColumn
+
+        with Progress(SpinnerColumn(), "[progress.description]{task.description}",
+                      "{task.completed:,.0f} " + unit, TimeElapsedColumn(), console=self.err, transient=True) as bar:
+            task = bar.add_task(label, total=None)
+            yield lambda n: bar.advance(task, n)
+
 
 # -- one renderer per value type (text format) --------------------------------------------------
 
