@@ -11,6 +11,7 @@ import base64
 import datetime as _dt
 import json
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -19,7 +20,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ..model import render_bytes
 
@@ -68,6 +68,9 @@ _TABLE_COLUMNS = {
                     "lso_held_back": "holds LSO back"},
 }
 _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
+_SGR = {"bold": "1", "bold red": "1;31", "yellow": "33"}  # table lines are written as plain text
+_NUMBER = re.compile(r"-?[\d,]+|-")
+_FOLD_MIN = 16  # a folded column keeps at least this many characters a line
 
 
 class QuietConsole(Console):
@@ -229,29 +232,33 @@ class Output:
         rows, self._table_rows = self._table_rows, []
         chosen = _TABLE_COLUMNS.get(rows[0]["type"])
         cols = chosen or {k: k for k in rows[0] if k != "type"}
-        table = Table(*cols.values(), box=None, pad_edge=False, header_style="bold")
-        for r in rows:
-            table.add_row(*(escape(_cell(c, r.get(c))) for c in cols))
-        self._print_table(table)
+        self._print_table(list(cols.values()), [[_cell(c, r.get(c)) for c in cols] for r in rows])
 
-    def _print_table(self, table: Table) -> None:
-        """A table without the padding rich leaves after its last column (no trailing spaces)."""
+    def _print_table(self, headers: list[str], rows: list[list[str]], styles: list[str | None] | None = None) -> None:
+        """Columns two spaces apart, no trailing spaces. On a terminal narrower than the table, the widest column
+        of text (a path) is folded onto more lines; a number is never cut. Plain string work: rich's Table took
+        seconds for the 2,000 partitions of a big log dir."""
         assert self._console is not None
-        with self._console.capture() as captured:
-            self._console.print(table)
-        self._out.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
+        limit = self._console.width if self._out.isatty() else None
+        colour = self._console.color_system is not None and self._console.is_terminal
+        lines = _table_lines(headers, rows, limit)
+        style_of = [_SGR["bold"], *((_SGR.get(x) if x else None) for x in (styles or [None] * len(rows)))]
+        out = []
+        for i, cells in lines:
+            line = "  ".join(cells).rstrip()
+            sgr = style_of[i] if colour else None
+            out.append(f"\x1b[{sgr}m{line}\x1b[0m" if sgr else line)
+        self._out.write("\n".join(out) + "\n")
 
     def _summary_table(self) -> None:
         rows, self._summaries = self._summaries, []
         parts = [r for r in rows if r.get("scope") == "partition"]
         assert self._console is not None
         if parts:
-            table = Table(*_SUMMARY_COLUMNS.values(), box=None, pad_edge=False, header_style="bold")
-            for r in parts:
-                style = "bold red" if r["errors"] else "yellow" if r["warnings"] else None
-                table.add_row(*(escape(_cell(k, r.get(k))) for k in _SUMMARY_COLUMNS), style=style)
+            styles = ["bold red" if r["errors"] else "yellow" if r["warnings"] else None for r in parts]
             self._console.print()
-            self._print_table(table)
+            self._print_table(list(_SUMMARY_COLUMNS.values()),
+                              [[_cell(k, r.get(k)) for k in _SUMMARY_COLUMNS] for r in parts], styles)
         for r in rows:
             if r.get("scope") == "total":
                 verdict = ("[bold red]errors[/]" if r["errors"] else "[yellow]warnings[/]" if r["warnings"]
@@ -262,11 +269,11 @@ class Output:
 
     @contextmanager
     def progress(self, total: Callable[[], int], label: str) -> Any:
-        """A byte progress bar on stderr, shown only when stderr is a terminal and stdout is not.
+        """A byte progress bar on stderr whenever stderr is a terminal (never on stdout).
 
         ``total`` is called only when the bar will be shown (it may walk a whole log dir).
         """
-        if not self.err.is_terminal or sys.stdout.isatty():
+        if not self.err.is_terminal:
             yield None
             return
         size = total()
@@ -282,22 +289,60 @@ class Output:
         )
 
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                      TransferSpeedColumn(), TimeRemainingColumn(), console=self.err, transient=True) as bar:
+                      TransferSpeedColumn(), TimeRemainingColumn(), console=self.err, transient=True) as bar, \
+                self._above(bar):
             task = bar.add_task(label, total=size)
             yield lambda n: bar.advance(task, n)
 
     @contextmanager
     def counter(self, label: str, unit: str) -> Any:
-        """A running count on stderr for work of unknown size (rows of a sink), under the progress bar's rule."""
-        if not self.err.is_terminal or sys.stdout.isatty():
+        """A running count on stderr for work of unknown size (rows of a sink), whenever stderr is a terminal."""
+        if not self.err.is_terminal:
             yield None
             return
         from rich.progress import Progress, SpinnerColumn, TimeElapsedColumn
 
         with Progress(SpinnerColumn(), "[progress.description]{task.description}",
-                      "{task.completed:,.0f} " + unit, TimeElapsedColumn(), console=self.err, transient=True) as bar:
+                      "{task.completed:,.0f} " + unit, TimeElapsedColumn(), console=self.err,
+                      transient=True) as bar, self._above(bar):
             task = bar.add_task(label, total=None)
             yield lambda n: bar.advance(task, n)
+
+    @contextmanager
+    def _above(self, bar: Any) -> Any:
+        """While a bar is live on the terminal that stdout shows too, stdout's lines go through the bar's console,
+        which prints them above the bar (written straight, they would be drawn over by it)."""
+        if not _same_terminal(self._out, sys.stderr):
+            yield
+            return
+        from rich.file_proxy import FileProxy
+
+        saved = self._out
+        self._out = _Stream(FileProxy(bar.console, saved))
+        if self._console is not None:
+            self._console.file = self._out
+        try:
+            yield
+        finally:
+            self._out.flush()
+            self._out = saved
+            if self._console is not None:
+                self._console.file = saved
+
+
+class _Stream:
+    """``stream``'s writes, as a file rich's consoles do not unwrap (a Console writing to a FileProxy writes to the
+    file behind it, past the live display)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.write, self.flush, self.isatty, self.fileno = stream.write, stream.flush, stream.isatty, stream.fileno
+
+
+def _same_terminal(a: Any, b: Any) -> bool:
+    try:
+        return a.isatty() and b.isatty() and os.ttyname(a.fileno()) == os.ttyname(b.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 # -- one renderer per value type (text format) --------------------------------------------------
@@ -308,6 +353,26 @@ _SUMMARY_COLUMNS = {
     "open_transactions": "open txns", "index": "index", "errors": "errors", "warnings": "warnings",
     "infos": "info",
 }
+
+
+def _table_lines(headers: list[str], rows: list[list[str]], limit: int | None) -> list[tuple[int, list[str]]]:
+    """The padded cells of each line, with the index of the row it shows (0: the header). Past ``limit`` columns,
+    the widest column holding any text that is not a number is folded to fit."""
+    table = [headers, *rows]
+    widths = [max(map(len, col)) for col in zip(*table, strict=True)]
+    total = sum(widths) + 2 * (len(widths) - 1)
+    if limit is not None and total > limit:
+        text = [j for j in range(len(widths)) if any(not _NUMBER.fullmatch(r[j]) for r in rows)]
+        if text:
+            j = max(text, key=lambda k: widths[k])
+            widths[j] = max(_FOLD_MIN, len(headers[j]), widths[j] - (total - limit))
+    out: list[tuple[int, list[str]]] = []
+    for i, row in enumerate(table):
+        parts = [[c[k:k + w] for k in range(0, len(c), w)] or [""] if len(c) > w else [c]
+                 for c, w in zip(row, widths, strict=True)]
+        for n in range(max(map(len, parts))):
+            out.append((i, [(p[n] if n < len(p) else "").ljust(w) for p, w in zip(parts, widths, strict=True)]))
+    return out
 
 
 def _cell(key: str, v: Any) -> str:
