@@ -269,11 +269,11 @@ class Output:
 
     @contextmanager
     def progress(self, total: Callable[[], int], label: str) -> Any:
-        """A byte progress bar on stderr whenever stderr is a terminal (never on stdout).
+        """A byte progress bar on stderr whenever stderr is a terminal (never on stdout; not with ``NO_COLOR``).
 
         ``total`` is called only when the bar will be shown (it may walk a whole log dir).
         """
-        if not self.err.is_terminal:
+        if not self._bars():
             yield None
             return
         size = total()
@@ -297,7 +297,7 @@ class Output:
     @contextmanager
     def counter(self, label: str, unit: str) -> Any:
         """A running count on stderr for work of unknown size (rows of a sink), whenever stderr is a terminal."""
-        if not self.err.is_terminal:
+        if not self._bars():
             yield None
             return
         from rich.progress import Progress, SpinnerColumn, TimeElapsedColumn
@@ -307,6 +307,10 @@ class Output:
                       transient=True) as bar, self._above(bar):
             task = bar.add_task(label, total=None)
             yield lambda n: bar.advance(task, n)
+
+    def _bars(self) -> bool:
+        """Progress is drawn when stderr is a terminal, unless ``NO_COLOR`` asks for no escape codes at all."""
+        return self.err.is_terminal and not os.environ.get("NO_COLOR")
 
     @contextmanager
     def _above(self, bar: Any) -> Any:
@@ -360,15 +364,18 @@ def _table_lines(headers: list[str], rows: list[list[str]], limit: int | None) -
     the widest column holding any text that is not a number is folded to fit."""
     table = [headers, *rows]
     widths = [max(map(len, col)) for col in zip(*table, strict=True)]
-    total = sum(widths) + 2 * (len(widths) - 1)
-    if limit is not None and total > limit:
+    stack = limit is not None and sum(widths) + 2 * (len(widths) - 1) > limit
+    if stack:  # headers of more than one word take a line a word ("log start": "log", "start")
+        widths = [max(max(map(len, h.split(" "))), *(len(r[j]) for r in rows)) for j, h in enumerate(headers)]
+        total = sum(widths) + 2 * (len(widths) - 1)
         text = [j for j in range(len(widths)) if any(not _NUMBER.fullmatch(r[j]) for r in rows)]
-        if text:
+        if text and total > limit:
             j = max(text, key=lambda k: widths[k])
-            widths[j] = max(_FOLD_MIN, len(headers[j]), widths[j] - (total - limit))
+            widths[j] = max(_FOLD_MIN, widths[j] - (total - limit))
     out: list[tuple[int, list[str]]] = []
     for i, row in enumerate(table):
-        parts = [[c[k:k + w] for k in range(0, len(c), w)] or [""] if len(c) > w else [c]
+        parts = [c.split(" ") if i == 0 and stack else
+                 [c[k:k + w] for k in range(0, len(c), w)] if len(c) > w else [c]
                  for c, w in zip(row, widths, strict=True)]
         for n in range(max(map(len, parts))):
             out.append((i, [(p[n] if n < len(p) else "").ljust(w) for p, w in zip(parts, widths, strict=True)]))
