@@ -69,6 +69,9 @@ _TABLE_COLUMNS = {
 }
 _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 _SGR = {"bold": "1", "bold red": "1;31", "yellow": "33"}  # table lines are written as plain text
+_STYLE_SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36",
+              "bold red": "1;31"}
+_TAG = re.compile(r"(\\*)\[([a-z#/@][^\[]*?)\]")  # rich's markup tags (rich.markup.RE_TAGS)
 _NUMBER = re.compile(r"-?[\d,]+|-")
 _FOLD_MIN = 16  # a folded column keeps at least this many characters a line
 
@@ -126,6 +129,8 @@ class Output:
         self.current_file: str | None = None  # the file whose header was shown last (text)
         self._batch: dict[str, Any] | None = None  # dump-log: the batch whose records follow
         self.tables = tables  # False: rows that would be tables are lines (mixed with other lines)
+        self._colour = self._console is not None and self._console.is_terminal and \
+            self._console.color_system is not None
 
     # -- results -------------------------------------------------------------------------------
     def emit(self, item: Any) -> None:
@@ -206,8 +211,10 @@ class Output:
 
     # -- text ----------------------------------------------------------------------------------
     def _print(self, line: str) -> None:
+        """One text line (rich markup) as a plain string, with colour codes only on a colour terminal: rich's
+        Console.print cost a few hundred microseconds a line (seconds for the findings of a big log dir)."""
         assert self._console is not None
-        self._console.print(line)
+        self._out.write(_markup(line, self._colour) + "\n")
 
     def _text(self, d: dict[str, Any]) -> None:
         t = d.get("type")
@@ -357,6 +364,33 @@ _SUMMARY_COLUMNS = {
     "open_transactions": "open txns", "index": "index", "errors": "errors", "warnings": "warnings",
     "infos": "info",
 }
+
+
+def _markup(text: str, colour: bool) -> str:
+    """``text`` in rich's markup as terminal text: the styles kafkatool uses as SGR codes when ``colour``, else
+    dropped; escaped brackets (``rich.markup.escape``) kept as text."""
+    out, stack, pos = [], [], 0
+    for m in _TAG.finditer(text):
+        out.append(text[pos:m.start()])
+        pos = m.end()
+        backslashes, escaped = divmod(len(m.group(1)), 2)
+        out.append("\\" * backslashes)
+        tag = m.group(2)
+        if escaped or not (tag.startswith("/") or tag in _STYLE_SGR):
+            out.append(f"[{tag}]")
+        elif tag.startswith("/"):
+            if stack:
+                stack.pop()
+            if colour:
+                out.append("\x1b[0m" + "".join(f"\x1b[{sgr}m" for sgr in stack))
+        else:
+            stack.append(_STYLE_SGR[tag])
+            if colour:
+                out.append(f"\x1b[{_STYLE_SGR[tag]}m")
+    out.append(text[pos:])
+    if colour and stack:
+        out.append("\x1b[0m")
+    return "".join(out)
 
 
 def _table_lines(headers: list[str], rows: list[list[str]], limit: int | None) -> list[tuple[int, list[str]]]:
