@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -189,3 +190,26 @@ def test_nothing_kafka_under_the_path_exits_2_with_one_line(tmp_path: Path, comm
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert proc.stderr == f"kafkatool: error: no Kafka log dir, partition or segment under {wrong}\n"
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "powershell"])
+def test_shell_completion_script(shell: str) -> None:
+    """``--show-completion SHELL`` prints the script ``--install-completion`` would install: it calls kafkatool
+    back with its completion variable set."""
+    p = subprocess.run([sys.executable, "-m", "kafkatool", "--show-completion", shell], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and "_KAFKATOOL_COMPLETE" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_shell_completion_completes_commands_and_options() -> None:
+    """The callback the bash script makes: command names, then a command's own options."""
+    def complete(words: str) -> list[str]:
+        env = {"_KAFKATOOL_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+        p = subprocess.run([sys.executable, "-m", "kafkatool"], capture_output=True, text=True,
+                           env={**os.environ, **env})
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+
+    assert complete("kafkatool ver") == ["verify"]
+    assert complete("kafkatool tr") == ["truncation"]
+    assert set(complete("kafkatool verify --f")) == {"--format", "--fail-on"}

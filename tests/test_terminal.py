@@ -1,9 +1,11 @@
 """What a person sees on a terminal: tables without trailing spaces, and ``NO_COLOR`` meaning no escape codes at
-all (colours and bold), on a real pseudo-terminal."""
+all (colours and bold), progress bars on stderr whenever it is a terminal, tables that fit the terminal without
+cutting a number, on a real pseudo-terminal."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -12,10 +14,11 @@ from .conftest import PROJECT_ROOT, corpus_root
 CASE = str(corpus_root() / "kafka" / "recovery" / "crc-flip" / "before")
 
 
-def on_a_terminal(*args: str, env: dict[str, str]) -> bytes:
+def on_a_terminal(*args: str, env: dict[str, str], stdout: object = None) -> bytes:
+    """What ``kafkatool ARGS`` writes to a terminal (stdout too, unless ``stdout`` is given)."""
     leader, follower = os.openpty()
     try:
-        proc = subprocess.run([sys.executable, "-m", "kafkatool", *args], stdout=follower, stderr=follower,
+        proc = subprocess.run([sys.executable, "-m", "kafkatool", *args], stdout=stdout or follower, stderr=follower,
                               env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "COLUMNS": "200",
                                    "TERM": "xterm-256color", **env}, timeout=120)
         os.close(follower)
@@ -32,6 +35,61 @@ def on_a_terminal(*args: str, env: dict[str, str]) -> bytes:
         os.close(leader)
     assert proc.returncode == 1  # the CRC error
     return out
+
+
+def screen(raw: bytes) -> list[str]:
+    """The lines a terminal shows once ``raw`` is written: carriage return, newline, erase line, cursor up (what
+    rich's live display uses); colours dropped."""
+    lines, row, col = [""], 0, 0
+    for token in re.findall(rb"\x1b\[[0-9;?]*[A-Za-z]|\r|\n|[^\x1b\r\n]+", raw):
+        if token == b"\r":
+            col = 0
+        elif token == b"\n":
+            row += 1
+            lines += [""] * (row + 1 - len(lines))
+        elif token.startswith(b"\x1b["):
+            if token.endswith(b"K"):
+                lines[row] = lines[row][:col] if token in (b"\x1b[K", b"\x1b[0K") else ""
+            elif token.endswith(b"A"):
+                row = max(0, row - int(token[2:-1] or 1))
+        else:
+            text = token.decode("utf-8", "replace")
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + text + line[col + len(text):]
+            col += len(text)
+    return lines
+
+
+def test_progress_on_a_terminal_even_when_stdout_is_it_too() -> None:
+    """A bar on stderr while verify reads, drawn over by nothing: the findings and the table print above it and
+    the bar is gone at the end."""
+    raw = on_a_terminal("verify", CASE, env={})
+    assert b"verify \x1b[" in raw and b"kB" in raw  # the bar: label, bar, bytes read
+    shown = screen(raw)
+    assert not [line for line in shown if "━" in line or "kB" in line], shown
+    assert any(line.startswith("ERROR crc-mismatch ") for line in shown), shown
+    assert any(line.startswith("partition ") for line in shown)
+    assert any(line.startswith("errors: 1 partitions") for line in shown), shown
+
+
+def test_progress_never_goes_to_stdout(tmp_path) -> None:
+    with open(tmp_path / "out.txt", "w") as fh:
+        err = on_a_terminal("verify", CASE, env={}, stdout=fh)
+    out = (tmp_path / "out.txt").read_text()
+    assert b"verify \x1b[" in err and "\x1b" not in out and "kB" not in out and "errors: 1 partitions" in out
+
+
+def test_an_80_column_table_folds_the_path_and_never_cuts_a_number() -> None:
+    """In an 80-column terminal the partition path is folded onto more lines; every number stays whole (the table
+    once showed ``8229…`` and ``1,07…``)."""
+    shown = screen(on_a_terminal("verify", CASE, env={"COLUMNS": "80"}))
+    start = next(i for i, line in enumerate(shown) if line.startswith("partition "))
+    table = shown[start:shown.index("", start)]
+    assert "…" not in "".join(table)
+    row = next(line for line in table if line.startswith(CASE[:10])).split()
+    assert row[1:] == ["4", "35,157", "149", "0", "264", "-", "1", "exact", "1", "1", "2"], table
+    assert "".join(line.split("  ")[0] for line in table if not line.startswith(" ")
+                   and line.split()[0] not in ("partition", "start")) == CASE + "/rtopic-0", table
 
 
 def test_no_color_means_no_escape_codes() -> None:

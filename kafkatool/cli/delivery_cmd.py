@@ -41,7 +41,7 @@ def delivery(
     group: Annotated[str | None, typer.Option(
         "--group", "-g", help="The consumer group: its committed offset says what a restart re-delivers and what "
                               "was committed but never processed.", show_default=False)] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text or jsonl.", metavar="text|jsonl")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl", help="text or jsonl.")] = "text",
 ) -> int:
     """Did a consumer lose or duplicate records? Compare what it processed with what the log holds.
 

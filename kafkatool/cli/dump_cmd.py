@@ -42,7 +42,8 @@ def dump(
     records: Annotated[bool, typer.Option("--records", "-r", help="Also decode the records inside batches.")] = False,
     values: Annotated[
         str | None,
-        typer.Option(help="Keys/values as base64 | text | hex | none (default: text for text, base64 for jsonl)."),
+        typer.Option(help="Keys/values as base64, text, hex or none (default: text for text, base64 for jsonl).",
+                     metavar="base64|text|hex|none"),
     ] = None,
     from_offset: Annotated[int | None, typer.Option(help="Skip batches and records before this offset.")] = None,
     to_offset: Annotated[int | None, typer.Option(help="Skip batches and records after this offset.")] = None,
@@ -53,7 +54,8 @@ def dump(
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
     isolation: Annotated[
-        str, typer.Option(help="read_uncommitted (every batch) or read_committed (what such a consumer receives: "
+        str, typer.Option(metavar="read_uncommitted|read_committed",
+                          help="read_uncommitted (every batch) or read_committed (what such a consumer receives: "
                                "no aborted records or control batches, nothing from the last stable offset or "
                                "high watermark on).")
     ] = "read_uncommitted",

@@ -49,7 +49,7 @@ METADATA_EXAMPLES = """
   kafkatool metadata -f jsonl /var/lib/kafka/meta | jq -c 'select(.type=="partition_state")'
 """
 
-Format = Annotated[str, typer.Option("--format", "-f", help="text (tables) or jsonl.")]
+Format = Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl", help="text (tables) or jsonl.")]
 
 
 def offsets(

@@ -28,7 +28,8 @@ def locate(
         typer.Option("--timestamp", "-t", help="Find the first record at or after this time: milliseconds since the"
                      " epoch, ISO-8601 (no zone: UTC), or earliest | latest | max (as Kafka's ListOffsets)."),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text (readable) or jsonl (one location line).")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
+                                     help="text (readable) or jsonl (one location line).")] = "text",
     no_index: Annotated[
         bool, typer.Option("--no-index", help="Ignore .index/.timeindex files and scan (to cross-check them).")
     ] = False,

@@ -32,6 +32,7 @@ from . import (
     spark_cmd,
     verify_cmd,
 )
+from .commands import Command, Group
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad input
@@ -44,11 +45,11 @@ app = typer.Typer(
         "Inspect and repair Apache Kafka log directories offline, straight from broker disks: "
         "no broker, no JVM.\n\n"
         "Exit codes: 0 clean, 1 findings, 2 usage error or nothing Kafka under a path, 3 I/O error; "
-        "130 interrupted, 141 output pipe closed."
+        "70 internal error (a bug in kafkatool), 130 interrupted (Ctrl-C), 141 output pipe closed."
     ),
+    cls=Group,
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
@@ -158,23 +159,29 @@ def _root(
     """Inspect and repair Apache Kafka log directories offline: no broker, no JVM."""
 
 
-app.command("dump", epilog=paste_ready(dump_cmd.EXAMPLES))(command(dump_cmd.dump))
-app.command("verify", epilog=paste_ready(verify_cmd.EXAMPLES))(command(verify_cmd.verify))
-app.command("overview", epilog=paste_ready(overview_cmd.EXAMPLES))(command(overview_cmd.overview))
-app.command("locate", epilog=paste_ready(locate_cmd.EXAMPLES))(command(locate_cmd.locate))
-app.command("replicas", epilog=paste_ready(replicas_cmd.REPLICAS_EXAMPLES))(command(replicas_cmd.replicas))
-app.command("truncation", epilog=paste_ready(replicas_cmd.TRUNCATION_EXAMPLES))(command(replicas_cmd.truncation))
-app.command("epochs", epilog=paste_ready(replicas_cmd.EPOCHS_EXAMPLES))(command(replicas_cmd.epochs))
-app.command("repair", epilog=paste_ready(repair_cmd.EXAMPLES))(command(repair_cmd.repair))
-app.command("offsets", epilog=paste_ready(internal_cmd.OFFSETS_EXAMPLES))(command(internal_cmd.offsets))
-app.command("partition-for", epilog=paste_ready(internal_cmd.PARTITION_FOR_EXAMPLES))(
-    command(internal_cmd.partition_for))
-app.command("txn-state", epilog=paste_ready(internal_cmd.TXN_STATE_EXAMPLES))(command(internal_cmd.txn_state))
-app.command("metadata", epilog=paste_ready(internal_cmd.METADATA_EXAMPLES))(command(internal_cmd.metadata))
-app.command("delivery", epilog=paste_ready(delivery_cmd.EXAMPLES))(command(delivery_cmd.delivery))
-app.command("producers", epilog=paste_ready(producers_cmd.PRODUCERS_EXAMPLES))(command(producers_cmd.producers))
-app.command("txns", epilog=paste_ready(producers_cmd.TXNS_EXAMPLES))(command(producers_cmd.txns))
-spark_cmd.app.command("scan", epilog=paste_ready(spark_cmd.SCAN_EXAMPLES))(command(spark_cmd.scan))
+def _register(group: typer.Typer, name: str, fn: Callable[..., int], examples: str) -> None:
+    group.command(name, cls=Command, epilog=paste_ready(examples))(command(fn))
+
+
+for _name, _fn, _examples in (
+    ("dump", dump_cmd.dump, dump_cmd.EXAMPLES),
+    ("verify", verify_cmd.verify, verify_cmd.EXAMPLES),
+    ("overview", overview_cmd.overview, overview_cmd.EXAMPLES),
+    ("locate", locate_cmd.locate, locate_cmd.EXAMPLES),
+    ("replicas", replicas_cmd.replicas, replicas_cmd.REPLICAS_EXAMPLES),
+    ("truncation", replicas_cmd.truncation, replicas_cmd.TRUNCATION_EXAMPLES),
+    ("epochs", replicas_cmd.epochs, replicas_cmd.EPOCHS_EXAMPLES),
+    ("repair", repair_cmd.repair, repair_cmd.EXAMPLES),
+    ("offsets", internal_cmd.offsets, internal_cmd.OFFSETS_EXAMPLES),
+    ("partition-for", internal_cmd.partition_for, internal_cmd.PARTITION_FOR_EXAMPLES),
+    ("txn-state", internal_cmd.txn_state, internal_cmd.TXN_STATE_EXAMPLES),
+    ("metadata", internal_cmd.metadata, internal_cmd.METADATA_EXAMPLES),
+    ("delivery", delivery_cmd.delivery, delivery_cmd.EXAMPLES),
+    ("producers", producers_cmd.producers, producers_cmd.PRODUCERS_EXAMPLES),
+    ("txns", producers_cmd.txns, producers_cmd.TXNS_EXAMPLES),
+):
+    _register(app, _name, _fn, _examples)
+_register(spark_cmd.app, "scan", spark_cmd.scan, spark_cmd.SCAN_EXAMPLES)
 app.add_typer(spark_cmd.app, name="spark")
 
 

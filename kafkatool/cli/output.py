@@ -11,6 +11,7 @@ import base64
 import datetime as _dt
 import json
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -19,7 +20,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ..model import render_bytes
 
@@ -68,6 +68,12 @@ _TABLE_COLUMNS = {
                     "lso_held_back": "holds LSO back"},
 }
 _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
+_SGR = {"bold": "1", "bold red": "1;31", "yellow": "33"}  # table lines are written as plain text
+_STYLE_SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36",
+              "bold red": "1;31"}
+_TAG = re.compile(r"(\\*)\[([a-z#/@][^\[]*?)\]")  # rich's markup tags (rich.markup.RE_TAGS)
+_NUMBER = re.compile(r"-?[\d,]+|-")
+_FOLD_MIN = 16  # a folded column keeps at least this many characters a line
 
 
 class QuietConsole(Console):
@@ -123,6 +129,8 @@ class Output:
         self.current_file: str | None = None  # the file whose header was shown last (text)
         self._batch: dict[str, Any] | None = None  # dump-log: the batch whose records follow
         self.tables = tables  # False: rows that would be tables are lines (mixed with other lines)
+        self._colour = self._console is not None and self._console.is_terminal and \
+            self._console.color_system is not None
 
     # -- results -------------------------------------------------------------------------------
     def emit(self, item: Any) -> None:
@@ -203,8 +211,10 @@ class Output:
 
     # -- text ----------------------------------------------------------------------------------
     def _print(self, line: str) -> None:
+        """One text line (rich markup) as a plain string, with colour codes only on a colour terminal: rich's
+        Console.print cost a few hundred microseconds a line (seconds for the findings of a big log dir)."""
         assert self._console is not None
-        self._console.print(line)
+        self._out.write(_markup(line, self._colour) + "\n")
 
     def _text(self, d: dict[str, Any]) -> None:
         t = d.get("type")
@@ -229,29 +239,33 @@ class Output:
         rows, self._table_rows = self._table_rows, []
         chosen = _TABLE_COLUMNS.get(rows[0]["type"])
         cols = chosen or {k: k for k in rows[0] if k != "type"}
-        table = Table(*cols.values(), box=None, pad_edge=False, header_style="bold")
-        for r in rows:
-            table.add_row(*(escape(_cell(c, r.get(c))) for c in cols))
-        self._print_table(table)
+        self._print_table(list(cols.values()), [[_cell(c, r.get(c)) for c in cols] for r in rows])
 
-    def _print_table(self, table: Table) -> None:
-        """A table without the padding rich leaves after its last column (no trailing spaces)."""
+    def _print_table(self, headers: list[str], rows: list[list[str]], styles: list[str | None] | None = None) -> None:
+        """Columns two spaces apart, no trailing spaces. On a terminal narrower than the table, the widest column
+        of text (a path) is folded onto more lines; a number is never cut. Plain string work: rich's Table took
+        seconds for the 2,000 partitions of a big log dir."""
         assert self._console is not None
-        with self._console.capture() as captured:
-            self._console.print(table)
-        self._out.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
+        limit = self._console.width if self._out.isatty() else None
+        colour = self._console.color_system is not None and self._console.is_terminal
+        lines = _table_lines(headers, rows, limit)
+        style_of = [_SGR["bold"], *((_SGR.get(x) if x else None) for x in (styles or [None] * len(rows)))]
+        out = []
+        for i, cells in lines:
+            line = "  ".join(cells).rstrip()
+            sgr = style_of[i] if colour else None
+            out.append(f"\x1b[{sgr}m{line}\x1b[0m" if sgr else line)
+        self._out.write("\n".join(out) + "\n")
 
     def _summary_table(self) -> None:
         rows, self._summaries = self._summaries, []
         parts = [r for r in rows if r.get("scope") == "partition"]
         assert self._console is not None
         if parts:
-            table = Table(*_SUMMARY_COLUMNS.values(), box=None, pad_edge=False, header_style="bold")
-            for r in parts:
-                style = "bold red" if r["errors"] else "yellow" if r["warnings"] else None
-                table.add_row(*(escape(_cell(k, r.get(k))) for k in _SUMMARY_COLUMNS), style=style)
+            styles = ["bold red" if r["errors"] else "yellow" if r["warnings"] else None for r in parts]
             self._console.print()
-            self._print_table(table)
+            self._print_table(list(_SUMMARY_COLUMNS.values()),
+                              [[_cell(k, r.get(k)) for k in _SUMMARY_COLUMNS] for r in parts], styles)
         for r in rows:
             if r.get("scope") == "total":
                 verdict = ("[bold red]errors[/]" if r["errors"] else "[yellow]warnings[/]" if r["warnings"]
@@ -262,11 +276,11 @@ class Output:
 
     @contextmanager
     def progress(self, total: Callable[[], int], label: str) -> Any:
-        """A byte progress bar on stderr, shown only when stderr is a terminal and stdout is not.
+        """A byte progress bar on stderr whenever stderr is a terminal (never on stdout; not with ``NO_COLOR``).
 
         ``total`` is called only when the bar will be shown (it may walk a whole log dir).
         """
-        if not self.err.is_terminal or sys.stdout.isatty():
+        if not self._bars():
             yield None
             return
         size = total()
@@ -282,22 +296,64 @@ class Output:
         )
 
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                      TransferSpeedColumn(), TimeRemainingColumn(), console=self.err, transient=True) as bar:
+                      TransferSpeedColumn(), TimeRemainingColumn(), console=self.err, transient=True) as bar, \
+                self._above(bar):
             task = bar.add_task(label, total=size)
             yield lambda n: bar.advance(task, n)
 
     @contextmanager
     def counter(self, label: str, unit: str) -> Any:
-        """A running count on stderr for work of unknown size (rows of a sink), under the progress bar's rule."""
-        if not self.err.is_terminal or sys.stdout.isatty():
+        """A running count on stderr for work of unknown size (rows of a sink), whenever stderr is a terminal."""
+        if not self._bars():
             yield None
             return
         from rich.progress import Progress, SpinnerColumn, TimeElapsedColumn
 
         with Progress(SpinnerColumn(), "[progress.description]{task.description}",
-                      "{task.completed:,.0f} " + unit, TimeElapsedColumn(), console=self.err, transient=True) as bar:
+                      "{task.completed:,.0f} " + unit, TimeElapsedColumn(), console=self.err,
+                      transient=True) as bar, self._above(bar):
             task = bar.add_task(label, total=None)
             yield lambda n: bar.advance(task, n)
+
+    def _bars(self) -> bool:
+        """Progress is drawn when stderr is a terminal, unless ``NO_COLOR`` asks for no escape codes at all."""
+        return self.err.is_terminal and not os.environ.get("NO_COLOR")
+
+    @contextmanager
+    def _above(self, bar: Any) -> Any:
+        """While a bar is live on the terminal that stdout shows too, stdout's lines go through the bar's console,
+        which prints them above the bar (written straight, they would be drawn over by it)."""
+        if not _same_terminal(self._out, sys.stderr):
+            yield
+            return
+        from rich.file_proxy import FileProxy
+
+        saved = self._out
+        self._out = _Stream(FileProxy(bar.console, saved))
+        if self._console is not None:
+            self._console.file = self._out
+        try:
+            yield
+        finally:
+            self._out.flush()
+            self._out = saved
+            if self._console is not None:
+                self._console.file = saved
+
+
+class _Stream:
+    """``stream``'s writes, as a file rich's consoles do not unwrap (a Console writing to a FileProxy writes to the
+    file behind it, past the live display)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.write, self.flush, self.isatty, self.fileno = stream.write, stream.flush, stream.isatty, stream.fileno
+
+
+def _same_terminal(a: Any, b: Any) -> bool:
+    try:
+        return a.isatty() and b.isatty() and os.ttyname(a.fileno()) == os.ttyname(b.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 # -- one renderer per value type (text format) --------------------------------------------------
@@ -308,6 +364,56 @@ _SUMMARY_COLUMNS = {
     "open_transactions": "open txns", "index": "index", "errors": "errors", "warnings": "warnings",
     "infos": "info",
 }
+
+
+def _markup(text: str, colour: bool) -> str:
+    """``text`` in rich's markup as terminal text: the styles kafkatool uses as SGR codes when ``colour``, else
+    dropped; escaped brackets (``rich.markup.escape``) kept as text."""
+    out, stack, pos = [], [], 0
+    for m in _TAG.finditer(text):
+        out.append(text[pos:m.start()])
+        pos = m.end()
+        backslashes, escaped = divmod(len(m.group(1)), 2)
+        out.append("\\" * backslashes)
+        tag = m.group(2)
+        if escaped or not (tag.startswith("/") or tag in _STYLE_SGR):
+            out.append(f"[{tag}]")
+        elif tag.startswith("/"):
+            if stack:
+                stack.pop()
+            if colour:
+                out.append("\x1b[0m" + "".join(f"\x1b[{sgr}m" for sgr in stack))
+        else:
+            stack.append(_STYLE_SGR[tag])
+            if colour:
+                out.append(f"\x1b[{_STYLE_SGR[tag]}m")
+    out.append(text[pos:])
+    if colour and stack:
+        out.append("\x1b[0m")
+    return "".join(out)
+
+
+def _table_lines(headers: list[str], rows: list[list[str]], limit: int | None) -> list[tuple[int, list[str]]]:
+    """The padded cells of each line, with the index of the row it shows (0: the header). Past ``limit`` columns,
+    the widest column holding any text that is not a number is folded to fit."""
+    table = [headers, *rows]
+    widths = [max(map(len, col)) for col in zip(*table, strict=True)]
+    stack = limit is not None and sum(widths) + 2 * (len(widths) - 1) > limit
+    if stack:  # headers of more than one word take a line a word ("log start": "log", "start")
+        widths = [max(max(map(len, h.split(" "))), *(len(r[j]) for r in rows)) for j, h in enumerate(headers)]
+        total = sum(widths) + 2 * (len(widths) - 1)
+        text = [j for j in range(len(widths)) if any(not _NUMBER.fullmatch(r[j]) for r in rows)]
+        if text and total > limit:
+            j = max(text, key=lambda k: widths[k])
+            widths[j] = max(_FOLD_MIN, widths[j] - (total - limit))
+    out: list[tuple[int, list[str]]] = []
+    for i, row in enumerate(table):
+        parts = [c.split(" ") if i == 0 and stack else
+                 [c[k:k + w] for k in range(0, len(c), w)] if len(c) > w else [c]
+                 for c, w in zip(row, widths, strict=True)]
+        for n in range(max(map(len, parts))):
+            out.append((i, [(p[n] if n < len(p) else "").ljust(w) for p, w in zip(parts, widths, strict=True)]))
+    return out
 
 
 def _cell(key: str, v: Any) -> str:

@@ -28,7 +28,8 @@ TXNS_EXAMPLES = """
 """
 
 Paths = Annotated[list[Path], typer.Argument(help="Partition dirs or log dirs.", show_default=False)]
-Format = Annotated[str, typer.Option("--format", "-f", help="text (findings, then tables) or jsonl.")]
+Format = Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
+                                     help="text (findings, then tables) or jsonl.")]
 
 
 def producers(paths: Paths, fmt: Format = "text") -> int:

@@ -58,7 +58,8 @@ def repair(
         int | None,
         typer.Option(help="The broker clock for producer-id expiry in rebuilt snapshots (default: now).", min=0),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text (readable) or jsonl.")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
+                                     help="text (readable) or jsonl.")] = "text",
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
 ) -> int:

@@ -46,7 +46,7 @@ EPOCHS_EXAMPLES = """
 
 Topic = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
 PartitionNo = Annotated[int | None, typer.Option("--partition", "-p", help="Only this partition number.", min=0)]
-Format = Annotated[str, typer.Option("--format", "-f", help="text (tables) or jsonl.")]
+Format = Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl", help="text (tables) or jsonl.")]
 
 
 def _options(max_decompressed: int, max_batch_bytes: int):  # -> ScanOptions (imported when run)
@@ -109,6 +109,7 @@ def truncation(
     follower: Annotated[Path, typer.Option("--follower", "-F", help="The follower's partition dir (or log dir).",
                                            show_default=False)],
     rule: Annotated[str, typer.Option(
+        metavar="epoch|hw|both",
         help="epoch (leader-epoch protocol, Kafka >= 0.11), hw (truncate to the high watermark, before), or both.")
     ] = "both",
     topic: Topic = None,

@@ -10,12 +10,15 @@ from typing import Annotated
 
 import typer
 
+from .commands import Group
+
 app = typer.Typer(
     name="spark",
-    help="Scan log dirs with Apache Spark (needs the spark extra: pip install 'kafkatool\\[spark]').",
+    help="Scan log dirs with Apache Spark (needs the spark extra: pip install 'kafkatool[spark]').",
+    cls=Group,
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
@@ -153,7 +156,8 @@ def scan(
     ] = 0,
     deep: Annotated[bool, typer.Option("--deep", help="Findings also decompress and decode every record, as "
                                        "verify --deep (slower).")] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text (a table) or jsonl (one line per partition).")
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
+                                     help="text (a table) or jsonl (one line per partition).")
                    ] = "text",
 ) -> int:
     """Write batches (and records with --records) and findings as Parquet

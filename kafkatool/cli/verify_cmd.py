@@ -24,12 +24,14 @@ EXAMPLES = """
 
 def verify(
     paths: Annotated[list[Path], typer.Argument(help="Log dirs, partition dirs or single files.", show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text (findings, then a table) or jsonl.")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
+                                     help="text (findings, then a table) or jsonl.")] = "text",
     deep: Annotated[
         bool, typer.Option("--deep", help="Also decompress every batch and decode every record (slower).")
     ] = False,
     fail_on: Annotated[
-        str, typer.Option(help="Exit 1 when a finding is at or above this severity: info | warning | error.")
+        str, typer.Option(help="Exit 1 when a finding is at or above this severity.",
+                          metavar="info|warning|error")
     ] = "error",
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Check segments in N processes.", min=1)] = 1,
     index_interval_bytes: Annotated[

@@ -1,0 +1,184 @@
+"""The command classes the CLI is built with: typer's, with plain help and cheap option parsing.
+
+typer 0.29 renders help through rich (which pulls in markdown_it and pygments) and converts every option value
+through a pydantic TypeAdapter, importing pydantic on every run: together about ten times the cost of starting
+Python. kafkatool's options are plain (text, integers with a lower bound, paths, flags, lists of those), so:
+
+- help is click's plain formatter, with metavars people read (``PATHS...``, ``text|jsonl``, ``INTEGER``,
+  ``PATH``) instead of typer's ``{paths}...`` and ``<list[Path]>``, and the examples printed as written (they
+  are already cut between shell words, with backslash continuations, to paste as they stand);
+- a plain option is converted by a few lines of Python; anything else still goes through typer.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+from typer import _click
+from typer._coercion import RuntimeParam
+from typer.core import TyperCommand, TyperGroup
+
+_PLAIN = (str, int, float, Path, bool)
+_BOOL = {"1": True, "true": True, "yes": True, "y": True, "on": True, "0": False, "false": False, "no": False,
+         "n": False, "off": False}
+_METAVAR = {str: "TEXT", int: "INTEGER", float: "NUMBER", Path: "PATH"}
+_MARKUP = re.compile(r"\[/?(?:bold|italic|dim)\]")
+
+
+def _element(annotation: Any) -> Any:
+    return get_args(annotation)[0] if get_origin(annotation) is list else annotation
+
+
+class _PlainParam(RuntimeParam):
+    """Converts text, integers (with typer's ``min``/``max``), numbers, paths, booleans and lists of them."""
+
+    def _coerce_value(self, value: Any, param: Any, ctx: _click.Context) -> Any:
+        if get_origin(self.annotation) is list:
+            return [self._one(_element(self.annotation), v, param, ctx) for v in value]
+        return self._one(self.annotation, value, param, ctx)
+
+    def _one(self, kind: type, value: Any, param: Any, ctx: _click.Context) -> Any:
+        if kind in (str, Path):
+            return kind(value)
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            if str(value).strip().lower() not in _BOOL:
+                raise _click.exceptions.BadParameter(f"{value!r} is not a valid boolean.", ctx=ctx, param=param)
+            return _BOOL[str(value).strip().lower()]
+        try:
+            number = kind(value)
+        except (TypeError, ValueError):
+            raise _click.exceptions.BadParameter(
+                f"{value!r} is not a valid {'integer' if kind is int else 'number'}.", ctx=ctx, param=param
+            ) from None
+        low, high = self.parameter_info.min, self.parameter_info.max
+        if (low is not None and number < low) or (high is not None and number > high):
+            bounds = " and ".join(x for x in (low is not None and f"x>={low}", high is not None and f"x<={high}")
+                                  if x)
+            raise _click.exceptions.BadParameter(f"{number} is not in the range {bounds}.", ctx=ctx, param=param)
+        return number
+
+
+def _is_plain(param: Any) -> bool:
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or descriptor.is_file or descriptor.is_choice:
+        return False
+    info = descriptor.parameter_info
+    if info.parser is not None or getattr(info, "exists", False) or getattr(info, "resolve_path", False):
+        return False
+    return _element(descriptor.annotation) in _PLAIN
+
+
+def _plain_options(command: _click.Command, ctx: _click.Context) -> None:
+    """Give each plain parameter (``--help`` included) the cheap converter before typer builds its pydantic one."""
+    for param in command.get_params(ctx):
+        if getattr(param, "_runtime_param", False) is None and _is_plain(param):
+            descriptor = param.type_descriptor
+            param._runtime_param = _PlainParam(parameter_info=descriptor.parameter_info,
+                                               annotation=descriptor.annotation)
+
+
+def metavar(param: Any) -> str:
+    """What a person types for ``param``: its declared metavar, else ``PATHS...`` for an argument named
+    paths, else the kind of value (``TEXT``, ``INTEGER``, ``PATH``)."""
+    many = param.nargs != 1
+    if param.metavar:
+        name = param.metavar
+    elif param.param_type_name == "argument":
+        name = param.name.upper()
+    else:
+        descriptor = getattr(param, "type_descriptor", None)
+        kind = _element(descriptor.annotation) if descriptor is not None else str
+        name = _METAVAR.get(kind, "TEXT")
+    many = many and param.param_type_name == "argument" and not name.endswith("...")
+    return name + ("..." if many else "")
+
+
+def _usage_pieces(command: _click.Command, ctx: _click.Context) -> list[str]:
+    pieces = [command.options_metavar] if command.options_metavar else []
+    for param in command.get_params(ctx):
+        if param.param_type_name == "argument":
+            pieces.append(metavar(param) if param.required else f"[{metavar(param)}]")
+    return pieces
+
+
+def _format_params(command: _click.Command, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+    args, opts = [], []
+    for param in command.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        if param.param_type_name == "argument":
+            args.append((metavar(param), record[1]))
+        else:
+            names = ", ".join(sorted(param.opts, key=len))
+            if param.secondary_opts:
+                names += " / " + ", ".join(param.secondary_opts)
+            if not (param.is_flag or param.count):
+                names += " " + metavar(param)
+            opts.append((names, record[1]))
+    for title, rows in (("Arguments", args), ("Options", opts)):
+        if rows:
+            with formatter.section(title):
+                formatter.write_dl(rows, col_max=32)
+
+
+def _format_epilog(command: _click.Command, formatter: _click.HelpFormatter) -> None:
+    """The epilog as written: a heading line, then the examples line by line, never re-wrapped."""
+    if not command.epilog:
+        return
+    for block in _MARKUP.sub("", command.epilog).strip("\n").split("\n\n"):
+        lines = block.splitlines()
+        formatter.write_paragraph()
+        if len(lines) == 1 and not lines[0].startswith(" "):
+            formatter.write_text(lines[0].rstrip(":") + ":")  # a heading, as click writes "Options:"
+            continue
+        for line in lines:
+            formatter.write(f"{'':>{formatter.current_indent}}{line}\n" if line.strip() else "\n")
+
+
+def _short_help(command: _click.Command) -> str:
+    """A command's first sentence, whole (click cuts it at 45 characters with ``...``)."""
+    text = (command.help or "").split("\n\n")[0]
+    end = text.find(". ")
+    return text[: end + 1] if end >= 0 else text
+
+
+class Command(TyperCommand):
+    def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
+        return _usage_pieces(self, ctx)
+
+    def format_options(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        _format_params(self, ctx, formatter)
+
+    def format_epilog(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        _format_epilog(self, formatter)
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return self.short_help or _short_help(self)
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        _plain_options(self, ctx)
+        return super().parse_args(ctx, args)
+
+
+class Group(TyperGroup):
+    def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
+        return [*_usage_pieces(self, ctx), self.subcommand_metavar]
+
+    def format_options(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        _format_params(self, ctx, formatter)
+        self.format_commands(ctx, formatter)
+
+    def format_epilog(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        _format_epilog(self, formatter)
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return self.short_help or _short_help(self)
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        _plain_options(self, ctx)
+        return super().parse_args(ctx, args)
