@@ -18,7 +18,7 @@ it (``storage/.../internals/log/LogLoader.java``, ``load``), in the broker's ord
    whole batch, or its base offset when empty); below the log-start checkpoint, the broker deletes every
    segment and starts an empty log there (``deleteSegmentsIfLogStartGreaterThanLogEnd``). Log start:
    max(log-start checkpoint, first segment's base offset).
-5. **Leader epochs** (``LeaderEpochFileCache``, :class:`kafkatool.replicas.EpochCache`): ``leader-epoch-checkpoint``
+5. **Leader epochs** (``LeaderEpochFileCache``, :class:`kafkatool.epochs.EpochCache`): ``leader-epoch-checkpoint``
    entries ``assign``-ed in order; each recovered batch whose epoch is newer than the latest is ``assign``-ed
    (``LogSegment.recover``: step 2's segments first, then step 3's); then ``truncateFromEnd(log end offset)`` and
    ``truncateFromStart(log start)``.
@@ -53,8 +53,8 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .logwriter import ProducerState, last_sequence
@@ -125,7 +125,7 @@ class LoadedPartition:
     high_watermark: int = 0
     compacted: bool = False        # a compacted topic, or the partition is in cleaner-offset-checkpoint
     epoch_checkpoint: list[tuple[int, int]] | None = None   # None: no leader-epoch-checkpoint file
-    epoch_cache: Any = None        # kafkatool.replicas.EpochCache after load
+    epoch_cache: EpochCache | None = None   # after load
     epoch_runs: list[tuple[int, int, int, str]] = field(default_factory=list)  # epoch, first offset, position, path
     cuts: list[RecoveryCut] = field(default_factory=list)
     producers: dict[int, ProducerState] = field(default_factory=dict)
@@ -501,17 +501,13 @@ def load_partition(
     loaded.high_watermark = min(max(hw_checkpoint or 0, loaded.log_start_offset), leo)
 
     # Step 5: the leader-epoch cache.
-    from .replicas import EpochCache
-
     cache = EpochCache(loaded.epoch_checkpoint or ())
     order = [b for b in bases if b in load_phase] + [b for b in bases if b in unflushed]
     for base in order:
         if sorted_files.segments[base].deleted:
             continue
         for epoch, offset in seg_epochs.get(base, ()):
-            latest = cache.latest
-            if epoch >= 0 and (latest is None or epoch > latest[0]):
-                cache.assign(epoch, offset)
+            cache.assign_recovered(epoch, offset)
     cache.truncate_from_end(leo)
     # LogLoader passes the log-start checkpoint (0 when the partition has none); the log start is what that
     # checkpoint holds whenever the broker wrote it, and the best guess for a copied partition dir without it.

@@ -6,9 +6,10 @@ Every file goes through the build helpers of :mod:`kafkatool.formats`; nothing d
 One :meth:`PartitionWriter.append` is one ``UnifiedLog.append`` with the offsets taken as given (the follower
 path, origin REPLICATION; ``core/src/main/scala/kafka/log/UnifiedLog.scala``), in Kafka's order:
 
-1. Leader-epoch cache (``storage/.../internals/epoch/LeaderEpochFileCache.java``, ``assign``): a v2 batch whose
-   partition leader epoch differs from the latest entry starts that epoch at its base offset, after dropping
-   trailing entries with an epoch or start offset not below the new one; a v0/v1 entry clears the cache.
+1. Leader-epoch cache (``storage/.../internals/epoch/LeaderEpochFileCache.java``, ``assign``, in
+   :class:`kafkatool.epochs.EpochCache`): a v2 batch whose partition leader epoch differs from the latest entry
+   starts that epoch at its base offset, after dropping trailing entries with an epoch or start offset not below
+   the new one; a v0/v1 entry clears the cache.
    ``leader-epoch-checkpoint`` is rewritten on each change (created empty with the log).
 2. Roll (``UnifiedLog.maybeRoll``, ``LogSegment.shouldRoll``): when ``size > segment.bytes - append size``, when
    the append's max timestamp is more than ``segment.ms`` past the first append's of the segment (only
@@ -18,7 +19,8 @@ path, origin REPLICATION; ``core/src/main/scala/kafka/log/UnifiedLog.scala``), i
    offset (v0/v1 carry only their last offset, so Kafka falls back to the log end offset). The old segment
    gets a last time-index entry and trimmed index files (``LogSegment.onBecomeInactiveSegment``); a producer
    snapshot is taken at the new base offset (``UnifiedLog.roll``, ``ProducerStateManager.takeSnapshot``).
-3. Segment append (``LogSegment.append``, ``OffsetIndex.append``, ``TimeIndex.maybeAppend``): when more than
+3. Segment append (``LogSegment.append``, ``OffsetIndex.append``, ``TimeIndex.maybeAppend``, in
+   :class:`kafkatool.segment_indexes.SegmentIndexes`, which the loader also feeds when it recovers): when more than
    ``index.interval.bytes`` were appended since the last index entry (counted *before* this append), the offset
    index gets (last offset of the append, its file position) and the time index (max timestamp so far, offset
    of the batch that first reached it) unless that timestamp is not above its last entry's.
@@ -54,6 +56,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from .epochs import EpochCache
 from .errors import KafkaToolError
 from .formats import checkpoints, metadata_files
 from .formats import index as index_format
@@ -61,6 +64,7 @@ from .formats import producer_snapshot as snapshot_format
 from .formats import txnindex as txn_format
 from .model import Batch
 from .records import RawBatch, decode_records, scan
+from .segment_indexes import IndexAppendError, SegmentIndexes
 from .smallfiles import AbortedTxn, IndexEntry, ProducerEntry, TimeIndexEntry
 
 DEFAULT_SEGMENT_BYTES = 1 << 30          # segment.bytes
@@ -125,23 +129,10 @@ class ProducerState:
 class _Segment:
     base_offset: int
     fh: BinaryIO | None
+    indexes: SegmentIndexes
     size: int = 0
-    offset_index: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # (offset, position)
-    time_index: list[tuple[int, int]] = dataclasses.field(default_factory=list)    # (timestamp, offset)
     aborted: list[AbortedTxn] = dataclasses.field(default_factory=list)
-    bytes_since_index_entry: int = 0
-    max_timestamp: int = -1       # TimeIndex.lastEntry() of an empty index: (NO_TIMESTAMP, base offset)
-    offset_of_max_timestamp: int = 0
     rolling_timestamp: int | None = None  # max timestamp of the segment's first append
-
-    def maybe_append_time(self, timestamp: int, offset: int) -> None:
-        """``TimeIndex.maybeAppend``: only a timestamp above the last entry's is added."""
-        last_timestamp, last_offset = self.time_index[-1] if self.time_index else (-1, self.base_offset)
-        if self.time_index and (offset < last_offset or timestamp < last_timestamp):
-            raise AppendError(f"time index entry ({timestamp}, {offset}) goes back from ({last_timestamp}, "
-                              f"{last_offset})")
-        if timestamp > last_timestamp:
-            self.time_index.append((timestamp, offset))
 
 
 class _Pending(NamedTuple):
@@ -191,7 +182,7 @@ class PartitionWriter:
         self.write_records = write_records  # False: only indexes, snapshots, epochs (repair's replay)
         self.closed = False
         self._log_end_offset = start_offset
-        self._epochs: list[tuple[int, int]] = []
+        self._epochs = EpochCache()  # LeaderEpochFileCache
         self._producers: dict[int, ProducerState] = {}  # insertion order = HashMap insertion order
         self._ongoing: dict[int, int] = {}          # first offset -> producer id (ongoingTxns)
         self._map_end_offset = self._last_snapshot_offset = start_offset
@@ -217,17 +208,17 @@ class PartitionWriter:
     @property
     def leader_epochs(self) -> list[tuple[int, int]]:
         """``(epoch, start offset)`` entries of the leader-epoch cache."""
-        return list(self._epochs)
+        return list(self._epochs.entries)
 
     def producers(self) -> list[ProducerEntry]:
         """The producer state as a snapshot taken now would list it (and in that order)."""
         return [self._producers[pid].entry() for pid in java_hashmap_order(list(self._producers))]
 
     def offset_index(self, base_offset: int) -> list[IndexEntry]:
-        return [IndexEntry(o, p) for o, p in self._segment(base_offset).offset_index]
+        return [IndexEntry(o, p) for o, p in self._segment(base_offset).indexes.offsets]
 
     def time_index(self, base_offset: int) -> list[TimeIndexEntry]:
-        return [TimeIndexEntry(t, o) for t, o in self._segment(base_offset).time_index]
+        return [TimeIndexEntry(t, o) for t, o in self._segment(base_offset).indexes.times]
 
     def aborted_transactions(self, base_offset: int) -> list[AbortedTxn]:
         return list(self._segment(base_offset).aborted)
@@ -315,9 +306,12 @@ class PartitionWriter:
         for rb in batches:
             b = rb.batch
             if b.magic >= 2:
-                self._assign_epoch(b.partition_leader_epoch, b.base_offset)
-            elif self._epochs:
-                self._epochs.clear()
+                if b.partition_leader_epoch < 0:
+                    raise AppendError(f"batch at offset {b.base_offset} has no partition leader epoch "
+                                      f"({b.partition_leader_epoch})")
+                if self._epochs.assign(b.partition_leader_epoch, b.base_offset):
+                    self._write_epochs()
+            elif self._epochs.clear():
                 self._write_epochs()
 
         size, last_offset = len(records), last.last_offset
@@ -333,38 +327,23 @@ class PartitionWriter:
         if self.write_records:
             seg.fh.write(records)
         seg.size = position + size
-        if max_timestamp > seg.max_timestamp:
-            seg.max_timestamp, seg.offset_of_max_timestamp = max_timestamp, shallow_offset
-        if seg.bytes_since_index_entry > self.index_interval_bytes:
-            if seg.offset_index and last_offset <= seg.offset_index[-1][0]:
-                raise AppendError(f"offset index entry {last_offset} is not above the last one")
-            seg.offset_index.append((last_offset, position))
-            seg.maybe_append_time(seg.max_timestamp, seg.offset_of_max_timestamp)
-            seg.bytes_since_index_entry = 0
-        seg.bytes_since_index_entry += size
+        try:
+            seg.indexes.append(position, size, last_offset, max_timestamp, shallow_offset)
+        except IndexAppendError as exc:
+            raise AppendError(str(exc)) from exc
         self._log_end_offset = self._map_end_offset = last_offset + 1
 
         if pending is not None:
             self._apply(pending, seg)
         return _new_tuple(Appended, (first_or_last, last_offset, seg.base_offset, position))
 
-    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
-        if epoch < 0:
-            raise AppendError(f"batch at offset {start_offset} has no partition leader epoch ({epoch})")
-        if self._epochs and self._epochs[-1][0] == epoch and start_offset >= self._epochs[-1][1]:
-            return
-        while self._epochs and (self._epochs[-1][0] >= epoch or self._epochs[-1][1] >= start_offset):
-            self._epochs.pop()
-        self._epochs.append((epoch, start_offset))
-        self._write_epochs()
-
     def _should_roll(self, size: int, max_timestamp: int, last_offset: int) -> bool:
         seg = self._active
         reached_ms = (seg.size > 0 and seg.rolling_timestamp is not None and seg.rolling_timestamp >= 0
                       and max_timestamp - seg.rolling_timestamp > self.segment_ms)
         return (seg.size > self.segment_bytes - size or reached_ms
-                or len(seg.offset_index) >= self.max_offset_entries
-                or len(seg.time_index) >= self.max_time_entries
+                or len(seg.indexes.offsets) >= self.max_offset_entries
+                or len(seg.indexes.times) >= self.max_time_entries
                 or not 0 <= last_offset - seg.base_offset <= _INT32_MAX)
 
     def _producer_updates(self, batches: list[RawBatch]) -> _Pending | Batch | None:
@@ -428,7 +407,7 @@ class PartitionWriter:
     def _new_segment(self, base_offset: int) -> _Segment:
         # closed when the segment is sealed; without write_records, no .log file at all
         fh = open(segment_file(self.dir, base_offset, "log"), "xb") if self.write_records else None
-        return _Segment(base_offset, fh, offset_of_max_timestamp=base_offset)
+        return _Segment(base_offset, fh, SegmentIndexes(base_offset, self.index_interval_bytes))
 
     def _roll(self, new_offset: int) -> None:
         """``UnifiedLog.roll``: seal the active segment, open one at ``new_offset``, snapshot producers there."""
@@ -442,18 +421,17 @@ class PartitionWriter:
 
     def _seal(self, seg: _Segment, *, clean: bool) -> None:
         """``onBecomeInactiveSegment`` / ``LogSegment.close``: last time entry, index files written trimmed."""
+        indexes = seg.indexes
         if clean:
-            seg.maybe_append_time(seg.max_timestamp, seg.offset_of_max_timestamp)
-        offsets = [{"relative_offset": o - seg.base_offset, "position": p} for o, p in seg.offset_index]
-        times = [{"timestamp": t, "relative_offset": o - seg.base_offset} for t, o in seg.time_index]
-        pad_offsets = pad_times = b""
-        if not clean:  # still preallocated, as the mmap left them
-            pad_offsets = bytes((self.max_offset_entries - len(offsets)) * index_format.OFFSET_INDEX_ENTRY_SIZE)
-            pad_times = bytes((self.max_time_entries - len(times)) * index_format.TIME_INDEX_ENTRY_SIZE)
+            try:
+                indexes.close()
+            except IndexAppendError as exc:
+                raise AppendError(str(exc)) from exc
+        # not clean: still preallocated, as the mmap left them
         segment_file(self.dir, seg.base_offset, "index").write_bytes(
-            index_format.OffsetIndex.build({"entries": offsets, "trailing": pad_offsets}))
+            indexes.index_bytes(0 if clean else self.max_offset_entries))
         segment_file(self.dir, seg.base_offset, "timeindex").write_bytes(
-            index_format.TimeIndex.build({"entries": times, "trailing": pad_times}))
+            indexes.timeindex_bytes(0 if clean else self.max_time_entries))
         if seg.fh is not None:
             seg.fh.close()
             seg.fh = None
@@ -489,7 +467,7 @@ class PartitionWriter:
         self.closed = True
 
     def _write_epochs(self) -> None:
-        (self.dir / "leader-epoch-checkpoint").write_bytes(checkpoints.build_epoch_checkpoint(self._epochs))
+        (self.dir / "leader-epoch-checkpoint").write_bytes(checkpoints.build_epoch_checkpoint(self._epochs.entries))
 
     def __enter__(self) -> PartitionWriter:
         return self
