@@ -212,7 +212,7 @@ class PartitionWriter:
 
     def producers(self) -> list[ProducerEntry]:
         """The producer state as a snapshot taken now would list it (and in that order)."""
-        return [self._producers[pid].entry() for pid in java_hashmap_order(list(self._producers))]
+        return snapshot_entries(self._producers)
 
     def offset_index(self, base_offset: int) -> list[IndexEntry]:
         return [IndexEntry(o, p) for o, p in self._segment(base_offset).indexes.offsets]
@@ -398,7 +398,7 @@ class PartitionWriter:
                 txn = AbortedTxn(txn_format.CURRENT_VERSION, pid, first_offset, marker_offset, lso)
                 seg.aborted.append(txn)
                 with open(segment_file(self.dir, seg.base_offset, "txnindex"), "ab") as fh:
-                    fh.write(txn_format.AbortedTxnEntry.build(dataclasses.asdict(txn)))
+                    fh.write(txn_index_bytes([txn]))
             if self._ongoing.pop(first_offset, None) is None:
                 raise AppendError(f"producer {pid}: completed transaction at {first_offset} was never started")
 
@@ -441,8 +441,7 @@ class PartitionWriter:
         if self._map_end_offset <= self._last_snapshot_offset:
             return None
         path = segment_file(self.dir, self._map_end_offset, "snapshot")
-        entries = [dataclasses.asdict(e) for e in self.producers()]
-        path.write_bytes(snapshot_format.build_snapshot(entries))
+        path.write_bytes(snapshot_bytes(self._producers))
         self._last_snapshot_offset = self._map_end_offset
         return path
 
@@ -538,6 +537,22 @@ def _end_transaction(p: ProducerState, raw_batch: RawBatch, pending: _Pending) -
     p.coordinator_epoch = marker.coordinator_epoch
     p.txn_first_offset = -1
     p.last_timestamp = marker.timestamp
+
+
+def txn_index_bytes(aborted: Iterable[AbortedTxn]) -> bytes:
+    """``.txnindex`` bytes of these aborted transactions (``TransactionIndex.append``, one entry each)."""
+    return b"".join(txn_format.AbortedTxnEntry.build(dataclasses.asdict(t)) for t in aborted)
+
+
+def snapshot_entries(producers: dict[int, ProducerState]) -> list[ProducerEntry]:
+    """The producers as a snapshot lists them: ``ProducerStateManager``'s ``HashMap<Long, _>`` order, ``producers``
+    holding them in the order they were put in the map."""
+    return [producers[pid].entry() for pid in java_hashmap_order(list(producers))]
+
+
+def snapshot_bytes(producers: dict[int, ProducerState]) -> bytes:
+    """``ProducerStateManager.takeSnapshot``'s file for this producer state (``writeSnapshot``)."""
+    return snapshot_format.build_snapshot(dataclasses.asdict(e) for e in snapshot_entries(producers))
 
 
 # --- Java hash orders -----------------------------------------------------------------------------------

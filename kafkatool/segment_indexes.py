@@ -17,6 +17,8 @@ and max timestamp of each append:
 
 from __future__ import annotations
 
+import struct
+
 from .errors import KafkaToolError
 from .formats import index as index_format
 
@@ -73,20 +75,28 @@ class SegmentIndexes:
         self.maybe_append_time(self.max_timestamp, self.offset_of_max_timestamp)
 
     def index_bytes(self, preallocated_entries: int = 0) -> bytes:
-        """The ``.index`` file: its entries, then zero-filled slots up to ``preallocated_entries`` (a crash)."""
+        """The ``.index`` file (:data:`kafkatool.formats.index.OffsetIndex`): its entries, then zero-filled slots
+        up to ``preallocated_entries`` (a crash). Packed with ``struct`` (the construct costs ~20 µs an entry)."""
         base = self.base_offset
         pad = max(preallocated_entries - len(self.offsets), 0) * index_format.OFFSET_INDEX_ENTRY_SIZE
-        return index_format.OffsetIndex.build({
-            "entries": [{"relative_offset": o - base, "position": p} for o, p in self.offsets],
-            "trailing": bytes(pad)})
+        pack = _OFFSET_ENTRY.pack
+        return b"".join([pack(o - base, p) for o, p in self.offsets]) + bytes(pad)
 
     def timeindex_bytes(self, preallocated_entries: int = 0) -> bytes:
-        """The ``.timeindex`` file: its entries, then zero-filled slots up to ``preallocated_entries``."""
+        """The ``.timeindex`` file (:data:`kafkatool.formats.index.TimeIndex`): its entries, then zero-filled slots
+        up to ``preallocated_entries``."""
         base = self.base_offset
         pad = max(preallocated_entries - len(self.times), 0) * index_format.TIME_INDEX_ENTRY_SIZE
-        return index_format.TimeIndex.build({
-            "entries": [{"timestamp": t, "relative_offset": o - base} for t, o in self.times],
-            "trailing": bytes(pad)})
+        pack = _TIME_ENTRY.pack
+        return b"".join([pack(t, o - base) for t, o in self.times]) + bytes(pad)
+
+
+# The entry layouts of kafkatool.formats.index (OffsetIndexEntry: relative offset, position; TimeIndexEntry:
+# timestamp, relative offset), big-endian.
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+assert _OFFSET_ENTRY.size == index_format.OFFSET_INDEX_ENTRY_SIZE
+assert _TIME_ENTRY.size == index_format.TIME_INDEX_ENTRY_SIZE
 
 
 __all__ = ["IndexAppendError", "SegmentIndexes"]
