@@ -5,7 +5,9 @@ it (``storage/.../internals/log/LogLoader.java``, ``load``), in the broker's ord
 
 1. **Leftovers** (``removeTempFilesAndCollectSwapFiles``, then the swap passes of ``load``): ``.deleted`` and
    ``.cleaned`` files are ignored, and so is every ``.swap`` at or above the smallest ``.cleaned`` base offset
-   (KAFKA-6264); the remaining ``.swap`` logs replace the segments whose base offsets lie in their offset range.
+   (KAFKA-6264); the remaining ``.swap`` logs replace the segments whose base offsets lie in their offset range
+   (every file with an offset there goes: indexes and producer snapshots too). :func:`leftovers` is that step,
+   also as the file operations ``repair`` performs.
 2. **Load-phase recovery** (``loadSegmentFiles`` -> ``recoverSegment``): a segment whose offset index is missing
    or fails ``LogSegment.sanityCheck`` is recovered on its own, before and independently of step 3: its invalid
    tail is cut, later segments stay.

@@ -1,6 +1,8 @@
 """Appending record batches to a partition as a Kafka broker does, and writing the log dir's broker-level files.
 
-Used to build fixtures, by replica-scenario tests and (later) by ``repair`` to rebuild indexes and snapshots.
+Used to build fixtures and by replica-scenario tests. ``repair`` rebuilds indexes and snapshots through the loader
+(:func:`kafkatool.loader.load_partition`), with the same index builder (:mod:`kafkatool.segment_indexes`), epoch
+cache (:mod:`kafkatool.epochs`) and snapshot bytes (:func:`snapshot_bytes`) as this writer.
 Every file goes through the build helpers of :mod:`kafkatool.formats`; nothing depends on the wall clock.
 
 One :meth:`PartitionWriter.append` is one ``UnifiedLog.append`` with the offsets taken as given (the follower
@@ -166,7 +168,6 @@ class PartitionWriter:
         segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
         segment_ms: int = DEFAULT_SEGMENT_MS,
         start_offset: int = 0,
-        write_records: bool = True,
     ) -> None:
         self.dir = Path(dir)
         self.topic, self.partition, self.topic_id = topic, partition, topic_id
@@ -179,7 +180,6 @@ class PartitionWriter:
         self.log_start_offset = start_offset
         self.cleaner_offset: int | None = None
         self.recovery_point = start_offset
-        self.write_records = write_records  # False: only indexes, snapshots, epochs (repair's replay)
         self.closed = False
         self._log_end_offset = start_offset
         self._epochs = EpochCache()  # LeaderEpochFileCache
@@ -232,54 +232,14 @@ class PartitionWriter:
                 return s
         raise KeyError(f"no segment with base offset {base_offset}")
 
-    # --- replaying an existing log (repair) --------------------------------------------------------------
-
-    def load_producers(self, entries: Iterable[ProducerEntry]) -> None:
-        """Start from a producer snapshot's entries (``ProducerStateManager.loadFromSnapshot``), in file order.
-
-        Only before the first append: the state a broker reads back when it replays a log from a snapshot.
-        """
-        if self._producers:
-            raise AppendError("producer state can only be loaded into an empty producer state")
-        for e in entries:
-            p = ProducerState(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp,
-                          e.current_txn_first_offset,
-                          (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
-            self._producers[e.producer_id] = p
-            if p.txn_first_offset >= 0:
-                self._ongoing[p.txn_first_offset] = p.producer_id
-        self._last_snapshot_offset = max(self._last_snapshot_offset, self._map_end_offset)  # already on disk
-
-    def reload_producers(self, now_ms: int, expiration_ms: int) -> None:
-        """Read the producer state back as a new ``ProducerStateManager`` loading a snapshot taken now would.
-
-        ``loadFromSnapshot`` drops expired producers: no open transaction and a last timestamp at least
-        ``producer.id.expiration.ms`` before the broker's clock. The broker does this each time it recovers a
-        segment, so its rebuilt snapshots depend on its wall clock; this does the same with ``now_ms``.
-        """
-        entries = self.producers()
-        self._producers.clear()
-        self._ongoing.clear()
-        self._last_snapshot_offset, saved = -1, self._last_snapshot_offset
-        self.load_producers(e for e in entries
-                            if e.current_txn_first_offset >= 0 or now_ms - e.timestamp < expiration_ms)
-        self._last_snapshot_offset = saved
-
-    def roll_at(self, base_offset: int) -> None:
-        """Start a new segment at ``base_offset`` (an existing log's segment boundary, when replaying it)."""
-        if base_offset < self._log_end_offset:
-            raise AppendError(f"cannot roll at {base_offset}, below the log end offset {self._log_end_offset}")
-        self._roll(base_offset)
-        self._log_end_offset = max(self._log_end_offset, base_offset)
-
     # --- append --------------------------------------------------------------------------------------
 
     def append(self, records: bytes | RawBatch) -> Appended:
         """Append one or more whole batches (v2, or v0/v1 log entries) as one ``UnifiedLog.append``.
 
         ``records`` is their bytes, or one batch as :func:`kafkatool.records.scan` yields it (``with_raw``): its
-        header is then taken as scanned, not parsed again (repair's replay of an existing log), and only a
-        control batch's record is decoded (for its marker type).
+        header is then taken as scanned, not parsed again, and only a control batch's record is decoded (for its
+        marker type).
         """
         if self.closed:
             raise AppendError(f"{self.dir}: closed")
@@ -324,8 +284,7 @@ class PartitionWriter:
             seg.rolling_timestamp = max_timestamp
         if not 0 <= last_offset - seg.base_offset <= _INT32_MAX:
             raise AppendError(f"offset {last_offset} does not fit segment {seg.base_offset}")
-        if self.write_records:
-            seg.fh.write(records)
+        seg.fh.write(records)  # type: ignore[union-attr]
         seg.size = position + size
         try:
             seg.indexes.append(position, size, last_offset, max_timestamp, shallow_offset)
@@ -405,8 +364,7 @@ class PartitionWriter:
     # --- segments, snapshots, close ------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int) -> _Segment:
-        # closed when the segment is sealed; without write_records, no .log file at all
-        fh = open(segment_file(self.dir, base_offset, "log"), "xb") if self.write_records else None
+        fh = open(segment_file(self.dir, base_offset, "log"), "xb")  # closed when the segment is sealed
         return _Segment(base_offset, fh, SegmentIndexes(base_offset, self.index_interval_bytes))
 
     def _roll(self, new_offset: int) -> None:

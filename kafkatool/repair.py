@@ -20,27 +20,32 @@ The plan follows Kafka's ``LogLoader`` (storage module) step by step, and every 
    ``recovery-point-offset-checkpoint``, else 0 (every segment); the plan says which. A present
    ``.index``/``.timeindex`` failing the broker's sanity checks in a segment neither pass recovers is
    rebuilt (derived data; the broker would keep and misuse it) without touching its segment.
-3. **Recovery** (``LogSegment.recover``, ``UnifiedLog.rebuildProducerState``): the producer state is
-   loaded from the latest readable snapshot at or before the first segment to recover (corrupt ones are
-   skipped, as the broker deletes them), else from the log start with no producer, and the log is replayed
-   from there, one batch per append, into a scratch partition written by
-   :class:`kafkatool.logwriter.PartitionWriter` (byte-identical to Kafka's ``LogSegment``/
-   ``ProducerStateManager`` output): this yields the rebuilt ``.index``, ``.timeindex``, ``.txnindex`` and
-   the producer snapshots at each segment end and at the log end. A segment being recovered is cut at its
+3. **Recovery** (``LogSegment.recover``, ``UnifiedLog.rebuildProducerState``), from batch headers by the loader
+   (:func:`kafkatool.loader.load_partition` with :class:`kafkatool.loader.Rebuild`; only control batches' records
+   are decoded): the producer state is loaded from the latest readable snapshot at or before the first segment to
+   recover (corrupt ones are skipped, as the broker deletes them), else from the log start with no producer, and
+   the log is replayed from there; each recovered segment's ``.index``/``.timeindex`` are rebuilt batch by batch
+   (:class:`kafkatool.segment_indexes.SegmentIndexes`, the writer's own rule), its ``.txnindex`` from the aborts
+   the replay completes, and the producer state is kept at each segment boundary and at the log end (the
+   snapshots the broker takes there; producers expired by ``now_ms`` are dropped where the broker reloads a
+   snapshot). A segment being recovered is cut at its
    first batch failing ``DefaultRecordBatch.ensureValid`` (CRC mismatch, size below the v2 header) or the
    framing (torn tail, zero-filled tail, impossible size); a magic byte from 3 to 127 is not among them
    (``FileLogInputStream`` reads it as v2, the CRC does not cover it). A cut in a segment recovered at load
    leaves the later segments (an offset gap remains); a cut found by ``recoverLog`` ends the log: every
    later segment is deleted with its files, and so is every producer snapshot past the new log end offset.
-4. **Leader epochs** (``LeaderEpochFileCache``): epochs of the recovered batches newer than the latest
-   entry are assigned (load-phase segments first, then ``recoverLog``'s), entries starting at or after the
-   new log end are dropped (``truncateFromEnd``), and entries before the log start are folded into one
-   starting at the log start (``truncateFromStart``). A missing ``leader-epoch-checkpoint`` is created, as
-   the broker's ``CheckpointFile`` creates it: with the recovered epochs, or empty.
+4. **Leader epochs** (``LeaderEpochFileCache``, :class:`kafkatool.epochs.EpochCache`, as the loader leaves it):
+   epochs of the recovered batches newer than the latest entry are assigned (load-phase segments first, then
+   ``recoverLog``'s), entries starting at or after the new log end are dropped (``truncateFromEnd``), and entries
+   before the log start are folded into one starting at the log start (``truncateFromStart``). A missing
+   ``leader-epoch-checkpoint`` is created, as the broker's ``CheckpointFile`` creates it: with the recovered
+   epochs, or empty.
 5. **Recovery point**: the log dir's ``recovery-point-offset-checkpoint`` entry for the partition becomes
    the new log end offset (everything repaired is on disk, fsynced).
 
-Only files whose bytes would change get an action, so a repaired partition plans nothing (idempotent).
+Steps 1 to 4 are the loader's (one home for LogLoader's rules); this module only turns the difference between
+what the broker would have on disk after loading and what is there into actions. Only files whose bytes would
+change get an action, so a repaired partition plans nothing (idempotent).
 With ``salvage`` the valid batches after a cut inside a segment are found again (resynchronising on the
 next position holding a whole v2 batch with a valid CRC) and written to a side file in the backup dir.
 """
