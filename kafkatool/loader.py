@@ -534,10 +534,11 @@ def load_partition(
     # Steps 2 and 3: which segments the broker recovers, and why.
     load_phase: set[int] = set()
     for seg in segs:
-        problem = load_problem(seg.base_offset, sorted_files.indexes.get((seg.base_offset, "index")),
-                               sorted_files.indexes.get((seg.base_offset, "txnindex")))
         if seg.base_offset in sorted_files.swapped:
-            problem = problem or "swapped in (.swap) without its indexes"
+            problem: str | None = "swapped in (.swap) without its indexes"
+        else:
+            problem = load_problem(seg.base_offset, sorted_files.indexes.get((seg.base_offset, "index")),
+                                   sorted_files.indexes.get((seg.base_offset, "txnindex")))
         if problem:
             seg.recovered = problem
             load_phase.add(seg.base_offset)
