@@ -54,11 +54,13 @@ fixtures: install
 	$(PY) fixtures/generate.py fixtures/logdir
 	$(PY) fixtures/generate.py --incident fixtures/incident
 
-## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; repair
+## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; loader
+## against a bare header scan; repair
 ## against verify and its backup size; Spark scan
 bench: install
 	$(PY) bench/bench_scan.py
 	$(PY) bench/bench_locate.py
+	$(PY) bench/bench_loader.py
 	$(PY) bench/bench_repair.py
 	$(PY) bench/bench_spark.py
 	$(PY) bench/bench_spark.py --kind tiny --segments 2 --size 134217728

@@ -5,7 +5,9 @@ it (``storage/.../internals/log/LogLoader.java``, ``load``), in the broker's ord
 
 1. **Leftovers** (``removeTempFilesAndCollectSwapFiles``, then the swap passes of ``load``): ``.deleted`` and
    ``.cleaned`` files are ignored, and so is every ``.swap`` at or above the smallest ``.cleaned`` base offset
-   (KAFKA-6264); the remaining ``.swap`` logs replace the segments whose base offsets lie in their offset range.
+   (KAFKA-6264); the remaining ``.swap`` logs replace the segments whose base offsets lie in their offset range
+   (every file with an offset there goes: indexes and producer snapshots too). :func:`leftovers` is that step,
+   also as the file operations ``repair`` performs.
 2. **Load-phase recovery** (``loadSegmentFiles`` -> ``recoverSegment``): a segment whose offset index is missing
    or fails ``LogSegment.sanityCheck`` is recovered on its own, before and independently of step 3: its invalid
    tail is cut, later segments stay.
@@ -18,7 +20,7 @@ it (``storage/.../internals/log/LogLoader.java``, ``load``), in the broker's ord
    whole batch, or its base offset when empty); below the log-start checkpoint, the broker deletes every
    segment and starts an empty log there (``deleteSegmentsIfLogStartGreaterThanLogEnd``). Log start:
    max(log-start checkpoint, first segment's base offset).
-5. **Leader epochs** (``LeaderEpochFileCache``, :class:`kafkatool.replicas.EpochCache`): ``leader-epoch-checkpoint``
+5. **Leader epochs** (``LeaderEpochFileCache``, :class:`kafkatool.epochs.EpochCache`): ``leader-epoch-checkpoint``
    entries ``assign``-ed in order; each recovered batch whose epoch is newer than the latest is ``assign``-ed
    (``LogSegment.recover``: step 2's segments first, then step 3's); then ``truncateFromEnd(log end offset)`` and
    ``truncateFromStart(log start)``.
@@ -55,12 +57,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
-from .logwriter import ProducerState, last_sequence
+from .logwriter import ProducerState, java_hashmap_order, last_sequence
 from .model import Batch, Finding
 from .records import ScanOptions, decode_records, scan
+from .segment_indexes import IndexAppendError, SegmentIndexes
 from .smallfiles import (
+    AbortedTxn,
     EpochEntry,
     OffsetCheckpointEntry,
     ProducerEntry,
@@ -90,6 +95,25 @@ class LoadedSegment:
     next_offset: int = 0           # after load (``readNextOffset``)
     valid_bytes: int = 0           # bytes kept after load (the segment is cut here when smaller than ``size``)
     deleted: bool = False          # recovery deletes it (it follows a cut that ends the log)
+    dropped_batches: int = 0       # whole batches past the kept bytes (a cut's, or all of a deleted segment's)
+    first_dropped: int | None = None   # base offset of the first of them
+    last_dropped: int | None = None    # last offset of the last of them
+    # With ``load_partition(rebuild=...)``, for each segment recovered (``LogSegment.recover``): its rebuilt indexes
+    # and aborted transactions (``.txnindex``); for each segment boundary the replay passes, the producer state there
+    # (the snapshot ``recoverSegment``/``rebuildProducerState`` take at the segment's base offset).
+    indexes: SegmentIndexes | None = None
+    aborted_txns: list[AbortedTxn] | None = None
+    producers_at_base: dict[int, ProducerState] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuild:
+    """What ``repair`` needs from a load beyond the broker's view: the derived files ``LogSegment.recover`` and
+    ``ProducerStateManager`` write (see :class:`LoadedSegment`), with the broker's settings and clock."""
+
+    index_interval_bytes: int        # index.interval.bytes
+    now_ms: int                      # the broker's clock: loadFromSnapshot drops producers expired by then
+    producer_id_expiration_ms: int   # producer.id.expiration.ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +149,7 @@ class LoadedPartition:
     high_watermark: int = 0
     compacted: bool = False        # a compacted topic, or the partition is in cleaner-offset-checkpoint
     epoch_checkpoint: list[tuple[int, int]] | None = None   # None: no leader-epoch-checkpoint file
-    epoch_cache: Any = None        # kafkatool.replicas.EpochCache after load
+    epoch_cache: EpochCache | None = None   # after load
     epoch_runs: list[tuple[int, int, int, str]] = field(default_factory=list)  # epoch, first offset, position, path
     cuts: list[RecoveryCut] = field(default_factory=list)
     producers: dict[int, ProducerState] = field(default_factory=dict)
@@ -140,6 +164,12 @@ class LoadedPartition:
     max_timestamp: int | None = None       # the largest batch max timestamp kept (-1: none carried one)
     legacy: bool = False
     findings: list[Finding] = field(default_factory=list)
+    # the files the load read, after the leftover passes (``leftovers`` says what those passes do)
+    leftovers: Leftovers | None = None
+    index_files: dict[tuple[int, str], Path] = field(default_factory=dict)   # (base offset, "index"...) -> path
+    snapshot_files: dict[int, Path] = field(default_factory=dict)            # offset -> producer snapshot
+    epoch_checkpoint_file: Path | None = None
+    bad_snapshots: dict[int, str] = field(default_factory=dict)              # unreadable snapshots: why
 
     @property
     def cut(self) -> RecoveryCut | None:
@@ -243,6 +273,7 @@ class ProducerReplay:
         self.producers: dict[int, ProducerState] = {}
         self.aborted: list[tuple[int, int, int]] = []
         self.fenced: list[tuple[int, int, int]] = []
+        self.txn_index: list[AbortedTxn] | None = None  # a list: each ABORT's .txnindex entry goes there
         for e in entries:
             self.producers[e.producer_id] = ProducerState(
                 e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp, e.current_txn_first_offset,
@@ -268,6 +299,18 @@ class ProducerReplay:
             p.txn_first_offset = b[1]
         return []
 
+    def expire(self, now_ms: int, expiration_ms: int) -> None:
+        """The state as ``loadFromSnapshot`` reads back a snapshot taken now: in the snapshot's (hash map) order,
+        without the producers with no open transaction idle for ``producer.id.expiration.ms``
+        (``isProducerExpired``)."""
+        self.producers = {pid: p for pid in java_hashmap_order(list(self.producers))
+                          if (p := self.producers[pid]).txn_first_offset >= 0
+                          or now_ms - p.last_timestamp < expiration_ms}
+
+    def state(self) -> dict[int, ProducerState]:
+        """A copy of the producer state (what a snapshot taken now holds)."""
+        return {pid: p.copy() for pid, p in self.producers.items()}
+
     def _marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None) -> list[Finding]:
         """``appendEndTxnMarker``: an ABORT/COMMIT closes the open transaction; an empty control batch does nothing."""
         if raw is None:
@@ -281,6 +324,11 @@ class ProducerReplay:
             p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]
         if p.txn_first_offset >= 0 and marker.control_type == "ABORT":
             self.aborted.append((pid, p.txn_first_offset, b.base_offset))  # type: ignore[arg-type]
+            if self.txn_index is not None:  # LogSegment.updateTxnIndex, with ProducerStateManager.lastStableOffset
+                others = [o.txn_first_offset for o in self.producers.values()
+                          if o.txn_first_offset >= 0 and o.producer_id != pid]
+                lso = min(others) if others else b.base_offset + 1
+                self.txn_index.append(AbortedTxn(0, pid, p.txn_first_offset, b.base_offset, lso))  # type: ignore[arg-type]
         p.set_epoch(b.producer_epoch)  # type: ignore[arg-type]
         p.coordinator_epoch = marker.coordinator_epoch if marker.coordinator_epoch is not None else -1
         p.txn_first_offset = -1
@@ -313,12 +361,62 @@ def segment_items(path: Path, display: str, options: ScanOptions, end: int | Non
 
 
 @dataclass
+class Leftovers:
+    """What the leftover passes of ``LogLoader`` do to a partition dir's files (step 1 of the module doc).
+
+    ``removeTempFilesAndCollectSwapFiles`` deletes ``*.deleted`` and ``*.cleaned`` files, and every ``*.swap`` file at
+    or above the smallest ``.cleaned`` base offset (KAFKA-6264); ``load``'s second pass deletes every other file whose
+    offset lies in [smallest ``.log.swap`` base offset, largest ``.log.swap`` next offset) (the segments the swap
+    replaces, their indexes and producer snapshots), then renames the ``.swap`` files into place."""
+
+    deleted: list[tuple[Path, str, str]] = field(default_factory=list)   # (path, display, why)
+    renamed: list[tuple[Path, str, Path]] = field(default_factory=list)  # (.swap path, display, destination)
+    swapped_logs: dict[int, tuple[Path, str]] = field(default_factory=dict)  # base offset -> its .log.swap
+
+
+def leftovers(listing: list[tuple[Path, str]], options: ScanOptions) -> Leftovers:
+    """The leftover passes of ``LogLoader.load`` over a partition dir's (path, display) listing; reads only the
+    ``.log.swap`` files (their next offsets)."""
+    out = Leftovers()
+    infos = [(p, d, classify(p)) for p, d in listing]
+    cleaned = [i.base_offset for _, _, i in infos if i.leftover == ".cleaned" and i.base_offset is not None]
+    min_cleaned = min(cleaned, default=None)
+    swaps: list[tuple[Path, str, Any]] = []
+    for p, d, info in infos:
+        if info.leftover == ".deleted":
+            out.deleted.append((p, d, "marked for deletion (.deleted): the broker deletes it at start-up"))
+        elif info.leftover == ".cleaned":
+            out.deleted.append((p, d, "output of an interrupted cleaner pass (.cleaned): the broker deletes it and "
+                                      "cleans again"))
+        elif info.leftover == ".swap":
+            if min_cleaned is not None and (info.base_offset or 0) >= min_cleaned:
+                out.deleted.append((p, d, f"swap file at or above the interrupted cleaning at {min_cleaned} "
+                                          "(KAFKA-6264): the broker deletes it"))
+            else:
+                swaps.append((p, d, info))
+    logs = {i.base_offset or 0: (p, d) for p, d, i in swaps if i.kind is FileKind.LOG}
+    if logs:
+        lo = min(logs)
+        hi = max(_next_offset(p, d, base, options) for base, (p, d) in logs.items())
+        for p, d, info in infos:
+            if (info.leftover is None and info.base_offset is not None and lo <= info.base_offset < hi
+                    and info.kind is not FileKind.KRAFT_SNAPSHOT):
+                out.deleted.append((p, d, f"replaced by the interrupted swap of offsets {lo}..{hi - 1}: the broker "
+                                          "deletes it before renaming the .swap files"))
+        out.swapped_logs = logs
+    for p, d, _info in swaps:
+        out.renamed.append((p, d, p.with_name(p.name[: -len(".swap")])))
+    return out
+
+
+@dataclass
 class _Files:
     segments: dict[int, LoadedSegment] = field(default_factory=dict)
     indexes: dict[tuple[int, str], Path] = field(default_factory=dict)
     snapshots: dict[int | None, Path] = field(default_factory=dict)
     epoch_checkpoint: Path | None = None
     swapped: set[int] = field(default_factory=set)
+    leftovers: Leftovers = field(default_factory=Leftovers)
 
 
 def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None) -> list[tuple[Path, str]]:
@@ -333,19 +431,13 @@ def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None)
 
 def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files:
     """The files as the broker sees them after the leftover passes of ``LogLoader.load`` (step 1)."""
-    out = _Files()
-    cleaned = [classify(p).base_offset for p, _ in listing if classify(p).leftover == ".cleaned"]
-    min_cleaned = min((b for b in cleaned if b is not None), default=None)
-    swaps: dict[int, tuple[Path, str]] = {}
+    out = _Files(leftovers=leftovers(listing, options))
+    gone = {p for p, _, _ in out.leftovers.deleted}
     for p, d in listing:
         info = classify(p)
         if info.base_offset is None and info.kind is not FileKind.EPOCH_CHECKPOINT:
             continue
-        if info.leftover == ".swap":
-            if info.kind is FileKind.LOG and (min_cleaned is None or info.base_offset < min_cleaned):  # type: ignore[operator]
-                swaps[info.base_offset] = (p, d)  # type: ignore[index]
-            continue
-        if info.leftover is not None:
+        if info.leftover is not None or p in gone:
             continue
         if info.kind is FileKind.LOG:
             out.segments[info.base_offset] = LoadedSegment(info.base_offset, p, d, file_size(p))  # type: ignore[arg-type]
@@ -355,17 +447,9 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
             out.snapshots[info.base_offset] = p
         elif info.kind is FileKind.EPOCH_CHECKPOINT:
             out.epoch_checkpoint = p
-    if swaps:  # the swap passes: segments in [min swap base, max swap next offset) are replaced
-        lo = min(swaps)
-        hi = max(_next_offset(p, d, base, options) for base, (p, d) in swaps.items())
-        for base in [b for b in out.segments if lo <= b < hi]:
-            del out.segments[base]
-            out.indexes.pop((base, "index"), None)
-            out.indexes.pop((base, "timeindex"), None)
-            out.indexes.pop((base, "txnindex"), None)
-        for base, (p, d) in swaps.items():
-            out.segments[base] = LoadedSegment(base, p, d, file_size(p))
-            out.swapped.add(base)
+    for base, (p, d) in out.leftovers.swapped_logs.items():
+        out.segments[base] = LoadedSegment(base, p, d, file_size(p))
+        out.swapped.add(base)
     return out
 
 
@@ -413,12 +497,14 @@ def read_logdir(logdir: Path, display: str) -> LogDirState:
 def load_partition(
     path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
     logdir: LogDirState | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
-    log_start: int | None = None, options: ScanOptions | None = None,
+    log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
 ) -> LoadedPartition:
     """Load the partition dir ``path`` as ``LogLoader.load`` would (see the module doc); never writes.
 
     ``files``: the dir's (path, display) listing when already known; ``logdir``: its log dir's files (read from
-    ``path``'s parent when None); ``recovery_point``/``clean_shutdown`` override what the log dir says.
+    ``path``'s parent when None); ``recovery_point``/``clean_shutdown`` override what the log dir says;
+    ``rebuild``: also rebuild what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads
+    drop them).
     """
     path = Path(path)
     display = display if display is not None else str(path)
@@ -441,14 +527,18 @@ def load_partition(
                              hw_checkpoint, findings=list(logdir.findings))
     loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
     loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
+    loaded.leftovers, loaded.index_files = sorted_files.leftovers, sorted_files.indexes
+    loaded.snapshot_files = {o: p for o, p in sorted_files.snapshots.items() if o is not None}
+    loaded.epoch_checkpoint_file = sorted_files.epoch_checkpoint
 
     # Steps 2 and 3: which segments the broker recovers, and why.
     load_phase: set[int] = set()
     for seg in segs:
-        problem = load_problem(seg.base_offset, sorted_files.indexes.get((seg.base_offset, "index")),
-                               sorted_files.indexes.get((seg.base_offset, "txnindex")))
         if seg.base_offset in sorted_files.swapped:
-            problem = problem or "swapped in (.swap) without its indexes"
+            problem: str | None = "swapped in (.swap) without its indexes"
+        else:
+            problem = load_problem(seg.base_offset, sorted_files.indexes.get((seg.base_offset, "index")),
+                                   sorted_files.indexes.get((seg.base_offset, "txnindex")))
         if problem:
             seg.recovered = problem
             load_phase.add(seg.base_offset)
@@ -466,8 +556,12 @@ def load_partition(
     bound = min(recovered_bases) if recovered_bases else None
     snapshots = sorted_files.snapshots if recovered_bases else _without_strays(sorted_files.snapshots, bases)
     no_state = clean and not snapshots and not recovered_bases
-    start, entries, _bad = latest_snapshot(snapshots, bound, log_start_guess)
+    # recoverSegment's truncateAndReload gets the log-start checkpoint (0 without one): no snapshot at or below it
+    start, entries, loaded.bad_snapshots = latest_snapshot(snapshots, bound, log_start_guess,
+                                                           (ls_checkpoint or 0) if recovered_bases else None)
     replay = None if no_state else ProducerReplay(entries)
+    if replay is not None and rebuild is not None:
+        replay.expire(rebuild.now_ms, rebuild.producer_id_expiration_ms)
     loaded.producer_snapshot = start if entries or start in sorted_files.snapshots else None
     loaded.replay_from = None if no_state else start
 
@@ -480,6 +574,17 @@ def load_partition(
         seg.deleted = ended
         recovering = seg.recovered is not None and not ended
         ends_log = seg.base_offset in unflushed and seg.base_offset not in load_phase
+        if rebuild is not None and recovering:
+            seg.indexes = SegmentIndexes(seg.base_offset, rebuild.index_interval_bytes)
+            seg.aborted_txns = []
+        if rebuild is not None and replay is not None and not ended and seg.base_offset > start:
+            # a snapshot at each segment boundary the replay passes (recoverSegment, rebuildProducerState); each
+            # later recoverSegment reads it back (loadFromSnapshot: expired producers dropped)
+            seg.producers_at_base = replay.state()
+            if recovering and seg.base_offset > min(recovered_bases):
+                replay.expire(rebuild.now_ms, rebuild.producer_id_expiration_ms)
+        if replay is not None:
+            replay.txn_index = seg.aborted_txns
         disk_end = max(disk_end, _read_segment(loaded, seg, recovering, ends_log, not ended, replay, start, run,
                                                seg_epochs.setdefault(seg.base_offset, []), options))
         if recovering and ends_log and loaded.cuts and loaded.cuts[-1].segment_base == seg.base_offset:
@@ -501,17 +606,13 @@ def load_partition(
     loaded.high_watermark = min(max(hw_checkpoint or 0, loaded.log_start_offset), leo)
 
     # Step 5: the leader-epoch cache.
-    from .replicas import EpochCache
-
     cache = EpochCache(loaded.epoch_checkpoint or ())
     order = [b for b in bases if b in load_phase] + [b for b in bases if b in unflushed]
     for base in order:
         if sorted_files.segments[base].deleted:
             continue
         for epoch, offset in seg_epochs.get(base, ()):
-            latest = cache.latest
-            if epoch >= 0 and (latest is None or epoch > latest[0]):
-                cache.assign(epoch, offset)
+            cache.assign_recovered(epoch, offset)
     cache.truncate_from_end(leo)
     # LogLoader passes the log-start checkpoint (0 when the partition has none); the log start is what that
     # checkpoint holds whenever the broker wrote it, and the best guess for a copied partition dir without it.
@@ -556,6 +657,7 @@ def _read_segment(
     segment is cut at its first invalid batch (``LogSegment.recover``); ``kept`` False: recovery deleted it, its
     batches only count toward the on-disk end, which is returned."""
     next_offset, valid_bytes, disk_end = seg.base_offset, 0, seg.base_offset
+    indexes = seg.indexes
     batches = records = 0
     max_ts = -1
     seg_epoch: int | None = None
@@ -583,9 +685,14 @@ def _read_segment(
             if last >= disk_end:
                 disk_end = last + 1
             if not kept:
+                seg.dropped_batches += 1
+                if seg.first_dropped is None:
+                    seg.first_dropped = b[1]
+                seg.last_dropped = last
                 continue
             if recovering and not b[6]:  # crc_valid; LogSegment.recover: batch.ensureValid() fails
                 kept = False
+                seg.dropped_batches, seg.first_dropped, seg.last_dropped = 1, b[1], last
                 finding = Finding("error", "crc-mismatch", display, b[0],
                                   f"batch at offsets {b[1]}..{last}: stored CRC32C {b[5]} does not match its "
                                   "contents; recovery cuts the segment here")
@@ -593,6 +700,12 @@ def _read_segment(
                                                finding))
                 continue
             next_offset, valid_bytes = last + 1, b[0] + b[3]
+            if indexes is not None:  # LogSegment.recover: the indexes rebuilt batch by batch
+                try:
+                    indexes.append(b[0], b[3], last, b[11], last)
+                except IndexAppendError as exc:
+                    loaded.findings.append(Finding("error", "index-rebuild-impossible", display, b[0], str(exc)))
+                    indexes = seg.indexes = None
             batches += 1
             records += b[12]
             if b[11] > max_ts:
@@ -618,6 +731,12 @@ def _read_segment(
         loaded.max_timestamp = max_ts
     seg.next_offset = next_offset
     seg.valid_bytes = valid_bytes if recovering else seg.size
+    if indexes is not None:
+        try:
+            indexes.close()  # LogSegment.close (UnifiedLog.close after recovery): the last time-index entry
+        except IndexAppendError as exc:
+            loaded.findings.append(Finding("error", "index-rebuild-impossible", display, None, str(exc)))
+            seg.indexes = None
     return disk_end
 
 
@@ -644,5 +763,6 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
     return [(e.epoch, e.start_offset) for e in items if isinstance(e, EpochEntry)]
 
 
-__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "LogDirState", "ProducerReplay", "RecoveryCut",
+__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "LogDirState", "ProducerReplay", "Rebuild",
+           "RecoveryCut",
            "latest_snapshot", "load_problem", "load_partition", "read_logdir", "segment_items"]

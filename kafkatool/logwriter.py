@@ -1,14 +1,17 @@
 """Appending record batches to a partition as a Kafka broker does, and writing the log dir's broker-level files.
 
-Used to build fixtures, by replica-scenario tests and (later) by ``repair`` to rebuild indexes and snapshots.
+Used to build fixtures and by replica-scenario tests. ``repair`` rebuilds indexes and snapshots through the loader
+(:func:`kafkatool.loader.load_partition`), with the same index builder (:mod:`kafkatool.segment_indexes`), epoch
+cache (:mod:`kafkatool.epochs`) and snapshot bytes (:func:`snapshot_bytes`) as this writer.
 Every file goes through the build helpers of :mod:`kafkatool.formats`; nothing depends on the wall clock.
 
 One :meth:`PartitionWriter.append` is one ``UnifiedLog.append`` with the offsets taken as given (the follower
 path, origin REPLICATION; ``core/src/main/scala/kafka/log/UnifiedLog.scala``), in Kafka's order:
 
-1. Leader-epoch cache (``storage/.../internals/epoch/LeaderEpochFileCache.java``, ``assign``): a v2 batch whose
-   partition leader epoch differs from the latest entry starts that epoch at its base offset, after dropping
-   trailing entries with an epoch or start offset not below the new one; a v0/v1 entry clears the cache.
+1. Leader-epoch cache (``storage/.../internals/epoch/LeaderEpochFileCache.java``, ``assign``, in
+   :class:`kafkatool.epochs.EpochCache`): a v2 batch whose partition leader epoch differs from the latest entry
+   starts that epoch at its base offset, after dropping trailing entries with an epoch or start offset not below
+   the new one; a v0/v1 entry clears the cache.
    ``leader-epoch-checkpoint`` is rewritten on each change (created empty with the log).
 2. Roll (``UnifiedLog.maybeRoll``, ``LogSegment.shouldRoll``): when ``size > segment.bytes - append size``, when
    the append's max timestamp is more than ``segment.ms`` past the first append's of the segment (only
@@ -18,7 +21,8 @@ path, origin REPLICATION; ``core/src/main/scala/kafka/log/UnifiedLog.scala``), i
    offset (v0/v1 carry only their last offset, so Kafka falls back to the log end offset). The old segment
    gets a last time-index entry and trimmed index files (``LogSegment.onBecomeInactiveSegment``); a producer
    snapshot is taken at the new base offset (``UnifiedLog.roll``, ``ProducerStateManager.takeSnapshot``).
-3. Segment append (``LogSegment.append``, ``OffsetIndex.append``, ``TimeIndex.maybeAppend``): when more than
+3. Segment append (``LogSegment.append``, ``OffsetIndex.append``, ``TimeIndex.maybeAppend``, in
+   :class:`kafkatool.segment_indexes.SegmentIndexes`, which the loader also feeds when it recovers): when more than
    ``index.interval.bytes`` were appended since the last index entry (counted *before* this append), the offset
    index gets (last offset of the append, its file position) and the time index (max timestamp so far, offset
    of the batch that first reached it) unless that timestamp is not above its last entry's.
@@ -54,6 +58,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from .epochs import EpochCache
 from .errors import KafkaToolError
 from .formats import checkpoints, metadata_files
 from .formats import index as index_format
@@ -61,6 +66,7 @@ from .formats import producer_snapshot as snapshot_format
 from .formats import txnindex as txn_format
 from .model import Batch
 from .records import RawBatch, decode_records, scan
+from .segment_indexes import IndexAppendError, SegmentIndexes
 from .smallfiles import AbortedTxn, IndexEntry, ProducerEntry, TimeIndexEntry
 
 DEFAULT_SEGMENT_BYTES = 1 << 30          # segment.bytes
@@ -125,23 +131,10 @@ class ProducerState:
 class _Segment:
     base_offset: int
     fh: BinaryIO | None
+    indexes: SegmentIndexes
     size: int = 0
-    offset_index: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # (offset, position)
-    time_index: list[tuple[int, int]] = dataclasses.field(default_factory=list)    # (timestamp, offset)
     aborted: list[AbortedTxn] = dataclasses.field(default_factory=list)
-    bytes_since_index_entry: int = 0
-    max_timestamp: int = -1       # TimeIndex.lastEntry() of an empty index: (NO_TIMESTAMP, base offset)
-    offset_of_max_timestamp: int = 0
     rolling_timestamp: int | None = None  # max timestamp of the segment's first append
-
-    def maybe_append_time(self, timestamp: int, offset: int) -> None:
-        """``TimeIndex.maybeAppend``: only a timestamp above the last entry's is added."""
-        last_timestamp, last_offset = self.time_index[-1] if self.time_index else (-1, self.base_offset)
-        if self.time_index and (offset < last_offset or timestamp < last_timestamp):
-            raise AppendError(f"time index entry ({timestamp}, {offset}) goes back from ({last_timestamp}, "
-                              f"{last_offset})")
-        if timestamp > last_timestamp:
-            self.time_index.append((timestamp, offset))
 
 
 class _Pending(NamedTuple):
@@ -175,7 +168,6 @@ class PartitionWriter:
         segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES,
         segment_ms: int = DEFAULT_SEGMENT_MS,
         start_offset: int = 0,
-        write_records: bool = True,
     ) -> None:
         self.dir = Path(dir)
         self.topic, self.partition, self.topic_id = topic, partition, topic_id
@@ -188,10 +180,9 @@ class PartitionWriter:
         self.log_start_offset = start_offset
         self.cleaner_offset: int | None = None
         self.recovery_point = start_offset
-        self.write_records = write_records  # False: only indexes, snapshots, epochs (repair's replay)
         self.closed = False
         self._log_end_offset = start_offset
-        self._epochs: list[tuple[int, int]] = []
+        self._epochs = EpochCache()  # LeaderEpochFileCache
         self._producers: dict[int, ProducerState] = {}  # insertion order = HashMap insertion order
         self._ongoing: dict[int, int] = {}          # first offset -> producer id (ongoingTxns)
         self._map_end_offset = self._last_snapshot_offset = start_offset
@@ -217,17 +208,17 @@ class PartitionWriter:
     @property
     def leader_epochs(self) -> list[tuple[int, int]]:
         """``(epoch, start offset)`` entries of the leader-epoch cache."""
-        return list(self._epochs)
+        return list(self._epochs.entries)
 
     def producers(self) -> list[ProducerEntry]:
         """The producer state as a snapshot taken now would list it (and in that order)."""
-        return [self._producers[pid].entry() for pid in java_hashmap_order(list(self._producers))]
+        return snapshot_entries(self._producers)
 
     def offset_index(self, base_offset: int) -> list[IndexEntry]:
-        return [IndexEntry(o, p) for o, p in self._segment(base_offset).offset_index]
+        return [IndexEntry(o, p) for o, p in self._segment(base_offset).indexes.offsets]
 
     def time_index(self, base_offset: int) -> list[TimeIndexEntry]:
-        return [TimeIndexEntry(t, o) for t, o in self._segment(base_offset).time_index]
+        return [TimeIndexEntry(t, o) for t, o in self._segment(base_offset).indexes.times]
 
     def aborted_transactions(self, base_offset: int) -> list[AbortedTxn]:
         return list(self._segment(base_offset).aborted)
@@ -241,54 +232,14 @@ class PartitionWriter:
                 return s
         raise KeyError(f"no segment with base offset {base_offset}")
 
-    # --- replaying an existing log (repair) --------------------------------------------------------------
-
-    def load_producers(self, entries: Iterable[ProducerEntry]) -> None:
-        """Start from a producer snapshot's entries (``ProducerStateManager.loadFromSnapshot``), in file order.
-
-        Only before the first append: the state a broker reads back when it replays a log from a snapshot.
-        """
-        if self._producers:
-            raise AppendError("producer state can only be loaded into an empty producer state")
-        for e in entries:
-            p = ProducerState(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp,
-                          e.current_txn_first_offset,
-                          (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
-            self._producers[e.producer_id] = p
-            if p.txn_first_offset >= 0:
-                self._ongoing[p.txn_first_offset] = p.producer_id
-        self._last_snapshot_offset = max(self._last_snapshot_offset, self._map_end_offset)  # already on disk
-
-    def reload_producers(self, now_ms: int, expiration_ms: int) -> None:
-        """Read the producer state back as a new ``ProducerStateManager`` loading a snapshot taken now would.
-
-        ``loadFromSnapshot`` drops expired producers: no open transaction and a last timestamp at least
-        ``producer.id.expiration.ms`` before the broker's clock. The broker does this each time it recovers a
-        segment, so its rebuilt snapshots depend on its wall clock; this does the same with ``now_ms``.
-        """
-        entries = self.producers()
-        self._producers.clear()
-        self._ongoing.clear()
-        self._last_snapshot_offset, saved = -1, self._last_snapshot_offset
-        self.load_producers(e for e in entries
-                            if e.current_txn_first_offset >= 0 or now_ms - e.timestamp < expiration_ms)
-        self._last_snapshot_offset = saved
-
-    def roll_at(self, base_offset: int) -> None:
-        """Start a new segment at ``base_offset`` (an existing log's segment boundary, when replaying it)."""
-        if base_offset < self._log_end_offset:
-            raise AppendError(f"cannot roll at {base_offset}, below the log end offset {self._log_end_offset}")
-        self._roll(base_offset)
-        self._log_end_offset = max(self._log_end_offset, base_offset)
-
     # --- append --------------------------------------------------------------------------------------
 
     def append(self, records: bytes | RawBatch) -> Appended:
         """Append one or more whole batches (v2, or v0/v1 log entries) as one ``UnifiedLog.append``.
 
         ``records`` is their bytes, or one batch as :func:`kafkatool.records.scan` yields it (``with_raw``): its
-        header is then taken as scanned, not parsed again (repair's replay of an existing log), and only a
-        control batch's record is decoded (for its marker type).
+        header is then taken as scanned, not parsed again, and only a control batch's record is decoded (for its
+        marker type).
         """
         if self.closed:
             raise AppendError(f"{self.dir}: closed")
@@ -315,9 +266,12 @@ class PartitionWriter:
         for rb in batches:
             b = rb.batch
             if b.magic >= 2:
-                self._assign_epoch(b.partition_leader_epoch, b.base_offset)
-            elif self._epochs:
-                self._epochs.clear()
+                if b.partition_leader_epoch < 0:
+                    raise AppendError(f"batch at offset {b.base_offset} has no partition leader epoch "
+                                      f"({b.partition_leader_epoch})")
+                if self._epochs.assign(b.partition_leader_epoch, b.base_offset):
+                    self._write_epochs()
+            elif self._epochs.clear():
                 self._write_epochs()
 
         size, last_offset = len(records), last.last_offset
@@ -330,41 +284,25 @@ class PartitionWriter:
             seg.rolling_timestamp = max_timestamp
         if not 0 <= last_offset - seg.base_offset <= _INT32_MAX:
             raise AppendError(f"offset {last_offset} does not fit segment {seg.base_offset}")
-        if self.write_records:
-            seg.fh.write(records)
+        seg.fh.write(records)  # type: ignore[union-attr]
         seg.size = position + size
-        if max_timestamp > seg.max_timestamp:
-            seg.max_timestamp, seg.offset_of_max_timestamp = max_timestamp, shallow_offset
-        if seg.bytes_since_index_entry > self.index_interval_bytes:
-            if seg.offset_index and last_offset <= seg.offset_index[-1][0]:
-                raise AppendError(f"offset index entry {last_offset} is not above the last one")
-            seg.offset_index.append((last_offset, position))
-            seg.maybe_append_time(seg.max_timestamp, seg.offset_of_max_timestamp)
-            seg.bytes_since_index_entry = 0
-        seg.bytes_since_index_entry += size
+        try:
+            seg.indexes.append(position, size, last_offset, max_timestamp, shallow_offset)
+        except IndexAppendError as exc:
+            raise AppendError(str(exc)) from exc
         self._log_end_offset = self._map_end_offset = last_offset + 1
 
         if pending is not None:
             self._apply(pending, seg)
         return _new_tuple(Appended, (first_or_last, last_offset, seg.base_offset, position))
 
-    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
-        if epoch < 0:
-            raise AppendError(f"batch at offset {start_offset} has no partition leader epoch ({epoch})")
-        if self._epochs and self._epochs[-1][0] == epoch and start_offset >= self._epochs[-1][1]:
-            return
-        while self._epochs and (self._epochs[-1][0] >= epoch or self._epochs[-1][1] >= start_offset):
-            self._epochs.pop()
-        self._epochs.append((epoch, start_offset))
-        self._write_epochs()
-
     def _should_roll(self, size: int, max_timestamp: int, last_offset: int) -> bool:
         seg = self._active
         reached_ms = (seg.size > 0 and seg.rolling_timestamp is not None and seg.rolling_timestamp >= 0
                       and max_timestamp - seg.rolling_timestamp > self.segment_ms)
         return (seg.size > self.segment_bytes - size or reached_ms
-                or len(seg.offset_index) >= self.max_offset_entries
-                or len(seg.time_index) >= self.max_time_entries
+                or len(seg.indexes.offsets) >= self.max_offset_entries
+                or len(seg.indexes.times) >= self.max_time_entries
                 or not 0 <= last_offset - seg.base_offset <= _INT32_MAX)
 
     def _producer_updates(self, batches: list[RawBatch]) -> _Pending | Batch | None:
@@ -419,16 +357,15 @@ class PartitionWriter:
                 txn = AbortedTxn(txn_format.CURRENT_VERSION, pid, first_offset, marker_offset, lso)
                 seg.aborted.append(txn)
                 with open(segment_file(self.dir, seg.base_offset, "txnindex"), "ab") as fh:
-                    fh.write(txn_format.AbortedTxnEntry.build(dataclasses.asdict(txn)))
+                    fh.write(txn_index_bytes([txn]))
             if self._ongoing.pop(first_offset, None) is None:
                 raise AppendError(f"producer {pid}: completed transaction at {first_offset} was never started")
 
     # --- segments, snapshots, close ------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int) -> _Segment:
-        # closed when the segment is sealed; without write_records, no .log file at all
-        fh = open(segment_file(self.dir, base_offset, "log"), "xb") if self.write_records else None
-        return _Segment(base_offset, fh, offset_of_max_timestamp=base_offset)
+        fh = open(segment_file(self.dir, base_offset, "log"), "xb")  # closed when the segment is sealed
+        return _Segment(base_offset, fh, SegmentIndexes(base_offset, self.index_interval_bytes))
 
     def _roll(self, new_offset: int) -> None:
         """``UnifiedLog.roll``: seal the active segment, open one at ``new_offset``, snapshot producers there."""
@@ -442,18 +379,17 @@ class PartitionWriter:
 
     def _seal(self, seg: _Segment, *, clean: bool) -> None:
         """``onBecomeInactiveSegment`` / ``LogSegment.close``: last time entry, index files written trimmed."""
+        indexes = seg.indexes
         if clean:
-            seg.maybe_append_time(seg.max_timestamp, seg.offset_of_max_timestamp)
-        offsets = [{"relative_offset": o - seg.base_offset, "position": p} for o, p in seg.offset_index]
-        times = [{"timestamp": t, "relative_offset": o - seg.base_offset} for t, o in seg.time_index]
-        pad_offsets = pad_times = b""
-        if not clean:  # still preallocated, as the mmap left them
-            pad_offsets = bytes((self.max_offset_entries - len(offsets)) * index_format.OFFSET_INDEX_ENTRY_SIZE)
-            pad_times = bytes((self.max_time_entries - len(times)) * index_format.TIME_INDEX_ENTRY_SIZE)
+            try:
+                indexes.close()
+            except IndexAppendError as exc:
+                raise AppendError(str(exc)) from exc
+        # not clean: still preallocated, as the mmap left them
         segment_file(self.dir, seg.base_offset, "index").write_bytes(
-            index_format.OffsetIndex.build({"entries": offsets, "trailing": pad_offsets}))
+            indexes.index_bytes(0 if clean else self.max_offset_entries))
         segment_file(self.dir, seg.base_offset, "timeindex").write_bytes(
-            index_format.TimeIndex.build({"entries": times, "trailing": pad_times}))
+            indexes.timeindex_bytes(0 if clean else self.max_time_entries))
         if seg.fh is not None:
             seg.fh.close()
             seg.fh = None
@@ -463,8 +399,7 @@ class PartitionWriter:
         if self._map_end_offset <= self._last_snapshot_offset:
             return None
         path = segment_file(self.dir, self._map_end_offset, "snapshot")
-        entries = [dataclasses.asdict(e) for e in self.producers()]
-        path.write_bytes(snapshot_format.build_snapshot(entries))
+        path.write_bytes(snapshot_bytes(self._producers))
         self._last_snapshot_offset = self._map_end_offset
         return path
 
@@ -489,7 +424,7 @@ class PartitionWriter:
         self.closed = True
 
     def _write_epochs(self) -> None:
-        (self.dir / "leader-epoch-checkpoint").write_bytes(checkpoints.build_epoch_checkpoint(self._epochs))
+        (self.dir / "leader-epoch-checkpoint").write_bytes(checkpoints.build_epoch_checkpoint(self._epochs.entries))
 
     def __enter__(self) -> PartitionWriter:
         return self
@@ -560,6 +495,22 @@ def _end_transaction(p: ProducerState, raw_batch: RawBatch, pending: _Pending) -
     p.coordinator_epoch = marker.coordinator_epoch
     p.txn_first_offset = -1
     p.last_timestamp = marker.timestamp
+
+
+def txn_index_bytes(aborted: Iterable[AbortedTxn]) -> bytes:
+    """``.txnindex`` bytes of these aborted transactions (``TransactionIndex.append``, one entry each)."""
+    return b"".join(txn_format.AbortedTxnEntry.build(dataclasses.asdict(t)) for t in aborted)
+
+
+def snapshot_entries(producers: dict[int, ProducerState]) -> list[ProducerEntry]:
+    """The producers as a snapshot lists them: ``ProducerStateManager``'s ``HashMap<Long, _>`` order, ``producers``
+    holding them in the order they were put in the map."""
+    return [producers[pid].entry() for pid in java_hashmap_order(list(producers))]
+
+
+def snapshot_bytes(producers: dict[int, ProducerState]) -> bytes:
+    """``ProducerStateManager.takeSnapshot``'s file for this producer state (``writeSnapshot``)."""
+    return snapshot_format.build_snapshot(dataclasses.asdict(e) for e in snapshot_entries(producers))
 
 
 # --- Java hash orders -----------------------------------------------------------------------------------

@@ -20,27 +20,32 @@ The plan follows Kafka's ``LogLoader`` (storage module) step by step, and every 
    ``recovery-point-offset-checkpoint``, else 0 (every segment); the plan says which. A present
    ``.index``/``.timeindex`` failing the broker's sanity checks in a segment neither pass recovers is
    rebuilt (derived data; the broker would keep and misuse it) without touching its segment.
-3. **Recovery** (``LogSegment.recover``, ``UnifiedLog.rebuildProducerState``): the producer state is
-   loaded from the latest readable snapshot at or before the first segment to recover (corrupt ones are
-   skipped, as the broker deletes them), else from the log start with no producer, and the log is replayed
-   from there, one batch per append, into a scratch partition written by
-   :class:`kafkatool.logwriter.PartitionWriter` (byte-identical to Kafka's ``LogSegment``/
-   ``ProducerStateManager`` output): this yields the rebuilt ``.index``, ``.timeindex``, ``.txnindex`` and
-   the producer snapshots at each segment end and at the log end. A segment being recovered is cut at its
+3. **Recovery** (``LogSegment.recover``, ``UnifiedLog.rebuildProducerState``), from batch headers by the loader
+   (:func:`kafkatool.loader.load_partition` with :class:`kafkatool.loader.Rebuild`; only control batches' records
+   are decoded): the producer state is loaded from the latest readable snapshot at or before the first segment to
+   recover (corrupt ones are skipped, as the broker deletes them), else from the log start with no producer, and
+   the log is replayed from there; each recovered segment's ``.index``/``.timeindex`` are rebuilt batch by batch
+   (:class:`kafkatool.segment_indexes.SegmentIndexes`, the writer's own rule), its ``.txnindex`` from the aborts
+   the replay completes, and the producer state is kept at each segment boundary and at the log end (the
+   snapshots the broker takes there; producers expired by ``now_ms`` are dropped where the broker reloads a
+   snapshot). A segment being recovered is cut at its
    first batch failing ``DefaultRecordBatch.ensureValid`` (CRC mismatch, size below the v2 header) or the
    framing (torn tail, zero-filled tail, impossible size); a magic byte from 3 to 127 is not among them
    (``FileLogInputStream`` reads it as v2, the CRC does not cover it). A cut in a segment recovered at load
    leaves the later segments (an offset gap remains); a cut found by ``recoverLog`` ends the log: every
    later segment is deleted with its files, and so is every producer snapshot past the new log end offset.
-4. **Leader epochs** (``LeaderEpochFileCache``): epochs of the recovered batches newer than the latest
-   entry are assigned (load-phase segments first, then ``recoverLog``'s), entries starting at or after the
-   new log end are dropped (``truncateFromEnd``), and entries before the log start are folded into one
-   starting at the log start (``truncateFromStart``). A missing ``leader-epoch-checkpoint`` is created, as
-   the broker's ``CheckpointFile`` creates it: with the recovered epochs, or empty.
+4. **Leader epochs** (``LeaderEpochFileCache``, :class:`kafkatool.epochs.EpochCache`, as the loader leaves it):
+   epochs of the recovered batches newer than the latest entry are assigned (load-phase segments first, then
+   ``recoverLog``'s), entries starting at or after the new log end are dropped (``truncateFromEnd``), and entries
+   before the log start are folded into one starting at the log start (``truncateFromStart``). A missing
+   ``leader-epoch-checkpoint`` is created, as the broker's ``CheckpointFile`` creates it: with the recovered
+   epochs, or empty.
 5. **Recovery point**: the log dir's ``recovery-point-offset-checkpoint`` entry for the partition becomes
    the new log end offset (everything repaired is on disk, fsynced).
 
-Only files whose bytes would change get an action, so a repaired partition plans nothing (idempotent).
+Steps 1 to 4 are the loader's (one home for LogLoader's rules); this module only turns the difference between
+what the broker would have on disk after loading and what is there into actions. Only files whose bytes would
+change get an action, so a repaired partition plans nothing (idempotent).
 With ``salvage`` the valid batches after a cut inside a segment are found again (resynchronising on the
 next position holding a whole v2 batch with a valid CRC) and written to a side file in the backup dir.
 """
@@ -49,7 +54,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -58,22 +62,17 @@ from typing import Any
 
 from crc32c import crc32c
 
-from .filetypes import FileKind, classify
+from .errors import InputIOError
+from .filetypes import FileKind
 from .formats import checkpoints
-from .loader import latest_snapshot as _latest_snapshot
-from .loader import load_problem as _load_problem
-from .logwriter import AppendError, PartitionWriter, segment_file
+from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
+from .logwriter import segment_file, snapshot_bytes, txn_index_bytes
 from .model import Batch, Finding
-from .records import RawBatch, ScanOptions, scan
+from .records import ScanOptions, scan
 from .safewrite import FileOp
-from .smallfiles import (
-    EpochEntry,
-    OffsetCheckpointEntry,
-    offset_index_sanity,
-    read_small_file,
-    time_index_sanity,
-)
-from .walk import PARTITION_DIR, partition_dirs
+from .segment_indexes import IndexAppendError, SegmentIndexes
+from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
+from .walk import partition_dirs
 
 _V2_MIN = 61
 
@@ -140,14 +139,6 @@ class PlanError(Exception):
 # --- the plan ------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Seg:
-    base: int
-    log: Path            # where its bytes are now (a .swap file until renamed)
-    final: Path          # where the .log will be
-    swapped: bool = False
-
-
 def plan_partition(part_dir: Path, display: str, options: RepairOptions = RepairOptions()) -> PartitionRepair:
     """The repair of one partition dir; never changes anything."""
     try:
@@ -159,260 +150,184 @@ def plan_partition(part_dir: Path, display: str, options: RepairOptions = Repair
 
 
 def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
-    files = sorted(p for p in part.iterdir() if p.is_file())
-    shown = {p: os.path.join(display, p.name) for p in files}
-    actions: list[Action] = []
-
-    # 1. leftovers
-    deleted: set[Path] = set()
-    swaps: list[Path] = []
-    cleaned: list[Path] = []
-    for p in files:
-        info = classify(p)
-        if info.leftover == ".deleted":
-            actions.append(Action(shown[p], "delete", "marked for deletion (.deleted): the broker deletes it at "
-                                  "start-up", FileOp("delete", p)))
-            deleted.add(p)
-        elif info.leftover == ".cleaned":
-            cleaned.append(p)
-        elif info.leftover == ".swap":
-            swaps.append(p)
-    min_cleaned = min((classify(p).base_offset or 0 for p in cleaned), default=None)
-    for p in cleaned:
-        actions.append(Action(shown[p], "delete", "output of an interrupted cleaner pass (.cleaned): the broker "
-                              "deletes it and cleans again", FileOp("delete", p)))
-        deleted.add(p)
-    valid_swaps = []
-    for p in swaps:
-        base = classify(p).base_offset or 0
-        if min_cleaned is not None and base >= min_cleaned:
-            actions.append(Action(shown[p], "delete", f"swap file at or above the interrupted cleaning at "
-                                  f"{min_cleaned} (KAFKA-6264): the broker deletes it", FileOp("delete", p)))
-            deleted.add(p)
-        else:
-            valid_swaps.append(p)
-    swapped_logs: dict[int, Path] = {}
-    if valid_swaps:
-        logs = [p for p in valid_swaps if classify(p).kind is FileKind.LOG]
-        lo = min((classify(p).base_offset or 0 for p in logs), default=None)
-        hi = max((_next_offset(p, options) for p in logs), default=None)
-        if lo is not None and hi is not None:
-            for p in files:
-                info = classify(p)
-                if (p not in deleted and info.leftover is None and info.base_offset is not None
-                        and lo <= info.base_offset < hi and info.kind is not FileKind.KRAFT_SNAPSHOT):
-                    actions.append(Action(shown[p], "delete", f"replaced by the interrupted swap of offsets {lo}.."
-                                          f"{hi - 1}: the broker deletes it before renaming the .swap files",
-                                          FileOp("delete", p)))
-                    deleted.add(p)
-        for p in valid_swaps:
-            dest = p.with_name(p.name[: -len(".swap")])
-            actions.append(Action(shown[p], "rename", f"completes the interrupted swap: becomes {dest.name}",
-                                  FileOp("rename", p, dest=dest), {"to": os.path.join(display, dest.name)}))
-            if classify(p).kind is FileKind.LOG:
-                swapped_logs[classify(p).base_offset or 0] = p
-
-    # The partition as the broker sees it after step 1.
-    segs: dict[int, _Seg] = {}
-    for p in files:
-        info = classify(p)
-        if info.kind is FileKind.LOG and info.leftover is None and p not in deleted:
-            segs[info.base_offset or 0] = _Seg(info.base_offset or 0, p, p)
-    for base, p in swapped_logs.items():
-        segs[base] = _Seg(base, p, p.with_name(p.name[: -len(".swap")]), swapped=True)
-    bases = sorted(segs)
-    if not bases:
-        result = PartitionRepair(display, None, None, actions)
-        return result
-
-    def existing(base: int, ext: str) -> Path | None:
-        path = segment_file(part, base, ext)
-        return path if path.exists() and path not in deleted and base not in swapped_logs else None
-
-    logdir = part.parent
-    key = _partition_key(part)
-    recovery_point, rp_source, rp_note = _recovery_point_of(logdir, key, options)
-    log_start_checkpoint = _checkpoint_entry(logdir / "log-start-offset-checkpoint", key) or 0
-    log_start = max(log_start_checkpoint, bases[0])
-
-    # 2. segments to recover. LogLoader.loadSegmentFiles recovers, one by one as it loads them, the segments
-    # whose offset index is missing or whose .txnindex fails TransactionIndex.sanityCheck; a cut there never
-    # ends the log (later segments stay, an offset gap remains). recoverLog then recovers every segment from the
-    # one holding the recovery point (none after a clean shutdown: the broker trusts the files), and the first
-    # cut there ends the log. Two differences, both on derived files only: a swapped-in segment is recovered
-    # like a load-phase one (Kafka leaves it with empty indexes), and a present .index/.timeindex failing the
-    # broker's sanity checks (which LogSegment.sanityCheck skips at load) is rebuilt, its segment not cut.
-    clean_shutdown = (logdir / ".kafka_cleanshutdown").exists()
-    floor = max((b for b in bases if b <= recovery_point), default=bases[0])
-    recover_log = set() if clean_shutdown else {b for b in bases if b >= floor}
-    why: dict[int, str] = {b: f"at or after the recovery point {recovery_point}" for b in recover_log}
-    load_phase: set[int] = set()
-    indexes_only: set[int] = set()
-    for b in bases:
-        if segs[b].swapped:
-            load_phase.add(b)
-            why[b] = "swapped in without its indexes"
-        elif problem := _load_problem(b, existing(b, "index"), existing(b, "txnindex")):
-            load_phase.add(b)
-            why[b] = problem
-        elif b not in recover_log and (problem := _index_problem(existing(b, "index"), existing(b, "timeindex"))):
-            indexes_only.add(b)
-            why[b] = problem
-    cut_here = recover_log | load_phase       # LogSegment.recover runs on these: they can be cut
-    recover = cut_here | indexes_only         # their index files are compared with the rebuilt ones
-    if not recover:
-        result = PartitionRepair(display, None, None, actions, recovery_point=recovery_point,
-                                 recovery_point_source=rp_source, recovery_point_note=rp_note)
-        result.leo_before = result.leo_after = _log_end(segs, bases, options)
-        actions.extend(_epochs(part, display, [], result.leo_after, log_start))
-        return result
-    first = min(recover)
-
-    # 3. replay into a scratch partition. Kafka deletes the producer snapshot of a segment replaced by a swap
-    # with the segment's other files (LogLoader.load, second pass) before it reads any: it never seeds a replay.
-    snapshots = {classify(p).base_offset: p for p in files if p not in deleted
-                 and classify(p).kind is FileKind.PRODUCER_SNAPSHOT and classify(p).leftover is None}
-    start, producers, bad_snapshots = _latest_snapshot(snapshots, first, log_start, log_start_checkpoint)
-    leo_before = _log_end(segs, bases, options)
-    result = PartitionRepair(display, leo_before, None, actions, recovered_segments=sorted(cut_here),
-                             recovery_point=recovery_point, recovery_point_source=rp_source,
+    """(a) the leftover passes and (b) the load, both :func:`kafkatool.loader.load_partition`'s; (c) what the broker
+    would have on disk after loading against what is there, as actions."""
+    now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
+    try:
+        loaded = load_partition(part, display, recovery_point=options.recovery_point, options=options.scan,
+                                rebuild=Rebuild(options.index_interval_bytes, now, options.producer_id_expiration_ms))
+    except InputIOError as exc:
+        raise PlanError(str(exc)) from exc
+    actions = _leftover_actions(loaded, display)
+    if not loaded.segments:
+        return PartitionRepair(display, None, None, actions)
+    rp_source, rp_note = _recovery_point_source(part.parent, loaded, options)
+    result = PartitionRepair(display, loaded.on_disk_end_offset, loaded.log_end_offset, actions,
+                             recovered_segments=sorted(s.base_offset for s in loaded.segments if s.recovered),
+                             recovery_point=loaded.recovery_point, recovery_point_source=rp_source,
                              recovery_point_note=rp_note)
-    with tempfile.TemporaryDirectory(prefix="kafkatool-repair-") as tmp:
-        scratch = Path(tmp) / part.name
-        writer = PartitionWriter(scratch, topic=key[0], partition=key[1], topic_id=bytes(16),
-                                 segment_bytes=2**62, index_interval_bytes=options.index_interval_bytes,
-                                 start_offset=min(start, _segment_of(bases, start)),
-                                 write_records=False)  # the batches stay where they are
-        now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
-        expiry = options.producer_id_expiration_ms
-        writer.load_producers(producers)
-        writer.reload_producers(now, expiry)  # loadFromSnapshot drops expired producers
-        cuts: dict[int, _Cut] = {}
-        ended_at: int | None = None  # the segment whose cut ends the log (recoverLog)
-        epochs_of: dict[int, list[tuple[int, int]]] = {}
-        replayed = [b for b in bases if b >= _segment_of(bases, start)]
-        for b in replayed:
-            if b > start:
-                writer.roll_at(b)  # a snapshot at the boundary, as recoverSegment / rebuildProducerState take
-                if b in cut_here and b > first:
-                    writer.reload_producers(now, expiry)  # the next recoverSegment reloads that snapshot
-            epochs_of[b] = []
-            cut = _replay_segment(writer, segs[b], start, b in cut_here, options, epochs_of[b])
-            if cut is not None:
-                cuts[b] = cut
-                if b in recover_log and b not in load_phase:  # recoverLog: corruption ends the log there
-                    ended_at = b
-                    break
-        writer.close(clean=True)
-        leo_after = writer.log_end_offset
-        result.leo_after = leo_after
-        # LeaderEpochFileCache.assign as LogSegment.recover calls it: the load-phase segments first, in offset
-        # order, then recoverLog's (assign ignores an epoch not above the latest, so the order matters).
-        recovered_epochs = [e for b in sorted(load_phase) if b in epochs_of for e in epochs_of[b]]
-        recovered_epochs += [e for b in sorted(recover_log) if b in epochs_of for e in epochs_of[b]]
+    bad = [f for f in loaded.findings if f.code == "index-rebuild-impossible"]
+    if bad:
+        raise PlanError(f"{bad[0].path}: {bad[0].message}")
 
-        # 3b. compare what the broker would have on disk with what is there
-        later = [b for b in bases if ended_at is not None and b > ended_at]
-        for b in sorted(recover):
-            if b in later:
-                continue
-            seg = segs[b]
-            if b in cuts:
-                c = cuts[b]
-                size = seg.log.stat().st_size
-                result.bytes_removed += size - c.valid
-                result.batches_removed += c.dropped
-                bad = _bad_reason(seg.log, c.bad_at, options)
-                ends = ("the broker truncates the segment there" if b == ended_at else
-                        "the broker truncates the segment there and keeps the later segments")
-                actions.append(Action(os.path.join(display, seg.final.name), "truncate",
-                                      f"{why[b]}: the first invalid batch is at byte {c.bad_at} ({bad}); {ends}",
-                                      FileOp("truncate", seg.final, size=c.valid),
-                                      {"size_before": size, "size_after": c.valid, "bad_position": c.bad_at}))
-            for ext in ("index", "timeindex") if b in indexes_only else ("index", "timeindex", "txnindex"):
-                actions.extend(_rebuild(part, display, scratch, b, ext, existing(b, ext), why[b]))
-        for b in later:
-            seg = segs[b]
-            result.bytes_removed += seg.log.stat().st_size
-            result.batches_removed += _count_batches(seg.log, options)
-            for ext in ("log", "index", "timeindex", "txnindex"):
-                path = seg.final if ext == "log" else existing(b, ext)  # ops run after the swap renames
-                if path is not None:
-                    actions.append(Action(os.path.join(display, path.name), "delete",
-                                          f"after the truncation at offset {leo_after}: the broker deletes every "
-                                          "later unflushed segment", FileOp("delete", path)))
-        if cuts:
-            # the log-ending cut's offsets (to the old log end), else the first cut's (to its last whole batch)
-            b, c = (ended_at, cuts[ended_at]) if ended_at is not None else min(cuts.items())
-            last = leo_before - 1 if ended_at is not None else c.last_dropped
-            first_removed = c.first_dropped if c.first_dropped is not None else leo_after
-            if ended_at is not None and last >= first_removed or ended_at is None and last is not None:
-                result.offsets_removed = (first_removed, last)
-
-        # producer snapshots
-        scratch_snaps = {classify(p).base_offset: p for p in scratch.glob("*.snapshot")}
-        for offset, path in sorted(scratch_snaps.items()):
-            if offset is None or offset <= start:
-                continue
-            data = path.read_bytes()
-            current = snapshots.get(offset)
-            if current is not None and current.read_bytes() == data:
-                continue
-            target = segment_file(part, offset, "snapshot")
-            verb = "rebuild" if current is not None else "create"
-            reason = ("unreadable (" + bad_snapshots[offset] + "): rebuilt from the log" if offset in bad_snapshots
-                      else "producer state at the end of a recovered segment" if offset != leo_after
-                      else "producer state at the log end (the broker writes it when it closes the log)")
-            actions.append(Action(os.path.join(display, target.name), verb, reason, FileOp("write", target, data=data)))
-        for offset, path in sorted(snapshots.items()):
-            if offset is not None and offset > leo_after:
-                actions.append(Action(shown[path], "delete", f"producer snapshot beyond the new log end offset "
-                                      f"{leo_after}: the broker deletes it", FileOp("delete", path)))
-            elif offset in bad_snapshots and offset not in scratch_snaps:
-                actions.append(Action(shown[path], "delete", f"unreadable ({bad_snapshots[offset]}): the broker "
-                                      "deletes it when it fails to load it", FileOp("delete", path)))
-
-    # 4. leader epochs
-    actions.extend(_epochs(part, display, recovered_epochs, leo_after, log_start))
-    # 5. the recovery point
-    actions.extend(_recovery_point(logdir, key, leo_after, display))
-    if cuts:
-        b = ended_at if ended_at is not None else min(cuts)
-        result.cut = (segs[b].log, cuts[b].bad_at)
+    # A present .index/.timeindex failing the broker's sanity checks in a segment it trusts (LogSegment.sanityCheck
+    # does not check them at load; the broker would keep and misuse them) is rebuilt, its segment not cut.
+    indexes_only: dict[int, str] = {}
+    for seg in loaded.segments:
+        if seg.recovered is None and not seg.deleted and (problem := _index_problem(
+                loaded.index_files.get((seg.base_offset, "index")),
+                loaded.index_files.get((seg.base_offset, "timeindex")))):
+            indexes_only[seg.base_offset] = problem
+    recovered = [s for s in loaded.segments if s.recovered is not None]
+    if recovered or indexes_only:
+        _segment_actions(loaded, result, indexes_only, options)
+    if recovered:
+        _snapshot_actions(loaded, result)
+    result.actions.extend(_epochs(part, display, loaded))
+    if recovered:
+        result.actions.extend(_recovery_point(part.parent, (loaded.topic, loaded.partition), loaded.log_end_offset,
+                                              display))
+    cut = loaded.cut
+    if cut is not None:
+        result.cut = (cut.path, cut.position)
         if options.salvage:
             result.salvaged_batches = sum(1 for _ in salvage_batches(*result.cut))
     return result
 
 
-def _partition_key(part: Path) -> tuple[str, int]:
-    m = PARTITION_DIR.match(part.name)
-    return (m["topic"], int(m["partition"])) if m else (part.name, 0)
+def _leftover_actions(loaded: LoadedPartition, display: str) -> list[Action]:
+    """(a) :class:`kafkatool.loader.Leftovers` as actions: deletions, then the renames completing a swap."""
+    left = loaded.leftovers
+    if left is None:
+        return []
+    actions = [Action(d, "delete", why, FileOp("delete", p)) for p, d, why in left.deleted]
+    actions += [Action(d, "rename", f"completes the interrupted swap: becomes {dest.name}",
+                       FileOp("rename", p, dest=dest), {"to": os.path.join(display, dest.name)})
+                for p, d, dest in left.renamed]
+    return actions
 
 
-def _segment_of(bases: list[int], offset: int) -> int:
-    return max((b for b in bases if b <= offset), default=bases[0])
+def _final(path: Path) -> Path:
+    """Where a segment's bytes end up once the swap renames are done."""
+    return path.with_name(path.name[: -len(".swap")]) if path.name.endswith(".swap") else path
 
 
-def _checkpoint_entry(path: Path, key: tuple[str, int]) -> int | None:
-    if not path.exists():
-        return None
-    for item in read_small_file(path, FileKind.OFFSET_CHECKPOINT, str(path)):
-        if isinstance(item, OffsetCheckpointEntry) and (item.topic, item.partition) == key:
-            return item.offset
-    return None
+def _segment_actions(loaded: LoadedPartition, result: PartitionRepair, indexes_only: dict[int, str],
+                     options: RepairOptions) -> None:
+    """(c) per segment: the cut (``LogSegment.recover``), the rebuilt indexes, the segments recovery deletes."""
+    part, display = loaded.path, loaded.display
+    cuts = {c.segment_base: c for c in loaded.cuts}
+    leo = loaded.log_end_offset
+    ending = next((c for c in loaded.cuts if c.ends_log), None)
+    for seg in loaded.segments:
+        base = seg.base_offset
+        if seg.deleted:
+            result.bytes_removed += seg.size
+            result.batches_removed += seg.dropped_batches
+            why = (f"after the truncation at offset {leo}: the broker deletes every later unflushed segment"
+                   if ending is not None else f"the log end offset is below the log start checkpoint {leo}: the "
+                   "broker deletes every segment")
+            for ext in ("log", "index", "timeindex", "txnindex"):
+                path = _final(seg.path) if ext == "log" else loaded.index_files.get((base, ext))
+                if path is not None:
+                    result.actions.append(Action(os.path.join(display, path.name), "delete", why,
+                                                 FileOp("delete", path)))
+            continue
+        if seg.recovered is not None:
+            why = seg.recovered
+            indexes = seg.indexes
+            txns = seg.aborted_txns or []
+            cut = cuts.get(base)
+            if cut is not None:
+                result.bytes_removed += seg.size - seg.valid_bytes
+                result.batches_removed += seg.dropped_batches
+                ends = ("the broker truncates the segment there" if cut.ends_log else
+                        "the broker truncates the segment there and keeps the later segments")
+                result.actions.append(Action(
+                    os.path.join(display, _final(seg.path).name), "truncate",
+                    f"{why}: the first invalid batch is at byte {cut.position} ({cut.finding.code}: "
+                    f"{cut.finding.message}); {ends}", FileOp("truncate", _final(seg.path), size=seg.valid_bytes),
+                    {"size_before": seg.size, "size_after": seg.valid_bytes, "bad_position": cut.position}))
+        elif base in indexes_only:
+            why, indexes, txns = indexes_only[base], _indexes_of(seg, options), None
+        else:
+            continue
+        assert indexes is not None  # the load built them (or said why it could not: a PlanError above)
+        built = {"index": indexes.index_bytes(), "timeindex": indexes.timeindex_bytes()}
+        if txns is not None:
+            built["txnindex"] = txn_index_bytes(txns)
+        for ext, data in built.items():
+            result.actions.extend(_rebuild(part, display, base, ext, loaded.index_files.get((base, ext)), data, why))
+    if loaded.cuts:
+        # the log-ending cut's offsets (to the old log end), else the first cut's (to its last whole batch)
+        cut = loaded.cut
+        assert cut is not None
+        seg = next(s for s in loaded.segments if s.base_offset == cut.segment_base)
+        first = seg.first_dropped if seg.first_dropped is not None else leo
+        last = loaded.on_disk_end_offset - 1 if cut.ends_log else seg.last_dropped
+        if last is not None and last >= first:
+            result.offsets_removed = (first, last)
 
 
-def _recovery_point_of(logdir: Path, key: tuple[str, int], options: RepairOptions) -> tuple[int, str, str]:
-    """The recovery point ``recoverLog`` starts from, where it came from (``option``, ``checkpoint`` or ``none``),
-    and that said in words."""
+def _indexes_of(seg: LoadedSegment, options: RepairOptions) -> SegmentIndexes:
+    """The indexes of a segment the broker trusts, rebuilt from its batch headers (one header scan)."""
+    indexes = SegmentIndexes(seg.base_offset, options.index_interval_bytes)
+    try:
+        with open(seg.path, "rb") as fh:
+            for item in scan(fh, seg.display, options=options.scan):
+                if isinstance(item, Batch):
+                    indexes.append(item.position, item.size, item.last_offset, item.max_timestamp, item.last_offset)
+        indexes.close()
+    except (OSError, IndexAppendError) as exc:
+        raise PlanError(f"{seg.display}: its indexes cannot be rebuilt: {exc}") from exc
+    return indexes
+
+
+def _snapshot_actions(loaded: LoadedPartition, result: PartitionRepair) -> None:
+    """Producer snapshots: one at each segment boundary the replay passed and one at the log end (what
+    ``recoverSegment``, ``rebuildProducerState`` and ``UnifiedLog.close`` take); those past the new log end and the
+    unreadable ones go."""
+    display, leo = loaded.display, loaded.log_end_offset
+    start = loaded.replay_from if loaded.replay_from is not None else leo
+    states = {s.base_offset: s.producers_at_base for s in loaded.segments
+              if s.producers_at_base is not None and not s.deleted}
+    if leo > max([start, *states]):
+        states[leo] = loaded.producers
+    current = loaded.snapshot_files
+    for offset, state in sorted(states.items()):
+        if offset <= start or state is None:
+            continue
+        data = snapshot_bytes(state)
+        path = current.get(offset)
+        if path is not None and path.read_bytes() == data:
+            continue
+        target = segment_file(loaded.path, offset, "snapshot")
+        reason = ("unreadable (" + loaded.bad_snapshots[offset] + "): rebuilt from the log"
+                  if offset in loaded.bad_snapshots
+                  else "producer state at the end of a recovered segment" if offset != leo
+                  else "producer state at the log end (the broker writes it when it closes the log)")
+        result.actions.append(Action(os.path.join(display, target.name), "rebuild" if path is not None else "create",
+                                     reason, FileOp("write", target, data=data)))
+    for offset, path in sorted(current.items()):
+        if offset > leo:
+            result.actions.append(Action(os.path.join(display, path.name), "delete", "producer snapshot beyond the new "
+                                         f"log end offset {leo}: the broker deletes it", FileOp("delete", path)))
+        elif offset in loaded.bad_snapshots and offset not in states:
+            result.actions.append(Action(os.path.join(display, path.name), "delete", f"unreadable "
+                                         f"({loaded.bad_snapshots[offset]}): the broker deletes it when it fails to "
+                                         "load it", FileOp("delete", path)))
+
+
+def _recovery_point_source(logdir: Path, loaded: LoadedPartition, options: RepairOptions) -> tuple[str, str]:
+    """Where the recovery point ``recoverLog`` starts from came from (``option``, ``checkpoint`` or ``none``), and
+    that said in words."""
     if options.recovery_point is not None:
-        return options.recovery_point, "option", "from --recovery-point"
+        return "option", "from --recovery-point"
     path = logdir / "recovery-point-offset-checkpoint"
-    entry = _checkpoint_entry(path, key)
-    if entry is not None:
-        return entry, "checkpoint", f"from {path}"
+    if loaded.recovery_point_checkpoint is not None:
+        return "checkpoint", f"from {path}"
     where = f"no entry for the partition in {path}" if path.exists() else f"no {path}"
-    return 0, "none", f"(none found: {where}; every segment is recovered)"
+    return "none", f"(none found: {where}; every segment is recovered)"
 
 
 def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
@@ -428,136 +343,32 @@ def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Cut:
-    """Where ``LogSegment.recover`` stops in a segment, and what it removes."""
-
-    valid: int                    # bytes kept (the segment is truncated to this size)
-    bad_at: int                   # position of the first invalid batch
-    dropped: int                  # whole batches from there to the end of the segment
-    first_dropped: int | None     # base offset of the first of them (None: not a readable batch)
-    last_dropped: int | None      # last offset of the last of them
-
-
-def _replay_segment(
-    writer: PartitionWriter, seg: _Seg, start: int, recovering: bool, options: RepairOptions,
-    epochs: list[tuple[int, int]],
-) -> _Cut | None:
-    """Append the segment's batches (from offset ``start`` on) to the scratch partition.
-
-    Returns where ``LogSegment.recover`` cuts the segment, or None. Only a segment being recovered is cut (at
-    the first batch failing ``DefaultRecordBatch.ensureValid``: size, CRC; a magic byte above 2 is read as v2 by
-    ``FileLogInputStream`` and kept); a trusted one is replayed for its producer state only.
-    """
-    valid = 0
-    with open(seg.log, "rb") as fh:
-        items = scan(fh, str(seg.log), with_raw=True, options=options.scan)
-        for item in items:
-            if isinstance(item, RawBatch):
-                b = item.batch
-                if not b.crc_valid and recovering:
-                    return _rest(valid, item, items)
-                if b.last_offset >= start:
-                    try:
-                        writer.append(item)  # the header as scanned: not parsed again
-                    except AppendError as exc:
-                        raise PlanError(f"{seg.log.name}: batch at byte {b.position} cannot be replayed as the "
-                                        f"broker would: {exc}") from exc
-                    if recovering and b.magic >= 2 and b.partition_leader_epoch >= 0:
-                        epochs.append((b.partition_leader_epoch, b.base_offset))
-                valid = b.position + b.size
-            elif isinstance(item, Finding) and recovering and item.code != "crc-mismatch":
-                return _Cut(valid, item.position if item.position is not None else valid, 0, None, None)
-    return None
-
-
-def _rest(valid: int, first_bad: RawBatch, items: Iterator[Any]) -> _Cut:
-    """The cut at the first invalid batch: the whole batches from there to the end of the segment."""
-    n, last = 1, first_bad.batch.last_offset
-    for item in items:
-        if isinstance(item, RawBatch):
-            n += 1
-            last = item.batch.last_offset
-    return _Cut(valid, first_bad.batch.position, n, first_bad.batch.base_offset, last)
-
-
-def _batches(path: Path, options: RepairOptions) -> Iterator[Batch]:
-    with open(path, "rb") as fh:
-        for item in scan(fh, str(path), options=options.scan):
-            if isinstance(item, Batch):
-                yield item
-
-
-def _count_batches(path: Path, options: RepairOptions) -> int:
-    return sum(1 for _ in _batches(path, options))
-
-
-def _next_offset(path: Path, options: RepairOptions) -> int:
-    """``LogSegment.readNextOffset`` of a log file: last offset of its last whole batch + 1."""
-    last = classify(path).base_offset or 0
-    for b in _batches(path, options):
-        last = b.last_offset + 1
-    return last
-
-
-def _log_end(segs: dict[int, _Seg], bases: list[int], options: RepairOptions) -> int:
-    """The log end offset as the files stand (after the last whole batch of the last non-empty segment)."""
-    for b in reversed(bases):
-        last = None
-        for batch in _batches(segs[b].log, options):
-            last = batch.last_offset
-        if last is not None:
-            return last + 1
-    return bases[-1]
-
-
-def _bad_reason(path: Path, position: int, options: RepairOptions) -> str:
-    with open(path, "rb") as fh:
-        for item in scan(fh, str(path), start=position, options=options.scan):
-            if isinstance(item, Finding):
-                return f"{item.code}: {item.message}"
-    return "invalid"
-
-
-def _rebuild(part: Path, display: str, scratch: Path, base: int, ext: str, current: Path | None,
+def _rebuild(part: Path, display: str, base: int, ext: str, current: Path | None, data: bytes,
              why: str) -> list[Action]:
-    built = segment_file(scratch, base, ext)
+    """The rebuilt ``ext`` file of segment ``base`` against the one on disk: an action when they differ. An empty
+    ``.txnindex`` is never created (``TransactionIndex`` creates its file on the first entry); a present one with
+    no aborted transaction left is emptied (``TransactionIndex.reset``)."""
     target = segment_file(part, base, ext)
-    if not built.exists():
-        if ext == "txnindex" and current is not None and current.stat().st_size:
-            # TransactionIndex.reset(): the file stays, emptied
-            return [Action(os.path.join(display, target.name), "rebuild", f"{why}: no aborted transaction in the "
-                           "recovered log", FileOp("write", target, data=b""))]
-        return []
-    data = built.read_bytes()
     if current is not None and current.read_bytes() == data:
         return []
     if current is None and ext == "txnindex" and not data:
         return []
     before = "missing" if current is None else f"{current.stat().st_size} bytes"
+    if ext == "txnindex" and not data:
+        return [Action(os.path.join(display, target.name), "rebuild", f"{why}: no aborted transaction in the "
+                       "recovered log", FileOp("write", target, data=b""))]
     return [Action(os.path.join(display, target.name), "rebuild" if current is not None else "create",
                    f"{why}: rebuilt from the log (was {before}, now {len(data)} bytes)",
                    FileOp("write", target, data=data), {"size_before": None if current is None else
                                                          current.stat().st_size, "size_after": len(data)})]
 
 
-def _epochs(part: Path, display: str, recovered: list[tuple[int, int]], leo: int, log_start: int) -> list[Action]:
+def _epochs(part: Path, display: str, loaded: LoadedPartition) -> list[Action]:
+    """``leader-epoch-checkpoint`` as the loader's cache leaves it (``LeaderEpochFileCache``: the checkpoint, the
+    recovered batches' newer epochs assigned, ``truncateFromEnd``, ``truncateFromStart``)."""
     path = part / "leader-epoch-checkpoint"
-    current = path.read_bytes() if path.exists() else None
-    entries: list[tuple[int, int]] = []
-    if current is not None:
-        entries = [(e.epoch, e.start_offset) for e in read_small_file(path, FileKind.EPOCH_CHECKPOINT, str(path))
-                   if isinstance(e, EpochEntry)]
-    for epoch, start in recovered:  # LeaderEpochFileCache.assign, only for epochs newer than the latest
-        if entries and epoch <= entries[-1][0]:
-            continue
-        while entries and (entries[-1][0] >= epoch or entries[-1][1] >= start):
-            entries.pop()
-        entries.append((epoch, start))
-    entries = [e for e in entries if e[1] < leo]  # truncateFromEnd(log end offset)
-    before = [e for e in entries if e[1] <= log_start]  # truncateFromStart(log start offset)
-    if before and (len(before) > 1 or before[-1][1] != log_start):
-        entries = [(before[-1][0], log_start), *[e for e in entries if e[1] > log_start]]
+    current = path.read_bytes() if loaded.epoch_checkpoint_file is not None else None
+    entries = list(loaded.epoch_cache.entries) if loaded.epoch_cache is not None else []
     data = checkpoints.build_epoch_checkpoint(entries)
     if current is None:
         # UnifiedLog.maybeCreateLeaderEpochCache opens the checkpoint, which creates the file empty

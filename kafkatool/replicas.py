@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .epochs import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET  # re-exported (truncation)
+from .epochs import EpochCache as EpochCache  # re-exported: LeaderEpochFileCache lives in kafkatool.epochs
 from .errors import UsageError
 from .filetypes import FileKind, classify
 from .loader import LoadedPartition, LoadedSegment, load_partition
@@ -27,66 +29,7 @@ from .model import Batch, Finding
 from .records import ScanOptions, scan
 from .walk import PartitionDir, partition_dirs
 
-UNDEFINED_EPOCH = -1          # OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH
-UNDEFINED_EPOCH_OFFSET = -1   # OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH_OFFSET
 MAX_RUNS = 100                # runs of unshared batches listed per pair and direction (the rest are counted)
-
-
-# --- the leader-epoch cache ----------------------------------------------------------------------------
-
-
-class EpochCache:
-    """``LeaderEpochFileCache`` (``storage/.../internals/epoch/LeaderEpochFileCache.java``) on (epoch, start offset)."""
-
-    def __init__(self, entries: Iterable[tuple[int, int]] = ()) -> None:
-        self.entries: list[tuple[int, int]] = []
-        for epoch, start in entries:
-            self.assign(epoch, start)
-
-    def copy(self) -> EpochCache:
-        c = EpochCache()
-        c.entries = list(self.entries)
-        return c
-
-    @property
-    def latest(self) -> tuple[int, int] | None:
-        return self.entries[-1] if self.entries else None
-
-    def assign(self, epoch: int, start: int) -> None:
-        """``assign``: a new epoch (or an earlier start of the latest) drops the entries it contradicts."""
-        if epoch < 0 or start < 0:
-            return  # Kafka refuses such an entry (IllegalArgumentException): the cache never holds one
-        if self.entries and epoch == self.entries[-1][0] and start >= self.entries[-1][1]:
-            return  # isUpdateNeeded: no
-        while self.entries and (self.entries[-1][0] >= epoch or self.entries[-1][1] >= start):
-            self.entries.pop()  # maybeTruncateNonMonotonicEntries
-        self.entries.append((epoch, start))
-
-    def truncate_from_end(self, end_offset: int) -> None:
-        """``truncateFromEnd``: drop the entries starting at or after ``end_offset``."""
-        while end_offset >= 0 and self.entries and self.entries[-1][1] >= end_offset:
-            self.entries.pop()
-
-    def truncate_from_start(self, start_offset: int) -> None:
-        """``truncateFromStart``: entries starting at or before ``start_offset`` become one, starting there."""
-        removed = None
-        while self.entries and self.entries[0][1] <= start_offset:
-            removed = self.entries.pop(0)
-        if removed is not None:
-            self.entries.insert(0, (removed[0], start_offset))
-
-    def end_offset_for(self, requested: int, log_end_offset: int) -> tuple[int, int]:
-        """``endOffsetFor``: (the largest epoch <= requested, the start offset of the next epoch, or the LEO
-        for the latest epoch); (-1, -1) when undefined."""
-        if requested == UNDEFINED_EPOCH:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        if self.entries and self.entries[-1][0] == requested:
-            return requested, log_end_offset
-        higher = next((e for e in self.entries if e[0] > requested), None)
-        if higher is None:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        floor = [e for e in self.entries if e[0] <= requested]
-        return (floor[-1][0] if floor else requested), higher[1]
 
 
 # --- one replica ---------------------------------------------------------------------------------------
