@@ -29,7 +29,7 @@ from typing import Any
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
-from .loader import COMPACTED_TOPICS, LoadedPartition, LogDirState, load_partition
+from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
 from .smallfiles import (
@@ -181,11 +181,14 @@ class _Runner:
             # spawn: no fork of a process that may run a progress thread; workers import little.
             self.pool = ProcessPoolExecutor(options.jobs, mp_context=multiprocessing.get_context("spawn"))
 
-    def run(self, tasks: list[SegmentTask]) -> Iterator[SegmentReport]:
+    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None) -> Iterator[SegmentReport]:
+        """The tasks' reports in order; ``load``: the partition being loaded, fed by the checks' scans in this
+        process (one read of each segment), left to read the segments itself with a pool."""
         check = self.options.check
         if self.pool is None:
             for task in tasks:
-                yield check_segment(task, check, self.progress)
+                tap = load.tap(task.log) if load is not None and task.log is not None else None
+                yield check_segment(task, check, self.progress, tap=tap)
             return
         futures = [self.pool.submit(check_segment, task, check) for task in tasks]
         for task, fut in zip(tasks, futures, strict=True):
@@ -360,14 +363,16 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
     compacted = part.topic in COMPACTED_TOPICS or _cleaner_knows(part)
     snapshot = _snapshot_state(files, bases[0] if bases else None)
     state = _PartitionState(prior=snapshot[0], prior_known=snapshot[1])
-    for report in runner.run(tasks):
+    # The partition as the broker loads it (LogLoader), fed by the segment checks' scans: one read of each segment.
+    load = PartitionLoad(part.path, part.display, files=part.files, logdir=part.logdir, options=options.check.scan)
+    for report in runner.run(tasks, load):
         for f in _join_segment(report, state, part, compacted):
             yield emit(f)
     summary.segments = len(bases)
     summary.bytes = sum(file_size(p) for p, _ in part.files)
     summary.batches, summary.records = state.batches, state.records
     summary.index = _index_word(state.index_status)
-    loaded = _load(part, options)
+    loaded = load.finish()
     for f in _summarise_load(loaded, summary):
         yield emit(f)
     state.loaded_leo = loaded.log_end_offset
@@ -391,12 +396,6 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
             yield emit(f)
     yield summary
 
-
-
-def _load(part: _Partition, options: VerifyOptions) -> LoadedPartition:
-    """The partition as the broker loads it (``LogLoader``): the same numbers ``replicas`` and ``repair`` show."""
-    logdir = None if part.logdir is None else LogDirState(part.logdir.checkpoints, part.logdir.clean_shutdown)
-    return load_partition(part.path, part.display, files=part.files, logdir=logdir, options=options.check.scan)
 
 
 def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Iterator[Finding]:
