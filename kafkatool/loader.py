@@ -129,6 +129,7 @@ class LoadedPartition:
     cuts: list[RecoveryCut] = field(default_factory=list)
     producers: dict[int, ProducerState] = field(default_factory=dict)
     producer_snapshot: int | None = None   # offset of the snapshot the producer state starts from
+    snapshot_files: dict[int, Path] = field(default_factory=dict)  # every producer snapshot of the dir, by offset
     replay_from: int | None = None         # first offset replayed (None: nothing replayed)
     aborted: list[tuple[int, int, int]] = field(default_factory=list)  # (pid, first, marker) seen in the replay
     fenced: list[tuple[int, int, int]] = field(default_factory=list)   # (pid, epoch, offset) of fenced batches
@@ -435,6 +436,7 @@ class PartitionLoad:
         self.segs = segs = [sorted_files.segments[b] for b in bases]
         self.loaded = loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean,
                                                ls_checkpoint, hw_checkpoint, findings=_logdir_findings(logdir))
+        loaded.snapshot_files = {o: p for o, p in sorted(sorted_files.snapshots.items()) if o is not None}
         loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
         loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
 

@@ -29,13 +29,12 @@ from typing import Any
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
-from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad
+from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
 from .smallfiles import (
     EpochEntry,
     OffsetCheckpointEntry,
-    ProducerEntry,
     ProducerSnapshotHeader,
     read_small_file,
 )
@@ -462,17 +461,16 @@ class _PartitionState:
 
 
 def _snapshot_state(files: _Files, first_base: int | None) -> tuple[dict[int, int], bool]:
-    """Open transactions at the first segment, from the producer snapshot taken there (if Kafka could read it)."""
-    if first_base is None or first_base == 0:
+    """Open transactions when the first segment starts: the producer snapshot at its base offset if the broker can
+    read it (:func:`kafkatool.loader.latest_snapshot`, ``ProducerStateManager.truncateAndReload``, bounded to that
+    offset); False when that state is not known."""
+    if not first_base:
         return {}, True
-    snap = files.snapshots.get(first_base)
-    if snap is None:
+    snapshots: dict[int | None, Path] = {o: p for o, (p, _d) in files.snapshots.items()}
+    _start, entries, bad = latest_snapshot(snapshots, first_base, first_base)
+    if first_base not in snapshots or first_base in bad:
         return {}, False
-    values, findings = _small(snap[0], FileKind.PRODUCER_SNAPSHOT, snap[1])
-    if any(f.severity == "error" for f in findings):
-        return {}, False
-    return {e.producer_id: e.current_txn_first_offset for e in values
-            if isinstance(e, ProducerEntry) and e.current_txn_first_offset >= 0}, True
+    return {e.producer_id: e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0}, True
 
 
 def join_transactions(
