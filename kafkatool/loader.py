@@ -369,6 +369,20 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
     return out
 
 
+def segment_files(files: Iterable[tuple[Path, str]], options: ScanOptions | None = None) -> list[LoadedSegment]:
+    """The segments of a partition dir's (path, display) listing as ``LogLoader.load`` sees them after its leftover
+    passes (step 1: ``.swap`` logs in place of the segments they replace), by base offset; nothing else is read
+    (for a caller that looks up one offset, ``locate``)."""
+    out = _sort_files(list(files), options or ScanOptions())
+    return [out.segments[b] for b in sorted(out.segments)]
+
+
+def log_start_offset(checkpoint: int | None, first_base: int | None, log_end: int = 0) -> int:
+    """The log start offset after loading (``LogLoader``: ``max(logStartOffsetCheckpoint, first segment's base
+    offset)``; an empty log starts at its log end)."""
+    return max(checkpoint or 0, first_base if first_base is not None else log_end)
+
+
 def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> int:
     """``LogSegment.readNextOffset``: after the last whole batch, or the base offset."""
     end = base
@@ -456,7 +470,7 @@ class PartitionLoad:
             if seg.base_offset in unflushed and seg.recovered is None:
                 seg.recovered = f"at or after the recovery point {rp}"
         recovered_bases = load_phase | unflushed
-        log_start_guess = max(ls_checkpoint or 0, bases[0] if bases else 0)
+        log_start_guess = log_start_offset(ls_checkpoint, bases[0] if bases else None)
 
         # Step 6, first half: where the producer state starts (revisited in finish if that is past the log end). The
         # first segment recovered loads the latest snapshot at or before it; without recovery, the final rebuild
@@ -616,7 +630,7 @@ class PartitionLoad:
             live, leo = [], ls_checkpoint
         loaded.log_end_offset = leo
         loaded.on_disk_end_offset = max(self.disk_end, bases[-1] if bases else self.disk_end)
-        loaded.log_start_offset = max(ls_checkpoint or 0, live[0].base_offset if live else leo)
+        loaded.log_start_offset = log_start_offset(ls_checkpoint, live[0].base_offset if live else None, leo)
         loaded.high_watermark = min(max(loaded.hw_checkpoint or 0, loaded.log_start_offset), leo)
 
         # Step 5: the leader-epoch cache.
@@ -734,4 +748,5 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
 
 
 __all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "PartitionLoad", "ProducerReplay", "RecoveryCut",
-           "latest_snapshot", "load_problem", "load_partition", "read_logdir", "segment_items"]
+           "latest_snapshot", "load_problem", "load_partition", "log_start_offset", "read_logdir", "segment_files",
+           "segment_items"]
