@@ -9,32 +9,23 @@ run. Prints the figures and writes ``bench/out/verify_results.json``; asserts no
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_loader import OUT, best, generate  # noqa: E402
+from bench_loader import OUT, bare_scan, best, setup  # noqa: E402
 
 
 def main() -> None:
     from kafkatool.loader import load_partition
-    from kafkatool.records import scan
     from kafkatool.verify import verify_paths
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--batches", type=int, default=114_000)
-    ap.add_argument("--runs", type=int, default=3)
-    args = ap.parse_args()
-    part = generate(OUT / "loader", args.batches)
-    log = part / f"{0:020d}.log"
+    args, part, log = setup(__doc__)
 
     def bare() -> None:
-        with open(log, "rb", buffering=0) as fh:
-            for _ in scan(fh, str(log)):
-                pass
+        bare_scan(log)
 
     def verify() -> None:
         for _ in verify_paths([part]):

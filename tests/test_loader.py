@@ -11,6 +11,7 @@ import pytest
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.formats import checkpoints
 from kafkatool.loader import load_partition
+from kafkatool.locate import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, locate
 from kafkatool.producers import replay_partition
 from kafkatool.repair import RepairOptions, plan_partition
 from kafkatool.replicas import open_replica
@@ -80,6 +81,25 @@ def test_verify_replicas_and_repair_load_every_corpus_partition_alike() -> None:
                 assert [tuple(e) for e in action.detail["epochs"]] == cache, pd.display
         fuo = replay_partition(pd.path, pd.display, pd.files).lso
         assert fuo == (r.first_unstable_offset if r.first_unstable_offset is not None else r.leo), pd.display
+    assert seen > 100
+
+
+def test_locate_starts_and_ends_every_corpus_partition_where_the_loader_does() -> None:
+    """``locate`` reads no more than it must (``UnifiedLog.fetchOffsetByTimestamp`` with LATEST/EARLIEST), yet its log
+    start (``LogLoader``: max(log-start checkpoint, first segment's base offset)) is the loader's, and its log end
+    (``LogSegment.readNextOffset`` of the files as they are, recovery not run) is the loader's on-disk end, on every
+    corpus partition."""
+    roots = [corpus_root() / "kafka", corpus_root() / "real"]
+    seen = 0
+    for pd in partition_dirs(roots):
+        loaded = load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir)
+        if not loaded.segments:
+            continue
+        seen += 1
+        latest = locate(pd.path, timestamp=LATEST_TIMESTAMP)
+        earliest = locate(pd.path, timestamp=EARLIEST_TIMESTAMP)
+        assert (latest.log_start_offset, latest.log_end_offset, earliest.offset) == (
+            loaded.log_start_offset, loaded.on_disk_end_offset, loaded.log_start_offset), pd.display
     assert seen > 100
 
 
