@@ -14,6 +14,12 @@ Three levels, each a small set of named checks yielding :class:`~kafkatool.model
 
 Values come out in order: each partition's findings, then its :class:`PartitionSummary`; then the
 log dir's findings; then one :class:`VerifySummary` for everything.
+
+Each segment is read once: the segment checks' scan also feeds the partition loader
+(:class:`kafkatool.loader.PartitionLoad`, Kafka's ``LogLoader``), which gives the summary's log start, log end
+offset, high watermark, first unstable and last stable offsets and leader-epoch cache, as ``replicas``, ``repair``
+and ``txns`` see them. With ``jobs > 1`` the checks run in other processes and the loader reads the segments
+itself.
 """
 
 from __future__ import annotations
