@@ -48,21 +48,32 @@ def best(fn, runs: int) -> float:
     return min(times)
 
 
-def main() -> None:
-    from kafkatool.loader import Rebuild, load_partition
-    from kafkatool.records import scan
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def setup(doc: str) -> tuple[argparse.Namespace, Path, Path]:
+    """The options (``--batches``, ``--runs``), the bench partition dir and its one segment."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--batches", type=int, default=114_000)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     part = generate(OUT / "loader", args.batches)
-    log = part / f"{0:020d}.log"
+    return args, part, part / f"{0:020d}.log"
+
+
+def bare_scan(log: Path) -> None:
+    """The comparison: a bare header scan of the segment (:func:`kafkatool.records.scan`)."""
+    from kafkatool.records import scan
+
+    with open(log, "rb", buffering=0) as fh:
+        for _ in scan(fh, str(log)):
+            pass
+
+
+def main() -> None:
+    from kafkatool.loader import Rebuild, load_partition
+
+    args, part, log = setup(__doc__)
 
     def bare() -> None:
-        with open(log, "rb", buffering=0) as fh:
-            for _ in scan(fh, str(log)):
-                pass
+        bare_scan(log)
 
     rebuild = Rebuild(4096, T0, 86_400_000)  # what repair asks for: indexes, .txnindex, snapshots rebuilt
 

@@ -52,14 +52,16 @@ Where this deliberately differs from the broker (say so when you read the number
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .epochs import EpochCache
 from .errors import InputIOError
-from .filetypes import FileKind, classify, file_size
+from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size
+from .logdir import LogDir
 from .logwriter import ProducerState, java_hashmap_order, last_sequence
 from .model import Batch, Finding
 from .records import ScanOptions, decode_records, scan
@@ -67,7 +69,6 @@ from .segment_indexes import IndexAppendError, SegmentIndexes
 from .smallfiles import (
     AbortedTxn,
     EpochEntry,
-    OffsetCheckpointEntry,
     ProducerEntry,
     read_small_file,
     read_txn_index,
@@ -76,8 +77,6 @@ from .walk import PARTITION_DIR
 
 # Topics that are always compacted (cleanup.policy=compact): their first batches of an epoch may be gone.
 COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
-LOGDIR_CHECKPOINTS = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
-                      "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
 
 
 # --- the result ------------------------------------------------------------------------------------------------
@@ -154,6 +153,7 @@ class LoadedPartition:
     cuts: list[RecoveryCut] = field(default_factory=list)
     producers: dict[int, ProducerState] = field(default_factory=dict)
     producer_snapshot: int | None = None   # offset of the snapshot the producer state starts from
+    snapshot_files: dict[int, Path] = field(default_factory=dict)  # every producer snapshot of the dir, by offset
     replay_from: int | None = None         # first offset replayed (None: nothing replayed)
     aborted: list[tuple[int, int, int]] = field(default_factory=list)  # (pid, first, marker) seen in the replay
     fenced: list[tuple[int, int, int]] = field(default_factory=list)   # (pid, epoch, offset) of fenced batches
@@ -453,6 +453,20 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
     return out
 
 
+def segment_files(files: Iterable[tuple[Path, str]], options: ScanOptions | None = None) -> list[LoadedSegment]:
+    """The segments of a partition dir's (path, display) listing as ``LogLoader.load`` sees them after its leftover
+    passes (step 1: ``.swap`` logs in place of the segments they replace), by base offset; nothing else is read
+    (for a caller that looks up one offset, ``locate``)."""
+    out = _sort_files(list(files), options or ScanOptions())
+    return [out.segments[b] for b in sorted(out.segments)]
+
+
+def log_start_offset(checkpoint: int | None, first_base: int | None, log_end: int = 0) -> int:
+    """The log start offset after loading (``LogLoader``: ``max(logStartOffsetCheckpoint, first segment's base
+    offset)``; an empty log starts at its log end)."""
+    return max(checkpoint or 0, first_base if first_base is not None else log_end)
+
+
 def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> int:
     """``LogSegment.readNextOffset``: after the last whole batch, or the base offset."""
     end = base
@@ -463,117 +477,166 @@ def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> i
 
 
 
-def _checkpoint_entries(path: Path, display: str, findings: list[Finding]) -> dict[tuple[str, int], int] | None:
-    if not path.is_file():
-        return None
-    try:
-        items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, display))
-    except InputIOError as exc:
-        findings.append(Finding("error", "io-error", display, None, str(exc)))
-        return None
-    return {(e.topic, e.partition): e.offset for e in items if isinstance(e, OffsetCheckpointEntry)}
-
-
-@dataclass(frozen=True, slots=True)
-class LogDirState:
-    """The broker-level files of a log dir that loading a partition reads (``LogManager.loadLogs``)."""
-
-    checkpoints: dict[str, dict[tuple[str, int], int]]
-    clean_shutdown: bool
-    findings: tuple[Finding, ...] = ()
-
-
-def read_logdir(logdir: Path, display: str) -> LogDirState:
-    """The offset checkpoints and the clean-shutdown marker of a log dir (missing files: empty)."""
-    findings: list[Finding] = []
-    checkpoints = {}
-    for name in LOGDIR_CHECKPOINTS:
-        entries = _checkpoint_entries(logdir / name, os.path.join(display, name), findings)
-        if entries is not None:
-            checkpoints[name] = entries
-    return LogDirState(checkpoints, (logdir / ".kafka_cleanshutdown").is_file(), tuple(findings))
-
-
 def load_partition(
     path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
-    logdir: LogDirState | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
+    logdir: LogDir | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
     log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
 ) -> LoadedPartition:
     """Load the partition dir ``path`` as ``LogLoader.load`` would (see the module doc); never writes.
 
-    ``files``: the dir's (path, display) listing when already known; ``logdir``: its log dir's files (read from
-    ``path``'s parent when None); ``recovery_point``/``clean_shutdown`` override what the log dir says;
-    ``rebuild``: also rebuild what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads
-    drop them).
+    ``files``: the dir's (path, display) listing when already known; ``logdir``: its log dir as discovery found it
+    (:class:`kafkatool.logdir.LogDir`, whose broker files are read once; read from ``path``'s parent when None);
+    ``recovery_point``/``clean_shutdown``/``log_start`` override what the log dir says; ``rebuild``: also rebuild
+    what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads drop them).
     """
-    path = Path(path)
-    display = display if display is not None else str(path)
-    options = options or ScanOptions()
-    m = PARTITION_DIR.match(path.name)
-    topic, partition = (m["topic"], int(m["partition"])) if m else (path.name, 0)
-    key = (topic, partition)
-    if logdir is None:
-        logdir = read_logdir(path.parent, os.path.dirname(display) or ".")
-    cps = logdir.checkpoints
-    clean = logdir.clean_shutdown if clean_shutdown is None else clean_shutdown
-    rp = recovery_point if recovery_point is not None else cps.get("recovery-point-offset-checkpoint", {}).get(key, 0)
-    ls_checkpoint = log_start if log_start is not None else cps.get("log-start-offset-checkpoint", {}).get(key)
-    hw_checkpoint = cps.get("replication-offset-checkpoint", {}).get(key)
-    sorted_files = _sort_files(_listing(path, display, files), options)
-    bases = sorted(sorted_files.segments)
-    segs = [sorted_files.segments[b] for b in bases]
-    rp_checkpoint = cps.get("recovery-point-offset-checkpoint", {}).get(key)
-    loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean, ls_checkpoint,
-                             hw_checkpoint, findings=list(logdir.findings))
-    loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
-    loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
-    loaded.leftovers, loaded.index_files = sorted_files.leftovers, sorted_files.indexes
-    loaded.snapshot_files = {o: p for o, p in sorted_files.snapshots.items() if o is not None}
-    loaded.epoch_checkpoint_file = sorted_files.epoch_checkpoint
+    load = PartitionLoad(path, display, files=files, logdir=logdir, recovery_point=recovery_point,
+                         clean_shutdown=clean_shutdown, log_start=log_start, options=options, rebuild=rebuild)
+    return load.finish()
 
-    # Steps 2 and 3: which segments the broker recovers, and why.
-    load_phase: set[int] = set()
-    for seg in segs:
-        if seg.base_offset in sorted_files.swapped:
-            problem: str | None = "swapped in (.swap) without its indexes"
-        else:
-            problem = load_problem(seg.base_offset, sorted_files.indexes.get((seg.base_offset, "index")),
-                                   sorted_files.indexes.get((seg.base_offset, "txnindex")))
-        if problem:
-            seg.recovered = problem
-            load_phase.add(seg.base_offset)
-    floor = max((b for b in bases if b <= rp), default=bases[0]) if bases else 0
-    unflushed = set() if clean else {b for b in bases if b >= floor}
-    for seg in segs:
-        if seg.base_offset in unflushed and seg.recovered is None:
-            seg.recovered = f"at or after the recovery point {rp}"
-    recovered_bases = load_phase | unflushed
-    log_start_guess = max(ls_checkpoint or 0, bases[0] if bases else 0)
 
-    # Step 6, first half: where the producer state starts (revisited below if that is past the log end). The first
-    # segment recovered loads the latest snapshot at or before it; without recovery, the final rebuild does, once
-    # ProducerStateManager.removeStraySnapshots has dropped the snapshots at no segment's base offset.
-    bound = min(recovered_bases) if recovered_bases else None
-    snapshots = sorted_files.snapshots if recovered_bases else _without_strays(sorted_files.snapshots, bases)
-    no_state = clean and not snapshots and not recovered_bases
-    # recoverSegment's truncateAndReload gets the log-start checkpoint (0 without one): no snapshot at or below it
-    start, entries, loaded.bad_snapshots = latest_snapshot(snapshots, bound, log_start_guess,
-                                                           (ls_checkpoint or 0) if recovered_bases else None)
-    replay = None if no_state else ProducerReplay(entries)
-    if replay is not None and rebuild is not None:
-        replay.expire(rebuild.now_ms, rebuild.producer_id_expiration_ms)
-    loaded.producer_snapshot = start if entries or start in sorted_files.snapshots else None
-    loaded.replay_from = None if no_state else start
+class PartitionLoad:
+    """``LogLoader.load`` in three steps, so that a caller already reading each segment (``verify``'s checks) feeds
+    the loader the same scan instead of the loader reading the segment again:
 
-    # One pass over every segment: cuts, kept batches, epochs, producer events.
-    seg_epochs: dict[int, list[tuple[int, int]]] = {}
-    disk_end = bases[0] if bases else (ls_checkpoint or 0)
-    ended = False
-    run = _Runs()
-    for seg in segs:
+    1. construction: the files as the broker sees them (leftovers), which segments it recovers and why, where the
+       producer state starts (the module doc's steps 1, 2 and 6's first half);
+    2. :meth:`tap`: a pass-through over one segment's scan items (:func:`kafkatool.records.scan`'s batches and
+       findings, in file order) that loads them as they go by; segments nobody taps are read here;
+    3. :meth:`finish`: steps 4 to 7, the :class:`LoadedPartition`.
+
+    Segments are loaded in offset order (recovery deletes what follows a cut; producer state is replayed in
+    order): a tap of a segment first reads the earlier ones nobody fed. A tap whose scan stopped half-way (an
+    I/O error) leaves the load unusable, and :meth:`finish` loads the partition again from the files.
+    """
+
+    def __init__(
+        self, path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
+        logdir: LogDir | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
+        log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
+    ) -> None:
+        path = Path(path)
+        display = display if display is not None else str(path)
+        self.args = dict(display=display, files=files, logdir=logdir, recovery_point=recovery_point,
+                         clean_shutdown=clean_shutdown, log_start=log_start, options=options, rebuild=rebuild)
+        self.options = options = options or ScanOptions()
+        m = PARTITION_DIR.match(path.name)
+        topic, partition = (m["topic"], int(m["partition"])) if m else (path.name, 0)
+        key = (topic, partition)
+        if logdir is None:
+            logdir = read_logdir(path.parent, os.path.dirname(display) or ".")
+        cps = logdir.checkpoints
+        clean = logdir.clean_shutdown if clean_shutdown is None else clean_shutdown
+        rp_checkpoint = cps.get("recovery-point-offset-checkpoint", {}).get(key)
+        rp = recovery_point if recovery_point is not None else (rp_checkpoint or 0)
+        ls_checkpoint = log_start if log_start is not None else cps.get("log-start-offset-checkpoint", {}).get(key)
+        hw_checkpoint = cps.get("replication-offset-checkpoint", {}).get(key)
+        self.files = sorted_files = _sort_files(_listing(path, display, files), options)
+        self.bases = bases = sorted(sorted_files.segments)
+        self.segs = segs = [sorted_files.segments[b] for b in bases]
+        self.loaded = loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean,
+                                               ls_checkpoint, hw_checkpoint, findings=_logdir_findings(logdir))
+        loaded.snapshot_files = {o: p for o, p in sorted(sorted_files.snapshots.items()) if o is not None}
+        loaded.leftovers, loaded.index_files = sorted_files.leftovers, sorted_files.indexes
+        loaded.epoch_checkpoint_file = sorted_files.epoch_checkpoint
+        loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
+        loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
+
+        # Steps 2 and 3: which segments the broker recovers, and why.
+        self.load_phase = load_phase = set()
+        for seg in segs:
+            if seg.base_offset in sorted_files.swapped:
+                problem: str | None = "swapped in (.swap) without its indexes"
+            else:
+                problem = load_problem(seg.base_offset, sorted_files.indexes.get((seg.base_offset, "index")),
+                                       sorted_files.indexes.get((seg.base_offset, "txnindex")))
+            if problem:
+                seg.recovered = problem
+                load_phase.add(seg.base_offset)
+        floor = max((b for b in bases if b <= rp), default=bases[0]) if bases else 0
+        self.unflushed = unflushed = set() if clean else {b for b in bases if b >= floor}
+        for seg in segs:
+            if seg.base_offset in unflushed and seg.recovered is None:
+                seg.recovered = f"at or after the recovery point {rp}"
+        recovered_bases = load_phase | unflushed
+        log_start_guess = log_start_offset(ls_checkpoint, bases[0] if bases else None)
+
+        # Step 6, first half: where the producer state starts (revisited in finish if that is past the log end). The
+        # first segment recovered loads the latest snapshot at or before it; without recovery, the final rebuild
+        # does, once ProducerStateManager.removeStraySnapshots has dropped the snapshots at no segment's base offset.
+        bound = min(recovered_bases) if recovered_bases else None
+        self.snapshots = snapshots = (sorted_files.snapshots if recovered_bases
+                                      else _without_strays(sorted_files.snapshots, bases))
+        no_state = clean and not snapshots and not recovered_bases
+        # recoverSegment's truncateAndReload gets the log-start checkpoint (0 without one): no snapshot at or below it
+        self.start, entries, loaded.bad_snapshots = latest_snapshot(snapshots, bound, log_start_guess,
+                                                                    (ls_checkpoint or 0) if recovered_bases else None)
+        self.replay = None if no_state else ProducerReplay(entries)
+        self.rebuild = rebuild
+        self.first_recovered = bound
+        if self.replay is not None and rebuild is not None:
+            self.replay.expire(rebuild.now_ms, rebuild.producer_id_expiration_ms)
+        loaded.producer_snapshot = self.start if entries or self.start in sorted_files.snapshots else None
+        loaded.replay_from = None if no_state else self.start
+
+        # The one pass over every segment (tap/_read): cuts, kept batches, epochs, producer events.
+        self.seg_epochs: dict[int, list[tuple[int, int]]] = {}
+        self.disk_end = bases[0] if bases else (ls_checkpoint or 0)
+        self.ended = False
+        self.run = _Runs()
+        self.next = 0               # index in segs of the next segment to load
+        self.broken = False         # a tap stopped half-way: finish loads again from the files
+
+    # --- step 2: the segments, in offset order ---
+
+    def tap(self, display: str) -> Callable[[Iterator[Any]], Iterator[Any]] | None:
+        """For the segment file shown as ``display`` (as in ``files``), a function that passes its scan items (the
+        batches and findings of :func:`kafkatool.records.scan` over the whole file, in order) through while loading
+        them; None when the broker does not load that file as a segment (a replaced segment, a leftover) or it is
+        already loaded."""
+        i = next((i for i, s in enumerate(self.segs) if s.display == display), None)
+        if i is None or i < self.next:
+            return None
+
+        def passing(items: Iterator[Any]) -> Iterator[Any]:
+            while self.next < i:
+                self._read(self.segs[self.next])
+            if self.next != i or self.broken:  # fed already (a second tap of the same file)
+                yield from items
+                return
+            self.next += 1
+            self.broken = True  # until the pass has seen the whole file
+            with _Pread(self.segs[i].path) as pread:
+                yield from self._segment(self.segs[i], items, pread)
+            self.broken = False
+
+        return passing
+
+    def _read(self, seg: LoadedSegment) -> None:
+        """Load a segment nobody fed: read it here."""
+        self.next += 1
+        try:
+            fh = open(seg.path, "rb", buffering=0)
+        except OSError as exc:
+            self.loaded.findings.append(Finding("error", "io-error", seg.display, None,
+                                                f"cannot read: {exc.strerror or exc}"))
+            deque(self._segment(seg, iter(()), _no_pread), maxlen=0)
+            return
+        with fh:
+            fd = fh.fileno()
+            deque(self._segment(seg, scan(fh, seg.display, options=self.options),
+                                lambda size, position: os.pread(fd, size, position)), maxlen=0)
+
+    def _segment(self, seg: LoadedSegment, items: Iterator[Any], pread: Callable[[int, int], bytes]
+                 ) -> Iterator[Any]:
+        """One segment's scan items into the load (the hot loop: tuple fields by index), passed on unchanged. A
+        recovered segment is cut at its first invalid batch (``LogSegment.recover``); after a cut that ends the log
+        its batches only count toward the on-disk end."""
+        loaded, ended = self.loaded, self.ended
         seg.deleted = ended
         recovering = seg.recovered is not None and not ended
-        ends_log = seg.base_offset in unflushed and seg.base_offset not in load_phase
+        ends_log = seg.base_offset in self.unflushed and seg.base_offset not in self.load_phase
+        kept = not ended
+        replay, start, run, rebuild = self.replay, self.start, self.run, self.rebuild
         if rebuild is not None and recovering:
             seg.indexes = SegmentIndexes(seg.base_offset, rebuild.index_interval_bytes)
             seg.aborted_txns = []
@@ -581,99 +644,23 @@ def load_partition(
             # a snapshot at each segment boundary the replay passes (recoverSegment, rebuildProducerState); each
             # later recoverSegment reads it back (loadFromSnapshot: expired producers dropped)
             seg.producers_at_base = replay.state()
-            if recovering and seg.base_offset > min(recovered_bases):
+            if recovering and self.first_recovered is not None and seg.base_offset > self.first_recovered:
                 replay.expire(rebuild.now_ms, rebuild.producer_id_expiration_ms)
         if replay is not None:
             replay.txn_index = seg.aborted_txns
-        disk_end = max(disk_end, _read_segment(loaded, seg, recovering, ends_log, not ended, replay, start, run,
-                                               seg_epochs.setdefault(seg.base_offset, []), options))
-        if recovering and ends_log and loaded.cuts and loaded.cuts[-1].segment_base == seg.base_offset:
-            ended = True  # recoverLog: corruption in an unflushed segment deletes every later segment
-
-    # Step 4: the log end offset and log start.
-    live = [s for s in segs if not s.deleted]
-    leo = live[-1].next_offset if live else (ls_checkpoint or 0)
-    if ls_checkpoint is not None and live and leo < ls_checkpoint:
-        loaded.findings.append(Finding("warning", "log-end-below-log-start", display, None,
-                                       f"the log end offset {leo} is below the log start checkpoint {ls_checkpoint}: "
-                                       "the broker deletes every segment and starts an empty log there"))
-        for s in live:
-            s.deleted = True
-        live, leo = [], ls_checkpoint
-    loaded.log_end_offset = leo
-    loaded.on_disk_end_offset = max(disk_end, bases[-1] if bases else disk_end)
-    loaded.log_start_offset = max(ls_checkpoint or 0, live[0].base_offset if live else leo)
-    loaded.high_watermark = min(max(hw_checkpoint or 0, loaded.log_start_offset), leo)
-
-    # Step 5: the leader-epoch cache.
-    cache = EpochCache(loaded.epoch_checkpoint or ())
-    order = [b for b in bases if b in load_phase] + [b for b in bases if b in unflushed]
-    for base in order:
-        if sorted_files.segments[base].deleted:
-            continue
-        for epoch, offset in seg_epochs.get(base, ()):
-            cache.assign_recovered(epoch, offset)
-    cache.truncate_from_end(leo)
-    # LogLoader passes the log-start checkpoint (0 when the partition has none); the log start is what that
-    # checkpoint holds whenever the broker wrote it, and the best guess for a copied partition dir without it.
-    cache.truncate_from_start(loaded.log_start_offset)
-    loaded.epoch_cache = cache
-
-    # Step 6, second half: a snapshot past the log end is deleted by the broker; start again from an earlier one.
-    if replay is not None and start > leo:
-        start, entries, _bad = latest_snapshot(snapshots, leo, loaded.log_start_offset)
-        loaded.producer_snapshot = start if entries or start in sorted_files.snapshots else None
-        loaded.replay_from = start
-        replay = ProducerReplay(entries)
-        for seg in live:
-            if seg.next_offset <= start:
-                continue
-            for item in segment_items(seg.path, seg.display, options):
-                if isinstance(item, Finding):
-                    continue
-                b, control_raw = item
-                if b.base_offset >= seg.next_offset:
-                    break
-                if b.magic >= 2 and b.producer_id >= 0 and b.last_offset >= start:  # type: ignore[operator]
-                    replay.batch(b, control_raw, seg.display)
-    if replay is not None:
-        loaded.producers, loaded.aborted, loaded.fenced = replay.producers, replay.aborted, replay.fenced
-    loaded.segments = segs
-    return loaded
-
-
-@dataclass
-class _Runs:
-    """The leader epoch of the last kept batch, across segments (for ``epoch_runs``)."""
-
-    epoch: int | None = None
-
-
-def _read_segment(
-    loaded: LoadedPartition, seg: LoadedSegment, recovering: bool, ends_log: bool, kept: bool,
-    replay: ProducerReplay | None, start: int, run: _Runs, epochs: list[tuple[int, int]], options: ScanOptions,
-) -> int:
-    """One segment's batches into ``loaded`` (the hot loop: one header scan, tuple fields by index). A recovered
-    segment is cut at its first invalid batch (``LogSegment.recover``); ``kept`` False: recovery deleted it, its
-    batches only count toward the on-disk end, which is returned."""
-    next_offset, valid_bytes, disk_end = seg.base_offset, 0, seg.base_offset
-    indexes = seg.indexes
-    batches = records = 0
-    max_ts = -1
-    seg_epoch: int | None = None
-    display = seg.display
-    try:
-        fh = open(seg.path, "rb", buffering=0)
-    except OSError as exc:
-        loaded.findings.append(Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}"))
-        return disk_end
-    with fh:
-        fd = fh.fileno()
-        for b in scan(fh, display, options=options):
+        indexes = seg.indexes
+        epochs = self.seg_epochs.setdefault(seg.base_offset, [])
+        next_offset, valid_bytes, disk_end = seg.base_offset, 0, seg.base_offset
+        batches = records = 0
+        max_ts = -1
+        seg_epoch: int | None = None
+        display = seg.display
+        for b in items:
+            yield b
             if b.__class__ is not Batch:
                 if b.__class__ is not Finding or not kept:
                     continue  # past the cut: the cut's finding stands for what follows
-                f: Finding = b  # type: ignore[assignment]
+                f: Finding = b
                 if recovering and f.severity == "error" and f.code != "crc-mismatch":
                     kept = False
                     at = f.position if f.position is not None else valid_bytes
@@ -723,21 +710,137 @@ def _read_segment(
                     run.epoch = epoch
                     loaded.epoch_runs.append((epoch, b[1], b[0], display))
             if b[14] >= 0 and replay is not None and last >= start:  # producer_id
-                control = os.pread(fd, b[3], b[0]) if b[18] else None  # a control batch's bytes: its marker type
-                loaded.findings.extend(replay.batch(b, control, display))  # type: ignore[arg-type]
-    loaded.batches += batches
-    loaded.records += records
-    if batches and (loaded.max_timestamp is None or max_ts > loaded.max_timestamp):
-        loaded.max_timestamp = max_ts
-    seg.next_offset = next_offset
-    seg.valid_bytes = valid_bytes if recovering else seg.size
-    if indexes is not None:
-        try:
-            indexes.close()  # LogSegment.close (UnifiedLog.close after recovery): the last time-index entry
-        except IndexAppendError as exc:
-            loaded.findings.append(Finding("error", "index-rebuild-impossible", display, None, str(exc)))
-            seg.indexes = None
-    return disk_end
+                control = pread(b[3], b[0]) if b[18] else None  # a control batch's bytes: its marker type
+                loaded.findings.extend(replay.batch(b, control, display))
+        loaded.batches += batches
+        loaded.records += records
+        if batches and (loaded.max_timestamp is None or max_ts > loaded.max_timestamp):
+            loaded.max_timestamp = max_ts
+        seg.next_offset = next_offset
+        seg.valid_bytes = valid_bytes if recovering else seg.size
+        if indexes is not None:
+            try:
+                indexes.close()  # LogSegment.close (UnifiedLog.close after recovery): the last time-index entry
+            except IndexAppendError as exc:
+                loaded.findings.append(Finding("error", "index-rebuild-impossible", display, None, str(exc)))
+                seg.indexes = None
+        self.disk_end = max(self.disk_end, disk_end)
+        if recovering and ends_log and loaded.cuts and loaded.cuts[-1].segment_base == seg.base_offset:
+            self.ended = True  # recoverLog: corruption in an unflushed segment deletes every later segment
+
+    # --- steps 4 to 7 ---
+
+    def finish(self) -> LoadedPartition:
+        """The loaded partition (reads the segments nobody fed)."""
+        if self.broken:
+            path = self.loaded.path
+            return PartitionLoad(path, **self.args).finish()  # type: ignore[arg-type]
+        while self.next < len(self.segs):
+            self._read(self.segs[self.next])
+        loaded, segs, bases, display = self.loaded, self.segs, self.bases, self.loaded.display
+        ls_checkpoint, replay, start, snapshots = loaded.log_start_checkpoint, self.replay, self.start, self.snapshots
+
+        # Step 4: the log end offset and log start.
+        live = [s for s in segs if not s.deleted]
+        leo = live[-1].next_offset if live else (ls_checkpoint or 0)
+        if ls_checkpoint is not None and live and leo < ls_checkpoint:
+            loaded.findings.append(Finding("warning", "log-end-below-log-start", display, None,
+                                           f"the log end offset {leo} is below the log start checkpoint "
+                                           f"{ls_checkpoint}: the broker deletes every segment and starts an empty "
+                                           "log there"))
+            for s in live:
+                s.deleted = True
+            live, leo = [], ls_checkpoint
+        loaded.log_end_offset = leo
+        loaded.on_disk_end_offset = max(self.disk_end, bases[-1] if bases else self.disk_end)
+        loaded.log_start_offset = log_start_offset(ls_checkpoint, live[0].base_offset if live else None, leo)
+        loaded.high_watermark = min(max(loaded.hw_checkpoint or 0, loaded.log_start_offset), leo)
+
+        # Step 5: the leader-epoch cache.
+        cache = EpochCache(loaded.epoch_checkpoint or ())
+        order = [b for b in bases if b in self.load_phase] + [b for b in bases if b in self.unflushed]
+        for base in order:
+            if self.files.segments[base].deleted:
+                continue
+            for epoch, offset in self.seg_epochs.get(base, ()):
+                cache.assign_recovered(epoch, offset)
+        cache.truncate_from_end(leo)
+        # LogLoader passes the log-start checkpoint (0 when the partition has none); the log start is what that
+        # checkpoint holds whenever the broker wrote it, and the best guess for a copied partition dir without it.
+        cache.truncate_from_start(loaded.log_start_offset)
+        loaded.epoch_cache = cache
+
+        # Step 6, second half: a snapshot past the log end is deleted by the broker; start again from an earlier one.
+        if replay is not None and start > leo:
+            start, entries, _bad = latest_snapshot(snapshots, leo, loaded.log_start_offset)
+            loaded.producer_snapshot = start if entries or start in self.files.snapshots else None
+            loaded.replay_from = start
+            replay = ProducerReplay(entries)
+            for seg in live:
+                if seg.next_offset <= start:
+                    continue
+                for item in segment_items(seg.path, seg.display, self.options):
+                    if isinstance(item, Finding):
+                        continue
+                    b, control_raw = item
+                    if b.base_offset >= seg.next_offset:
+                        break
+                    if b.magic >= 2 and b.producer_id >= 0 and b.last_offset >= start:  # type: ignore[operator]
+                        replay.batch(b, control_raw, seg.display)
+        if replay is not None:
+            loaded.producers, loaded.aborted, loaded.fenced = replay.producers, replay.aborted, replay.fenced
+        loaded.segments = segs
+        return loaded
+
+
+@dataclass
+class _Runs:
+    """The leader epoch of the last kept batch, across segments (for ``epoch_runs``)."""
+
+    epoch: int | None = None
+
+
+class _Pread:
+    """``pread(size, position)`` on a segment file opened on first use (a tap reads a control batch's bytes again:
+    rare, and the scan feeding the tap keeps none)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.fh = path, None
+
+    def __enter__(self) -> Callable[[int, int], bytes]:
+        return self
+
+    def __call__(self, size: int, position: int) -> bytes:
+        if self.fh is None:
+            self.fh = open(self.path, "rb", buffering=0)
+        return os.pread(self.fh.fileno(), size, position)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def _no_pread(size: int, position: int) -> bytes:
+    return b""
+
+
+def read_logdir(path: Path, display: str) -> LogDir:
+    """The log dir holding a partition dir named on its own (its broker files, read on first use)."""
+    try:
+        names = sorted(e.name for e in os.scandir(path) if e.is_file())
+    except OSError:
+        names = []
+    return LogDir(path, display, [(path / n, os.path.join(display, n)) for n in names])
+
+
+def _logdir_findings(logdir: LogDir) -> list[Finding]:
+    """The log dir's checkpoints that could not be read (what the load goes without)."""
+    out = []
+    for name in sorted(OFFSET_CHECKPOINT_NAMES):
+        cp = logdir.checkpoint(name)
+        if cp is not None:
+            out.extend(f for f in cp.findings if f.code == "io-error")
+    return out
 
 
 def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict[int | None, Path]:
@@ -763,6 +866,6 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
     return [(e.epoch, e.start_offset) for e in items if isinstance(e, EpochEntry)]
 
 
-__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "LogDirState", "ProducerReplay", "Rebuild",
-           "RecoveryCut",
-           "latest_snapshot", "load_problem", "load_partition", "read_logdir", "segment_items"]
+__all__ = ["COMPACTED_TOPICS", "Leftovers", "LoadedPartition", "LoadedSegment", "PartitionLoad", "ProducerReplay",
+           "Rebuild", "RecoveryCut", "latest_snapshot", "leftovers", "load_problem", "load_partition",
+           "log_start_offset", "read_logdir", "segment_files", "segment_items"]

@@ -35,8 +35,10 @@ the one found in order, its position inside the ``.log``, and a whole batch with
 exactly there whose base offset is between the segment base and the entry's offset. Otherwise (or when
 the file is missing) the segment is scanned from position 0 and :attr:`Location.fallback` says why.
 
-The log start offset is the first segment's base offset (what the broker derives from the files; a
-``DeleteRecords`` start offset kept only in the log dir's ``log-start-offset-checkpoint`` is not read).
+The partition's files are discovery's (:mod:`kafkatool.walk`) and its segments and log start offset the
+loader's rules (:func:`kafkatool.loader.segment_files`: ``.swap`` leftovers in place as ``LogLoader.load`` puts
+them; :func:`kafkatool.loader.log_start_offset`: the log dir's ``log-start-offset-checkpoint``, a
+``DeleteRecords`` start, when above the first segment's base offset), without reading the segments.
 An offset below it or at/after the log end offset, or a timestamp after every record, gives a Location
 with ``found`` false and a ``note`` saying why (ListOffsets would answer -1 for such a timestamp).
 Damage met on the way (CRC mismatch, torn tail...) comes back as :class:`~kafkatool.model.Finding`\\ s.
@@ -246,6 +248,25 @@ class Segment:
 
 def partition_segments(path: str | Path) -> list[Segment]:
     """The ``.log`` segments of a partition dir by base offset (or the one ``.log`` named). UsageError if none."""
+    return partition_files(path).segments
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFiles:
+    """What a lookup needs of a partition before reading it: its segments as the broker sees them and its log start
+    offset (:func:`kafkatool.loader.segment_files`, :func:`kafkatool.loader.log_start_offset`, Kafka's
+    ``LogLoader``), from the files discovery found (:func:`kafkatool.walk.discover`)."""
+
+    segments: list[Segment]
+    log_start: int
+    log_start_source: str   # how the log start was found, for the steps
+
+
+def partition_files(path: str | Path) -> PartitionFiles:
+    """The segments and log start of the partition dir at ``path`` (or of the one ``.log`` named). UsageError if
+    there is no segment."""
+    from .loader import log_start_offset, read_logdir, segment_files
+
     p = Path(path)
     if p.is_file():
         info = classify(p, by_extension=True)
@@ -253,22 +274,26 @@ def partition_segments(path: str | Path) -> list[Segment]:
             raise UsageError(f"{path}: not a partition dir or a .log segment")
         if info.base_offset is None:
             raise UsageError(f"{path}: the segment's base offset comes from its name (20 digits + .log)")
-        return [Segment(info.base_offset, p, str(path), p.stat().st_size)]
+        return PartitionFiles([Segment(info.base_offset, p, str(path), p.stat().st_size)], info.base_offset,
+                              "the segment's base offset")
     units = [u for u in discover([path]) if isinstance(u, LogDir | PartitionDir)]  # UsageError if nothing
     if len(units) != 1 or not isinstance(units[0], PartitionDir):
         parts = [q for u in units for q in (u.partitions if isinstance(u, LogDir) else [u]) if q.topic is not None]
         example = f", e.g. {parts[0].display}" if parts else ""
         what = "is a log dir" if len(units) == 1 else "holds several log dirs or partitions"
         raise UsageError(f"{path} {what}: name one partition dir{example}")
-    segments = []
-    for f, display in units[0].files:
-        info = classify(f)
-        if info.kind is FileKind.LOG and not info.leftover and info.base_offset is not None:
-            segments.append(Segment(info.base_offset, f, display, f.stat().st_size))
+    part = units[0]
+    segments = [Segment(s.base_offset, s.path, s.display, s.size) for s in segment_files(part.files)]
     if not segments:
         raise UsageError(f"{path}: no .log segment files (not a partition dir?)")
-    segments.sort(key=lambda s: s.base_offset)
-    return segments
+    checkpoint = None
+    if part.topic is not None:
+        logdir = part.logdir or read_logdir(part.logdir_path, part.logdir_display)
+        checkpoint = logdir.offset("log-start-offset-checkpoint", part.topic, part.partition or 0)
+    start = log_start_offset(checkpoint, segments[0].base_offset)
+    source = ("the log-start-offset-checkpoint" if checkpoint is not None and checkpoint > segments[0].base_offset
+              else "the first segment's base offset")
+    return PartitionFiles(segments, start, source)
 
 
 # --- reading indexes and the log -------------------------------------------------------------------------
@@ -483,42 +508,24 @@ class _Scan:
         return self.end - self.start
 
 
-class _Search:
-    """One lookup's state: open files, steps taken, fallbacks and findings collected."""
+class _Files:
+    """A partition's files during one lookup: the segments' ``.log`` files opened once and counted, their indexes
+    memory-mapped once and judged usable or not (Kafka's sanity checks, and what their first and last entries say
+    against the segment). Nothing here records steps: the searches (:class:`_Search`) do."""
 
-    def __init__(self, path: str | Path, options: LocateOptions) -> None:
-        self.display = str(path)
-        self.options = options
-        self.segments = partition_segments(path)
+    def __init__(self, partition: PartitionFiles, options: LocateOptions) -> None:
+        self.segments = partition.segments
         self.bases = [s.base_offset for s in self.segments]
-        self.log_start = self.segments[0].base_offset
-        self.steps: list[Step] = []
-        self.fallbacks: list[str] = []
-        self.findings: list[Finding] = []
-        self.quiet = False
+        self.options = options
         self._logs: dict[int, _CountingFile] = {}
-        self._indexes: dict[tuple[int, bool], _IndexFile | None] = {}
-        self._largest: dict[int, tuple[int, int, str]] = {}
-        self._leo: int | None = None
+        self._indexes: dict[tuple[int, bool], tuple[_IndexFile | None, str | None]] = {}
 
-    def __enter__(self) -> _Search:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
         for f in self._logs.values():
             f.close()
-        for ix in self._indexes.values():
+        for ix, _problem in self._indexes.values():
             if ix is not None:
                 ix.close()
-
-    # -- bookkeeping ------------------------------------------------------------------------------------
-    def step(self, kind: str, message: str) -> None:
-        if not self.quiet:
-            self.steps.append(Step(kind, message))
-
-    def fallback(self, reason: str) -> None:
-        self.fallbacks.append(reason)
-        self.steps.append(Step("fallback", reason))
 
     @property
     def bytes_read(self) -> int:
@@ -530,25 +537,20 @@ class _Search:
             f = self._logs[seg.base_offset] = _CountingFile(seg.log)
         return f  # type: ignore[return-value]  # duck-typed: seek/tell/read/readinto
 
-    def index(self, seg: Segment, time: bool) -> _IndexFile | None:
+    def index(self, seg: Segment, time: bool) -> tuple[_IndexFile | None, str | None, bool]:
+        """The segment's usable ``.index``/``.timeindex``, or None and why not; and whether this is the first ask."""
         key = (seg.base_offset, time)
-        if key not in self._indexes:
+        first = key not in self._indexes
+        if first:
             path = seg.timeindex if time else seg.index
-            if not self.options.use_indexes:
-                ix = None
-                if not self.fallbacks:
-                    self.fallback("--no-index: index files not used")
-            else:
-                ix, problem = _open_index(path, time)
-                if ix is not None:
-                    problem = self._implausible(ix, seg, time)
-                    if problem is not None:
-                        ix.close()
-                        ix, problem = None, f"{path.name}: {problem}"
+            ix, problem = _open_index(path, time)
+            if ix is not None:
+                problem = self._implausible(ix, seg, time)
                 if problem is not None:
-                    self.fallback(f"{problem}: not used")
-            self._indexes[key] = ix
-        return self._indexes[key]
+                    ix.close()
+                    ix, problem = None, f"{path.name}: {problem}"
+            self._indexes[key] = (ix, problem)
+        return (*self._indexes[key], first)
 
     def _implausible(self, ix: _IndexFile, seg: Segment, time: bool) -> str | None:
         """What the first and last entries say against the segment (O(1) reads; Kafka checks only the last)."""
@@ -566,6 +568,64 @@ class _Search:
         if not time and not 0 <= first[1] <= last[1] < seg.size:
             return f"entry positions {first[1]}..{last[1]} are not within the {seg.size}-byte log"
         return None
+
+    def read(self, seg: Segment, position: int, size: int) -> bytes:
+        fh = self.log(seg)
+        fh.seek(position)
+        return fh.read(size)
+
+
+class _Search:
+    """One lookup (Kafka's read paths, see the module doc) over a partition's :class:`_Files`: the steps taken,
+    fallbacks and findings collected."""
+
+    def __init__(self, path: str | Path, options: LocateOptions) -> None:
+        self.display = str(path)
+        self.options = options
+        partition = partition_files(path)
+        self.files = _Files(partition, options)
+        self.segments = partition.segments
+        self.bases = self.files.bases
+        self.log_start = partition.log_start
+        self.log_start_source = partition.log_start_source
+        self.steps: list[Step] = []
+        self.fallbacks: list[str] = []
+        self.findings: list[Finding] = []
+        self.quiet = False
+        self._largest: dict[int, tuple[int, int, str]] = {}
+        self._leo: int | None = None
+
+    def __enter__(self) -> _Search:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.files.close()
+
+    # -- bookkeeping ------------------------------------------------------------------------------------
+    def step(self, kind: str, message: str) -> None:
+        if not self.quiet:
+            self.steps.append(Step(kind, message))
+
+    def fallback(self, reason: str) -> None:
+        self.fallbacks.append(reason)
+        self.steps.append(Step("fallback", reason))
+
+    @property
+    def bytes_read(self) -> int:
+        return self.files.bytes_read
+
+    def log(self, seg: Segment) -> BinaryIO:
+        return self.files.log(seg)
+
+    def index(self, seg: Segment, time: bool) -> _IndexFile | None:
+        if not self.options.use_indexes:
+            if not self.fallbacks:
+                self.fallback("--no-index: index files not used")
+            return None
+        ix, problem, first = self.files.index(seg, time)
+        if first and problem is not None:
+            self.fallback(f"{problem}: not used")
+        return ix
 
     def location(self, target: Target, found: bool, **fields: Any) -> Location:
         return Location(
@@ -605,9 +665,7 @@ class _Search:
         return entry, position
 
     def decode(self, seg: Segment, batch: Batch) -> list[Record]:
-        fh = self.log(seg)
-        fh.seek(batch.position)
-        raw = fh.read(batch.size)
+        raw = self.files.read(seg, batch.position, batch.size)
         records, problems = decode_records(batch, raw, seg.display, self.options.scan)
         self.findings.extend(problems)
         return records
@@ -663,7 +721,7 @@ class _Search:
         segs = self.segments
         if n < self.log_start:
             return self.location(target, False, note=f"offset {n} is below the log start offset {self.log_start}"
-                                 " (the first segment's base offset)")
+                                 f" ({self.log_start_source})")
         first = bisect.bisect_right(self.bases, n) - 1
         self.step("segment", f"segment {segs[first].log.name} (base offset {segs[first].base_offset}: binary search"
                              f" over {len(segs)} segment{'s' if len(segs) > 1 else ''})")
@@ -703,7 +761,7 @@ class _Search:
     # -- timestamps -------------------------------------------------------------------------------------
     def find_timestamp(self, t: int, target: Target) -> Location:
         if t == EARLIEST_TIMESTAMP:
-            self.step("target", f"earliest: the log start offset {self.log_start} (the first segment's base offset)")
+            self.step("target", f"earliest: the log start offset {self.log_start} ({self.log_start_source})")
             loc = self.find_offset(self.log_start, target)
             note = loc.note if loc.found else f"the log is empty ({loc.note})"
             return replace(loc, found=True, offset=self.log_start, note=note)
@@ -804,5 +862,6 @@ class _Search:
 
 __all__ = [
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "LocateOptions", "Location", "Segment", "Step",
-    "Target", "locate", "locate_offset", "locate_timestamp", "parse_timestamp", "partition_segments",
+    "PartitionFiles", "Target", "locate", "locate_offset", "locate_timestamp", "parse_timestamp", "partition_files",
+    "partition_segments",
 ]

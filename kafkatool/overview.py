@@ -103,7 +103,7 @@ def overview_paths(paths: Iterable[str | Path], *, topic: str | None = None
         if topic is not None and pd.topic != topic:
             continue
         yield from pd.findings
-        rows.append(partition_overview(load_partition(pd.path, pd.display, files=pd.files), pd.files))
+        rows.append(partition_overview(load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir), pd.files))
     rows.sort(key=lambda r: (-r.bytes, r.topic, r.partition, r.path))
     yield from rows
     totals: dict[str, TopicOverview] = {}

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from .filetypes import FileKind, classify
-from .loader import LoadedPartition, ProducerReplay, load_partition, segment_items
+from .loader import LoadedPartition, ProducerReplay, latest_snapshot, load_partition, segment_items
+from .logdir import LogDir
 from .logwriter import ProducerState, last_sequence
 from .model import Batch, Finding
 from .records import ScanOptions, decode_records
@@ -149,23 +150,28 @@ def _named(dir: Path, kind: FileKind, suffix: str) -> list[tuple[int, Path]]:
 
 
 def replay_partition(dir: Path, display: str | None = None, files: Iterable[tuple[Path, str]] | None = None,
-                     loaded: LoadedPartition | None = None) -> PartitionHistory:
+                     loaded: LoadedPartition | None = None, logdir: LogDir | None = None) -> PartitionHistory:
     """Replay a partition dir's log as the broker loads it (:func:`kafkatool.loader.load_partition`: leftovers
-    resolved, recovery's cuts made): producer state, transactions and the idempotence audit's findings."""
+    resolved, recovery's cuts made): producer state, transactions and the idempotence audit's findings.
+
+    The audit replays the whole loaded log (every transaction in it), not only from the snapshot the broker's own
+    rebuild starts at: when earlier segments were deleted it starts from the snapshot at the log start if the broker
+    can read it (:func:`kafkatool.loader.latest_snapshot` bounded there, ``ProducerStateManager.truncateAndReload``).
+    """
     display = display if display is not None else str(dir)
     if loaded is None:
-        loaded = load_partition(dir, display, files=files)
+        loaded = load_partition(dir, display, files=files, logdir=logdir)
     h = _Replay(PartitionHistory(display, loaded=loaded))
     live = [s for s in loaded.segments if not s.deleted]
-    snaps = _named(dir, FileKind.PRODUCER_SNAPSHOT, ".snapshot")
+    snaps: dict[int | None, Path] = dict(loaded.snapshot_files)
     if live and live[0].base_offset > 0:  # deleted segments: start from the snapshot at the log start, as the broker
-        start = [p for off, p in snaps if off == live[0].base_offset]
-        if start:
-            h.load(read_producer_entries(start[0]))
-    if snaps:
-        h.history.snapshot = snaps[-1][1]
+        base = live[0].base_offset
+        _start, entries, _bad = latest_snapshot(snaps, base, base)
+        h.load(entries)
+    if loaded.snapshot_files:
+        h.history.snapshot = loaded.snapshot_files[max(loaded.snapshot_files)]
     h.history.log_start, h.history.leo = loaded.log_start_offset, loaded.log_end_offset
-    pending = [off for off, _ in snaps]
+    pending = sorted(loaded.snapshot_files)
     for seg in live:
         end = seg.valid_bytes if seg.recovered is not None else None
         for item in segment_items(seg.path, seg.display, ScanOptions(), end=end):
@@ -344,7 +350,7 @@ def producers_paths(paths: Iterable[str | Path]) -> Iterator[ProducerInfo | Find
 
     for pd in partition_dirs(paths):
         yield from pd.findings
-        history = replay_partition(pd.path, pd.display, pd.files)
+        history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir)
         yield from history.findings
         yield from compare_snapshot(history)
         for e in history.entries():

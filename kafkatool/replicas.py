@@ -131,7 +131,7 @@ class Replica:
 def open_replica(part: PartitionDir, name: str, options: ScanOptions | None = None) -> Replica:
     """A replica: its partition dir loaded with its log dir's checkpoints (``LogLoader``)."""
     options = options or ScanOptions()
-    loaded = load_partition(part.path, part.display, files=part.files, options=options)
+    loaded = load_partition(part.path, part.display, files=part.files, logdir=part.logdir, options=options)
     findings = list(part.findings)  # what discovery met in the dir (a link to nothing)
     findings += [f for f in loaded.findings if f.severity != "info"]
     findings += [c.finding for c in loaded.cuts]

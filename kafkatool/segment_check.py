@@ -39,7 +39,7 @@ import sys
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, NamedTuple
 
@@ -73,6 +73,7 @@ class CheckOptions:
 
 
 Opener = Callable[[str], BinaryIO]
+Tap = Callable[[Iterator[object]], Iterator[object]]
 
 
 def open_local(path: str) -> BinaryIO:
@@ -345,6 +346,7 @@ def check_segment(
     options: CheckOptions = CheckOptions(),
     progress: Callable[[int], None] | None = None,
     open_file: Opener = open_local,
+    tap: Tap | None = None,
 ) -> SegmentReport:
     """Check one segment and its indexes; see the module docstring. Never raises on bad data.
 
@@ -352,6 +354,10 @@ def check_segment(
     Spark data source passes a :mod:`pyarrow.fs` opener for URLs. What it returns needs ``seek``/``tell``/
     ``read``/``readinto``; with ``fileno`` (a local file) control batches are re-read by position, without
     it every batch's bytes come with the scan.
+
+    ``tap``: the log's scan items (batches, findings, in file order) pass through it before they are checked, so
+    another reader of the same bytes (the partition loader, :meth:`kafkatool.loader.PartitionLoad.tap`) shares
+    this one read of the file.
     """
     report = SegmentReport(task)
     sink = _Sink(report.findings, options.max_findings_per_code)
@@ -367,7 +373,7 @@ def check_segment(
             report.txn_entries = _load_txn_index(task.txnindex, base, sink, open_file)
     if task.log is not None:
         try:
-            _check_log(task, options, report, sink, offset_entries, time_entries, progress, open_file)
+            _check_log(task, options, report, sink, offset_entries, time_entries, progress, open_file, tap)
         except OSError as exc:
             report.io_error = True
             sink("error", "io-error", task.log, None, f"cannot read: {exc.strerror or exc}")
@@ -401,6 +407,7 @@ def _check_log(
     time_entries: list[tuple[int, int]],
     progress: Callable[[int], None] | None,
     open_file: Opener = open_local,
+    tap: Tap | None = None,
 ) -> None:
     path = task.log
     assert path is not None
@@ -451,6 +458,8 @@ def _check_log(
         items = scan(fh, path, with_raw=keep_raw, options=options.scan, progress=progress)
         if keep_raw:
             items = _deep(items, path, options, sink, raw_of_deep, check=deep)
+        if tap is not None:
+            items = tap(items)
         for item in items:
             if item.__class__ is Batch:
                 batch = item

@@ -54,17 +54,13 @@ def high_watermark(partition_dir: Path) -> int | None:
 
 def checkpointed_offset(partition_dir: Path, checkpoint_name: str) -> int | None:
     """The partition's entry in one of its log dir's offset checkpoints (high watermark, log start, recovery
-    point), if there is one."""
-    from .smallfiles import read_offset_checkpoint
+    point), if there is one (read by :class:`kafkatool.logdir.LogDir`, as the loader reads it)."""
+    from .loader import read_logdir
 
     tp = partition_of(partition_dir.name)
-    checkpoint = partition_dir.parent / checkpoint_name
-    if tp is None or not checkpoint.is_file():
+    if tp is None:
         return None
-    for e in read_offset_checkpoint(checkpoint):
-        if (e.topic, e.partition) == tp:
-            return e.offset
-    return None
+    return read_logdir(partition_dir.parent, str(partition_dir.parent)).offset(checkpoint_name, *tp)
 
 
 def committed_view(partition_dir: Path) -> CommittedView:
@@ -87,7 +83,7 @@ def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
 
     for pd in partition_dirs(paths):
         yield from pd.findings
-        history = replay_partition(pd.path, pd.display, pd.files)
+        history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir)
         yield from (f for f in history.findings if f.severity != "info")
         for t in history.transactions:
             yield t

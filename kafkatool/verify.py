@@ -14,6 +14,12 @@ Three levels, each a small set of named checks yielding :class:`~kafkatool.model
 
 Values come out in order: each partition's findings, then its :class:`PartitionSummary`; then the
 log dir's findings; then one :class:`VerifySummary` for everything.
+
+Each segment is read once: the segment checks' scan also feeds the partition loader
+(:class:`kafkatool.loader.PartitionLoad`, Kafka's ``LogLoader``), which gives the summary's log start, log end
+offset, high watermark, first unstable and last stable offsets and leader-epoch cache, as ``replicas``, ``repair``
+and ``txns`` see them. With ``jobs > 1`` the checks run in other processes and the loader reads the segments
+itself.
 """
 
 from __future__ import annotations
@@ -29,13 +35,12 @@ from typing import Any
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
-from .loader import COMPACTED_TOPICS, LoadedPartition, LogDirState, load_partition
+from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
 from .smallfiles import (
     EpochEntry,
     OffsetCheckpointEntry,
-    ProducerEntry,
     ProducerSnapshotHeader,
     read_small_file,
 )
@@ -181,11 +186,14 @@ class _Runner:
             # spawn: no fork of a process that may run a progress thread; workers import little.
             self.pool = ProcessPoolExecutor(options.jobs, mp_context=multiprocessing.get_context("spawn"))
 
-    def run(self, tasks: list[SegmentTask]) -> Iterator[SegmentReport]:
+    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None) -> Iterator[SegmentReport]:
+        """The tasks' reports in order; ``load``: the partition being loaded, fed by the checks' scans in this
+        process (one read of each segment), left to read the segments itself with a pool."""
         check = self.options.check
         if self.pool is None:
             for task in tasks:
-                yield check_segment(task, check, self.progress)
+                tap = load.tap(task.log) if load is not None and task.log is not None else None
+                yield check_segment(task, check, self.progress, tap=tap)
             return
         futures = [self.pool.submit(check_segment, task, check) for task in tasks]
         for task, fut in zip(tasks, futures, strict=True):
@@ -360,14 +368,16 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
     compacted = part.topic in COMPACTED_TOPICS or _cleaner_knows(part)
     snapshot = _snapshot_state(files, bases[0] if bases else None)
     state = _PartitionState(prior=snapshot[0], prior_known=snapshot[1])
-    for report in runner.run(tasks):
+    # The partition as the broker loads it (LogLoader), fed by the segment checks' scans: one read of each segment.
+    load = PartitionLoad(part.path, part.display, files=part.files, logdir=part.logdir, options=options.check.scan)
+    for report in runner.run(tasks, load):
         for f in _join_segment(report, state, part, compacted):
             yield emit(f)
     summary.segments = len(bases)
     summary.bytes = sum(file_size(p) for p, _ in part.files)
     summary.batches, summary.records = state.batches, state.records
     summary.index = _index_word(state.index_status)
-    loaded = _load(part, options)
+    loaded = load.finish()
     for f in _summarise_load(loaded, summary):
         yield emit(f)
     state.loaded_leo = loaded.log_end_offset
@@ -391,12 +401,6 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
             yield emit(f)
     yield summary
 
-
-
-def _load(part: _Partition, options: VerifyOptions) -> LoadedPartition:
-    """The partition as the broker loads it (``LogLoader``): the same numbers ``replicas`` and ``repair`` show."""
-    logdir = None if part.logdir is None else LogDirState(part.logdir.checkpoints, part.logdir.clean_shutdown)
-    return load_partition(part.path, part.display, files=part.files, logdir=logdir, options=options.check.scan)
 
 
 def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Iterator[Finding]:
@@ -463,17 +467,16 @@ class _PartitionState:
 
 
 def _snapshot_state(files: _Files, first_base: int | None) -> tuple[dict[int, int], bool]:
-    """Open transactions at the first segment, from the producer snapshot taken there (if Kafka could read it)."""
-    if first_base is None or first_base == 0:
+    """Open transactions when the first segment starts: the producer snapshot at its base offset if the broker can
+    read it (:func:`kafkatool.loader.latest_snapshot`, ``ProducerStateManager.truncateAndReload``, bounded to that
+    offset); False when that state is not known."""
+    if not first_base:
         return {}, True
-    snap = files.snapshots.get(first_base)
-    if snap is None:
+    snapshots: dict[int | None, Path] = {o: p for o, (p, _d) in files.snapshots.items()}
+    _start, entries, bad = latest_snapshot(snapshots, first_base, first_base)
+    if first_base not in snapshots or first_base in bad:
         return {}, False
-    values, findings = _small(snap[0], FileKind.PRODUCER_SNAPSHOT, snap[1])
-    if any(f.severity == "error" for f in findings):
-        return {}, False
-    return {e.producer_id: e.current_txn_first_offset for e in values
-            if isinstance(e, ProducerEntry) and e.current_txn_first_offset >= 0}, True
+    return {e.producer_id: e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0}, True
 
 
 def join_transactions(

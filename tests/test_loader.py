@@ -10,10 +10,12 @@ import pytest
 
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.formats import checkpoints
-from kafkatool.loader import load_partition
+from kafkatool.loader import LoadedPartition, PartitionLoad, load_partition
+from kafkatool.locate import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, locate
 from kafkatool.producers import replay_partition
 from kafkatool.repair import RepairOptions, plan_partition
 from kafkatool.replicas import open_replica
+from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
 from kafkatool.verify import PartitionSummary, verify_paths
 from kafkatool.walk import partition_dirs
 
@@ -80,6 +82,55 @@ def test_verify_replicas_and_repair_load_every_corpus_partition_alike() -> None:
                 assert [tuple(e) for e in action.detail["epochs"]] == cache, pd.display
         fuo = replay_partition(pd.path, pd.display, pd.files).lso
         assert fuo == (r.first_unstable_offset if r.first_unstable_offset is not None else r.leo), pd.display
+    assert seen > 100
+
+
+def _essence(loaded: LoadedPartition) -> tuple:
+    return (loaded.log_start_offset, loaded.log_end_offset, loaded.on_disk_end_offset, loaded.high_watermark,
+            [(s.base_offset, s.next_offset, s.valid_bytes, s.deleted) for s in loaded.segments],
+            [(c.display, c.position, c.next_offset, c.ends_log, c.finding) for c in loaded.cuts],
+            loaded.epoch_cache.entries, loaded.epoch_runs, loaded.producer_entries(), loaded.aborted, loaded.fenced,
+            loaded.batches, loaded.records, loaded.first_timestamp, loaded.max_timestamp, loaded.legacy,
+            loaded.findings)
+
+
+def test_the_loader_fed_by_verifys_segment_checks_loads_every_corpus_partition_as_it_reads_alone() -> None:
+    """``verify`` reads each segment once: its checks' scan (``check_segment``) feeds the loader through
+    ``PartitionLoad.tap``. Fed so, in ``verify``'s order (and with ``--deep``, whose scan keeps each batch's bytes), the
+    loaded partition (``LogLoader.load``: cuts, segments, epochs, producer state) is the one the loader reads for
+    itself, on every corpus partition; a tap of a file the broker does not load as a segment is None."""
+    roots = [corpus_root() / "kafka", corpus_root() / "real"]
+    seen = 0
+    for deep in (False, True):
+        options = CheckOptions(deep=deep)
+        for pd in partition_dirs(roots):
+            alone = load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir)
+            load = PartitionLoad(pd.path, pd.display, files=pd.files, logdir=pd.logdir)
+            logs = sorted(d for p, d in pd.files if p.name.endswith(".log"))
+            for display in logs:
+                check_segment(SegmentTask(0, display), options, tap=load.tap(display))
+                assert load.tap(display) is None
+            assert _essence(load.finish()) == _essence(alone), pd.display
+            seen += 1
+    assert seen > 200
+
+
+def test_locate_starts_and_ends_every_corpus_partition_where_the_loader_does() -> None:
+    """``locate`` reads no more than it must (``UnifiedLog.fetchOffsetByTimestamp`` with LATEST/EARLIEST), yet its log
+    start (``LogLoader``: max(log-start checkpoint, first segment's base offset)) is the loader's, and its log end
+    (``LogSegment.readNextOffset`` of the files as they are, recovery not run) is the loader's on-disk end, on every
+    corpus partition."""
+    roots = [corpus_root() / "kafka", corpus_root() / "real"]
+    seen = 0
+    for pd in partition_dirs(roots):
+        loaded = load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir)
+        if not loaded.segments:
+            continue
+        seen += 1
+        latest = locate(pd.path, timestamp=LATEST_TIMESTAMP)
+        earliest = locate(pd.path, timestamp=EARLIEST_TIMESTAMP)
+        assert (latest.log_start_offset, latest.log_end_offset, earliest.offset) == (
+            loaded.log_start_offset, loaded.on_disk_end_offset, loaded.log_start_offset), pd.display
     assert seen > 100
 
 

@@ -258,6 +258,36 @@ def test_spark_scan_open_transactions_are_what_txns_finds(spark, kafka_corpus, t
     assert row["batches"] > 100 and row["errors"] >= 1  # the batches' and the findings' sides in one row
 
 
+def test_spark_summary_takes_what_the_broker_holds_from_the_loader(spark, kafka_corpus, tmp_path):
+    """Per partition dir, the summary's log start, log end offset, high watermark, last stable offset, open
+    transactions and producers are the partition loader's (``LogLoader``, ``UnifiedLog.lastStableOffset``,
+    ``ProducerStateManager``), as ``verify`` and ``replicas`` report them; crc-flip's log ends where Kafka's
+    recovery ends it (264), not after the batches still on disk."""
+    from kafkatool.loader import load_partition
+    from kafkatool.spark.scan import scan_paths
+    from kafkatool.walk import partition_dirs
+
+    paths = [str(kafka_corpus / "logdir"), str(kafka_corpus / "recovery" / "crc-flip" / "before")]
+    result = scan_paths(spark, paths, tmp_path / "out")
+    by = {(p["topic"], p["partition"]): p for p in result.partitions}
+    seen = 0
+    for pd in partition_dirs(paths):
+        loaded = load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir)
+        if not loaded.segments:
+            continue
+        row = by[pd.topic, pd.partition]
+        assert row["dirs"] == 1
+        opened = loaded.open_transactions
+        assert (row["log_start_offset"], row["log_end_offset"], row["last_stable_offset"], row["open_transactions"],
+                row["first_open_offset"], row["producers"]) == (
+            loaded.log_start_offset, loaded.log_end_offset, loaded.last_stable_offset, len(opened),
+            min(opened.values(), default=None), len(loaded.producers)), pd.display
+        assert row["high_watermark"] == (loaded.high_watermark if loaded.hw_checkpoint is not None else None)
+        seen += 1
+    assert seen >= 10
+    assert by["rtopic", 0]["log_end_offset"] == 264
+
+
 def test_spark_scan_counts_the_dirs_it_sums(spark, kafka_corpus, tmp_path):
     """Replicas of one partition on three brokers are one summary row over three dirs, their batches summed."""
     from kafkatool.spark.scan import scan_paths

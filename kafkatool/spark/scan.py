@@ -2,9 +2,11 @@
 
 Writes ``OUT/batches`` (and ``OUT/records`` with ``records=True``) and ``OUT/findings`` as Parquet
 partitioned by topic, then aggregates the written batches and findings per topic partition: bytes,
-batches, records, offset and time ranges, codecs, producers, CRC failures, findings by severity, and
-transactions committed/aborted (control batches by type) and open (with the oldest one's first offset).
-``OUT/summary.json`` holds the same.
+batches, records, offset and time ranges, codecs, CRC failures, findings by severity, and transactions
+committed/aborted (control batches by type). What the broker holds after loading the partition (log start,
+log end offset, high watermark, last stable offset, open transactions with the oldest one's first offset,
+producers with state) comes from the one partition loader (:mod:`kafkatool.loader`, Kafka's ``LogLoader``),
+run in Spark tasks, one per partition dir. ``OUT/summary.json`` holds the same.
 
 Each phase (``batches``, ``findings``, ``records`` with ``records=True``, ``summary``) runs its Spark
 jobs under a job group of its own; with a ``progress`` callback, a thread follows the group's stages in
@@ -157,23 +159,14 @@ def _summary(spark: SparkSession, out: str) -> list[Row]:
 
     One aggregation over the union of the batches, the findings and the open transactions (not a join,
     whose equality would never match the null topic of a flat layout's rows), grouped by topic and
-    partition, where SQL puts nulls in one group. A transaction is open when a producer's transactional
-    data batch comes after its last COMMIT/ABORT marker (or it has none): the oldest open one's first
-    offset is where the last stable offset stops, and ``read_committed`` consumers with it.
+    partition, where SQL puts nulls in one group. Open transactions and producers are the loader's
+    (:func:`_loaded`), not counted here.
     """
-    from pyspark.sql import Window
-
     # With the schema given: a clean input writes no findings file, and Spark cannot infer a schema from none.
     batches = spark.read.schema(BATCHES).parquet(f"{out}/batches")
     findings = spark.read.schema(FINDINGS).parquet(f"{out}/findings")
     keys = ["topic", "partition"]
-    txn = batches.where("transactional and producer_id >= 0")
-    last_marker = F.max(F.when(F.col("control"), F.col("base_offset"))).over(Window.partitionBy(*keys, "producer_id"))
-    opened = (txn.withColumn("last_marker", last_marker)
-              .where("not control and (last_marker is null or base_offset > last_marker)")
-              .groupBy(*keys, "producer_id").agg(F.min("base_offset").alias("open_first")))
-    rows = (batches.unionByName(findings.select(*keys, "file", "severity", "code"), allowMissingColumns=True)
-            .unionByName(opened.select(*keys, "open_first"), allowMissingColumns=True))
+    rows = batches.unionByName(findings.select(*keys, "file", "severity", "code"), allowMissingColumns=True)
     severity = F.col("severity")
     summary = rows.groupBy(*keys).agg(
         # copies of the partition summed here: its dir in each log dir (replicas, or before/after copies)
@@ -186,17 +179,61 @@ def _summary(spark: SparkSession, out: str) -> list[Row]:
         F.min(F.when(F.col("first_timestamp") >= 0, F.col("first_timestamp"))).alias("first_timestamp"),
         F.max("max_timestamp").alias("max_timestamp"),
         F.sort_array(F.collect_set("compression")).alias("codecs"),
-        F.countDistinct(F.when(F.col("producer_id") >= 0, F.col("producer_id"))).alias("producers"),
         F.sum(F.when(~F.col("crc_valid"), 1).otherwise(0)).alias("crc_failures"),
         F.sum(F.when(F.col("control_type") == "COMMIT", 1).otherwise(0)).alias("committed"),
         F.sum(F.when(F.col("control_type") == "ABORT", 1).otherwise(0)).alias("aborted"),
-        F.count("open_first").alias("open_transactions"),
-        F.min("open_first").alias("first_open_offset"),
         *(F.sum(F.when(severity == s, 1).otherwise(0)).alias(s + ("s" if s != "info" else ""))
           for s in ("error", "warning", "info")),
         F.sort_array(F.collect_set(F.when(severity != "info", F.col("code")))).alias("codes"),
     )
     return summary.orderBy(*keys).collect()
+
+
+LOADED_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset", "open_transactions",
+                 "first_open_offset", "producers")
+
+
+def _load_dir(item: tuple[str | None, int, str]) -> tuple[str | None, int, dict]:
+    """One partition dir loaded as the broker loads it (:func:`kafkatool.loader.load_partition`, Kafka's
+    ``LogLoader``, ``UnifiedLog``'s high watermark and last stable offset, ``ProducerStateManager``): runs in a
+    Spark task."""
+    from kafkatool.loader import load_partition
+
+    topic, partition, d = item
+    loaded = load_partition(Path(d))
+    return topic, partition, {
+        "log_start_offset": loaded.log_start_offset, "log_end_offset": loaded.log_end_offset,
+        "high_watermark": loaded.high_watermark if loaded.hw_checkpoint is not None else None,
+        "last_stable_offset": loaded.last_stable_offset, "open": loaded.open_transactions,
+        "producers": sorted(loaded.producers)}
+
+
+def _loaded(spark: SparkSession, paths: list[str]) -> dict[tuple[str | None, int], dict]:
+    """Per topic partition, what the broker holds after loading it (:func:`_load_dir`, one Spark task per few dirs):
+    log start, LEO, high watermark (None without a checkpoint), last stable offset, open transactions (the oldest
+    one's first offset is the first unstable offset) and producers with state. Over several copies of a partition
+    (``dirs`` > 1): the lowest log start, high watermark and LSO, the highest LEO, the union of open transactions
+    and producers. Local dirs only: a partition read through a URL has none of these (None)."""
+    from kafkatool.spark.source import _is_url, plan
+
+    dirs = sorted({(p.topic, p.partition, str(Path(p.path).parent)) for p in plan(paths)
+                   if isinstance(p.path, str) and not _is_url(p.path)}, key=lambda t: (t[0] or "", t[1], t[2]))
+    if not dirs:
+        return {}
+    n = max(1, min(len(dirs), spark.sparkContext.defaultParallelism))
+    merged: dict[tuple[str | None, int], dict] = {}
+    for topic, partition, got in spark.sparkContext.parallelize(dirs, n).map(_load_dir).collect():
+        m = merged.setdefault((topic, partition), {"open": {}, "producers": set()})
+        for name, pick in (("log_start_offset", min), ("log_end_offset", max), ("high_watermark", min),
+                           ("last_stable_offset", min)):
+            values = [v for v in (m.get(name), got[name]) if v is not None]
+            m[name] = pick(values) if values else None
+        for pid, first in got["open"].items():
+            m["open"][pid] = min(first, m["open"].get(pid, first))
+        m["producers"].update(got["producers"])
+    return {key: {**{k: m[k] for k in LOADED_FIELDS[:4]}, "open_transactions": len(m["open"]),
+                  "first_open_offset": min(m["open"].values(), default=None), "producers": len(m["producers"])}
+            for key, m in merged.items()}
 
 
 def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, records: bool = False,
@@ -227,9 +264,11 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
 
     with _phase(spark, run, "summary", progress):
         rows = _summary(spark, out)
+        loaded = _loaded(spark, paths)
     result = ScanResult(out)
     for row in rows:
         d = row.asDict(recursive=True)
+        d.update(loaded.get((d["topic"], d["partition"]), dict.fromkeys(LOADED_FIELDS)))
         for k in ("dirs", "bytes", "batches", "records", "crc_failures", "committed", "aborted",
                   "open_transactions", "producers", "errors", "warnings", "info"):
             d[k] = int(d[k] or 0)
