@@ -1,5 +1,5 @@
-"""Keys and values of Kafka's internal topics: ``__consumer_offsets``, ``__transaction_state`` and
-``__cluster_metadata``.
+"""Keys and values of Kafka's internal topics: ``__consumer_offsets``, ``__transaction_state``,
+``__share_group_state`` and ``__cluster_metadata``.
 
 Declarations only (the byte layouts); ``kafkatool/internal.py`` turns parsed values into dataclasses.
 
@@ -199,6 +199,67 @@ TRANSACTION_LOG_VALUE_TAGS = {
 # ``TransactionState`` ids (``TransactionState.java`` / ``TransactionMetadata.scala``).
 TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
                       5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+# --- __share_group_state -------------------------------------------------------------------------
+# ``share-coordinator/src/main/resources/common/message/Share{Snapshot,Update}{Key,Value}.json`` (KIP-932), read
+# by ``ShareCoordinatorRecordSerde`` (``CoordinatorRecordSerde``): the key starts with an int16 *record type*
+# (``CoordinatorRecordType``: 0 ShareSnapshot, 1 ShareUpdate; before the coordinator-key generator of 4.0 it was
+# the key version, with the same numbers), then GroupId (string), TopicId (uuid), Partition (int32), not
+# flexible. The value starts with an int16 version (0, the only one), then a flexible body; the record type in
+# the key says which value it is (both are version 0).
+#
+# KIP-932 was early access in Kafka 4.0 ("subject to non-backwards-compatible changes") and the value layout
+# changed within version 0, so it is declared per release (``SHARE_STATE_LAYOUTS``, newest first):
+# - "4.0": SnapshotEpoch uint16; ShareSnapshotValue: StateEpoch, LeaderEpoch, StartOffset, StateBatches.
+# - "4.1+": SnapshotEpoch int32 (apache/kafka#20016); ShareSnapshotValue gains CreateTimestamp and
+#   WriteTimestamp (int64, after StartOffset; KAFKA-18170, apache/kafka#19432). Kafka 4.2 adds
+#   DeliveryCompleteCount (KIP-1226, apache/kafka#20810) to both values as a tagged field (absent at its
+#   default -1): ``SHARE_STATE_VALUE_TAGS``.
+# A StateBatch: FirstOffset, LastOffset (int64), DeliveryState (int8: 0 Available, 2 Acked, 4 Archived),
+# DeliveryCount (int16), tagged fields.
+
+SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1
+SHARE_RECORD_NAMES = {SHARE_SNAPSHOT: "ShareSnapshot", SHARE_UPDATE: "ShareUpdate"}
+
+ShareStateKey = Struct(
+    "record_type" / Int16sb,
+    "group_id" / string16,
+    "topic_id" / uuid,
+    "partition" / Int32sb,
+)
+
+_StateBatch = Struct(
+    "first_offset" / Int64sb,
+    "last_offset" / Int64sb,
+    "delivery_state" / Int8sb,
+    "delivery_count" / Int16sb,
+    "tagged_fields" / tagged_fields,
+)
+
+SHARE_STATE_LAYOUTS = ("4.1+", "4.0")
+SHARE_STATE_VALUE_VERSIONS = range(0, 1)
+
+
+def share_state_value(record_type: int, layout: str = "4.1+") -> Struct:
+    """``ShareSnapshotValue`` (record type 0) or ``ShareUpdateValue`` (1), with its int16 version, as the Kafka
+    release ``layout`` (a :data:`SHARE_STATE_LAYOUTS` name) wrote it."""
+    snapshot = record_type == SHARE_SNAPSHOT
+    current = layout != "4.0"
+    return Struct(
+        "version" / Int16sb,
+        "snapshot_epoch" / (Int32sb if current else Int16ub),
+        *(["state_epoch" / Int32sb] if snapshot else []),
+        "leader_epoch" / Int32sb,
+        "start_offset" / Int64sb,
+        *(["create_timestamp" / Int64sb, "write_timestamp" / Int64sb] if snapshot and current else []),
+        "state_batches" / compact_array(_StateBatch),
+        "tagged_fields" / tagged_fields,
+    )
+
+
+SHARE_STATE_VALUE_TAGS = {0: ("delivery_complete_count", Int32sb)}
+# ``RecordState`` ids a state batch persists (``server/share/.../RecordState.java``; Acquired is not persisted)
+DELIVERY_STATES = {0: "Available", 1: "Acquired", 2: "Acked", 4: "Archived"}
 
 # --- __cluster_metadata ---------------------------------------------------------------------------
 
@@ -405,6 +466,15 @@ __all__ = [
     "PARTITION_RECORD_TAGS",
     "PARTITION_RECORD_V1_PRERELEASE",
     "CoordinatorKeyVersion",
+    "DELIVERY_STATES",
+    "SHARE_RECORD_NAMES",
+    "SHARE_SNAPSHOT",
+    "SHARE_STATE_LAYOUTS",
+    "SHARE_STATE_VALUE_TAGS",
+    "SHARE_STATE_VALUE_VERSIONS",
+    "SHARE_UPDATE",
+    "ShareStateKey",
+    "share_state_value",
     "GroupMetadataKey",
     "GroupMetadataValue",
     "MetadataFrame",

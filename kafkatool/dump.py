@@ -108,14 +108,14 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-DECODERS = ("consumer-offsets", "transaction-state", "cluster-metadata", "auto")
+DECODERS = ("consumer-offsets", "transaction-state", "cluster-metadata", "share-group-state", "auto")
 
 
 @dataclass(frozen=True, slots=True)
 class DecodedRecord:
     """A record of an internal topic with its key and value decoded (``decoded``), or why they are not
     (``decode_error``): kafka-dump-log's ``--offsets-decoder`` / ``--transaction-log-decoder`` /
-    ``--cluster-metadata-decoder``."""
+    ``--cluster-metadata-decoder`` / ``--share-group-state-decoder``."""
 
     record: Record
     decoded: dict[str, Any] | None

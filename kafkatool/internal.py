@@ -987,11 +987,65 @@ def metadata_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
             "fields": None if fields is None else json.dumps(fields)}
 
 
+SHARE_STATE_TOPIC = "__share_group_state"
+
+
+def share_state_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """One ``__share_group_state`` record (KIP-932), decoded on its own as ``ShareCoordinatorRecordSerde`` reads
+    it: ``kind`` (``share_snapshot``: the whole state of one share-partition, ``share_update``: a delta on the
+    latest snapshot), the key (group, topic id as Kafka prints a Uuid, partition) and, unless a tombstone (the
+    share-partition's state deleted), the value's epochs, start offset and state batches (delivery state by
+    name). ``layout`` says which Kafka release's layout of value version 0 the bytes fit (see
+    ``formats/internal_topics.py``)."""
+    if key is None:
+        raise _Undecodable("no key (a share-group state record always has one)")
+    rtype = _parse(it.CoordinatorKeyVersion, key[:2], "record type").version
+    name = it.SHARE_RECORD_NAMES.get(rtype)
+    if name is None:
+        raise _Undecodable(f"unknown record type {rtype} (0 ShareSnapshot, 1 ShareUpdate)")
+    k = _parse(it.ShareStateKey, key, f"{name}Key")
+    out: dict[str, Any] = {"kind": "share_snapshot" if rtype == it.SHARE_SNAPSHOT else "share_update",
+                           "record_type": rtype, "group": _s(k.group_id), "topic_id": _uuid(k.topic_id),
+                           "partition": k.partition, "tombstone": value is None}
+    if value is not None:
+        out.update(_share_state_value(rtype, f"{name}Value", value))
+    return out
+
+
+def _share_state_value(rtype: int, name: str, value: bytes) -> dict[str, Any]:
+    version = _value_version(value, it.SHARE_STATE_VALUE_VERSIONS, name)
+    reasons = []
+    for layout in it.SHARE_STATE_LAYOUTS:
+        try:
+            v = _parse(it.share_state_value(rtype, layout), value, f"{name} v{version} as Kafka {layout} writes it")
+        except _Undecodable as exc:
+            reasons.append(str(exc))
+            continue
+        if v.state_batches.entries is None:  # as Kafka's generated reader refuses it
+            reasons.append(f"{name} v{version} as Kafka {layout} writes it: the non-nullable StateBatches is null")
+            continue
+        tags = _tags(v.tagged_fields, it.SHARE_STATE_VALUE_TAGS, name)
+        return {
+            "value_version": version, "layout": layout, "snapshot_epoch": v.snapshot_epoch,
+            **({"state_epoch": v.state_epoch} if "state_epoch" in v else {}),
+            "leader_epoch": v.leader_epoch, "start_offset": v.start_offset,
+            "delivery_complete_count": tags.get("delivery_complete_count"),
+            **({"create_timestamp": v.create_timestamp, "write_timestamp": v.write_timestamp}
+               if "create_timestamp" in v else {}),
+            "state_batches": [{"first_offset": b.first_offset, "last_offset": b.last_offset,
+                               "delivery_state": it.DELIVERY_STATES.get(b.delivery_state,
+                                                                        f"unknown({b.delivery_state})"),
+                               "delivery_count": b.delivery_count} for b in v.state_batches.entries],
+        }
+    raise _Undecodable("; ".join(reasons))
+
+
 # decoder name -> (the internal topic it is for, the per-record decoder)
 RECORD_DECODERS = {
     "consumer-offsets": (OFFSETS_TOPIC, offsets_record),
     "transaction-state": (TRANSACTION_TOPIC, transaction_record),
     "cluster-metadata": (METADATA_TOPIC, metadata_record),
+    "share-group-state": (SHARE_STATE_TOPIC, share_state_record),
 }
 
 

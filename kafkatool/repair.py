@@ -56,7 +56,7 @@ import mmap
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,7 @@ from crc32c import crc32c
 from .errors import InputIOError
 from .filetypes import FileKind
 from .formats import checkpoints
+from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
 from .logwriter import segment_file, snapshot_bytes, txn_index_bytes
 from .model import Batch, Finding
@@ -79,7 +80,7 @@ _V2_MIN = 61
 
 @dataclass(frozen=True, slots=True)
 class RepairOptions:
-    index_interval_bytes: int = 4096      # the topic's index.interval.bytes (the corpus cases: 1024)
+    index_interval_bytes: int | None = None  # the topic's index.interval.bytes; None: inferred from its indexes
     recovery_point: int | None = None     # None: the log dir's recovery-point-offset-checkpoint, else 0
     salvage: bool = False
     now_ms: int | None = None             # the broker's clock for producer expiry; None: the wall clock
@@ -119,6 +120,9 @@ class PartitionRepair:
     recovery_point: int | None = None     # where recoverLog starts
     recovery_point_source: str | None = None  # checkpoint (the log dir's), option (--recovery-point), none (0)
     recovery_point_note: str | None = None    # the same in words, with the checkpoint's path
+    index_interval_bytes: int | None = None   # the spacing of rebuilt index entries
+    index_interval_source: str | None = None  # option (--index-interval-bytes), inferred (from the indexes), default
+    index_interval_note: str | None = None    # the same in words
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -128,7 +132,8 @@ class PartitionRepair:
             "recovered_segments": self.recovered_segments, "salvaged_batches": self.salvaged_batches,
             "actions": len(self.actions), "applied": self.applied, "backup_dir": self.backup_dir,
             "recovery_point": self.recovery_point, "recovery_point_source": self.recovery_point_source,
-            "recovery_point_note": self.recovery_point_note,
+            "recovery_point_note": self.recovery_point_note, "index_interval_bytes": self.index_interval_bytes,
+            "index_interval_source": self.index_interval_source, "index_interval_note": self.index_interval_note,
         }
 
 
@@ -140,13 +145,18 @@ class PlanError(Exception):
 
 
 def plan_partition(part_dir: Path, display: str, options: RepairOptions = RepairOptions()) -> PartitionRepair:
-    """The repair of one partition dir; never changes anything."""
+    """The repair of one partition dir; never changes anything. Without ``options.index_interval_bytes`` the
+    interval is the one the partition's offset indexes were written with (:mod:`kafkatool.index_interval`)."""
+    interval = resolve_index_interval(Path(part_dir), options.index_interval_bytes, options.scan)
+    options = replace(options, index_interval_bytes=interval.value)
     try:
-        return _plan(Path(part_dir), display, options)
+        result = _plan(Path(part_dir), display, options)
     except PlanError as exc:
         result = PartitionRepair(display, None, None)
         result.findings.append(Finding("error", "repair-impossible", display, None, str(exc)))
-        return result
+    result.index_interval_bytes, result.index_interval_source = interval.value, interval.source
+    result.index_interval_note = interval.note
+    return result
 
 
 def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:

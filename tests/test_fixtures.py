@@ -169,7 +169,8 @@ def test_incident_reads_cleanly_and_holds_what_the_generator_says() -> None:
     code, rows = kt_jsonl("verify", INCIDENT)
     assert code == 0 and [r for r in rows if r["type"] == "finding" and r["severity"] != "info"] == []
     leo = {Path(r["path"]).name: r["log_end_offset"] for r in rows if r.get("scope") == "partition"}
-    assert leo == {"clicks-0": 70, "__cluster_metadata-0": 8, "__consumer_offsets-0": 3, "__transaction_state-0": 3}
+    assert leo == {"clicks-0": 70, "__cluster_metadata-0": 8, "__consumer_offsets-0": 3, "__transaction_state-0": 3,
+                   "__share_group_state-0": 4}
     # the idempotent producer's gap and duplicate, where the unclean election put them
     code, rows = kt_jsonl("producers", INCIDENT / "clicks-0")
     found = [(r["code"], r["message"].split(": batch at offsets ")[1].split(" ")[0]) for r in rows

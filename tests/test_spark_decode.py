@@ -20,7 +20,7 @@ from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.spark.source import DECODED, plan, read_partition
 from kafkatool.walk import partition_dirs
 
-from .conftest import corpus_root
+from .conftest import PROJECT_ROOT, corpus_root
 from .test_internal_topics import _commit, _commit_key, _s16, _txn_value, _write
 
 # Spark tests run in one process after the rest (make test: -m spark), so one JVM serves them all.
@@ -186,7 +186,8 @@ def test_decoders_fill_exactly_the_declared_fields(txn_logdir):
     seen: dict[str, set] = {name: set() for name in DECODED}
     paths = {"consumer-offsets": _log_dirs_with(internal.OFFSETS_TOPIC),
              "cluster-metadata": _log_dirs_with(internal.METADATA_TOPIC),
-             "transaction-state": [str(txn_logdir)]}
+             "transaction-state": [str(txn_logdir)],
+             "share-group-state": [str(PROJECT_ROOT / "fixtures" / "incident")]}
     for name, (topic, _decoder) in internal.RECORD_DECODERS.items():
         for p in plan(paths[name]):
             if p.topic != topic:

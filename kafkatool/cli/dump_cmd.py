@@ -74,8 +74,9 @@ def dump(
     to_time: Annotated[str | None, typer.Option(help="Only records at or before this time.",
                                                 show_default=False)] = None,
     decode: Annotated[str | None, typer.Option(
-        help="Decode the records of Kafka's internal topics (implies --records); auto: by the partition's topic.",
-        metavar="consumer-offsets|transaction-state|cluster-metadata|auto", show_default=False)] = None,
+        help="Decode the records of Kafka's internal topics (implies --records): consumer-offsets, "
+             "transaction-state, cluster-metadata, share-group-state, or auto (by the partition's topic).",
+        metavar="DECODER", show_default=False)] = None,
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
 

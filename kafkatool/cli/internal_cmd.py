@@ -88,14 +88,15 @@ def partition_for(
         list[str] | None, typer.Option("--transactional-id", "-t", help="A transactional id (repeatable).")
     ] = None,
     partitions: Annotated[int, typer.Option(
-        help="Partitions of the internal topic (offsets.topic.num.partitions / "
-             "transaction.state.log.num.partitions).", min=1)] = 50,
+        help="Partitions of the internal topic (the broker's config named above).", min=1, metavar="N")] = 50,
     fmt: Format = "text",
 ) -> int:
     """Which __consumer_offsets / __transaction_state partition holds a group or transactional id.
 
     Kafka's rule: Utils.abs(id.hashCode()) % partitions, with Java's String.hashCode over UTF-16 code units
-    and Kafka's Utils.abs (Math.abs, but 0 for Integer.MIN_VALUE). Exit 0, or 2 when no id was given.
+    and Kafka's Utils.abs (Math.abs, but 0 for Integer.MIN_VALUE). The partitions are the broker's
+    offsets.topic.num.partitions for groups and transaction.state.log.num.partitions for transactional
+    ids (both 50 by default). Exit 0, or 2 when no id was given.
     """
     from ..errors import UsageError
     from ..internal import java_string_hash

@@ -7,10 +7,11 @@ from typing import Annotated
 import typer
 
 MaxDecompressed = Annotated[
-    int, typer.Option(help="Refuse to decompress a batch beyond N bytes (decompression-bomb guard).", min=1)
+    int, typer.Option(help="Refuse to decompress a batch beyond N bytes (decompression-bomb guard).", min=1,
+                     metavar="N")
 ]
 MaxBatchBytes = Annotated[
-    int, typer.Option(help="Treat an entry declaring more than N bytes as a corrupt length.", min=61)
+    int, typer.Option(help="Treat an entry declaring more than N bytes as a corrupt length.", min=61, metavar="N")
 ]
 DEFAULT_MAX_DECOMPRESSED = 128 * 1024 * 1024
 DEFAULT_MAX_BATCH_BYTES = 256 * 1024 * 1024

@@ -716,6 +716,8 @@ def _repair_partition(o: Output, d: dict[str, Any]) -> str:
     """``repair``: what it comes to for one partition."""
     note = d.get("recovery_point_note")
     rp = f"; recovery point {d['recovery_point']} {escape(note)}" if note else ""
+    if d.get("index_interval_note"):
+        rp += f"; index interval {d['index_interval_bytes']} bytes {escape(d['index_interval_note'])}"
     if not d["actions"]:
         return f"[green]nothing to repair[/green] in {escape(d['path'])} (log end offset {d['leo_after']}{rp})"
     removed = ""

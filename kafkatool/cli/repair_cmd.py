@@ -44,19 +44,24 @@ def repair(
                           "kafkatool-backup-<log dir>-<UTC time> beside the log dir)."),
     ] = None,
     salvage: Annotated[
-        bool, typer.Option(help="Also copy the valid batches found after a cut into a side file in the backup dir.")
+        bool, typer.Option("--salvage", help="Also copy the valid batches found after a cut into a side file in the "
+                                             "backup dir.")
     ] = False,
     index_interval_bytes: Annotated[
-        int, typer.Option(help="The topic's index.interval.bytes: the spacing of rebuilt index entries.", min=1)
-    ] = 4096,
+        int | None,
+        typer.Option(help="The topic's index.interval.bytes: the spacing of rebuilt index entries (default: the "
+                          "one the partition's indexes fit, else 4096; the output says which).", min=0,
+                     show_default=False, metavar="BYTES"),
+    ] = None,
     recovery_point: Annotated[
         int | None,
-        typer.Option(help="Recover from this offset (default: the log dir's recovery-point-offset-checkpoint, "
-                          "else 0: every segment; the output says which).", min=0),
+        typer.Option(help="Recover from this offset (default: the log dir's recovery point checkpoint, else 0: "
+                          "every segment; the output says which).", min=0, metavar="OFFSET"),
     ] = None,
     now_ms: Annotated[
         int | None,
-        typer.Option(help="The broker clock for producer-id expiry in rebuilt snapshots (default: now).", min=0),
+        typer.Option(help="The broker clock for producer-id expiry in rebuilt snapshots (default: now).", min=0,
+                     metavar="MS"),
     ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
                                      help="text (readable) or jsonl.")] = "text",

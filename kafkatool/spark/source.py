@@ -9,11 +9,11 @@ Options:
   where records cannot be decoded), ``findings`` (one row per finding: verify's per-segment
   check, :func:`kafkatool.segment_check.check_segment`, with the segment's indexes).
 - ``values``: ``binary`` (default), ``base64`` (a string column) or ``none`` (no ``value`` column): records level.
-- ``decode``: ``consumer-offsets``, ``transaction-state`` or ``cluster-metadata`` (records level, the default
-  level then): each record of that internal topic decoded on its own, by the CLI's decoders, into a
-  ``decoded`` struct column (:data:`DECODED`), with ``decode_error`` saying why a record does not decode
-  (the row stays). Records of other topics, and control records, have both null. A flat layout (no topic
-  in the path) is decoded as if it were that topic.
+- ``decode``: ``consumer-offsets``, ``transaction-state``, ``share-group-state`` or ``cluster-metadata``
+  (records level, the default level then): each record of that internal topic decoded on its own, by the
+  CLI's decoders, into a ``decoded`` struct column (:data:`DECODED`), with ``decode_error`` saying why a
+  record does not decode (the row stays). Records of other topics, and control records, have both null. A
+  flat layout (no topic in the path) is decoded as if it were that topic.
 - ``splitBytes``: split segments larger than this many bytes into several input partitions, at batch
   starts taken from the segment's ``.index`` (each checked: a v2 batch with a valid CRC starts there); 0
   (default) or no usable index: one partition per segment. Not for the findings level (whole segments).
@@ -127,7 +127,8 @@ _MEMBER = StructType([
 ])
 
 # The ``decoded`` column per ``decode`` option: the fields of kafkatool.internal's per-record decoders
-# (offsets_record, transaction_record, metadata_record); a field a record does not have is null.
+# (offsets_record, transaction_record, share_state_record, metadata_record); a field a record does not have is
+# null.
 DECODED = {
     "consumer-offsets": StructType([
         StructField("kind", StringType()),  # offset_commit | group_metadata | unknown (a newer key version)
@@ -164,6 +165,27 @@ DECODED = {
         StructField("client_transaction_version", IntegerType()),
         StructField("value_version", IntegerType()),
         StructField("tombstone", BooleanType()),  # a null value: the transactional id expired
+    ]),
+    "share-group-state": StructType([
+        StructField("kind", StringType()),  # share_snapshot | share_update
+        StructField("record_type", IntegerType()),
+        StructField("group", StringType()),
+        StructField("topic_id", StringType()),  # as Kafka prints a Uuid
+        StructField("partition", IntegerType()),
+        StructField("tombstone", BooleanType()),  # a null value: the share-partition's state deleted
+        StructField("value_version", IntegerType()),
+        StructField("layout", StringType()),  # the Kafka release layout of value version 0: 4.1+ or 4.0
+        StructField("snapshot_epoch", IntegerType()),
+        StructField("state_epoch", IntegerType()),  # share_snapshot only
+        StructField("leader_epoch", IntegerType()),
+        StructField("start_offset", LongType()),
+        StructField("delivery_complete_count", IntegerType()),  # KIP-1226 tag; null when absent
+        StructField("create_timestamp", LongType()),  # share_snapshot, 4.1+
+        StructField("write_timestamp", LongType()),
+        StructField("state_batches", ArrayType(StructType([
+            StructField("first_offset", LongType()), StructField("last_offset", LongType()),
+            StructField("delivery_state", StringType()),  # Available, Acked, Archived
+            StructField("delivery_count", IntegerType())]), False)),
     ]),
     "cluster-metadata": StructType([
         StructField("record_type", IntegerType()),

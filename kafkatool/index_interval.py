@@ -1,0 +1,124 @@
+"""The ``index.interval.bytes`` a partition's offset indexes were written with, read back from the indexes.
+
+Kafka adds an offset index entry for a batch when more than ``index.interval.bytes`` bytes lie between the start of
+the last indexed batch (or the segment's start) and this batch's start: ``LogSegment.append`` checks
+``bytesSinceLastIndexEntry > indexIntervalBytes`` before counting the batch, then resets the count, and
+``LogSegment.recover`` applies the same rule to ``validBytes - lastIndexEntry``. The entry is the batch's last offset
+and its position. So a segment's batch positions and its entries bound the interval:
+
+- an indexed batch at ``gap`` bytes after the previous entry: ``interval < gap``;
+- a batch not indexed at ``gap`` bytes after the previous entry: ``interval >= gap``.
+
+Every segment whose ``.index`` holds entries gives a range ``[low, high)``; the ranges of a partition's segments
+are intersected. Within it the broker default 4096 is preferred, then other common values, else its low end (any
+value in it rebuilds the same entries). A segment whose entries fit no interval (a corrupt index, an entry that is
+not at a batch start, a broker restarted mid-segment: its count starts again at 0, or the topic's interval changed)
+is left out and counted. No entries at all, or segments that disagree, give 4096, and the note says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .filetypes import FileKind, classify
+from .logwriter import segment_file
+from .model import Batch
+from .records import ScanOptions, scan
+from .smallfiles import offset_index_sanity, read_offset_index
+
+DEFAULT = 4096          # the broker's log.index.interval.bytes
+COMMON = (4096, 1024, 8192, 2048, 16384, 512, 32768, 65536, 1 << 20)
+SCAN_BYTES = 4 << 20    # each segment is read this far: hundreds of entries at the usual intervals
+_SCAN = ScanOptions()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInterval:
+    """The interval and where it came from: ``option`` (given), ``inferred`` (from ``entries`` index entries in
+    ``segments`` segments, consistent with ``low`` <= interval < ``high``; None: no upper bound) or ``default``."""
+
+    value: int
+    source: str
+    note: str
+    entries: int = 0
+    segments: int = 0
+    low: int | None = None
+    high: int | None = None
+
+
+def segment_range(positions: list[int], entry_positions: list[int]) -> tuple[int, int | None] | None:
+    """``(low, high)``: the intervals ``low <= I < high`` (``high`` None: unbounded) under which Kafka's rule indexes
+    exactly the batches at ``entry_positions`` among the batches at ``positions`` (ascending, from the segment's
+    start); None when no interval does. Entries past the last position are not judged."""
+    entries = {p for p in entry_positions if p <= positions[-1]} if positions else set()
+    if not entries <= set(positions):
+        return None
+    low, high, last = 0, None, 0
+    for p in positions:
+        gap = p - last
+        if p in entries:
+            high = gap if high is None else min(high, gap)
+            last = p
+        else:
+            low = max(low, gap)
+    return None if high is not None and low >= high else (low, high)
+
+
+def _batch_positions(log: Path, options: ScanOptions, limit: int) -> list[int]:
+    positions = []
+    with open(log, "rb") as fh:
+        for item in scan(fh, str(log), end=limit, options=options):
+            if not isinstance(item, Batch):
+                break  # the first damage: what follows is not evidence
+            positions.append(item.position)
+    return positions
+
+
+def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
+                         scan_bytes: int = SCAN_BYTES) -> IndexInterval:
+    """The ``index.interval.bytes`` the offset indexes of the partition at ``part_dir`` fit (see the module)."""
+    low, high, entries, used, skipped = 0, None, 0, 0, 0
+    for log in sorted(p for p in Path(part_dir).iterdir() if p.is_file()):
+        info = classify(log)
+        if info.kind is not FileKind.LOG or info.leftover is not None or info.base_offset is None:
+            continue
+        index = segment_file(log.parent, info.base_offset, "index")
+        if not index.is_file():
+            continue
+        data = index.read_bytes()
+        listed = read_offset_index(index, info.base_offset)
+        if not listed:
+            continue
+        positions = _batch_positions(log, options, scan_bytes)
+        fit = None if offset_index_sanity(data, str(index)) else segment_range(positions, [e.position for e in listed])
+        if fit is None:
+            skipped += 1
+            continue
+        used += 1
+        entries += sum(1 for e in listed if positions and e.position <= positions[-1])
+        low = max(low, fit[0])
+        high = fit[1] if high is None else (high if fit[1] is None else min(high, fit[1]))
+    left_out = f"; {skipped} segment(s) whose entries fit no interval left out" if skipped else ""
+    if entries == 0:
+        return IndexInterval(DEFAULT, "default", f"(default: no offset index entries to infer it from{left_out})",
+                             segments=used)
+    if high is not None and low >= high:
+        return IndexInterval(DEFAULT, "default", f"(default: the {entries} offset index entries of {used} segments "
+                             f"fit no single interval{left_out})", entries, used, low, high)
+    value = next((c for c in COMMON if low <= c and (high is None or c < high)), max(low, 1))
+    if high is not None and value >= high:
+        value = low
+    span = f"{low}..{high - 1}" if high is not None else f"{low} or more"
+    return IndexInterval(value, "inferred", f"(inferred from {entries} offset index entries in {used} segments: "
+                         f"they fit {span}{left_out})", entries, used, low, high)
+
+
+def resolve_index_interval(part_dir: Path, given: int | None, options: ScanOptions = _SCAN) -> IndexInterval:
+    """``given`` (``--index-interval-bytes``) when set, else what the partition's indexes say."""
+    if given is not None:
+        return IndexInterval(given, "option", "(from --index-interval-bytes)")
+    return infer_index_interval(part_dir, options)
+
+
+__all__ = ["COMMON", "DEFAULT", "IndexInterval", "infer_index_interval", "resolve_index_interval", "segment_range"]
