@@ -15,6 +15,9 @@ Measured, each in a fresh process (so peak RSS is that measurement's own):
 - ``decode``: records/s of ``scan`` + ``decode_records`` over the first ``--decode-mb`` MiB (native and
   pure), next to kafka-python's ``MemoryRecords`` iterating the same bytes (both touch offset, timestamp, key,
   value and headers of every record).
+- ``compressed decode``: the same records/s on segments of zstd and lz4 batches (1-record and 16 x 1 KiB,
+  ``--codec-mb`` MiB each): native (one bounded decompression pass, reused decoders) and pure, next to
+  kafka-python and aiokafka's C reader (``aiokafka.record.memory_records.MemoryRecords``).
 
 The files are written once and then read from the page cache: this measures CPU cost, not disk.
 Each measurement runs ``--repeat`` times (fresh processes) and the fastest counts: this machine's
@@ -40,14 +43,16 @@ CHUNK = 4 << 20
 # -- generation ------------------------------------------------------------------------------------
 
 def _template(kind: str) -> bytes:
+    """``big``/``tiny``, optionally ``-CODEC`` (``tiny-zstd``): that batch compressed with CODEC."""
     from kafkatool.build import RecordSpec, record_batch
 
+    kind, _, codec = kind.partition("-")
     if kind == "big":
         records = [RecordSpec(f"key-{i:04d}".encode(), bytes([65 + i % 26]) * 1000, 1_700_000_000_000 + i)
                    for i in range(16)]
     else:
         records = [RecordSpec(b"k", b"tiny-value", 1_700_000_000_000)]
-    return record_batch(0, records, partition_leader_epoch=1)
+    return record_batch(0, records, partition_leader_epoch=1, compression=codec or "none")
 
 
 def generate(path: Path, kind: str, size: int) -> dict:
@@ -58,7 +63,7 @@ def generate(path: Path, kind: str, size: int) -> dict:
     template = _template(kind)
     per = len(template)
     count = size // per
-    records_per = 16 if kind == "big" else 1
+    records_per = 16 if kind.startswith("big") else 1
     meta = {"kind": kind, "batch_bytes": per, "batches": count, "records": count * records_per,
             "bytes": count * per}
     stamp = path.with_suffix(".json")
@@ -204,9 +209,25 @@ def m_kafka_python(path: str, limit: int) -> dict:
     return {"seconds": time.perf_counter() - t, "records": n}
 
 
+def m_aiokafka(path: str, limit: int) -> dict:
+    from aiokafka.record.memory_records import MemoryRecords
+
+    with open(path, "rb") as fh:
+        data = fh.read(limit)
+    t = time.perf_counter()
+    n = 0
+    records = MemoryRecords(data)
+    while (batch := records.next_batch()) is not None:
+        for r in batch:
+            _ = (r.offset, r.timestamp, r.key, r.value, r.headers)
+            n += 1
+    return {"seconds": time.perf_counter() - t, "records": n}
+
+
 def _child(argv: list[str]) -> None:
     name, path, *rest = argv
-    fn = {"crc": m_crc, "scan": m_scan, "verify": m_verify, "decode": m_decode, "kafka_python": m_kafka_python}[name]
+    fn = {"crc": m_crc, "scan": m_scan, "verify": m_verify, "decode": m_decode, "kafka_python": m_kafka_python,
+          "aiokafka": m_aiokafka}[name]
     result = fn(path, *(int(x) for x in rest))
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     from kafkatool import native
@@ -234,6 +255,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1 << 30, help="bytes per generated segment (default 1 GiB)")
     ap.add_argument("--decode-mb", type=int, default=64, help="MiB of each segment to decode records from")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest counts")
+    ap.add_argument("--codec-mb", type=int, default=16, help="MiB per compressed (zstd, lz4) segment")
+    ap.add_argument("--only-codecs", action="store_true", help="measure the compressed decode rates only")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -241,7 +264,7 @@ def main() -> None:
         return
     OUT.mkdir(exist_ok=True)
     results = {}
-    for kind in ("big", "tiny"):
+    for kind in () if args.only_codecs else ("big", "tiny"):
         path = OUT / f"{kind}.log"
         sys.stderr.write(f"generating {path} ...\n")
         meta = generate(path, kind, args.size)
@@ -283,9 +306,13 @@ def main() -> None:
             "decode_speedup_vs_kafka_python": round(theirs["seconds"] / ours["seconds"], 2),
             "decode_sample_records": ours["records"],
         }
-    (OUT / "results.json").write_text(json.dumps(results, indent=2))
+    compressed = codec_rates(args.codec_mb << 20, args.repeat)
+    (OUT / "results.json").write_text(json.dumps({**results, "compressed": compressed}, indent=2))
     if not all(r["native_built"] for r in results.values()):
         print("(kafkatool._native is not built: the 'native' columns are the pure-Python reader too)")
+    print_codec_rates(compressed)
+    if not results:
+        return
     cols = ["segment", "crc32c raw GB/s", "mmap+crc32c process GB/s", "scan GB/s native (pure, x)",
             "scan batches/s", "scan peak RSS MiB", "verify GB/s (vs scan)", "verify peak RSS MiB",
             "decode rec/s native (pure, x)", "kafka-python rec/s", "speed-up"]
@@ -300,6 +327,42 @@ def main() -> None:
               f"{r['verify_peak_rss_mib']} | "
               f"{r['decode_records_per_s']:,} ({r['decode_pure_records_per_s']:,}, {r['decode_native_vs_pure']}x) | "
               f"{r['kafka_python_records_per_s']:,} | {r['decode_speedup_vs_kafka_python']}x |")
+
+
+def codec_rates(size: int, repeat: int) -> dict:
+    """Records/s decoding zstd and lz4 segments: native, pure, kafka-python, aiokafka (C), one run."""
+    rates = {}
+    for codec in ("zstd", "lz4"):
+        for shape in ("tiny", "big"):
+            kind = f"{shape}-{codec}"
+            path = OUT / f"{kind}.log"
+            sys.stderr.write(f"generating {path} ...\n")
+            meta = generate(path, kind, size)
+            got = {"native": run("decode", path, meta["bytes"], repeat=repeat),
+                   "pure": run("decode", path, meta["bytes"], repeat=repeat, pure=True),
+                   "kafka_python": run("kafka_python", path, meta["bytes"], repeat=repeat),
+                   "aiokafka": run("aiokafka", path, meta["bytes"], repeat=repeat)}
+            assert len({r["records"] for r in got.values()}) == 1 == got["native"]["native"], got
+            per_s = {name: r["records"] / r["seconds"] for name, r in got.items()}
+            rates[kind] = {"batch_bytes": meta["batch_bytes"], "records": meta["records"],
+                           **{f"{name}_records_per_s": round(v) for name, v in per_s.items()},
+                           "native_vs_pure": round(per_s["native"] / per_s["pure"], 2),
+                           "native_vs_aiokafka": round(per_s["native"] / per_s["aiokafka"], 2),
+                           "native_vs_kafka_python": round(per_s["native"] / per_s["kafka_python"], 2)}
+    return rates
+
+
+def print_codec_rates(rates: dict) -> None:
+    cols = ["compressed segment", "decode rec/s native", "pure", "kafka-python", "aiokafka (C)",
+            "native / pure", "native / aiokafka", "native / kafka-python"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for kind, r in rates.items():
+        shape = "1-record" if kind.startswith("tiny") else "16 x 1 KiB"
+        print(f"| {kind.partition('-')[2]} {shape}, {r['batch_bytes']} B batches | {r['native_records_per_s']:,} | "
+              f"{r['pure_records_per_s']:,} | {r['kafka_python_records_per_s']:,} | {r['aiokafka_records_per_s']:,} | "
+              f"{r['native_vs_pure']}x | {r['native_vs_aiokafka']}x | {r['native_vs_kafka_python']}x |")
+    print()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ Reader behaviour follows Kafka's (``clients/.../common/compress/*Compression.jav
   skips; block and content checksums checked; bytes after the end mark ignored.
 - zstd: zstd-jni ``ZstdInputStreamNoFinalizer``: frames read back to back, a cut-off frame is an error.
 
+This module is the reference and the fallback: the native core (``native/src/codecs.rs``, through
+``records.decompress_payload``) decompresses the payloads it can in one bounded pass, with the same
+decoding libraries underneath, and hands every other one (damage, a bomb, a shape Kafka never writes)
+back here, so every ``DecompressionError`` and its wording comes from this module.
+
 ``compress`` writes what Kafka's producer writes, byte for byte on the corpus: gzip as
 ``GZIPOutputStream`` (default level, header with mtime 0 and OS 255), snappy as
 ``SnappyOutputStream`` (32 KiB blocks), lz4 as ``Lz4BlockOutputStream`` (64 KiB independent blocks,

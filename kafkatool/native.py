@@ -3,8 +3,8 @@
 ``CORE`` is the extension module, or ``None`` when it is not built (an install without cargo) or when
 ``KAFKATOOL_PURE_PYTHON=1`` asks for the pure-Python reader. :mod:`kafkatool.records` reads
 ``CORE`` at each call and hands the common case to it (whole v2 batches of a window; the records of a
-v2 batch); everything else, every check and every finding stays in Python, which is also the readable
-reference the native core is tested against (``tests/test_native.py``).
+v2 batch; compressed payloads); everything else, every check and every finding stays in Python,
+which is also the readable reference the native core is tested against (``tests/test_native.py``).
 
 The crate lives in ``native/`` (see its ``src/lib.rs``).
 """

@@ -390,12 +390,27 @@ def decompress_records(batch: Batch, raw: bytes, options: ScanOptions = _DEFAULT
     codec = batch.attributes & 7
     if codec == 0:
         return raw[RECORD_BATCH_OVERHEAD:]
-    payload = memoryview(raw)[RECORD_BATCH_OVERHEAD:]
+    return decompress_payload(codec, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed)
+
+
+def decompress_payload(codec: int, buf: bytes | memoryview, start: int, limit: int, *,
+                       legacy_lz4: bool = False, native_first: bool = True) -> bytes:
+    """``buf[start:]`` decompressed with ``codec`` (1..4) within ``limit`` bytes (:func:`codecs.decompress`).
+
+    The native core decompresses in one bounded pass when it can; whatever it refuses (damage, a bomb,
+    shapes Kafka never writes) the pure reader decides, so errors and their wording are always its.
+    ``native_first=False``: the native core already refused this payload.
+    """
     if codec >= len(CODECS):
         raise DecompressionError(f"unknown compression codec id {codec}")
+    core = native.CORE
+    if core is not None and native_first:
+        out = core.decompress(codec, buf, start, limit, legacy_lz4)
+        if out is not None:
+            return out
     from .codecs import decompress  # imported lazily: keeps CLI start-up light
 
-    return decompress(codec, payload, limit=options.max_decompressed)
+    return decompress(codec, memoryview(buf)[start:], limit=limit, legacy_lz4_checksum=legacy_lz4)
 
 
 _NO_FINDINGS: tuple[Finding, ...] = ()
@@ -416,8 +431,17 @@ def decode_records(
         _batch, legacy_records, findings = _legacy_entry(raw, batch.position, path, options)
         return legacy_records, findings
     else:
+        core = native.CORE
+        data = None
+        if core is not None and not batch[18]:  # native: decompress and decode in one call, no copy between
+            data = core.decode_v2_compressed(raw, batch[7] & 7, options.max_decompressed, batch[12], batch[1],
+                                             batch[10], batch[11] if batch[7] & 0x08 else None)
+            if data.__class__ is tuple:
+                return _columns_to_records(data), _NO_FINDINGS
         try:
-            data = decompress_records(batch, raw, options)
+            if data is None:  # the pure reader decides what the native core refused
+                data = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
+                                          native_first=core is None or bool(batch[18]))
         except DecompressionLimitExceeded as exc:
             return [], [Finding("error", "decompression-limit", path, batch.position, str(exc))]
         except DecompressionError as exc:
@@ -425,12 +449,11 @@ def decode_records(
                                 f"{batch.compression} payload cannot be decompressed: {exc}")]
         pos = 0
     core = native.CORE
-    if core is not None and not batch[18] and data.__class__ is bytes:  # native: all records or None
+    if core is not None and not batch[18] and pos and data.__class__ is bytes:  # native: all records or None
+        # (pos 0: decompressed records the native core already handed over, or that it refused)
         columns = core.decode_v2(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None)
         if columns is not None:
-            offsets, timestamps, keys, values, headers = columns
-            return list(map(_tuple_new, repeat(Record), zip(offsets, timestamps, keys, values, headers,
-                                                             repeat(None), repeat(None)))), _NO_FINDINGS
+            return _columns_to_records(columns), _NO_FINDINGS
     records: list[Record] = []
     append = records.append
     new = _tuple_new
@@ -543,6 +566,13 @@ def decode_records(
     return records, _NO_FINDINGS
 
 
+def _columns_to_records(columns: tuple) -> list[Record]:
+    """The ``Record`` tuples of the native core's columns ``(offsets, timestamps, keys, values, headers)``."""
+    offsets, timestamps, keys, values, headers = columns
+    return list(map(_tuple_new, repeat(Record), zip(offsets, timestamps, keys, values, headers,
+                                                     repeat(None), repeat(None))))
+
+
 def _control_record(offset: int, ts: int, key, value, headers) -> Record:
     if key is None or len(key) < 4:
         raise ValueError(f"control record key has {0 if key is None else len(key)} bytes, needs at least 4")
@@ -641,10 +671,8 @@ def _legacy_inner(
         return [], [Finding("error", "message-invalid", path, position, "compressed wrapper has a null value")]
     if codec >= len(CODECS):
         return [], [Finding("error", "unknown-compression", path, position, f"unknown codec id {codec}")]
-    from .codecs import decompress
-
     try:
-        data = decompress(codec, value, limit=options.max_decompressed, legacy_lz4_checksum=wrapper_magic == 0)
+        data = decompress_payload(codec, value, 0, options.max_decompressed, legacy_lz4=wrapper_magic == 0)
     except DecompressionLimitExceeded as exc:
         return [], [Finding("error", "decompression-limit", path, position, str(exc))]
     except DecompressionError as exc:

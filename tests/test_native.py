@@ -26,7 +26,9 @@ from crc32c import crc32c
 
 from kafkatool import native
 from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, record_batch
-from kafkatool.records import RawBatch, ScanOptions, decode_records, scan
+from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
+from kafkatool.errors import DecompressionError
+from kafkatool.records import RawBatch, ScanOptions, decode_records, decompress_payload, scan
 
 from .conftest import PROJECT_ROOT
 
@@ -239,3 +241,153 @@ def test_the_native_core_takes_any_contiguous_buffer(core) -> None:
     assert results == [(len(data), 0)] * 3
     assert core.scan_batches(b"", 0, 0, 1, 1, False)[:2] == (0, 0)
     assert core.scan_batches(data, len(data) + 10, 0, 1 << 40, 1 << 20, False)[:2] == (len(data) + 10, 0)
+
+
+# -- compressed payloads: one bounded pass in the native core, every decision the pure reader's ------
+
+def _wrapper(codec: str, inner: bytes, magic: int) -> bytes:
+    """A v0/v1 compressed wrapper message around ``inner`` (log entries), as ``build.legacy_entry``."""
+    from kafkatool.formats import legacy as legacy_fmt
+
+    return legacy_fmt.LogEntry.build({"offset": 9, "message": {"body": {
+        "magic": magic, "attributes": {"unused": 0, "timestamp_type": "create", "compression": codec},
+        "timestamp": 5 if magic >= 1 else None, "key": None,
+        "value": compress(CODEC_NAMES.index(codec), inner, legacy_lz4_checksum=magic == 0)}}})
+
+
+def payloads() -> list[tuple[int, bytes, bool]]:
+    """``(codec, payload, legacy_lz4)``: what Kafka's producers write (1 record, 16 x 1 KiB, several
+    lz4/snappy blocks), concatenated gzip members and zstd frames, a raw snappy block, lz4 with the
+    message format v0 header checksum, and the records section of every compressed corpus batch."""
+    import cramjam
+
+    rng = random.Random(14)
+    texts = [b"v", b"".join(rng.choice((b"lorem ", b"ipsum ", bytes([rng.randrange(256)]))) for _ in range(3000)),
+             bytes(rng.randrange(256) for _ in range(300)) * 3 + bytes(200_000)]
+    out = []
+    for codec in (GZIP, SNAPPY, LZ4, ZSTD):
+        for text in texts:
+            out.append((codec, compress(codec, text), False))
+        out.append((codec, record_batch(0, [RecordSpec(b"k", b"x" * 1024, 1)] * 16,
+                                        compression=CODEC_NAMES[codec])[61:], False))
+    out += [(LZ4, compress(LZ4, texts[1], legacy_lz4_checksum=True), True),
+            (GZIP, compress(GZIP, texts[1]) + compress(GZIP, b"second member") + b"\x1f\x8b", False),
+            (ZSTD, compress(ZSTD, texts[0]) + compress(ZSTD, texts[1]), False),
+            (SNAPPY, bytes(cramjam.snappy.compress_raw(texts[1])), False)]
+    for path in record_files():
+        data = path.read_bytes()
+        with native.using(None):
+            for item in scan(io.BytesIO(data), "seg.log", with_raw=True):
+                if item.__class__ is RawBatch and item.batch.magic == 2 and 0 < item.batch.attributes & 7 < 5:
+                    out.append((item.batch.attributes & 7, bytes(item.raw[61:]), False))
+    return out
+
+
+def outcome(codec: int, payload: bytes, limit: int, legacy: bool) -> tuple:
+    """What ``decompress_payload`` gives: the bytes, or the error's class and message."""
+    try:
+        return ("ok", decompress_payload(codec, payload, 0, limit, legacy_lz4=legacy))
+    except DecompressionError as exc:
+        return (type(exc).__name__, str(exc))
+
+
+def test_every_compressed_payload_decompresses_natively(core) -> None:
+    """Every payload Kafka's producers write, and every compressed batch of the corpus (gzip, snappy,
+    lz4, zstd goldens), is decompressed by the native core itself (not handed back), to the pure
+    reader's bytes; and decoded with its records in the same call (``decode_v2_compressed``).
+    Readers: Kafka's ``GzipCompression``/``SnappyCompression``/``Lz4Compression``/``ZstdCompression``
+    ``wrapForInput`` (``kafkatool/codecs.py`` follows them)."""
+    count = 0
+    for codec, payload, legacy in payloads():
+        with native.using(None):
+            expected = outcome(codec, payload, 1 << 27, legacy)
+        assert expected[0] == "ok"
+        assert core.decompress(codec, payload, 0, 1 << 27, legacy) == expected[1]
+        assert core.decompress(codec, b"\0" * 61 + payload, 61, len(expected[1]), legacy) == expected[1]
+        assert core.decompress(codec, payload, 0, len(expected[1]) - 1, legacy) is None  # the bound, exactly
+        count += 1
+    assert count > 40
+    for path in record_files():
+        data = path.read_bytes()
+        with native.using(None):
+            raws = [item for item in scan(io.BytesIO(data), "seg.log", with_raw=True)
+                    if item.__class__ is RawBatch and item.batch.magic == 2 and item.batch.attributes & 7
+                    and item.batch.attributes & 7 < 5 and not item.batch.attributes & 0x20]
+        for item in raws:
+            b = item.batch
+            got = core.decode_v2_compressed(item.raw, b.attributes & 7, 1 << 27, b.record_count, b.base_offset,
+                                            b.first_timestamp, b.max_timestamp if b.attributes & 8 else None)
+            with native.using(None):
+                records, findings = decode_records(b, item.raw, str(path))
+            assert got.__class__ is tuple, f"{path} at {b.position}: handed back to the pure reader"
+            assert not findings
+            assert [tuple(r)[:5] for r in records] == list(zip(*got, strict=True)), f"{path} at {b.position}"
+
+
+def mutate_payload(payload: bytes, rng: random.Random, case: int) -> bytes:
+    """Bit flips (anywhere, or in the first bytes: the codec's header), a cut, garbage appended, a
+    block or frame length set to an edge value."""
+    b = bytearray(payload)
+    n = len(b)
+    kind = case % 5
+    if kind == 0:
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(n)
+            b[i] ^= 1 << rng.randrange(8)
+    elif kind == 1:
+        i = rng.randrange(min(n, 24))
+        b[i] ^= 1 << rng.randrange(8)
+    elif kind == 2:
+        del b[rng.randrange(n):]
+    elif kind == 3:
+        b += rng.choice((b"\x1f\x8b\x08", b"\0\0\0\0", b"\x82SNAPPY\0", b"\x28\xb5\x2f\xfd",
+                         bytes([rng.randrange(256)])))
+    else:
+        i = rng.randrange(max(1, n - 4))
+        struct.pack_into(">I" if rng.random() < 0.5 else "<I", b, i, rng.choice((0, 1, 0x7FFFFFFF, 0x80000000,
+                                                                                 0x80000001, 65536, 65537)))
+    return bytes(b)
+
+
+def test_mutated_compressed_payloads_decompress_the_same(core) -> None:
+    """Seeded mutations of every payload of :func:`payloads`, at limits under and over the output (a
+    bomb is output over the limit): native and pure give the same bytes or the same error, class and
+    message (``DecompressionLimitExceeded`` or ``DecompressionError``), lz4 with and without the v0
+    header checksum quirk (``Lz4BlockInputStream`` skips the HC for magic 0)."""
+    seed_list = payloads()
+    differ, accepted = [], 0
+    for case in range(20_000):
+        rng = random.Random(case)
+        codec, payload, legacy = seed_list[case % len(seed_list)]
+        data = mutate_payload(payload, rng, case // len(seed_list))
+        limit = rng.choice((1 << 20, 1 << 16, 1024, 64, len(payload)))
+        if codec == LZ4 and rng.random() < 0.3:
+            legacy = not legacy
+        with native.using(None):
+            pure = outcome(codec, data, limit, legacy)
+        with native.using(core):
+            fast = outcome(codec, data, limit, legacy)
+        accepted += core.decompress(codec, data, 0, limit, legacy) is not None
+        if pure != fast:
+            differ.append(case)
+            if len(differ) >= 5:
+                break
+    assert not differ, f"native and pure differ on payload mutation cases {differ}"
+    assert accepted > 2000  # the native core decided many itself
+
+
+def test_bombs_and_nested_compression_give_the_same_findings(core) -> None:
+    """A batch whose records inflate past ``--max-decompressed`` (``decompression-limit``), a legacy
+    wrapper inside a wrapper (``nested-compression``: Kafka's ``AbstractLegacyRecordBatch`` rejects a
+    compressed inner message), lz4 v0 wrappers: identical batches, records and findings both ways."""
+    big = [RecordSpec(b"k", bytes(300_000), 1)] * 8
+    small = [RecordSpec(b"k", b"v" * 100, 1)]
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        inner = legacy_entry(0, small * 3, magic=1, compression=codec)
+        segment = (record_batch(0, big, compression=codec) + record_batch(8, small, compression=codec)
+                   + _wrapper(codec, inner, 1) + legacy_entry(12, small * 2, magic=0, compression=codec))
+        for limit in (1 << 10, 1 << 20, 1 << 23):
+            pure, fast = both(core, segment, ScanOptions(max_decompressed=limit), modes="r")
+            assert pure == fast, (codec, limit)
+            assert ("decompression-limit" in pure) == (limit < 8 * 300_000)
+        assert "nested-compression" in pure

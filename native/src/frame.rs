@@ -66,19 +66,27 @@ pub enum Stop {
 }
 
 fn be_i16(b: &[u8], at: usize) -> Option<i16> {
-    Some(i16::from_be_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?))
+    Some(i16::from_be_bytes(
+        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
 }
 
 fn be_i32(b: &[u8], at: usize) -> Option<i32> {
-    Some(i32::from_be_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+    Some(i32::from_be_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 fn be_u32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+    Some(u32::from_be_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 fn be_i64(b: &[u8], at: usize) -> Option<i64> {
-    Some(i64::from_be_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
+    Some(i64::from_be_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
 }
 
 /// The 61-byte header at `at`, or `None` if fewer than 61 bytes are there.
@@ -147,7 +155,16 @@ pub fn scan_v2(
         };
         let covered = bytes.get(ATTRIBUTES_OFFSET..).unwrap_or_default();
         let crc_valid = crc32c::crc32c(covered) == header.crc;
-        visit(&Entry { start: p, total, position, header, crc_valid }, bytes);
+        visit(
+            &Entry {
+                start: p,
+                total,
+                position,
+                header,
+                crc_valid,
+            },
+            bytes,
+        );
         p += total;
         if !crc_valid {
             return (p, Stop::CrcMismatch);
@@ -184,7 +201,9 @@ mod tests {
 
     fn collect(buf: &[u8], limit: i64) -> (Vec<(i64, bool, V2Header)>, usize, Stop) {
         let mut seen = Vec::new();
-        let (p, stop) = scan_v2(buf, 0, 100, limit, i64::MAX, |e, _| seen.push((e.position, e.crc_valid, e.header)));
+        let (p, stop) = scan_v2(buf, 0, 100, limit, i64::MAX, |e, _| {
+            seen.push((e.position, e.crc_valid, e.header))
+        });
         (seen, p, stop)
     }
 
@@ -211,7 +230,10 @@ mod tests {
         buf[n - 1] ^= 1;
         buf.extend(batch(1, b"", 1));
         let (seen, p, stop) = collect(&buf, i64::MAX);
-        assert_eq!((seen.len(), seen[0].1, p, stop), (1, false, n, Stop::CrcMismatch));
+        assert_eq!(
+            (seen.len(), seen[0].1, p, stop),
+            (1, false, n, Stop::CrcMismatch)
+        );
     }
 
     #[test]
@@ -225,7 +247,10 @@ mod tests {
             let mut b = buf.clone();
             b[8..12].copy_from_slice(&length.to_be_bytes());
             let (seen, p, stop) = collect(&b, i64::MAX);
-            assert!(seen.is_empty() && p == 0 && stop == Stop::General, "length {length}");
+            assert!(
+                seen.is_empty() && p == 0 && stop == Stop::General,
+                "length {length}"
+            );
         }
     }
 

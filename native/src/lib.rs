@@ -8,6 +8,8 @@
 //! - [`scan_headers`]: the same walk for the columnar scan (`HeaderRun`): positions, raw 61-byte
 //!   headers, CRC verdicts and the bytes of control batches;
 //! - [`decode_v2`]: every record of a v2 records section as columns, or `None`.
+//! - `decompress`, `decode_v2_compressed` ([`codecs`]): bounded one-pass decompression of a payload,
+//!   and of a compressed v2 batch straight into those columns.
 //!
 //! Each stops where the bytes stop being the common case and hands over to the Python reader, which
 //! owns every check and finding (`kafkatool/records.py`); the Python reader is the reference and
@@ -26,6 +28,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
+pub mod codecs;
 pub mod frame;
 pub mod records;
 
@@ -203,45 +206,54 @@ fn decode_v2<'py>(
             let Ok(cols) = records::decode_v2(buf, start, &ctx) else {
                 return Ok(None);
             };
-            let bytes_of = |s: Option<records::Slice>| -> Bound<'py, PyAny> {
-                match s.and_then(|(at, len)| buf.get(at..at.checked_add(len)?)) {
-                    Some(b) => PyBytes::new(py, b).into_any(),
-                    None => py.None().into_bound(py),
-                }
-            };
-            let keys: Vec<_> = cols.keys.iter().map(|s| bytes_of(*s)).collect();
-            let values: Vec<_> = cols.values.iter().map(|s| bytes_of(*s)).collect();
-            let mut headers = Vec::with_capacity(cols.len());
-            for w in cols.header_starts.windows(2) {
-                let (from, to) = match w {
-                    [from, to] => (*from, *to),
-                    _ => (0, 0),
-                };
-                if from == to {
-                    headers.push(PyTuple::empty(py));
-                    continue;
-                }
-                let mut pairs = Vec::with_capacity(to.saturating_sub(from));
-                for i in from..to {
-                    let key = cols.header_keys.get(i).and_then(|(at, len)| buf.get(*at..at.checked_add(*len)?));
-                    let key = header_key(py, key.unwrap_or_default())?;
-                    let value = bytes_of(cols.header_values.get(i).copied().flatten());
-                    pairs.push(PyTuple::new(py, [key, value])?);
-                }
-                headers.push(PyTuple::new(py, pairs)?);
-            }
-            Ok(Some(PyTuple::new(
-                py,
-                [
-                    PyList::new(py, &cols.offsets)?.into_any(),
-                    PyList::new(py, &cols.timestamps)?.into_any(),
-                    PyList::new(py, keys)?.into_any(),
-                    PyList::new(py, values)?.into_any(),
-                    PyList::new(py, headers)?.into_any(),
-                ],
-            )?))
+            columns_to_py(py, buf, &cols).map(Some)
         })
     })
+}
+
+/// The columns of [`records::decode_v2`] over `buf`, as [`decode_v2`] returns them to Python.
+pub(crate) fn columns_to_py<'py>(
+    py: Python<'py>,
+    buf: &[u8],
+    cols: &records::RecordColumns,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let bytes_of = |s: Option<records::Slice>| -> Bound<'py, PyAny> {
+        match s.and_then(|(at, len)| buf.get(at..at.checked_add(len)?)) {
+            Some(b) => PyBytes::new(py, b).into_any(),
+            None => py.None().into_bound(py),
+        }
+    };
+    let keys: Vec<_> = cols.keys.iter().map(|s| bytes_of(*s)).collect();
+    let values: Vec<_> = cols.values.iter().map(|s| bytes_of(*s)).collect();
+    let mut headers = Vec::with_capacity(cols.len());
+    for w in cols.header_starts.windows(2) {
+        let (from, to) = match w {
+            [from, to] => (*from, *to),
+            _ => (0, 0),
+        };
+        if from == to {
+            headers.push(PyTuple::empty(py));
+            continue;
+        }
+        let mut pairs = Vec::with_capacity(to.saturating_sub(from));
+        for i in from..to {
+            let key = cols.header_keys.get(i).and_then(|(at, len)| buf.get(*at..at.checked_add(*len)?));
+            let key = header_key(py, key.unwrap_or_default())?;
+            let value = bytes_of(cols.header_values.get(i).copied().flatten());
+            pairs.push(PyTuple::new(py, [key, value])?);
+        }
+        headers.push(PyTuple::new(py, pairs)?);
+    }
+    PyTuple::new(
+        py,
+        [
+            PyList::new(py, &cols.offsets)?.into_any(),
+            PyList::new(py, &cols.timestamps)?.into_any(),
+            PyList::new(py, keys)?.into_any(),
+            PyList::new(py, values)?.into_any(),
+            PyList::new(py, headers)?.into_any(),
+        ],
+    )
 }
 
 /// A header key as Kafka reads it: UTF-8, malformed bytes replaced (Python's own decoder, so the
@@ -266,6 +278,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_batches, m)?)?;
     m.add_function(wrap_pyfunction!(scan_headers, m)?)?;
     m.add_function(wrap_pyfunction!(decode_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(codecs::py::decompress, m)?)?;
+    m.add_function(wrap_pyfunction!(codecs::py::decode_v2_compressed, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     Ok(())
 }

@@ -154,10 +154,15 @@ pub fn decode_v2(data: &[u8], start: usize, ctx: &BatchContext) -> Result<Record
         if r.pos as i128 != end {
             return Err(Fail::LengthMismatch);
         }
-        cols.offsets.push(ctx.base_offset.checked_add(off_delta).ok_or(Fail::Beyond64Bits)?);
+        cols.offsets.push(
+            ctx.base_offset
+                .checked_add(off_delta)
+                .ok_or(Fail::Beyond64Bits)?,
+        );
         let ts = match ctx.log_append_time {
             Some(ts) => ts,
-            None => i64::try_from(i128::from(ctx.base_timestamp) + ts_delta).map_err(|_| Fail::Beyond64Bits)?,
+            None => i64::try_from(i128::from(ctx.base_timestamp) + ts_delta)
+                .map_err(|_| Fail::Beyond64Bits)?,
         };
         cols.timestamps.push(ts);
     }
@@ -183,7 +188,13 @@ mod tests {
         }
     }
 
-    fn record(off: i64, ts: i64, key: Option<&[u8]>, value: &[u8], headers: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
+    fn record(
+        off: i64,
+        ts: i64,
+        key: Option<&[u8]>,
+        value: &[u8],
+        headers: &[(&[u8], Option<&[u8]>)],
+    ) -> Vec<u8> {
         let mut body = vec![0u8];
         zz(ts, &mut body);
         zz(off, &mut body);
@@ -215,12 +226,23 @@ mod tests {
     }
 
     fn ctx(count: i64) -> BatchContext {
-        BatchContext { base_offset: 100, base_timestamp: 5000, log_append_time: None, count }
+        BatchContext {
+            base_offset: 100,
+            base_timestamp: 5000,
+            log_append_time: None,
+            count,
+        }
     }
 
     #[test]
     fn decodes_keys_values_headers_into_slices() {
-        let mut data = record(0, 3, Some(b"k"), b"value", &[(b"h", Some(b"v")), (b"n", None)]);
+        let mut data = record(
+            0,
+            3,
+            Some(b"k"),
+            b"value",
+            &[(b"h", Some(b"v")), (b"n", None)],
+        );
         data.extend(record(1, -2, None, b"", &[]));
         let cols = decode_v2(&data, 0, &ctx(2)).expect("decodes");
         assert_eq!(cols.offsets, vec![100, 101]);
@@ -230,8 +252,16 @@ mod tests {
         assert_eq!(cols.keys[1], None);
         assert_eq!(cols.header_starts, vec![0, 2, 2]);
         assert_eq!(cols.header_values[1], None);
-        let log_append = BatchContext { log_append_time: Some(7), ..ctx(2) };
-        assert_eq!(decode_v2(&data, 0, &log_append).expect("decodes").timestamps, vec![7, 7]);
+        let log_append = BatchContext {
+            log_append_time: Some(7),
+            ..ctx(2)
+        };
+        assert_eq!(
+            decode_v2(&data, 0, &log_append)
+                .expect("decodes")
+                .timestamps,
+            vec![7, 7]
+        );
     }
 
     #[test]

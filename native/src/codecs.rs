@@ -1,0 +1,521 @@
+//! Bounded decompression of Kafka's compressed record payloads: gzip, snappy, lz4 and zstd.
+//!
+//! [`decompress_into`] appends the decompressed bytes of one payload to a caller's buffer in one pass,
+//! refusing to hold more than `limit` bytes of output (plus one decoder step: a 1 MiB chunk, one lz4 block
+//! of at most 4 MiB or nothing for snappy, whose blocks declare their length first). The decoders are
+//! kept per thread and reset between payloads, never built per batch ([`Decompressor`]), and
+//! [`with_decompressed`] also reuses one output buffer per thread.
+//!
+//! The stream rules are those of the pure reader, `kafkatool/codecs.py` (Kafka's own readers), with
+//! the same decoding libraries underneath: zlib's inflate (zlib-rs is a port of it; Python's `zlib`),
+//! `snap` (cramjam's snappy), liblz4's block decoder (python-lz4 runs it inside LZ4F) and libzstd
+//! (python-zstandard). This side *accepts* a stream only where the pure reader accepts it and produces
+//! the same bytes; it gives up ([`Fail`]) on anything else, including shapes Kafka's producers never
+//! write (gzip header fields, lz4 checksums or content size), and on output past `limit`. It never words
+//! a finding: the caller hands a failed payload to the pure reader, which decides (and words)
+//! `decompression-failed` or `decompression-limit` exactly as it always did. `tests/test_native.py`
+//! holds the two identical over the corpus and seeded mutations (bit flips, cuts, bombs).
+
+use std::cell::RefCell;
+
+/// Why a payload was not decompressed here (the pure reader then decides, and words the finding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fail {
+    /// The output would pass the limit.
+    Limit,
+    /// Damaged, cut short, an unknown codec, or a shape left to the pure reader.
+    Refused,
+}
+
+pub const GZIP: u8 = 1;
+pub const SNAPPY: u8 = 2;
+pub const LZ4: u8 = 3;
+pub const ZSTD: u8 = 4;
+
+/// Most output asked of a streaming decoder per call (the pure reader's `_CHUNK`).
+const CHUNK: usize = 1 << 20;
+/// Output buffers above this are given back to the allocator after use (a bomb's buffer is not kept).
+const KEEP_CAPACITY: usize = 16 << 20;
+
+/// One reusable decoder per codec (lz4 and snappy need no state beyond the output buffer).
+pub struct Decompressor {
+    inflate: Option<zlib_rs::Inflate>,
+    zstd: Option<zstd_safe::DCtx<'static>>,
+    snappy: snap::raw::Decoder,
+}
+
+impl Default for Decompressor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Decompressor {
+    pub fn new() -> Self {
+        Decompressor {
+            inflate: None,
+            zstd: None,
+            snappy: snap::raw::Decoder::new(),
+        }
+    }
+
+    /// Append the decompressed `payload` of codec `codec` (1..4) to `out`; on `Err`, `out` holds
+    /// partial output the caller must drop. `legacy_lz4`: a message format v0 wrapper, whose lz4
+    /// header checksum Kafka wrote wrong and does not check.
+    pub fn decompress_into(
+        &mut self,
+        codec: u8,
+        payload: &[u8],
+        limit: usize,
+        legacy_lz4: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Fail> {
+        if payload.is_empty() {
+            return Err(Fail::Refused);
+        }
+        let limit = limit.saturating_add(out.len());
+        match codec {
+            GZIP => self.gunzip(payload, limit, out),
+            SNAPPY => self.unsnappy(payload, limit, out),
+            LZ4 => unlz4(payload, limit, legacy_lz4, out),
+            ZSTD => self.unzstd(payload, limit, out),
+            _ => Err(Fail::Refused),
+        }
+    }
+
+    /// gzip as `GZIPInputStream` (via `zlib.decompressobj(wbits=31)` in the pure reader): members back
+    /// to back while the bytes after one start with the gzip magic and method 8, anything else after a
+    /// member ignored. Only the header Kafka's and every common producer write is read here (no FLG
+    /// bits: no extra field, name, comment or header CRC); the rest is the pure reader's.
+    fn gunzip(&mut self, data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), Fail> {
+        let inflate = self
+            .inflate
+            .get_or_insert_with(|| zlib_rs::Inflate::new(false, 15));
+        let mut rest = data;
+        loop {
+            // ID1 ID2 CM FLG | MTIME (4) | XFL | OS: zlib ignores MTIME, XFL and OS
+            match rest {
+                [0x1f, 0x8b, 8, 0, _, _, _, _, _, _, ..] => {}
+                _ => return Err(Fail::Refused),
+            }
+            let body = rest.get(10..).ok_or(Fail::Refused)?;
+            inflate.reset(false); // raw deflate, window 15
+            let start = out.len();
+            let mut consumed = 0usize;
+            loop {
+                let input = body.get(consumed..).ok_or(Fail::Refused)?;
+                let room = CHUNK.min(limit.saturating_add(1).saturating_sub(out.len()));
+                out.reserve(room);
+                let before_in = inflate.total_in();
+                let before_out = inflate.total_out();
+                let spare = out.spare_capacity_mut();
+                let spare_len = spare.len().min(room);
+                let status = inflate.decompress_uninit(
+                    input,
+                    spare.get_mut(..spare_len).ok_or(Fail::Refused)?,
+                    zlib_rs::InflateFlush::NoFlush,
+                );
+                let written =
+                    usize::try_from(inflate.total_out() - before_out).map_err(|_| Fail::Refused)?;
+                let read =
+                    usize::try_from(inflate.total_in() - before_in).map_err(|_| Fail::Refused)?;
+                // SAFETY: inflate initialised exactly `written` bytes of the spare capacity.
+                unsafe { out.set_len(out.len() + written.min(spare_len)) };
+                consumed += read;
+                if out.len() > limit {
+                    return Err(Fail::Limit);
+                }
+                match status {
+                    Ok(zlib_rs::Status::StreamEnd) => break,
+                    Ok(_) if written == 0 && read == 0 => return Err(Fail::Refused), // cut short
+                    Ok(_) => {}
+                    Err(_) => return Err(Fail::Refused),
+                }
+            }
+            let member = out.get(start..).ok_or(Fail::Refused)?;
+            let after = body.get(consumed..).ok_or(Fail::Refused)?;
+            match after {
+                [c0, c1, c2, c3, s0, s1, s2, s3, ..]
+                    if u32::from_le_bytes([*c0, *c1, *c2, *c3])
+                        == zlib_rs::crc32::crc32(0, member)
+                        && u32::from_le_bytes([*s0, *s1, *s2, *s3]) == member.len() as u32 => {}
+                _ => return Err(Fail::Refused), // bad CRC32 or ISIZE, or the trailer cut short
+            }
+            rest = after.get(8..).ok_or(Fail::Refused)?;
+            if !rest.starts_with(&[0x1f, 0x8b, 8]) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// snappy as snappy-java's `SnappyInputStream`: xerial-framed, or one raw block when the payload
+    /// does not start with the 16-byte xerial header; concatenated streams read; fewer than 4 bytes
+    /// left end the stream. A block's declared length is checked against the limit before decoding.
+    fn unsnappy(&mut self, data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), Fail> {
+        const MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
+        const HEADER: usize = 16;
+        if data.len() < HEADER || !data.starts_with(MAGIC) {
+            return self.snappy_block(data, limit, out);
+        }
+        let mut pos = HEADER;
+        while let Some(&[a, b, c, d]) = data.get(pos..pos + 4) {
+            let rest = data.get(pos..).unwrap_or_default();
+            if rest.starts_with(&MAGIC[..4]) {
+                if rest.len() < HEADER {
+                    return Err(Fail::Refused);
+                }
+                if !rest.starts_with(MAGIC) {
+                    return Ok(());
+                }
+                pos += HEADER;
+                continue;
+            }
+            let len =
+                usize::try_from(i32::from_be_bytes([a, b, c, d])).map_err(|_| Fail::Refused)?;
+            let block = data.get(pos + 4..pos + 4 + len).ok_or(Fail::Refused)?;
+            self.snappy_block(block, limit, out)?;
+            pos += 4 + len;
+        }
+        Ok(())
+    }
+
+    fn snappy_block(&mut self, block: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), Fail> {
+        let len = snap::raw::decompress_len(block).map_err(|_| Fail::Refused)?;
+        let start = out.len();
+        if len > limit.saturating_sub(start) {
+            return Err(Fail::Limit);
+        }
+        out.resize(start + len, 0);
+        let target = out.get_mut(start..).ok_or(Fail::Refused)?;
+        let n = self
+            .snappy
+            .decompress(block, target)
+            .map_err(|_| Fail::Refused)?;
+        out.truncate(start + n);
+        Ok(())
+    }
+
+    /// zstd as zstd-jni's `ZstdInputStreamNoFinalizer`: frames back to back, each of which must end.
+    fn unzstd(&mut self, data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), Fail> {
+        let dctx = match &mut self.zstd {
+            Some(dctx) => dctx,
+            None => self
+                .zstd
+                .insert(zstd_safe::DCtx::try_create().ok_or(Fail::Refused)?),
+        };
+        dctx.reset(zstd_safe::ResetDirective::SessionOnly)
+            .map_err(|_| Fail::Refused)?;
+        let mut input = zstd_safe::InBuffer::around(data);
+        loop {
+            out.reserve(CHUNK.min(limit.saturating_add(1).saturating_sub(out.len())));
+            let hint = {
+                // zstd writes into the spare capacity and sets the length
+                let pos = out.len();
+                let mut output = zstd_safe::OutBuffer::around_pos(out, pos);
+                dctx.decompress_stream(&mut output, &mut input)
+                    .map_err(|_| Fail::Refused)?
+            };
+            if out.len() > limit {
+                return Err(Fail::Limit);
+            }
+            if input.pos == data.len() && out.len() < out.capacity() {
+                // all input taken and all output flushed: done if the last frame ended, else cut short
+                return if hint == 0 {
+                    Ok(())
+                } else {
+                    Err(Fail::Refused)
+                };
+            }
+        }
+    }
+}
+
+/// lz4 as Kafka's `Lz4BlockInputStream`: frame version 1, independent blocks, no dictionary, blocks of
+/// at most the declared maximum, bytes after the end mark ignored. Only Kafka's own shape is read here
+/// (FLG 0x60: no checksums, no content size); the header checksum is checked unless `legacy`.
+fn unlz4(data: &[u8], limit: usize, legacy: bool, out: &mut Vec<u8>) -> Result<(), Fail> {
+    let (bd, hc) = match data {
+        [0x04, 0x22, 0x4d, 0x18, 0x60, bd, hc, ..] => (*bd, *hc),
+        _ => return Err(Fail::Refused),
+    };
+    if bd & 0x8F != 0 || bd >> 4 < 4 {
+        return Err(Fail::Refused);
+    }
+    if !legacy && hc != lz4_header_checksum(&[0x60, bd]) {
+        return Err(Fail::Refused);
+    }
+    let max_block = 1usize << (2 * usize::from(bd >> 4) + 8);
+    let mut pos = 7;
+    loop {
+        let word = match data.get(pos..pos + 4) {
+            Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+            _ => return Err(Fail::Refused),
+        };
+        pos += 4;
+        if word == 0 {
+            return Ok(()); // end mark
+        }
+        let len = (word & 0x7FFF_FFFF) as usize;
+        if len > max_block {
+            return Err(Fail::Refused);
+        }
+        let block = data.get(pos..pos + len).ok_or(Fail::Refused)?;
+        pos += len;
+        if word & 0x8000_0000 != 0 {
+            out.extend_from_slice(block); // stored uncompressed
+        } else {
+            out.reserve(max_block);
+            let spare = out.spare_capacity_mut();
+            let dst = spare.get_mut(..max_block).ok_or(Fail::Refused)?;
+            let src_len = i32::try_from(len).map_err(|_| Fail::Refused)?;
+            let cap = i32::try_from(max_block).map_err(|_| Fail::Refused)?;
+            // SAFETY: `block` is `len` readable bytes and `dst` `max_block` writable ones;
+            // LZ4_decompress_safe never reads or writes outside them, whatever the input.
+            let n = unsafe {
+                lz4_sys::LZ4_decompress_safe(
+                    block.as_ptr().cast(),
+                    dst.as_mut_ptr().cast(),
+                    src_len,
+                    cap,
+                )
+            };
+            let n = usize::try_from(n).map_err(|_| Fail::Refused)?; // negative: a malformed block
+                                                                    // SAFETY: LZ4_decompress_safe initialised the first `n` (<= max_block) bytes of `dst`.
+            unsafe { out.set_len(out.len() + n.min(max_block)) };
+        }
+        if out.len() > limit {
+            return Err(Fail::Limit);
+        }
+    }
+}
+
+/// The lz4 frame header checksum: the second byte of xxh32(descriptor, seed 0), for descriptors shorter
+/// than 16 bytes (xxHash spec, short-input path).
+fn lz4_header_checksum(descriptor: &[u8]) -> u8 {
+    const P1: u32 = 0x9E37_79B1;
+    const P2: u32 = 0x85EB_CA77;
+    const P3: u32 = 0xC2B2_AE3D;
+    const P5: u32 = 0x1656_67B1;
+    let mut h = P5.wrapping_add(descriptor.len() as u32);
+    for &b in descriptor {
+        h = h
+            .wrapping_add(u32::from(b).wrapping_mul(P5))
+            .rotate_left(11)
+            .wrapping_mul(P1);
+    }
+    h ^= h >> 15;
+    h = h.wrapping_mul(P2);
+    h ^= h >> 13;
+    h = h.wrapping_mul(P3);
+    h ^= h >> 16;
+    (h >> 8) as u8
+}
+
+thread_local! {
+    static DECOMPRESSOR: RefCell<(Decompressor, Vec<u8>)> = RefCell::new((Decompressor::new(), Vec::new()));
+}
+
+/// [`Decompressor::decompress_into`] with this thread's decoders: one pass, bounded by `limit`.
+pub fn decompress_into(
+    codec: u8,
+    payload: &[u8],
+    limit: usize,
+    legacy_lz4: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), Fail> {
+    DECOMPRESSOR.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut state) => state
+            .0
+            .decompress_into(codec, payload, limit, legacy_lz4, out),
+        Err(_) => Decompressor::new().decompress_into(codec, payload, limit, legacy_lz4, out), // re-entered
+    })
+}
+
+/// Call `f` with the decompressed `payload`, held in this thread's reused output buffer (no copy), or
+/// with the reason it was not decompressed.
+pub fn with_decompressed<R>(
+    codec: u8,
+    payload: &[u8],
+    limit: usize,
+    legacy_lz4: bool,
+    f: impl FnOnce(Result<&[u8], Fail>) -> R,
+) -> R {
+    DECOMPRESSOR.with(|cell| {
+        let Ok(mut state) = cell.try_borrow_mut() else {
+            let mut out = Vec::new();
+            let result =
+                Decompressor::new().decompress_into(codec, payload, limit, legacy_lz4, &mut out);
+            return f(result.map(|()| out.as_slice()));
+        };
+        let (decompressor, out) = &mut *state;
+        out.clear();
+        let result = decompressor.decompress_into(codec, payload, limit, legacy_lz4, out);
+        let value = f(result.map(|()| out.as_slice()));
+        out.clear();
+        if out.capacity() > KEEP_CAPACITY {
+            out.shrink_to(KEEP_CAPACITY);
+        }
+        value
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(codec: u8, payload: &[u8], limit: usize) -> Result<Vec<u8>, Fail> {
+        let mut out = Vec::new();
+        decompress_into(codec, payload, limit, false, &mut out).map(|()| out)
+    }
+
+    #[test]
+    fn lz4_header_checksum_matches_kafka() {
+        // Kafka's Lz4BlockOutputStream: FLG 0x60, BD 0x40 (64 KiB blocks): HC 0x82
+        assert_eq!(lz4_header_checksum(&[0x60, 0x40]), 0x82);
+    }
+
+    #[test]
+    fn lz4_stored_block_and_limit() {
+        let mut frame = vec![0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82];
+        frame.extend_from_slice(&(0x8000_0005u32).to_le_bytes());
+        frame.extend_from_slice(b"hello");
+        frame.extend_from_slice(&[0, 0, 0, 0]);
+        assert_eq!(run(LZ4, &frame, 5), Ok(b"hello".to_vec()));
+        assert_eq!(run(LZ4, &frame, 4), Err(Fail::Limit));
+        assert_eq!(run(LZ4, &frame[..frame.len() - 1], 5), Err(Fail::Refused));
+        let mut legacy = frame.clone();
+        legacy[6] ^= 0xFF;
+        assert_eq!(run(LZ4, &legacy, 5), Err(Fail::Refused));
+        let mut out = Vec::new();
+        assert_eq!(decompress_into(LZ4, &legacy, 5, true, &mut out), Ok(()));
+        assert_eq!(out, b"hello");
+    }
+
+    #[test]
+    fn snappy_raw_block_and_declared_length_bound() {
+        // raw snappy: varint length 5, then a literal tag (len-1 << 2) and the bytes
+        let block = [5u8, 4 << 2, b'h', b'e', b'l', b'l', b'o'];
+        assert_eq!(run(SNAPPY, &block, 5), Ok(b"hello".to_vec()));
+        assert_eq!(run(SNAPPY, &block, 4), Err(Fail::Limit));
+        let mut framed = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01".to_vec();
+        framed.extend_from_slice(&(block.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&block);
+        framed.extend_from_slice(&[0, 0]); // fewer than 4 bytes: the end
+        assert_eq!(run(SNAPPY, &framed, 100), Ok(b"hello".to_vec()));
+    }
+
+    #[test]
+    fn gzip_stored_member() {
+        // a stored deflate block: BFINAL=1 BTYPE=00, LEN 5, NLEN !5
+        let mut member = vec![
+            0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 0x01, 5, 0, 0xfa, 0xff,
+        ];
+        member.extend_from_slice(b"hello");
+        member.extend_from_slice(&zlib_rs::crc32::crc32(0, b"hello").to_le_bytes());
+        member.extend_from_slice(&5u32.to_le_bytes());
+        assert_eq!(run(GZIP, &member, 5), Ok(b"hello".to_vec()));
+        let mut two = member.clone();
+        two.extend_from_slice(&member);
+        two.extend_from_slice(b"junk");
+        assert_eq!(run(GZIP, &two, 10), Ok(b"hellohello".to_vec()));
+        assert_eq!(run(GZIP, &two, 9), Err(Fail::Limit));
+        let mut bad = member.clone();
+        bad[20] ^= 1; // CRC32
+        assert_eq!(run(GZIP, &bad, 5), Err(Fail::Refused));
+        for cut in 0..member.len() {
+            assert!(run(GZIP, &member[..cut], 5).is_err());
+        }
+    }
+
+    #[test]
+    fn damage_never_panics() {
+        let inputs: [&[u8]; 4] = [
+            b"\x1f\x8b\x08\x00",
+            b"\x82SNAPPY\x00",
+            b"\x04\x22\x4d\x18\x60\x40",
+            b"\x28\xb5\x2f\xfd",
+        ];
+        for (codec, data) in (1u8..=4).zip(inputs) {
+            for cut in 0..=data.len() {
+                assert!(run(codec, &data[..cut], 1000).is_err());
+            }
+        }
+        assert_eq!(run(7, b"x", 10), Err(Fail::Refused));
+    }
+}
+
+/// The Python side (registered in `lib.rs`).
+pub(crate) mod py {
+    use pyo3::prelude::*;
+    use pyo3::types::PyBytes;
+
+    use crate::records;
+    use crate::{columns_to_py, guarded, with_bytes};
+
+    /// `data[start:]` decompressed with codec `codec` (1..4) within `limit` bytes, or `None` where the
+    /// pure reader must decide (damage, a bomb, an unknown codec: see the module docs).
+    #[pyfunction]
+    #[pyo3(signature = (codec, data, start, limit, legacy_lz4=false))]
+    pub(crate) fn decompress<'py>(
+        py: Python<'py>,
+        codec: u8,
+        data: &Bound<'py, PyAny>,
+        start: usize,
+        limit: usize,
+        legacy_lz4: bool,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        guarded(|| {
+            with_bytes(data, |buf| {
+                let payload = buf.get(start..).unwrap_or_default();
+                Ok(super::with_decompressed(
+                    codec,
+                    payload,
+                    limit,
+                    legacy_lz4,
+                    |out| out.ok().map(|out| PyBytes::new(py, out)),
+                ))
+            })
+        })
+    }
+
+    /// A compressed v2 batch (`raw`, from its first byte) decompressed and decoded in one call, the
+    /// records read from the reused output buffer: the columns of `decode_v2`; or the decompressed
+    /// records section as `bytes` when the records need the pure reader; or `None` when the
+    /// decompression does.
+    #[pyfunction]
+    #[pyo3(signature = (raw, codec, limit, count, base_offset, base_timestamp, log_append_time))]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn decode_v2_compressed<'py>(
+        py: Python<'py>,
+        raw: &Bound<'py, PyAny>,
+        codec: u8,
+        limit: usize,
+        count: i64,
+        base_offset: i64,
+        base_timestamp: i64,
+        log_append_time: Option<i64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded(|| {
+            with_bytes(raw, |buf| {
+                let payload = buf
+                    .get(crate::frame::RECORD_BATCH_OVERHEAD..)
+                    .unwrap_or_default();
+                super::with_decompressed(codec, payload, limit, false, |out| {
+                    let Ok(data) = out else {
+                        return Ok(py.None().into_bound(py));
+                    };
+                    let ctx = records::BatchContext {
+                        base_offset,
+                        base_timestamp,
+                        log_append_time,
+                        count,
+                    };
+                    match records::decode_v2(data, 0, &ctx) {
+                        Ok(cols) => Ok(columns_to_py(py, data, &cols)?.into_any()),
+                        Err(_) => Ok(PyBytes::new(py, data).into_any()),
+                    }
+                })
+            })
+        })
+    }
+}
