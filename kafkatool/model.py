@@ -194,6 +194,6 @@ class RecordRun(NamedTuple):
             yield batch
             yield from decode_records(batch, raw(i), "")[0]
 
-    def render(self, fmt: str, values: str, fallback: tuple) -> str:
-        """The lines ``dump`` prints for the run (``fmt`` text or jsonl); see ``WindowColumns.render``."""
+    def render(self, fmt: str, values: str, fallback: tuple) -> bytes:
+        """The lines ``dump`` prints for the run (``fmt`` text or jsonl), UTF-8; see ``WindowColumns.render``."""
         return self.columns.render(self.lo, self.hi, fmt, values, fallback)

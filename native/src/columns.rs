@@ -213,7 +213,7 @@ mod tests {
 
 mod py {
     use pyo3::prelude::*;
-    use pyo3::types::{PyBytes, PyString, PyTuple};
+    use pyo3::types::{PyBytes, PyTuple};
 
     use super::{decode_window, WindowColumns};
     use crate::render::{self, Fallback, Values};
@@ -286,7 +286,7 @@ mod py {
             at(hi).saturating_sub(at(lo))
         }
 
-        /// Batches `lo..hi` and their records rendered as `dump` prints them: `fmt` "text" or "jsonl",
+        /// Batches `lo..hi` and their records rendered as `dump` prints them (UTF-8 bytes): `fmt` "text" or "jsonl",
         /// `values` "base64" | "text" | "hex" | "none"; `fallback` is `(text_bytes, key_repr, iso)`,
         /// Python's rendering of the rare cases (see `render.rs`).
         #[pyo3(signature = (lo, hi, fmt, values, fallback))]
@@ -298,7 +298,7 @@ mod py {
             fmt: &str,
             values: &str,
             fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
-        ) -> PyResult<Bound<'py, PyString>> {
+        ) -> PyResult<Bound<'py, PyBytes>> {
             crate::guarded(|| {
                 let values = match values {
                     "base64" => Values::Base64,
@@ -311,7 +311,7 @@ mod py {
                 let mut fb = PyFallback { text_bytes, key_repr, iso };
                 let mut out = String::with_capacity(self.cols.data.len() * 2);
                 render::render(&self.cols, lo, hi, fmt == "jsonl", values, &mut fb, &mut out)?;
-                Ok(PyString::new(py, &out))
+                Ok(PyBytes::new(py, out.as_bytes()))
             })
         }
 

@@ -59,47 +59,67 @@ pub fn render<F: Fallback>(
 
 // -- JSON lines ------------------------------------------------------------------------------
 
+/// An integer in decimal (what `str(int)` and `json.dumps` write).
+fn int<I: itoa::Integer>(out: &mut String, v: I) {
+    out.push_str(itoa::Buffer::new().format(v));
+}
+
+fn boolean(out: &mut String, v: bool) {
+    out.push_str(if v { "true" } else { "false" });
+}
+
 fn json_batch(cols: &WindowColumns, i: usize, out: &mut String) {
-    use std::fmt::Write;
     let Some(e) = cols.batches.get(i) else { return };
     let h = &e.header;
     let a = h.attributes;
     let last = h.base_offset.saturating_add(i64::from(h.last_offset_delta));
-    let b = |v: bool| if v { "true" } else { "false" };
-    let _ = write!(
-        out,
-        "{{\"type\": \"batch\", \"position\": {}, \"base_offset\": {}, \"last_offset\": {last}, \"size\": {}, \
-         \"magic\": 2, \"crc\": {}, \"crc_valid\": {}, \"partition_leader_epoch\": {}, \"compression\": \"none\", \
-         \"timestamp_type\": \"{}\", \"transactional\": {}, \"control\": {}, \"first_timestamp\": {}, \
-         \"max_timestamp\": {}, \"producer_id\": {}, \"producer_epoch\": {}, \"base_sequence\": {}, \
-         \"record_count\": {}",
-        e.position,
-        h.base_offset,
-        e.total,
-        h.crc,
-        b(e.crc_valid),
-        h.partition_leader_epoch,
-        if a & 0x08 != 0 { "log_append" } else { "create" },
-        b(a & 0x10 != 0),
-        b(a & 0x20 != 0),
-        h.base_timestamp,
-        h.max_timestamp,
-        h.producer_id,
-        h.producer_epoch,
-        h.base_sequence,
-        h.records_count,
-    );
+    out.push_str("{\"type\": \"batch\", \"position\": ");
+    int(out, e.position);
+    out.push_str(", \"base_offset\": ");
+    int(out, h.base_offset);
+    out.push_str(", \"last_offset\": ");
+    int(out, last);
+    out.push_str(", \"size\": ");
+    int(out, e.total);
+    out.push_str(", \"magic\": 2, \"crc\": ");
+    int(out, h.crc);
+    out.push_str(", \"crc_valid\": ");
+    boolean(out, e.crc_valid);
+    out.push_str(", \"partition_leader_epoch\": ");
+    int(out, h.partition_leader_epoch);
+    out.push_str(", \"compression\": \"none\", \"timestamp_type\": ");
+    out.push_str(if a & 0x08 != 0 { "\"log_append\"" } else { "\"create\"" });
+    out.push_str(", \"transactional\": ");
+    boolean(out, a & 0x10 != 0);
+    out.push_str(", \"control\": ");
+    boolean(out, a & 0x20 != 0);
+    out.push_str(", \"first_timestamp\": ");
+    int(out, h.base_timestamp);
+    out.push_str(", \"max_timestamp\": ");
+    int(out, h.max_timestamp);
+    out.push_str(", \"producer_id\": ");
+    int(out, h.producer_id);
+    out.push_str(", \"producer_epoch\": ");
+    int(out, h.producer_epoch);
+    out.push_str(", \"base_sequence\": ");
+    int(out, h.base_sequence);
+    out.push_str(", \"record_count\": ");
+    int(out, h.records_count);
     if a & 0x40 != 0 {
-        let _ = write!(out, ", \"delete_horizon_ms\": {}", h.base_timestamp);
+        out.push_str(", \"delete_horizon_ms\": ");
+        int(out, h.base_timestamp);
     }
     out.push_str("}\n");
 }
 
 fn json_record(cols: &WindowColumns, j: usize, values: Values, out: &mut String) {
-    use std::fmt::Write;
     let r = &cols.records;
     let (Some(off), Some(ts)) = (r.offsets.get(j), r.timestamps.get(j)) else { return };
-    let _ = write!(out, "{{\"type\": \"record\", \"offset\": {off}, \"timestamp\": {ts}, ");
+    out.push_str("{\"type\": \"record\", \"offset\": ");
+    int(out, *off);
+    out.push_str(", \"timestamp\": ");
+    int(out, *ts);
+    out.push_str(", ");
     if values != Values::None {
         out.push_str("\"key\": ");
         json_value(cols.slice(r.keys.get(j).copied().flatten()), values, out);
@@ -250,11 +270,10 @@ fn hex(data: &[u8], out: &mut String) {
 
 /// `_iso`: an epoch-ms timestamp as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC), a negative one as its number.
 fn iso<F: Fallback>(ts: i64, fb: &mut F, out: &mut String) -> Result<(), F::Error> {
-    use std::fmt::Write;
     // Below 2^33 s a float timestamp rounds back to the exact millisecond in datetime.fromtimestamp.
     if !(0..8_000_000_000_000).contains(&ts) {
         if ts < 0 {
-            let _ = write!(out, "{ts}");
+            int(out, ts);
         } else {
             out.push_str(&fb.iso(ts)?);
         }
@@ -262,14 +281,25 @@ fn iso<F: Fallback>(ts: i64, fb: &mut F, out: &mut String) -> Result<(), F::Erro
     }
     let (days, ms) = (ts / 86_400_000, ts % 86_400_000);
     let (y, m, d) = civil_from_days(days);
-    let _ = write!(
-        out,
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        ms / 3_600_000,
-        ms / 60_000 % 60,
-        ms / 1000 % 60,
-        ms % 1000
-    );
+    let digits = |out: &mut String, v: i64, width: u32| {
+        for k in (0..width).rev() {
+            out.push(char::from(b'0' + (v / 10i64.pow(k) % 10) as u8));
+        }
+    };
+    digits(out, y, 4);
+    out.push('-');
+    digits(out, m, 2);
+    out.push('-');
+    digits(out, d, 2);
+    out.push('T');
+    digits(out, ms / 3_600_000, 2);
+    out.push(':');
+    digits(out, ms / 60_000 % 60, 2);
+    out.push(':');
+    digits(out, ms / 1000 % 60, 2);
+    out.push('.');
+    digits(out, ms % 1000, 3);
+    out.push('Z');
     Ok(())
 }
 
@@ -288,31 +318,37 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 }
 
 fn text_batch<F: Fallback>(cols: &WindowColumns, i: usize, fb: &mut F, out: &mut String) -> Result<(), F::Error> {
-    use std::fmt::Write;
     let Some(e) = cols.batches.get(i) else { return Ok(()) };
     let h = &e.header;
     let a = h.attributes;
     let last = h.base_offset.saturating_add(i64::from(h.last_offset_delta));
-    let _ = write!(out, "offset {}", h.base_offset);
+    out.push_str("offset ");
+    int(out, h.base_offset);
     if last != h.base_offset {
-        let _ = write!(out, "..{last}");
+        out.push_str("..");
+        int(out, last);
     }
-    let _ = write!(
-        out,
-        "  pos {}  {} B  v2  none  {} rec  epoch {}  {} ",
-        e.position,
-        e.total,
-        h.records_count,
-        h.partition_leader_epoch,
-        if a & 0x08 != 0 { "log_append" } else { "create" }
-    );
+    out.push_str("  pos ");
+    int(out, e.position);
+    out.push_str("  ");
+    int(out, e.total);
+    out.push_str(" B  v2  none  ");
+    int(out, h.records_count);
+    out.push_str(" rec  epoch ");
+    int(out, h.partition_leader_epoch);
+    out.push_str(if a & 0x08 != 0 { "  log_append " } else { "  create " });
     iso(h.base_timestamp, fb, out)?;
     if h.base_timestamp != h.max_timestamp {
         out.push_str("..");
         iso(h.max_timestamp, fb, out)?;
     }
     if h.producer_id >= 0 {
-        let _ = write!(out, "  producer {} epoch {} seq {}", h.producer_id, h.producer_epoch, h.base_sequence);
+        out.push_str("  producer ");
+        int(out, h.producer_id);
+        out.push_str(" epoch ");
+        int(out, h.producer_epoch);
+        out.push_str(" seq ");
+        int(out, h.base_sequence);
     }
     match (a & 0x10 != 0, a & 0x20 != 0) {
         (true, true) => out.push_str("  transactional control"),
@@ -368,10 +404,11 @@ fn text_record<F: Fallback>(
     fb: &mut F,
     out: &mut String,
 ) -> Result<(), F::Error> {
-    use std::fmt::Write;
     let r = &cols.records;
     let (Some(off), Some(ts)) = (r.offsets.get(j), r.timestamps.get(j)) else { return Ok(()) };
-    let _ = write!(out, "    | {off}  ");
+    out.push_str("    | ");
+    int(out, *off);
+    out.push_str("  ");
     iso(*ts, fb, out)?;
     if values != Values::None {
         out.push_str("  key=");
