@@ -59,6 +59,7 @@ fixtures: install
 ## against verify and its backup size; Spark scan
 bench: install
 	$(PY) bench/bench_scan.py
+	$(PY) bench/bench_dump.py
 	$(PY) bench/bench_locate.py
 	$(PY) bench/bench_loader.py
 	$(PY) bench/bench_repair.py

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify
-from .model import Batch, FileStart, Finding, Record, Trailing
+from .model import Batch, FileStart, Finding, Record, RecordRun, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
 from .walk import FoundFile, discover, expand, found_files, partition_of
 
@@ -164,6 +164,7 @@ class DumpOptions:
     isolation: str = "read_uncommitted"  # read_committed: only what such a consumer receives (kafkatool.txns)
     filter: RecordFilter = field(default_factory=RecordFilter)
     decode: str | None = None   # a DECODERS name: records of internal topics decoded
+    columnar: bool = False  # the consumer takes RecordRuns (records as native columns; the CLI's text and jsonl)
 
     def wants(self, first: int, last: int) -> bool:
         if self.from_offset is not None and last < self.from_offset:
@@ -280,10 +281,16 @@ def _dump_records(
     if wanted.needs_records or (wanted.active and options.records):
         yield from _search_records(f, options, progress, committed, start, decoder)
         return
+    # Every record shown as it is: runs of batches decoded natively go to the output layer as columns.
+    columnar = (options.columnar and options.records and committed is None and decoder is None
+                and options.from_offset is None and options.to_offset is None and options.max_batches is None)
     with open(f.path, "rb") as fh:
         batches = 0
         for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=options.records,
-                         options=options.scan, progress=progress):
+                         decoded=columnar, options=options.scan, progress=progress):
+            if item.__class__ is RecordRun:
+                yield item
+                continue
             if committed is not None and isinstance(item, (RawBatch, Batch)):
                 b = item.batch if isinstance(item, RawBatch) else item
                 if committed.limit is not None and b.base_offset >= committed.limit:

@@ -7,6 +7,7 @@ Every value has ``as_dict()`` returning exactly the JSON-lines shape of the corp
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -164,3 +165,35 @@ class Record(NamedTuple):
             if self.coordinator_epoch is not None:
                 d["coordinator_epoch"] = self.coordinator_epoch
         return d
+
+
+class RecordRun(NamedTuple):
+    """Whole v2 batches in a row with their records decoded natively into columns (no Python object per
+    batch or record): what ``scan(decoded=True)`` yields for them with the native core.
+
+    ``columns`` is a ``kafkatool._native.WindowColumns`` (one reader window; see ``native/src/columns.rs``
+    for its layout and Rust API), ``lo:hi`` the batches of this run in it. Every batch of a run was decoded
+    without a finding; compressed and control batches, and any the native decoder declines, come as
+    :class:`RawBatch` instead (Python decodes them, with its findings).
+    """
+
+    columns: Any
+    lo: int
+    hi: int
+
+    def batches(self) -> Iterator[Batch]:
+        """The run's batches as :class:`Batch` tuples, exactly as ``scan()`` makes them."""
+        return map(Batch._make, zip(*self.columns.batch_columns(self.lo, self.hi), strict=True))
+
+    def items(self) -> Iterator[Batch | Record]:
+        """Each batch followed by its records, as the per-record path (``decode_records``) gives them."""
+        from .records import decode_records
+
+        raw = self.columns.raw
+        for i, batch in enumerate(self.batches(), self.lo):
+            yield batch
+            yield from decode_records(batch, raw(i), "")[0]
+
+    def render(self, fmt: str, values: str, fallback: tuple) -> bytes:
+        """The lines ``dump`` prints for the run (``fmt`` text or jsonl), UTF-8; see ``WindowColumns.render``."""
+        return self.columns.render(self.lo, self.hi, fmt, values, fallback)

@@ -39,7 +39,7 @@ from .formats.record_batch import (
     RECORD_BATCH_OVERHEAD,
     RecordBatchHeader,
 )
-from .model import Batch, Finding, Record, Trailing
+from .model import Batch, Finding, Record, RecordRun, Trailing
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 DEFAULT_MAX_DECOMPRESSED = 128 * 1024 * 1024
@@ -162,9 +162,10 @@ def scan(
     end: int | None = None,
     with_raw: bool = False,
     columnar: bool = False,
+    decoded: bool = False,
     options: ScanOptions = _DEFAULT_OPTIONS,
     progress: Callable[[int], None] | None = None,
-) -> Iterator[Batch | RawBatch | HeaderRun | Finding | Trailing]:
+) -> Iterator[Batch | RawBatch | HeaderRun | RecordRun | Finding | Trailing]:
     """Yield every batch (header fields, CRC checked) of a record file, in file order.
 
     ``start``/``end`` select the entries that *begin* in ``[start, end)`` (``start`` must be an entry
@@ -173,10 +174,14 @@ def scan(
     whole v2 batches come as :class:`HeaderRun`s (their raw headers, positions and CRC verdicts) instead
     of one :class:`Batch` each: same framing, same checks, same findings in the same order, without a
     Python object per batch (bulk consumers decode the headers column-wise). Legacy messages still come
-    as :class:`Batch`. ``progress`` is called with the number of bytes consumed since its last call.
+    as :class:`Batch`. With ``decoded`` (and the native core), runs of whole v2 batches whose records the
+    native core decodes come as :class:`RecordRun`s, every other batch as :class:`RawBatch` (without the
+    native core: every batch as :class:`RawBatch`, as ``with_raw``). ``progress`` is called with the number
+    of bytes consumed since its last call.
     """
-    if columnar and with_raw:
-        raise ValueError("scan: columnar and with_raw exclude each other")
+    if columnar and (with_raw or decoded):
+        raise ValueError("scan: columnar excludes with_raw and decoded")
+    with_raw = with_raw or decoded
     fh.seek(0, 2)
     file_size = fh.tell()
     limit = file_size if end is None else min(end, file_size)
@@ -204,8 +209,11 @@ def scan(
 
     while True:
         if core is not None and len(window) - p >= 61:  # the native core walks the whole v2 batches
-            p, stop = yield from _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, path,
-                                              run_positions, run_headers, run_valid, run_controls)
+            if decoded:
+                p, stop = yield from _native_records(core, window, p, base, limit, max_batch, path)
+            else:
+                p, stop = yield from _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, path,
+                                                  run_positions, run_headers, run_valid, run_controls)
             if stop == 1:
                 break
             if stop == 2:
@@ -364,6 +372,27 @@ def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, pa
             position, crc = columns[0][-1], columns[5][-1]
     if stop == 2:
         yield Finding("error", "crc-mismatch", path, position, f"stored CRC32C {crc} does not match the batch contents")
+    return p, stop
+
+
+def _native_records(core, window, p, base, limit, max_batch, path):
+    """``_native_walk`` for ``scan(decoded=True)``: the batches at ``p`` as :class:`RecordRun`s, each batch the
+    native core did not decode as a :class:`RawBatch`, in file order; the same stops and findings."""
+    p, stop, columns = core.decode_window_columns(window, p, base, limit, max_batch)
+    n = len(columns)
+    lo = 0
+    for i in columns.pending():
+        if i > lo:
+            yield _tuple_new(RecordRun, (columns, lo, i))
+        batch = _tuple_new(Batch, next(zip(*columns.batch_columns(i, i + 1), strict=True)))
+        yield _tuple_new(RawBatch, (batch, columns.raw(i)))
+        lo = i + 1
+    if lo < n:
+        yield _tuple_new(RecordRun, (columns, lo, n))
+    if stop == 2:
+        last = _tuple_new(Batch, next(zip(*columns.batch_columns(n - 1, n), strict=True)))
+        yield Finding("error", "crc-mismatch", path, last.position,
+                      f"stored CRC32C {last.crc} does not match the batch contents")
     return p, stop
 
 

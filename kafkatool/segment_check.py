@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, NamedTuple
 
 from .filetypes import FileKind
-from .model import Batch, Finding, Trailing
+from .model import Batch, Finding, RecordRun, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
 from .smallfiles import AbortedTxn, index_slots, offset_index_sanity, parse_small_file, time_index_sanity
 
@@ -455,7 +455,7 @@ def _check_log(
         batch = None
         keep_raw = deep or pread is None
         raw_of_deep: list[bytes] = [b""]  # the current batch's bytes, when kept (the decoding happens in _deep)
-        items = scan(fh, path, with_raw=keep_raw, options=options.scan, progress=progress)
+        items = scan(fh, path, with_raw=keep_raw, decoded=deep, options=options.scan, progress=progress)
         if keep_raw:
             items = _deep(items, path, options, sink, raw_of_deep, check=deep)
         if tap is not None:
@@ -735,6 +735,16 @@ def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = Tr
             if check and not batch.control:
                 _deep_check(path, batch, raw, options, sink)
             yield batch
+        elif item.__class__ is RecordRun:  # records decoded natively: only a batch the columns flag is checked here
+            cols, lo, hi = item
+            suspects = cols.deep_suspects(lo, hi) if check else None
+            if not suspects:
+                yield from item.batches()
+                continue
+            for i, batch in enumerate(item.batches(), lo):
+                if i in suspects:
+                    _deep_check(path, batch, cols.raw(i), options, sink)
+                yield batch
         else:
             yield item
 

@@ -29,6 +29,7 @@ from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, re
 from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
 from kafkatool.errors import DecompressionError
 from kafkatool.records import RawBatch, ScanOptions, decode_records, decompress_payload, scan
+from kafkatool.segment_check import CheckOptions
 
 from .conftest import PROJECT_ROOT
 
@@ -391,3 +392,115 @@ def test_bombs_and_nested_compression_give_the_same_findings(core) -> None:
             assert pure == fast, (codec, limit)
             assert ("decompression-limit" in pure) == (limit < 8 * 300_000)
         assert "nested-compression" in pure
+
+
+# -- records as columns: dump's lines and verify --deep's checks ------------------------------------
+
+RENDER_MODES = (("jsonl", "base64"), ("jsonl", "text"), ("jsonl", "hex"), ("jsonl", "none"),
+                ("text", "text"), ("text", "base64"), ("text", "hex"), ("text", "none"))
+
+
+def dumped(data: bytes, options: ScanOptions, fmt: str, values: str) -> str:
+    """What ``dump --records`` prints for ``data`` (piped: plain lines), through the one output layer:
+    ``scan(decoded=True)`` gives RecordRuns (native columns, rendered in Rust) with the native core, and
+    RawBatches decoded record by record (rendered in Python) without."""
+    from kafkatool.cli.output import Output
+
+    stream = io.StringIO()
+    out = Output(fmt, values, stream=stream)
+    for item in scan(io.BytesIO(data), "seg.log", decoded=True, options=options):
+        if item.__class__ is RawBatch:
+            out.emit(item.batch)
+            records, findings = decode_records(item.batch, item.raw, "seg.log", options)
+            for x in (*records, *findings):
+                out.emit(x)
+        else:
+            out.emit(item)
+    out.close()
+    return stream.getvalue()
+
+
+def deep_misses(data: bytes, options: ScanOptions) -> list[int]:
+    """Positions of batches inside RecordRuns where ``verify --deep``'s Python check
+    (``segment_check._deep_check``) finds something the columns did not flag as suspect."""
+    from kafkatool.model import RecordRun
+    from kafkatool.segment_check import _deep_check, _Sink
+
+    misses = []
+    for item in scan(io.BytesIO(data), "seg.log", decoded=True, options=options):
+        if item.__class__ is RecordRun:
+            cols, lo, hi = item
+            suspects = cols.deep_suspects(lo, hi)
+            for i, batch in enumerate(item.batches(), lo):
+                found: list = []
+                _deep_check("seg.log", batch, cols.raw(i), CheckOptions(deep=True, scan=options), _Sink(found, 9))
+                if found and i not in suspects:
+                    misses.append(batch.position)
+    return misses
+
+
+def render_seeds() -> list[bytes]:
+    """Records whose lines take every branch of the renderers: quotes, backslashes, non-ASCII and invalid
+    UTF-8 in keys, values and header keys, control characters, null and empty fields, timestamps before
+    1970, past 2242 and past year 9999, LOG_APPEND_TIME, delete horizons, producers, bad offsets."""
+    ts = 1_700_000_000_123
+    odd = [b"it's", b'say "hi"', b"both '\"", b"back\\slash", "zoë ☃ 𝄞".encode(), b"\xff\xfe bad \xc3",
+           b"\xed\xa0\x80", b"tab\there\n\x7f\x00", b"", b":smile: [bold]x[/bold]"]
+    records = [RecordSpec(k, v, ts + i, ((k.decode("latin-1"), v), (b"\xc3(".decode("utf-8", "replace"), None)))
+               for i, (k, v) in enumerate(zip(odd, reversed(odd), strict=True))]
+    records.append(RecordSpec(None, None, ts, ()))
+    header_bytes = record_batch(50, [RecordSpec(b"k", b"v", ts, (("h\xe9", b"x"),))])
+    return [
+        record_batch(0, records, partition_leader_epoch=4, producer_id=7, producer_epoch=2, base_sequence=9),
+        record_batch(20, [RecordSpec(b"a", b"b", -5), RecordSpec(b"a", b"b", 9_000_000_000_000),
+                          RecordSpec(b"a", b"b", 300_000_000_000_000), RecordSpec(b"a", b"b", 8_000_000_000_000)]),
+        record_batch(30, records[:3], log_append_time=ts + 9) + record_batch(33, records[3:5], delete_horizon_ms=ts)
+        + record_batch(40, records[:2], transactional=True, producer_id=3, producer_epoch=0, base_sequence=0),
+        header_bytes,
+    ]
+
+
+def test_columns_render_and_check_like_the_per_record_path(core) -> None:
+    """Every corpus and fixture record file, and the rendering seeds: ``dump --records`` prints the same
+    bytes from the native columns as from Batch/Record objects, in every format and --values mode, at two
+    window sizes; and every batch of a run that ``verify --deep``'s checks (``_deep_check``, after Kafka's
+    ``DefaultRecordBatch`` iteration) would flag is flagged by the columns."""
+    differ = []
+    inputs = [(str(p), p.read_bytes()) for p in record_files()] + [(f"seed {i}", s)
+                                                                     for i, s in enumerate(render_seeds())]
+    for name, data in inputs:
+        for options in (ScanOptions(), ScanOptions(window=97)):
+            for fmt, values in RENDER_MODES if name.startswith("seed") or options.window == 97 else RENDER_MODES[:1]:
+                with native.using(None):
+                    pure = dumped(data, options, fmt, values)
+                with native.using(core):
+                    fast = dumped(data, options, fmt, values)
+                if pure != fast:
+                    differ.append(f"{name} ({fmt}, {values}, window {options.window})")
+            with native.using(core):
+                if deep_misses(data, options):
+                    differ.append(f"{name}: deep checks missed (window {options.window})")
+    assert not differ, f"columns and per-record path differ on {len(differ)}: {differ[:10]}"
+
+
+def test_columns_render_and_check_like_the_per_record_path_on_mutations(core) -> None:
+    """Seeded mutations (those of ``test_mutated_inputs_read_the_same`` and of the rendering seeds): the
+    same dump lines both ways and no missed deep finding."""
+    seed_list = seeds() + render_seeds()
+    differ = []
+    options = [ScanOptions(window=w, max_decompressed=1 << 16, max_batch=1 << 12) for w in (61, 200, 4096)]
+    for case in range(20_000):
+        rng = random.Random(case)
+        data = mutate(seed_list[case % len(seed_list)], rng, case // len(seed_list))
+        fmt, values = RENDER_MODES[case % len(RENDER_MODES)]
+        opts = options[case % 3]
+        with native.using(None):
+            pure = dumped(data, opts, fmt, values)
+        with native.using(core):
+            fast = dumped(data, opts, fmt, values)
+            missed = deep_misses(data, opts) if case % 4 == 0 else []
+        if pure != fast or missed:
+            differ.append(case)
+            if len(differ) >= 5:
+                break
+    assert not differ, f"columns and per-record path differ on mutation cases {differ}"

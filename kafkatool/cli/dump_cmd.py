@@ -111,7 +111,7 @@ def dump(
         from_offset=from_offset, to_offset=to_offset,
         max_batches=max_batches, max_bytes=max_bytes,
         scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes), isolation=isolation,
-        filter=wanted, decode=decode,
+        filter=wanted, decode=decode, columnar=fmt in ("text", "jsonl"),
     )
     if exporting:
         import sys

@@ -21,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from ..model import render_bytes
+from ..model import RecordRun, render_bytes
 
 FORMATS = ("text", "jsonl")
 DUMP_FORMATS = (*FORMATS, "dump-log")  # dump only: kafka-dump-log's own text
@@ -131,9 +131,15 @@ class Output:
         self.tables = tables  # False: rows that would be tables are lines (mixed with other lines)
         self._colour = self._console is not None and self._console.is_terminal and \
             self._console.color_system is not None
+        # No colour (piped, NO_COLOR, no colour terminal): batch and record lines are written as plain strings,
+        # with no markup to strip.
+        self.plain = self._console is not None and not self._colour
 
     # -- results -------------------------------------------------------------------------------
     def emit(self, item: Any) -> None:
+        if item.__class__ is RecordRun:
+            self._run(item)
+            return
         d = item if isinstance(item, dict) else item.as_dict()
         if d.get("type") == "finding":
             self.findings[d["severity"]] += 1
@@ -146,6 +152,22 @@ class Output:
             self._dump_log(d)
         else:
             self._text(d)
+
+    def _run(self, run: RecordRun) -> None:
+        """Batches with their records as native columns: rendered in one call where the lines are plain."""
+        if self.fmt == "jsonl" or (self.fmt == "text" and self.plain):
+            if self.fmt == "text":
+                self._flush_table()
+            lines = run.render(self.fmt, self.values, _RENDER_FALLBACK)
+            binary = getattr(self._out, "buffer", None)
+            if binary is None:
+                self._out.write(lines.decode())
+            else:  # the UTF-8 bytes as they are, after whatever the text layer holds
+                self._out.flush()
+                binary.write(lines)
+        else:
+            for item in run.items():
+                self.emit(item)
 
     def emit_all(self, items: Iterable[Any]) -> None:
         for item in items:
@@ -228,7 +250,9 @@ class Output:
             return
         self._flush_table()
         render = _TEXT.get(t)
-        if render is None:
+        if self.plain and (t == "batch" or (t == "record" and "decoded" not in d)):
+            self._out.write(render(self, d) + "\n")  # type: ignore[misc]
+        elif render is None:
             self._print(escape(json.dumps(d)))
         else:
             self._print(render(self, d))
@@ -494,12 +518,14 @@ def _file(o: Output, d: dict[str, Any]) -> str:
 
 
 def _batch(o: Output, d: dict[str, Any]) -> str:
-    crc = "[green]crc ok[/green]" if d["crc_valid"] else "[bold red]CRC MISMATCH[/bold red]"
+    plain = o.plain
+    crc = ("crc ok" if plain else "[green]crc ok[/green]") if d["crc_valid"] else (
+        "CRC MISMATCH" if plain else "[bold red]CRC MISMATCH[/bold red]")
     offsets = str(d["base_offset"])
     if d["last_offset"] != d["base_offset"]:
         offsets += f"..{d['last_offset']}"
     parts = [
-        f"[bold]offset {offsets}[/bold]",
+        f"offset {offsets}" if plain else f"[bold]offset {offsets}[/bold]",
         f"pos {d['position']}",
         f"{d['size']} B",
         f"v{d['magic']}",
@@ -515,7 +541,7 @@ def _batch(o: Output, d: dict[str, Any]) -> str:
         parts.append(f"producer {d['producer_id']} epoch {d['producer_epoch']} seq {d['base_sequence']}")
     flags = [f for f in ("transactional", "control") if d.get(f)]
     if flags:
-        parts.append("[magenta]" + " ".join(flags) + "[/magenta]")
+        parts.append(" ".join(flags) if plain else "[magenta]" + " ".join(flags) + "[/magenta]")
     if "delete_horizon_ms" in d:
         parts.append(f"delete-horizon {_iso(d['delete_horizon_ms'])}")
     parts.append(crc)
@@ -526,25 +552,32 @@ def _val(o: Output, v: str | None) -> str:
     if v is None:
         return "null"
     if o.values == "text":  # still base64 here: decode for people
-        return escape(_text_bytes(base64.b64decode(v)))
-    return escape(v)
+        v = _text_bytes(base64.b64decode(v))
+    return v if o.plain else escape(v)
 
 
 def _record(o: Output, d: dict[str, Any]) -> str:
-    line = f"    [dim]|[/dim] {d['offset']}  {_iso(d['timestamp'])}"
+    plain = o.plain
+    line = f"    {'|' if plain else '[dim]|[/dim]'} {d['offset']}  {_iso(d['timestamp'])}"
     if "control_type" in d:
-        line += f"  [magenta]{d['control_type']}[/magenta]"
+        line += f"  {d['control_type']}" if plain else f"  [magenta]{d['control_type']}[/magenta]"
         if "coordinator_epoch" in d:
             line += f" coordinator epoch {d['coordinator_epoch']}"
         return line
     if "key" in d:
         line += f"  key={_val(o, d['key'])} value={_val(o, d['value'])}"
     if d["headers"]:
-        line += "  headers=" + ", ".join(f"{escape(repr(k))}={_val(o, v)}" for k, v in d["headers"])
+        line += "  headers=" + ", ".join(f"{repr(k) if plain else escape(repr(k))}={_val(o, v)}"
+                                         for k, v in d["headers"])
     if "decoded" in d:  # dump --decode: the internal topic's key and value, read
         line += ("\n        " + _fields(d["decoded"]) if d["decoded"] is not None
                  else f"\n        [yellow]not decoded: {escape(d.get('decode_error') or '')}[/yellow]")
     return line
+
+
+# What the native renderer (WindowColumns.render) asks Python for: the rare cases of _text_bytes, repr() of a
+# header key, and _iso (see native/src/render.rs).
+_RENDER_FALLBACK = (_text_bytes, lambda key: repr(key.decode("utf-8", "replace")), _iso)
 
 
 def _fields(d: dict[str, Any]) -> str:

@@ -29,8 +29,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 pub mod codecs;
+pub mod columns;
 pub mod frame;
 pub mod records;
+pub mod render;
 
 create_exception!(
     _native,
@@ -99,50 +101,60 @@ fn scan_batches<'py>(
                     raws.push(PyBytes::new(py, bytes));
                 }
             });
-            let codecs: Vec<Bound<'py, PyString>> = CODECS.iter().map(|c| PyString::intern(py, c)).collect();
-            let log_append = PyString::intern(py, "log_append");
-            let create = PyString::intern(py, "create");
+            let lists = batch_columns(py, entries)?;
             let none = py.None().into_bound(py);
-            let n = entries.len();
-            let mut cols: Vec<Vec<Bound<'py, PyAny>>> = (0..20).map(|_| Vec::with_capacity(n)).collect();
-            for (position, total, h, crc_valid) in entries {
-                let attrs = h.attributes;
-                let last = match h.base_offset.checked_add(i64::from(h.last_offset_delta)) {
-                    Some(v) => v.into_pyobject(py)?.into_any(),
-                    None => (i128::from(h.base_offset) + i128::from(h.last_offset_delta)).into_pyobject(py)?.into_any(),
-                };
-                let codec = codecs.get((attrs & 7) as usize).map_or_else(|| none.clone(), |c| c.clone().into_any());
-                let row: [Bound<'py, PyAny>; 20] = [
-                    position.into_pyobject(py)?.into_any(),
-                    h.base_offset.into_pyobject(py)?.into_any(),
-                    last,
-                    total.into_pyobject(py)?.into_any(),
-                    2u8.into_pyobject(py)?.into_any(),
-                    h.crc.into_pyobject(py)?.into_any(),
-                    pyo3::types::PyBool::new(py, crc_valid).to_owned().into_any(),
-                    attrs.into_pyobject(py)?.into_any(),
-                    codec,
-                    if attrs & 0x08 != 0 { log_append.clone() } else { create.clone() }.into_any(),
-                    h.base_timestamp.into_pyobject(py)?.into_any(),
-                    h.max_timestamp.into_pyobject(py)?.into_any(),
-                    h.records_count.into_pyobject(py)?.into_any(),
-                    h.partition_leader_epoch.into_pyobject(py)?.into_any(),
-                    h.producer_id.into_pyobject(py)?.into_any(),
-                    h.producer_epoch.into_pyobject(py)?.into_any(),
-                    h.base_sequence.into_pyobject(py)?.into_any(),
-                    pyo3::types::PyBool::new(py, attrs & 0x10 != 0).to_owned().into_any(),
-                    pyo3::types::PyBool::new(py, attrs & 0x20 != 0).to_owned().into_any(),
-                    if attrs & 0x40 != 0 { h.base_timestamp.into_pyobject(py)?.into_any() } else { none.clone() },
-                ];
-                for (col, value) in cols.iter_mut().zip(row) {
-                    col.push(value);
-                }
-            }
-            let lists = cols.into_iter().map(|c| PyList::new(py, c)).collect::<PyResult<Vec<_>>>()?;
             let raws = if with_raw { PyList::new(py, raws)?.into_any() } else { none };
             Ok((next, stop as u8, PyTuple::new(py, lists)?, raws))
         })
     })
+}
+
+/// The 20 columns of `kafkatool.model.Batch` (as lists) for whole v2 batches given as
+/// `(position, total, header, crc_valid)`: what `scan_batches` returns, shared with `columns.rs`.
+pub(crate) fn batch_columns<'py>(
+    py: Python<'py>,
+    entries: Vec<(i64, usize, frame::V2Header, bool)>,
+) -> PyResult<Vec<Bound<'py, PyList>>> {
+    let codecs: Vec<Bound<'py, PyString>> = CODECS.iter().map(|c| PyString::intern(py, c)).collect();
+    let log_append = PyString::intern(py, "log_append");
+    let create = PyString::intern(py, "create");
+    let none = py.None().into_bound(py);
+    let n = entries.len();
+    let mut cols: Vec<Vec<Bound<'py, PyAny>>> = (0..20).map(|_| Vec::with_capacity(n)).collect();
+    for (position, total, h, crc_valid) in entries {
+        let attrs = h.attributes;
+        let last = match h.base_offset.checked_add(i64::from(h.last_offset_delta)) {
+            Some(v) => v.into_pyobject(py)?.into_any(),
+            None => (i128::from(h.base_offset) + i128::from(h.last_offset_delta)).into_pyobject(py)?.into_any(),
+        };
+        let codec = codecs.get((attrs & 7) as usize).map_or_else(|| none.clone(), |c| c.clone().into_any());
+        let row: [Bound<'py, PyAny>; 20] = [
+            position.into_pyobject(py)?.into_any(),
+            h.base_offset.into_pyobject(py)?.into_any(),
+            last,
+            total.into_pyobject(py)?.into_any(),
+            2u8.into_pyobject(py)?.into_any(),
+            h.crc.into_pyobject(py)?.into_any(),
+            pyo3::types::PyBool::new(py, crc_valid).to_owned().into_any(),
+            attrs.into_pyobject(py)?.into_any(),
+            codec,
+            if attrs & 0x08 != 0 { log_append.clone() } else { create.clone() }.into_any(),
+            h.base_timestamp.into_pyobject(py)?.into_any(),
+            h.max_timestamp.into_pyobject(py)?.into_any(),
+            h.records_count.into_pyobject(py)?.into_any(),
+            h.partition_leader_epoch.into_pyobject(py)?.into_any(),
+            h.producer_id.into_pyobject(py)?.into_any(),
+            h.producer_epoch.into_pyobject(py)?.into_any(),
+            h.base_sequence.into_pyobject(py)?.into_any(),
+            pyo3::types::PyBool::new(py, attrs & 0x10 != 0).to_owned().into_any(),
+            pyo3::types::PyBool::new(py, attrs & 0x20 != 0).to_owned().into_any(),
+            if attrs & 0x40 != 0 { h.base_timestamp.into_pyobject(py)?.into_any() } else { none.clone() },
+        ];
+        for (col, value) in cols.iter_mut().zip(row) {
+            col.push(value);
+        }
+    }
+    cols.into_iter().map(|c| PyList::new(py, c)).collect::<PyResult<Vec<_>>>()
 }
 
 /// The walk of [`scan_batches`] for the columnar scan: `(p, stop, positions, headers, crc_valid, controls)`,
@@ -281,5 +293,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codecs::py::decompress, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::py::decode_v2_compressed, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    columns::register(m)?;
     Ok(())
 }

@@ -112,20 +112,42 @@ impl Reader<'_> {
 
 /// Decode the `ctx.count` records of `data[start..]`, which must end exactly at the end of `data`.
 pub fn decode_v2(data: &[u8], start: usize, ctx: &BatchContext) -> Result<RecordColumns, Fail> {
+    let mut cols = RecordColumns::default();
+    cols.header_starts.push(0);
+    decode_v2_into(data, start, ctx, &mut cols)?;
+    Ok(cols)
+}
+
+/// [`decode_v2`] appending to `cols` (whose `header_starts` must already end with the index of the next
+/// header): the multi-batch columns of `columns.rs` gather many batches' records this way. On `Err`
+/// `cols` is left exactly as it was.
+pub fn decode_v2_into(data: &[u8], start: usize, ctx: &BatchContext, cols: &mut RecordColumns) -> Result<(), Fail> {
+    let before = (cols.offsets.len(), cols.header_keys.len());
+    let result = decode_records(data, start, ctx, cols);
+    if result.is_err() {
+        let (records, headers) = before;
+        cols.offsets.truncate(records);
+        cols.timestamps.truncate(records);
+        cols.keys.truncate(records);
+        cols.values.truncate(records);
+        cols.header_starts.truncate(records + 1);
+        cols.header_keys.truncate(headers);
+        cols.header_values.truncate(headers);
+    }
+    result
+}
+
+fn decode_records(data: &[u8], start: usize, ctx: &BatchContext, cols: &mut RecordColumns) -> Result<(), Fail> {
     let n = data.len();
     let mut r = Reader { data, pos: start };
     let count = usize::try_from(ctx.count.max(0)).unwrap_or(usize::MAX);
     // A record takes at least 7 bytes: never reserve more than the bytes could hold.
     let reserve = count.min(n.saturating_sub(start) / 7 + 1);
-    let mut cols = RecordColumns {
-        offsets: Vec::with_capacity(reserve),
-        timestamps: Vec::with_capacity(reserve),
-        keys: Vec::with_capacity(reserve),
-        values: Vec::with_capacity(reserve),
-        header_starts: Vec::with_capacity(reserve.saturating_add(1)),
-        ..RecordColumns::default()
-    };
-    cols.header_starts.push(0);
+    cols.offsets.reserve(reserve);
+    cols.timestamps.reserve(reserve);
+    cols.keys.reserve(reserve);
+    cols.values.reserve(reserve);
+    cols.header_starts.reserve(reserve);
     for _ in 0..count {
         let length = r.varint32()?;
         let end = i128::from(length) + r.pos as i128;
@@ -169,7 +191,7 @@ pub fn decode_v2(data: &[u8], start: usize, ctx: &BatchContext) -> Result<Record
     if r.pos != n {
         return Err(Fail::TrailingBytes);
     }
-    Ok(cols)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,460 @@
+//! Batch and record lines of `kafkatool dump --records`, rendered from [`WindowColumns`] straight into
+//! one output buffer: the text and JSON-lines formats of `kafkatool/cli/output.py` (`_batch`, `_record`,
+//! `Batch.as_dict`, `Record.as_dict`, `json.dumps` with its default separators and `ensure_ascii`),
+//! byte for byte (`tests/test_native.py` holds the two identical).
+//!
+//! What is rare and tied to Python's own rules goes back to Python through [`Fallback`]: `repr()` of a
+//! string that is not printable ASCII (Python's Unicode printability tables), and dates past year 2242
+//! or before 1970 (where `datetime.fromtimestamp` of a float may round differently).
+
+use crate::columns::WindowColumns;
+use crate::records::Slice;
+
+/// How keys, values and header values are shown (`dump --values`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Values {
+    Base64,
+    Text,
+    Hex,
+    None,
+}
+
+/// Python's rendering of the rare cases (see the module docs).
+pub trait Fallback {
+    type Error;
+    /// `output._text_bytes(data)`: a quoted string when UTF-8, else `0x<hex>`.
+    fn text_bytes(&mut self, data: &[u8]) -> Result<String, Self::Error>;
+    /// `repr(key.decode("utf-8", "replace"))`.
+    fn key_repr(&mut self, key: &[u8]) -> Result<String, Self::Error>;
+    /// `output._iso(ts)`.
+    fn iso(&mut self, ts: i64) -> Result<String, Self::Error>;
+}
+
+/// Render batches `lo..hi` of `cols` (and each one's records) as text (`json == false`) or JSON lines.
+pub fn render<F: Fallback>(
+    cols: &WindowColumns,
+    lo: usize,
+    hi: usize,
+    json: bool,
+    values: Values,
+    fb: &mut F,
+    out: &mut String,
+) -> Result<(), F::Error> {
+    for i in lo..hi.min(cols.batches.len()) {
+        if json {
+            json_batch(cols, i, out);
+        } else {
+            text_batch(cols, i, fb, out)?;
+        }
+        for j in cols.record_range(i) {
+            if json {
+                json_record(cols, j, values, out);
+            } else {
+                text_record(cols, j, values, fb, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+// -- JSON lines ------------------------------------------------------------------------------
+
+/// An integer in decimal (what `str(int)` and `json.dumps` write).
+fn int<I: itoa::Integer>(out: &mut String, v: I) {
+    out.push_str(itoa::Buffer::new().format(v));
+}
+
+fn boolean(out: &mut String, v: bool) {
+    out.push_str(if v { "true" } else { "false" });
+}
+
+fn json_batch(cols: &WindowColumns, i: usize, out: &mut String) {
+    let Some(e) = cols.batches.get(i) else { return };
+    let h = &e.header;
+    let a = h.attributes;
+    let last = h.base_offset.saturating_add(i64::from(h.last_offset_delta));
+    out.push_str("{\"type\": \"batch\", \"position\": ");
+    int(out, e.position);
+    out.push_str(", \"base_offset\": ");
+    int(out, h.base_offset);
+    out.push_str(", \"last_offset\": ");
+    int(out, last);
+    out.push_str(", \"size\": ");
+    int(out, e.total);
+    out.push_str(", \"magic\": 2, \"crc\": ");
+    int(out, h.crc);
+    out.push_str(", \"crc_valid\": ");
+    boolean(out, e.crc_valid);
+    out.push_str(", \"partition_leader_epoch\": ");
+    int(out, h.partition_leader_epoch);
+    out.push_str(", \"compression\": \"none\", \"timestamp_type\": ");
+    out.push_str(if a & 0x08 != 0 { "\"log_append\"" } else { "\"create\"" });
+    out.push_str(", \"transactional\": ");
+    boolean(out, a & 0x10 != 0);
+    out.push_str(", \"control\": ");
+    boolean(out, a & 0x20 != 0);
+    out.push_str(", \"first_timestamp\": ");
+    int(out, h.base_timestamp);
+    out.push_str(", \"max_timestamp\": ");
+    int(out, h.max_timestamp);
+    out.push_str(", \"producer_id\": ");
+    int(out, h.producer_id);
+    out.push_str(", \"producer_epoch\": ");
+    int(out, h.producer_epoch);
+    out.push_str(", \"base_sequence\": ");
+    int(out, h.base_sequence);
+    out.push_str(", \"record_count\": ");
+    int(out, h.records_count);
+    if a & 0x40 != 0 {
+        out.push_str(", \"delete_horizon_ms\": ");
+        int(out, h.base_timestamp);
+    }
+    out.push_str("}\n");
+}
+
+fn json_record(cols: &WindowColumns, j: usize, values: Values, out: &mut String) {
+    let r = &cols.records;
+    let (Some(off), Some(ts)) = (r.offsets.get(j), r.timestamps.get(j)) else { return };
+    out.push_str("{\"type\": \"record\", \"offset\": ");
+    int(out, *off);
+    out.push_str(", \"timestamp\": ");
+    int(out, *ts);
+    out.push_str(", ");
+    if values != Values::None {
+        out.push_str("\"key\": ");
+        json_value(cols.slice(r.keys.get(j).copied().flatten()), values, out);
+        out.push_str(", \"value\": ");
+        json_value(cols.slice(r.values.get(j).copied().flatten()), values, out);
+        out.push_str(", ");
+    }
+    out.push_str("\"headers\": [");
+    for (n, k) in header_range(cols, j).enumerate() {
+        if n > 0 {
+            out.push_str(", ");
+        }
+        out.push('[');
+        json_str(&String::from_utf8_lossy(cols.slice(r.header_keys.get(k).copied()).unwrap_or_default()), out);
+        out.push_str(", ");
+        let v = if values == Values::None { None } else { cols.slice(r.header_values.get(k).copied().flatten()) };
+        json_value(v, values, out);
+        out.push(']');
+    }
+    out.push_str("]}\n");
+}
+
+fn header_range(cols: &WindowColumns, j: usize) -> std::ops::Range<usize> {
+    let s = &cols.records.header_starts;
+    let from = s.get(j).copied().unwrap_or(0);
+    from..s.get(j + 1).copied().unwrap_or(from)
+}
+
+fn json_value(v: Option<&[u8]>, values: Values, out: &mut String) {
+    let Some(v) = v else {
+        out.push_str("null");
+        return;
+    };
+    match values {
+        Values::Base64 | Values::None => {
+            out.push('"');
+            base64(v, out);
+            out.push('"');
+        }
+        Values::Hex => {
+            out.push('"');
+            hex(v, out);
+            out.push('"');
+        }
+        Values::Text => {
+            // bytes.decode("utf-8", "backslashreplace"), then json.dumps
+            out.push('"');
+            let mut rest = v;
+            loop {
+                match std::str::from_utf8(rest) {
+                    Ok(s) => {
+                        json_chars(s, out);
+                        break;
+                    }
+                    Err(err) => {
+                        let (good, bad) = rest.split_at(err.valid_up_to());
+                        json_chars(std::str::from_utf8(good).unwrap_or_default(), out);
+                        let n = err.error_len().unwrap_or(bad.len());
+                        for byte in bad.iter().take(n) {
+                            out.push_str("\\\\x");
+                            push_hex(*byte, out);
+                        }
+                        rest = bad.get(n..).unwrap_or_default();
+                    }
+                }
+            }
+            out.push('"');
+        }
+    }
+}
+
+fn json_str(s: &str, out: &mut String) {
+    out.push('"');
+    json_chars(s, out);
+    out.push('"');
+}
+
+/// The characters of a JSON string as `json.dumps` writes them (`ensure_ascii=True`).
+fn json_chars(s: &str, out: &mut String) {
+    use std::fmt::Write;
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{:04x}", u);
+                }
+            }
+        }
+    }
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn b64_char(v: u32) -> char {
+    char::from(B64.get((v & 63) as usize).copied().unwrap_or(b'='))
+}
+
+fn base64(data: &[u8], out: &mut String) {
+    let mut chunks = data.chunks_exact(3);
+    for c in &mut chunks {
+        if let [a, b, d] = c {
+            let n = u32::from(*a) << 16 | u32::from(*b) << 8 | u32::from(*d);
+            for shift in [18, 12, 6, 0] {
+                out.push(b64_char(n >> shift));
+            }
+        }
+    }
+    match chunks.remainder() {
+        [a] => {
+            let n = u32::from(*a) << 16;
+            out.push(b64_char(n >> 18));
+            out.push(b64_char(n >> 12));
+            out.push_str("==");
+        }
+        [a, b] => {
+            let n = u32::from(*a) << 16 | u32::from(*b) << 8;
+            out.push(b64_char(n >> 18));
+            out.push(b64_char(n >> 12));
+            out.push(b64_char(n >> 6));
+            out.push('=');
+        }
+        _ => {}
+    }
+}
+
+fn push_hex(b: u8, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(char::from(HEX.get(usize::from(b >> 4)).copied().unwrap_or(b'0')));
+    out.push(char::from(HEX.get(usize::from(b & 15)).copied().unwrap_or(b'0')));
+}
+
+fn hex(data: &[u8], out: &mut String) {
+    for b in data {
+        push_hex(*b, out);
+    }
+}
+
+// -- text --------------------------------------------------------------------------------------
+
+/// `_iso`: an epoch-ms timestamp as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC), a negative one as its number.
+fn iso<F: Fallback>(ts: i64, fb: &mut F, out: &mut String) -> Result<(), F::Error> {
+    // Below 2^33 s a float timestamp rounds back to the exact millisecond in datetime.fromtimestamp.
+    if !(0..8_000_000_000_000).contains(&ts) {
+        if ts < 0 {
+            int(out, ts);
+        } else {
+            out.push_str(&fb.iso(ts)?);
+        }
+        return Ok(());
+    }
+    let (days, ms) = (ts / 86_400_000, ts % 86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    let digits = |out: &mut String, v: i64, width: u32| {
+        for k in (0..width).rev() {
+            out.push(char::from(b'0' + (v / 10i64.pow(k) % 10) as u8));
+        }
+    };
+    digits(out, y, 4);
+    out.push('-');
+    digits(out, m, 2);
+    out.push('-');
+    digits(out, d, 2);
+    out.push('T');
+    digits(out, ms / 3_600_000, 2);
+    out.push(':');
+    digits(out, ms / 60_000 % 60, 2);
+    out.push(':');
+    digits(out, ms / 1000 % 60, 2);
+    out.push('.');
+    digits(out, ms % 1000, 3);
+    out.push('Z');
+    Ok(())
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn text_batch<F: Fallback>(cols: &WindowColumns, i: usize, fb: &mut F, out: &mut String) -> Result<(), F::Error> {
+    let Some(e) = cols.batches.get(i) else { return Ok(()) };
+    let h = &e.header;
+    let a = h.attributes;
+    let last = h.base_offset.saturating_add(i64::from(h.last_offset_delta));
+    out.push_str("offset ");
+    int(out, h.base_offset);
+    if last != h.base_offset {
+        out.push_str("..");
+        int(out, last);
+    }
+    out.push_str("  pos ");
+    int(out, e.position);
+    out.push_str("  ");
+    int(out, e.total);
+    out.push_str(" B  v2  none  ");
+    int(out, h.records_count);
+    out.push_str(" rec  epoch ");
+    int(out, h.partition_leader_epoch);
+    out.push_str(if a & 0x08 != 0 { "  log_append " } else { "  create " });
+    iso(h.base_timestamp, fb, out)?;
+    if h.base_timestamp != h.max_timestamp {
+        out.push_str("..");
+        iso(h.max_timestamp, fb, out)?;
+    }
+    if h.producer_id >= 0 {
+        out.push_str("  producer ");
+        int(out, h.producer_id);
+        out.push_str(" epoch ");
+        int(out, h.producer_epoch);
+        out.push_str(" seq ");
+        int(out, h.base_sequence);
+    }
+    match (a & 0x10 != 0, a & 0x20 != 0) {
+        (true, true) => out.push_str("  transactional control"),
+        (true, false) => out.push_str("  transactional"),
+        (false, true) => out.push_str("  control"),
+        (false, false) => {}
+    }
+    if a & 0x40 != 0 {
+        out.push_str("  delete-horizon ");
+        iso(h.base_timestamp, fb, out)?;
+    }
+    out.push_str(if e.crc_valid { "  crc ok\n" } else { "  CRC MISMATCH\n" });
+    Ok(())
+}
+
+/// `repr()` of a str made of printable ASCII (the caller checked), as Python quotes it.
+fn ascii_repr(s: &[u8], out: &mut String) {
+    let quote = if s.contains(&b'\'') && !s.contains(&b'"') { '"' } else { '\'' };
+    out.push(quote);
+    for &b in s {
+        let c = char::from(b);
+        if c == '\\' || c == quote {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push(quote);
+}
+
+fn printable_ascii(s: &[u8]) -> bool {
+    s.iter().all(|b| (0x20..0x7f).contains(b))
+}
+
+fn text_value<F: Fallback>(v: Option<&[u8]>, values: Values, fb: &mut F, out: &mut String) -> Result<(), F::Error> {
+    let Some(v) = v else {
+        out.push_str("null");
+        return Ok(());
+    };
+    match values {
+        Values::Text if printable_ascii(v) => ascii_repr(v, out),
+        Values::Text => out.push_str(&fb.text_bytes(v)?),
+        Values::Hex => hex(v, out),
+        Values::Base64 => base64(v, out),
+        Values::None => out.push_str("null"),
+    }
+    Ok(())
+}
+
+fn text_record<F: Fallback>(
+    cols: &WindowColumns,
+    j: usize,
+    values: Values,
+    fb: &mut F,
+    out: &mut String,
+) -> Result<(), F::Error> {
+    let r = &cols.records;
+    let (Some(off), Some(ts)) = (r.offsets.get(j), r.timestamps.get(j)) else { return Ok(()) };
+    out.push_str("    | ");
+    int(out, *off);
+    out.push_str("  ");
+    iso(*ts, fb, out)?;
+    if values != Values::None {
+        out.push_str("  key=");
+        text_value(cols.slice(r.keys.get(j).copied().flatten()), values, fb, out)?;
+        out.push_str(" value=");
+        text_value(cols.slice(r.values.get(j).copied().flatten()), values, fb, out)?;
+    }
+    let headers = header_range(cols, j);
+    if !headers.is_empty() {
+        out.push_str("  headers=");
+        for (n, k) in headers.enumerate() {
+            if n > 0 {
+                out.push_str(", ");
+            }
+            let key = cols.slice(r.header_keys.get(k).copied()).unwrap_or_default();
+            if printable_ascii(key) {
+                ascii_repr(key, out);
+            } else {
+                out.push_str(&fb.key_repr(key)?);
+            }
+            out.push('=');
+            let v: Option<Slice> = r.header_values.get(k).copied().flatten();
+            text_value(cols.slice(v), values, fb, out)?;
+        }
+    }
+    out.push('\n');
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_hex_and_dates() {
+        let mut s = String::new();
+        for data in [&b""[..], b"f", b"fo", b"foo", b"foob", b"fooba", b"foobar"] {
+            base64(data, &mut s);
+            s.push(' ');
+        }
+        assert_eq!(s, " Zg== Zm8= Zm9v Zm9vYg== Zm9vYmE= Zm9vYmFy ");
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_675), (2023, 11, 14));
+        let mut s = String::new();
+        ascii_repr(b"it's", &mut s);
+        ascii_repr(b"a\\'\"", &mut s);
+        assert_eq!(s, "\"it's\"'a\\\\\\'\"'");
+    }
+}
