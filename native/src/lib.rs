@@ -26,6 +26,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
+pub mod arrow;
 pub mod frame;
 pub mod records;
 
@@ -267,5 +268,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_headers, m)?)?;
     m.add_function(wrap_pyfunction!(decode_v2, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add_class::<arrow::RecordsBuilder>()?;
+    m.add_class::<arrow::OwnedBuffer>()?;
     Ok(())
 }
