@@ -22,6 +22,7 @@
 //! batches equal to the pure-Python builder's on every corpus record file and on seeded mutations.
 
 use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
 
 use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::ffi;
@@ -35,6 +36,46 @@ use crate::records;
 #[pyclass(frozen, module = "kafkatool._native")]
 pub struct OwnedBuffer {
     bytes: Vec<u8>,
+}
+
+impl Drop for OwnedBuffer {
+    /// Back to the pool: the next batch's columns reuse the memory (see [`POOL`]).
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.bytes));
+    }
+}
+
+/// Vectors of finished batches, returned when pyarrow lets go of their buffers (once Spark has sent the
+/// batch on), for the next batches' columns. Fresh memory costs a page fault per 4 KiB on first touch, as
+/// much as decoding the records into it; reused memory is already mapped. At most [`POOL_BYTES`] kept.
+static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+const POOL_BYTES: usize = 256 << 20;
+/// Smaller vectors are not worth keeping (the allocator reuses them well on its own).
+const POOL_MIN: usize = 64 << 10;
+
+fn give_back(mut v: Vec<u8>) {
+    if v.capacity() < POOL_MIN {
+        return;
+    }
+    if let Ok(mut pool) = POOL.lock() {
+        if pool.iter().map(Vec::capacity).sum::<usize>() + v.capacity() <= POOL_BYTES {
+            v.clear();
+            pool.push(v);
+        }
+    }
+}
+
+/// An empty vector of at least `capacity` (and [`MIN_CAPACITY`]) bytes, from the pool when it holds one.
+fn vec_of(capacity: usize) -> Vec<u8> {
+    if capacity >= POOL_MIN {
+        if let Ok(mut pool) = POOL.lock() {
+            let fit = pool.iter().enumerate().filter(|(_, v)| v.capacity() >= capacity).min_by_key(|(_, v)| v.capacity());
+            if let Some((i, _)) = fit {
+                return pool.swap_remove(i);
+            }
+        }
+    }
+    Vec::with_capacity(capacity.max(MIN_CAPACITY))
 }
 
 #[pymethods]
@@ -64,6 +105,16 @@ const MIN_CAPACITY: usize = 64;
 
 fn vec() -> Vec<u8> {
     Vec::with_capacity(MIN_CAPACITY)
+}
+
+/// Make room for `additional` more bytes in `v`, with a vector from the pool when it would have to grow.
+fn reserve(v: &mut Vec<u8>, additional: usize) {
+    let need = v.len().saturating_add(additional);
+    if need > v.capacity() {
+        let mut bigger = vec_of(need);
+        bigger.extend_from_slice(v);
+        give_back(std::mem::replace(v, bigger));
+    }
 }
 
 /// A bitmap, LSB first: a validity bitmap (set = valid) or a boolean column.
@@ -253,8 +304,9 @@ impl RecordsBuilder {
             (&mut self.timestamps, &last.timestamps),
             (&mut self.header_starts, &last.header_starts),
             (&mut self.bases, &last.bases),
+            (&mut self.crc_valid.bytes, &last.crc_valid.bytes),
         ] {
-            v.reserve(l.len());
+            reserve(v, l.len());
         }
         for (c, l) in [
             (&mut self.keys, &last.keys),
@@ -264,11 +316,10 @@ impl RecordsBuilder {
             (&mut self.control, &last.control),
             (&mut self.errors, &last.errors),
         ] {
-            c.offsets.reserve(l.offsets.len());
-            c.data.reserve(l.data.len());
-            c.valid.bytes.reserve(l.valid.bytes.len());
+            reserve(&mut c.offsets, l.offsets.len());
+            reserve(&mut c.data, l.data.len());
+            reserve(&mut c.valid.bytes, l.valid.bytes.len());
         }
-        self.crc_valid.bytes.reserve(last.crc_valid.bytes.len());
     }
 
     fn push_value(&mut self, value: Option<&[u8]>) -> PyResult<()> {
