@@ -84,6 +84,9 @@ def test_value_modes_give_the_same_batches(core, values) -> None:
     """``values=base64`` (the base64 text of each value, encoded natively) and ``values=none``."""
     parts = [p for p in PARTS if p.path.endswith(".log")][::7]
     differ = [p.path for p in parts if (lambda r: r[0] != r[1])(both(core, p, values))]
+    offsets = [p for p in PARTS if p.topic == "__consumer_offsets" and p.path.endswith(".log")][:3]
+    assert offsets
+    differ += [p.path for p in offsets if (lambda r: r[0] != r[1])(both(core, p, values, "consumer-offsets"))]
     assert not differ, differ[:10]
 
 

@@ -100,7 +100,7 @@ class PureRecords:
         if self.values == "binary":
             columns.append(value)
         elif self.values == "base64":
-            columns.append([None if v is None else base64.b64encode(v).decode("ascii") for v in value])
+            columns.append(base64_strings(value))
         errors = self.errors
         error = [errors.get(i) for i in range(n)] if errors else pa.nulls(n, pa.string())
         columns += [headers, pa.array(np.repeat(np.array(_longs(self.bases), np.int64), self.counts)), ctype,
@@ -108,6 +108,11 @@ class PureRecords:
         self._reset()
         return [c if isinstance(c, pa.Array) else pa.array(c, f.type)
                 for c, f in zip(columns, self.fields, strict=True)]
+
+
+def base64_strings(values: Sequence[bytes | None]) -> pa.Array:
+    """The ``value`` column of ``values=base64``: each value's base64 text (null stays null)."""
+    return pa.array([None if v is None else base64.b64encode(v).decode("ascii") for v in values], pa.string())
 
 
 def _longs(values: Sequence[int]) -> Sequence[int]:

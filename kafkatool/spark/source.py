@@ -964,14 +964,12 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
     """One row per record, columns built by :mod:`kafkatool.spark.arrow` (in the native core where it is in
     use); a batch the builder does not take whole is decoded by ``decode_records``, and each error it
     reports is a row of its own where the records it lost would have been."""
-    import base64
-
     import pyarrow as pa
 
     from kafkatool.internal import RECORD_DECODERS, decode_record
     from kafkatool.records import RawBatch, decode_records, scan
 
-    from .arrow import MAX_DATA_BYTES, records_builder
+    from .arrow import MAX_DATA_BYTES, base64_strings, records_builder
 
     name = part.name  # a property that parses the URL: once, not once per batch
     # decoded only where the partition is that internal topic's (or the layout names no topic)
@@ -988,8 +986,7 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
                 results = [(None, None) if c is not None or e is not None else decode_record(decode, k, v)
                            for k, v, c, e in zip(key, value, ctype, error, strict=True)]
                 if values == "base64":
-                    columns[3] = pa.array([None if v is None else base64.b64encode(v).decode("ascii") for v in value],
-                                          pa.string())
+                    columns[3] = base64_strings(value)
                 elif values == "none":
                     del columns[3]
                 columns += [pa.array([d for d, _ in results], arrow.field("decoded").type),
