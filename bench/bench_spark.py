@@ -15,8 +15,11 @@ size) with ``bench_scan.generate`` under ``bench/out/spark/<kind>/bench-<p>/0000
   Spark times above and is what keeps a small data set from reaching the per-core target.
 
 ``--level records`` measures the records level instead (every record decompressed and decoded, a row
-each), against the CLI's ``scan`` + ``decode_records`` over the same segments (what ``dump --records``
-runs); use fewer or smaller segments (``--segments 2``): records cost ~20x more per byte.
+each), against the CLI's decode loop over the same segments (``scan`` + ``decode_records``, what ``dump
+--records`` runs per batch, without formatting output); use fewer or smaller segments (``--segments 2``):
+records cost ~20x more per byte. The records level's Arrow columns are built by the native core
+(``kafkatool/spark/arrow.py``); ``spark local[2], pure`` measures the same query with
+``KAFKATOOL_PURE_PYTHON=1`` (columns from Python lists, as before the native builder) in the same run.
 
 Reported: GB/s, batches/s, records/s, the 1 -> 2 core speed-up (target >= 1.6x) and Spark against the
 CLI scan (target >= 0.7x per core: local[1] / CLI, and local[2] / 2 / CLI). The files sit in the page
@@ -93,11 +96,12 @@ def _child(argv: list[str]) -> None:
     print(json.dumps({"cli": m_cli, "spark": m_spark}[name](*rest)))
 
 
-def run(*args: str, repeat: int = 1) -> dict:
+def run(*args: str, repeat: int = 1, pure: bool = False) -> dict:
     best = None
+    env = {**os.environ, "KAFKATOOL_PURE_PYTHON": "1"} if pure else None
     for _ in range(repeat):
         proc = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
-                              check=True)
+                              check=True, env=env)
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         best = r if best is None or r["seconds"] < best["seconds"] else best
     return best
@@ -150,6 +154,10 @@ def main() -> None:
         r = run("spark", str(root), f"local[{cores}]", str(args.repeat), args.level)
         assert r["rows"] == rows, (r, total)
         spark[cores] = r
+    pure = None
+    if args.level == "records":  # the records level's columns from Python lists: the old way, same run
+        pure = run("spark", str(root), "local[2]", str(args.repeat), args.level, pure=True)
+        assert pure["rows"] == rows, (pure, total)
     overhead = run("spark", str(small.parent), "local[1]", str(args.repeat), args.level)
     gb = total["bytes"] / 1e9
 
@@ -168,6 +176,9 @@ def main() -> None:
         "local1_vs_cli": round(cli["seconds"] / spark[1]["seconds"], 2),
         "local2_per_core_vs_cli": round(cli["seconds"] / spark[2]["seconds"] / 2, 2),
     }
+    if pure is not None:
+        results["spark_local2_pure"] = rates(pure["seconds"])
+        results["local2_pure_per_core_vs_cli"] = round(cli["seconds"] / pure["seconds"] / 2, 2)
     OUT.mkdir(exist_ok=True)
     suffix = "".join(f"-{x}" for x in (args.kind, args.level) if x not in ("big", "batches"))
     name = f"spark_results{suffix}.json"
@@ -183,6 +194,10 @@ def main() -> None:
           f"| {cell(results['cli_scan'])} | {cell(results['spark_local1'])} | {cell(results['spark_local2'])} "
           f"| {results['speedup_1_to_2']}x | {results['local1_vs_cli']}x | {results['local2_per_core_vs_cli']}x "
           f"| {results['spark_query_overhead_s']} s |")
+    if pure is not None:
+        print(f"records level, local[2] per core / CLI decode: native {results['local2_per_core_vs_cli']}x, "
+              f"pure (KAFKATOOL_PURE_PYTHON=1) {results['local2_pure_per_core_vs_cli']}x "
+              f"({cell(results['spark_local2_pure'])})")
 
 
 if __name__ == "__main__":

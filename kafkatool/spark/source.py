@@ -983,70 +983,58 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
 
 
 def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None = None) -> Iterator:
-    import base64
-
-    import numpy as np
+    """One row per record, columns built by :mod:`kafkatool.spark.arrow` (in the native core where it is in
+    use); a batch the builder does not take whole is decoded by ``decode_records``, and each error it
+    reports is a row of its own where the records it lost would have been."""
     import pyarrow as pa
 
     from kafkatool.internal import RECORD_DECODERS, decode_record
-    from kafkatool.model import Record
     from kafkatool.records import RawBatch, decode_records, scan
+
+    from .arrow import MAX_DATA_BYTES, base64_strings, records_builder
 
     name = part.name  # a property that parses the URL: once, not once per batch
     # decoded only where the partition is that internal topic's (or the layout names no topic)
     decoding = decode is not None and part.topic in (None, RECORD_DECODERS[decode][0])
+    # the decoders need the values themselves: built as binary, the value column made after decoding
+    builder = records_builder("binary", _arrow_schema(records_schema())) if decoding else records_builder(values, arrow)
 
-    def flush(rows: list, counts: list, bases: list, oks: list, errors: dict) -> pa.RecordBatch:
-        """Per-batch values (``bases``, ``oks``) repeat over each batch's ``counts`` rows; ``errors``:
-        row -> message of the (rare) rows standing for records that could not be decoded."""
-        n = len(rows)
-        offset, ts, key, value, headers, ctype, _epoch = zip(*rows, strict=True)
-        columns = [*_constants(part, n), offset, ts, key]
-        if values == "binary":
-            columns.append(value)
-        elif values == "base64":
-            columns.append([None if v is None else base64.b64encode(v).decode("ascii") for v in value])
-        error = [errors.get(i) for i in range(n)] if errors else pa.nulls(n, pa.string())
-        columns += [headers, pa.array(np.repeat(np.array(bases, np.int64), counts)), ctype,
-                    pa.array(np.repeat(np.array(oks, np.bool_), counts)), error]
+    def flush() -> pa.RecordBatch:
+        columns = builder.finish()
+        n = len(columns[0])
         if decode is not None:
             if decoding:
-                results = [(None, None) if c is not None or i in errors else decode_record(decode, k, v)
-                           for i, (k, v, c) in enumerate(zip(key, value, ctype, strict=True))]
-                columns += [[d for d, _ in results], [e for _, e in results]]
+                key, value, _headers, _base, ctype, _ok, error = (c.to_pylist() for c in columns[2:])
+                results = [(None, None) if c is not None or e is not None else decode_record(decode, k, v)
+                           for k, v, c, e in zip(key, value, ctype, error, strict=True)]
+                if values == "base64":
+                    columns[3] = base64_strings(value)
+                elif values == "none":
+                    del columns[3]
+                columns += [pa.array([d for d, _ in results], arrow.field("decoded").type),
+                            pa.array([e for _, e in results], pa.string())]
             else:
                 columns += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
-        return pa.RecordBatch.from_arrays(
-            [c if isinstance(c, pa.Array) else pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)],
-            schema=arrow)
+        return pa.RecordBatch.from_arrays([*_constants(part, n), *columns], schema=arrow)
 
+    add_batch, add_records, add_error, data_bytes = (builder.add_batch, builder.add_records, builder.add_error,
+                                                     builder.data_bytes)
     with _open(part.path) as fh:
-        rows: list = []
-        counts: list = []  # per batch: its rows, base offset, CRC verdict
-        bases: list = []
-        oks: list = []
-        errors: dict = {}
         for item in scan(fh, name, start=part.start, end=part.end, with_raw=True):
             if item.__class__ is not RawBatch:
                 continue
             batch, raw = item
-            records, findings = decode_records(batch, raw, name)
-            rows += records
-            n = len(records)
-            for f in findings:
-                if f.severity == "error":  # records lost: say so in a row where they would have been
-                    errors[len(rows)] = f"{f.code}: {f.message}"
-                    rows.append(Record(records[-1].offset + 1 if records else batch.base_offset,
-                                       batch.first_timestamp, None, None))
-                    n += 1
-            counts.append(n)
-            bases.append(batch.base_offset)
-            oks.append(batch.crc_valid)
-            if len(rows) >= ROWS_PER_BATCH:
-                yield flush(rows, counts, bases, oks, errors)
-                rows, counts, bases, oks, errors = [], [], [], [], {}
-        if rows:
-            yield flush(rows, counts, bases, oks, errors)
+            if not add_batch(batch, raw):
+                records, findings = decode_records(batch, raw, name)
+                add_records(records, batch.base_offset, batch.crc_valid)
+                for f in findings:
+                    if f.severity == "error":  # records lost: say so in a row where they would have been
+                        add_error(records[-1].offset + 1 if records else batch.base_offset, batch.first_timestamp,
+                                  f"{f.code}: {f.message}", batch.base_offset, batch.crc_valid)
+            if len(builder) >= ROWS_PER_BATCH or data_bytes() >= MAX_DATA_BYTES:
+                yield flush()
+        if len(builder):
+            yield flush()
 
 
 def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:

@@ -28,6 +28,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
+pub mod arrow;
 pub mod codecs;
 pub mod columns;
 pub mod frame;
@@ -294,5 +295,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codecs::py::decode_v2_compressed, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     columns::register(m)?;
+    m.add_class::<arrow::RecordsBuilder>()?;
+    m.add_class::<arrow::OwnedBuffer>()?;
     Ok(())
 }
