@@ -29,11 +29,12 @@ def kt(*args: str | Path) -> subprocess.CompletedProcess:
 
 def write(dir: Path, intervals: list[int], batches: int = 120, segment_bytes: int = 40_000) -> Path:
     """A partition of batches of uneven sizes (60..660 bytes of value), rolled every ``segment_bytes``; the n-th
-    segment is written with ``intervals[n]`` (the last one from then on), as after a topic config change."""
+    segment is written with ``intervals[n]`` (the last one from then on), as after a topic config change: a
+    ``LogSegment`` keeps the ``indexIntervalBytes`` it was created with: a new value applies from the next roll."""
     w = PartitionWriter(dir, topic=dir.name.rsplit("-", 1)[0], partition=0, topic_id=b"\x01" * 16,
                         segment_bytes=segment_bytes, index_interval_bytes=intervals[0])
     for i in range(batches):
-        w.index_interval_bytes = intervals[min(len(w.segment_base_offsets) - 1, len(intervals) - 1)]
+        w.index_interval_bytes = intervals[min(len(w.segment_base_offsets), len(intervals) - 1)]  # the next segment's
         w.append(record_batch(i, [RecordSpec(b"k", bytes(60 + (i * 37) % 600), 1_700_000_000_000 + i)]))
     w.close()
     return dir
