@@ -194,34 +194,31 @@ def m_decode(path: str, limit: int) -> dict:
     return {"seconds": time.perf_counter() - t, "records": n}
 
 
-def m_kafka_python(path: str, limit: int) -> dict:
-    from kafka.record.memory_records import MemoryRecords
-
+def _client_decode(memory_records: type, path: str, limit: int) -> dict:
+    """A client library's reader (kafka-python's pure one, aiokafka's C one: the same ``MemoryRecords`` API) over
+    the segment's first ``limit`` bytes, every record's fields touched."""
     with open(path, "rb") as fh:
         data = fh.read(limit)
     t = time.perf_counter()
     n = 0
-    records = MemoryRecords(data)
+    records = memory_records(data)
     while (batch := records.next_batch()) is not None:
         for r in batch:
             _ = (r.offset, r.timestamp, r.key, r.value, r.headers)
             n += 1
     return {"seconds": time.perf_counter() - t, "records": n}
+
+
+def m_kafka_python(path: str, limit: int) -> dict:
+    from kafka.record.memory_records import MemoryRecords
+
+    return _client_decode(MemoryRecords, path, limit)
 
 
 def m_aiokafka(path: str, limit: int) -> dict:
     from aiokafka.record.memory_records import MemoryRecords
 
-    with open(path, "rb") as fh:
-        data = fh.read(limit)
-    t = time.perf_counter()
-    n = 0
-    records = MemoryRecords(data)
-    while (batch := records.next_batch()) is not None:
-        for r in batch:
-            _ = (r.offset, r.timestamp, r.key, r.value, r.headers)
-            n += 1
-    return {"seconds": time.perf_counter() - t, "records": n}
+    return _client_decode(MemoryRecords, path, limit)
 
 
 def _child(argv: list[str]) -> None:

@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from kafkatool import native
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CORE = native.available()   # the Rust extension if it is built (whatever KAFKATOOL_PURE_PYTHON says)
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def corpus_root() -> Path:
@@ -30,6 +34,17 @@ def corpus_root() -> Path:
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return corpus_root()
+
+
+@pytest.fixture(scope="module")
+def core():
+    """The native core, for tests comparing it with the pure reader: a failure in CI when it is not built, a skip
+    elsewhere (an install without cargo)."""
+    if CORE is None:
+        if IN_CI:
+            pytest.fail("kafkatool._native is not built: CI must build the native core (cargo, setuptools-rust)")
+        pytest.skip("kafkatool._native is not built here (no cargo at install time)")
+    return CORE
 
 
 def golden_files(suffixes: tuple[str, ...]) -> list[tuple[Path, Path]]:

@@ -31,19 +31,7 @@ from kafkatool.errors import DecompressionError
 from kafkatool.records import RawBatch, ScanOptions, decode_records, decompress_payload, scan
 from kafkatool.segment_check import CheckOptions
 
-from .conftest import PROJECT_ROOT
-
-CORE = native.available()
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-@pytest.fixture(scope="module")
-def core():
-    if CORE is None:
-        if IN_CI:
-            pytest.fail("kafkatool._native is not built: CI must build the native core (cargo, setuptools-rust)")
-        pytest.skip("kafkatool._native is not built here (no cargo at install time)")
-    return CORE
+from .conftest import CORE, PROJECT_ROOT
 
 
 def read_all(data: bytes, options: ScanOptions, *, start: int = 0, end: int | None = None,

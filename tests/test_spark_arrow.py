@@ -23,19 +23,10 @@ from kafkatool.build import RecordSpec, record_batch
 from kafkatool.spark.source import SegmentPartition, plan, read_partition
 
 from .conftest import corpus_root
-from .test_native import CORE, IN_CI, mutate, seeds
+from .test_native import mutate, seeds
 
 ROOT = corpus_root()
 PARTS = plan([str(ROOT)], include_leftovers=True, include_snapshots=True)
-
-
-@pytest.fixture(scope="module")
-def core():
-    if CORE is None:
-        if IN_CI:
-            pytest.fail("kafkatool._native is not built: CI must build the native core (cargo, setuptools-rust)")
-        pytest.skip("kafkatool._native is not built here (no cargo at install time)")
-    return CORE
 
 
 def _read(part, values: str = "binary", decode: str | None = None) -> tuple[pa.Schema | None, list, list[int]]:

@@ -147,38 +147,33 @@ def _short_help(command: _click.Command) -> str:
     return text[: end + 1] if end >= 0 else text
 
 
-class Command(TyperCommand):
+class _Plain:
+    """What commands and groups share: plain help (metavars, options, epilog, a whole first sentence) and plain
+    option conversion. Mixed in before typer's class, whose methods it overrides."""
+
+    def format_epilog(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        _format_epilog(self, formatter)  # type: ignore[arg-type]
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return self.short_help or _short_help(self)  # type: ignore[attr-defined, arg-type]
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        _plain_options(self, ctx)  # type: ignore[arg-type]
+        return super().parse_args(ctx, args)  # type: ignore[misc]
+
+
+class Command(_Plain, TyperCommand):
     def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
         return _usage_pieces(self, ctx)
 
     def format_options(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         _format_params(self, ctx, formatter)
 
-    def format_epilog(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
-        _format_epilog(self, formatter)
 
-    def get_short_help_str(self, limit: int = 45) -> str:
-        return self.short_help or _short_help(self)
-
-    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
-        _plain_options(self, ctx)
-        return super().parse_args(ctx, args)
-
-
-class Group(TyperGroup):
+class Group(_Plain, TyperGroup):
     def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
         return [*_usage_pieces(self, ctx), self.subcommand_metavar]
 
     def format_options(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         _format_params(self, ctx, formatter)
         self.format_commands(ctx, formatter)
-
-    def format_epilog(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
-        _format_epilog(self, formatter)
-
-    def get_short_help_str(self, limit: int = 45) -> str:
-        return self.short_help or _short_help(self)
-
-    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
-        _plain_options(self, ctx)
-        return super().parse_args(ctx, args)
