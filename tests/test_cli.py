@@ -192,12 +192,23 @@ def test_nothing_kafka_under_the_path_exits_2_with_one_line(tmp_path: Path, comm
     assert proc.stdout == ""
 
 
+def test_shell_completion_script_for_the_running_shell() -> None:
+    """``--show-completion`` prints the script ``--install-completion`` would install, for the shell it runs in
+    (typer detects it from the parent process): it calls kafkatool back with its completion variable set."""
+    # "; exit $?": bash does not exec the command, so it stays the parent typer looks at
+    p = subprocess.run(["bash", "-c", f"'{sys.executable}' -m kafkatool --show-completion; exit $?"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "_KAFKATOOL_COMPLETE=complete_bash" in p.stdout, (p.stdout, p.stderr)
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "powershell"])
 def test_shell_completion_script(shell: str) -> None:
-    """``--show-completion SHELL`` prints the script ``--install-completion`` would install: it calls kafkatool
-    back with its completion variable set."""
+    """Each shell typer supports gets its script. The shell is named through typer's own switch for that
+    (``_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION``: the option then takes the shell's name), since only bash is
+    sure to be installed here."""
+    env = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
     p = subprocess.run([sys.executable, "-m", "kafkatool", "--show-completion", shell], capture_output=True,
-                       text=True)
+                       text=True, env=env)
     assert p.returncode == 0 and "_KAFKATOOL_COMPLETE" in p.stdout, (p.stdout, p.stderr)
 
 
