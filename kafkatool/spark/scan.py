@@ -17,6 +17,7 @@ CLI's rich bars); nothing here prints.
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 import time
 import uuid
@@ -198,9 +199,14 @@ def _load_dir(item: tuple[str | None, int, str]) -> tuple[str | None, int, dict]
     ``LogLoader``, ``UnifiedLog``'s high watermark and last stable offset, ``ProducerStateManager``): runs in a
     Spark task."""
     from kafkatool.loader import load_partition
+    from kafkatool.spark.source import _is_url
 
     topic, partition, d = item
-    loaded = load_partition(Path(d))
+    if _is_url(d):
+        with tempfile.TemporaryDirectory(prefix="kafkatool-load-") as tmp:
+            loaded = load_partition(_fetch_partition(d, Path(tmp)))
+    else:
+        loaded = load_partition(Path(d))
     return topic, partition, {
         "log_start_offset": loaded.log_start_offset, "log_end_offset": loaded.log_end_offset,
         "high_watermark": loaded.high_watermark if loaded.hw_checkpoint is not None else None,
@@ -208,16 +214,59 @@ def _load_dir(item: tuple[str | None, int, str]) -> tuple[str | None, int, dict]
         "producers": sorted(loaded.producers)}
 
 
+def _fetch_partition(url: str, into: Path) -> Path:
+    """A partition dir read through a URL (tiered storage, a copy in a bucket), copied with its log dir's broker files
+    (offset checkpoints, the clean-shutdown marker) into ``into``, so that the loader reads it as a local dir: the
+    bytes a load reads anyway (every segment), once, in the Spark task. Returns the local partition dir."""
+    import posixpath
+
+    from pyarrow import fs as pafs
+
+    from kafkatool.filetypes import OFFSET_CHECKPOINT_NAMES
+    from kafkatool.spark.source import filesystem_of
+
+    filesystem, inner = filesystem_of(url)
+    inner = inner.rstrip("/")
+    part = into / "logdir" / posixpath.basename(inner)
+    part.mkdir(parents=True)
+
+    def copy(infos: list, to: Path) -> None:
+        for info in infos:
+            if info.type == pafs.FileType.File:
+                target = to / posixpath.basename(info.path)
+                with filesystem.open_input_stream(info.path) as src, open(target, "wb") as dst:
+                    while chunk := src.read(1 << 22):
+                        dst.write(chunk)
+
+    copy(filesystem.get_file_info(pafs.FileSelector(inner)), part)
+    parent = posixpath.dirname(inner)
+    copy(filesystem.get_file_info([posixpath.join(parent, n) for n in (*sorted(OFFSET_CHECKPOINT_NAMES),
+                                                                         ".kafka_cleanshutdown")]), part.parent)
+    return part
+
+
+def _dir_of(path: str) -> str:
+    """The partition dir of a file: a local path's parent, or a URL with its last path segment cut (what the URL
+    carries besides the path, credentials and ``?options``, kept)."""
+    from kafkatool.spark.source import _is_url
+
+    if not _is_url(path):
+        return str(Path(path).parent)
+    head, sep, query = path.partition("?")
+    return head.rsplit("/", 1)[0] + sep + query
+
+
 def _loaded(spark: SparkSession, paths: list[str]) -> dict[tuple[str | None, int], dict]:
     """Per topic partition, what the broker holds after loading it (:func:`_load_dir`, one Spark task per few dirs):
     log start, LEO, high watermark (None without a checkpoint), last stable offset, open transactions (the oldest
     one's first offset is the first unstable offset) and producers with state. Over several copies of a partition
     (``dirs`` > 1): the lowest log start, high watermark and LSO, the highest LEO, the union of open transactions
-    and producers. Local dirs only: a partition read through a URL has none of these (None)."""
-    from kafkatool.spark.source import _is_url, plan
+    and producers. A partition dir read through a URL is copied into the task's temp dir first
+    (:func:`_fetch_partition`)."""
+    from kafkatool.spark.source import plan
 
-    dirs = sorted({(p.topic, p.partition, str(Path(p.path).parent)) for p in plan(paths)
-                   if isinstance(p.path, str) and not _is_url(p.path)}, key=lambda t: (t[0] or "", t[1], t[2]))
+    dirs = sorted({(p.topic, p.partition, _dir_of(p.path)) for p in plan(paths) if isinstance(p.path, str)},
+                  key=lambda t: (t[0] or "", t[1], t[2]))
     if not dirs:
         return {}
     n = max(1, min(len(dirs), spark.sparkContext.defaultParallelism))
