@@ -30,6 +30,8 @@ from .smallfiles import offset_index_sanity, read_offset_index
 DEFAULT = 4096          # the broker's log.index.interval.bytes
 COMMON = (4096, 1024, 8192, 2048, 16384, 512, 32768, 65536, 1 << 20)
 SCAN_BYTES = 4 << 20    # each segment is read this far: hundreds of entries at the usual intervals
+TOTAL_BYTES = 16 << 20  # and no more than this in all, newest segments first (a partition of many small segments
+                        # would otherwise be read twice by repair: a topic's interval is one setting)
 _SCAN = ScanOptions()
 
 
@@ -76,10 +78,13 @@ def _batch_positions(log: Path, options: ScanOptions, limit: int) -> list[int]:
 
 
 def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
-                         scan_bytes: int = SCAN_BYTES) -> IndexInterval:
-    """The ``index.interval.bytes`` the offset indexes of the partition at ``part_dir`` fit (see the module)."""
-    low, high, entries, used, skipped = 0, None, 0, 0, 0
-    for log in sorted(p for p in Path(part_dir).iterdir() if p.is_file()):
+                         scan_bytes: int = SCAN_BYTES, total_bytes: int = TOTAL_BYTES) -> IndexInterval:
+    """The ``index.interval.bytes`` the offset indexes of the partition at ``part_dir`` fit (see the module); the
+    newest segments first (the setting the broker writes with now), ``scan_bytes`` of each, ``total_bytes`` in all."""
+    low, high, entries, used, skipped, read = 0, None, 0, 0, 0, 0
+    for log in sorted((p for p in Path(part_dir).iterdir() if p.is_file()), reverse=True):
+        if read >= total_bytes:
+            break
         info = classify(log)
         if info.kind is not FileKind.LOG or info.leftover is not None or info.base_offset is None:
             continue
@@ -91,6 +96,7 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
         if not listed:
             continue
         positions = _batch_positions(log, options, scan_bytes)
+        read += min(scan_bytes, log.stat().st_size)
         fit = None if offset_index_sanity(data, str(index)) else segment_range(positions, [e.position for e in listed])
         if fit is None:
             skipped += 1
