@@ -7,16 +7,20 @@ Python. kafkatool's options are plain (text, integers with a lower bound, paths,
 - help is click's plain formatter, with metavars people read (``PATHS...``, ``text|jsonl``, ``INTEGER``,
   ``PATH``) instead of typer's ``{paths}...`` and ``<list[Path]>``, and the examples printed as written (they
   are already cut between shell words, with backslash continuations, to paste as they stand);
-- a plain option is converted by a few lines of Python; anything else still goes through typer.
+- a plain option is converted by a few lines of Python; anything else still goes through typer;
+- a group builds a command only when it is used (:class:`LazyGroup`): typer builds one by reading its function's
+  signature and evaluating its annotations, which for all of kafkatool's commands cost more than starting Python.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, ClassVar, NamedTuple, get_args, get_origin
 
 from typer import _click
+from typer._click.shell_completion import CompletionItem
 from typer._coercion import RuntimeParam
 from typer.core import TyperCommand, TyperGroup
 
@@ -140,9 +144,9 @@ def _format_epilog(command: _click.Command, formatter: _click.HelpFormatter) -> 
             formatter.write(f"{'':>{formatter.current_indent}}{line}\n" if line.strip() else "\n")
 
 
-def _short_help(command: _click.Command) -> str:
-    """A command's first sentence, whole (click cuts it at 45 characters with ``...``)."""
-    text = (command.help or "").split("\n\n")[0]
+def first_sentence(help_text: str) -> str:
+    """A command's short help: the first sentence of its help, whole (click cuts it at 45 characters with ``...``)."""
+    text = help_text.split("\n\n")[0]
     end = text.find(". ")
     return text[: end + 1] if end >= 0 else text
 
@@ -155,7 +159,7 @@ class _Plain:
         _format_epilog(self, formatter)  # type: ignore[arg-type]
 
     def get_short_help_str(self, limit: int = 45) -> str:
-        return self.short_help or _short_help(self)  # type: ignore[attr-defined, arg-type]
+        return self.short_help or first_sentence(self.help or "")  # type: ignore[attr-defined]
 
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
         _plain_options(self, ctx)  # type: ignore[arg-type]
@@ -177,3 +181,65 @@ class Group(_Plain, TyperGroup):
     def format_options(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         _format_params(self, ctx, formatter)
         self.format_commands(ctx, formatter)
+
+
+class LazyCommand(NamedTuple):
+    """A command a :class:`LazyGroup` lists by name and short help, and builds only when it is used."""
+
+    short_help: Callable[[], str]
+    build: Callable[[], _click.Command]
+
+
+class _Commands(MutableMapping[str, _click.Command]):
+    """A group's commands by name: every name known up front, each command built on first access."""
+
+    def __init__(self, lazy: Mapping[str, LazyCommand]) -> None:
+        self.lazy, self.built = lazy, dict[str, _click.Command]()
+
+    def __getitem__(self, name: str) -> _click.Command:
+        if name not in self.built:
+            self.built[name] = self.lazy[name].build()
+        return self.built[name]
+
+    def __setitem__(self, name: str, command: _click.Command) -> None:
+        self.built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("a lazy group's commands are fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self.lazy), **dict.fromkeys(self.built)})
+
+    def __len__(self) -> int:
+        return len(self.lazy.keys() | self.built.keys())
+
+    def short_help(self, name: str) -> str:
+        return self.built[name].get_short_help_str() if name in self.built else self.lazy[name].short_help()
+
+
+class LazyGroup(Group):
+    """A group whose commands (``lazy``, set by a subclass) are built only when one runs, completes its options
+    or shows its own help; the group's help and the completion of command names show their short help alone."""
+
+    lazy: ClassVar[Mapping[str, LazyCommand]] = {}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = _Commands(self.lazy)
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return list(self.commands)  # typer's own reads .items(), which would build every command
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        assert isinstance(self.commands, _Commands)
+        rows = [(name, self.commands.short_help(name)) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def shell_complete(self, ctx: _click.Context, incomplete: str) -> list[CompletionItem]:
+        assert isinstance(self.commands, _Commands)
+        names = [CompletionItem(name, help=self.commands.short_help(name)) for name in self.list_commands(ctx)
+                 if name.startswith(incomplete)]
+        # then the group's own options: click's Command.shell_complete, past TyperGroup's (which builds every command)
+        return names + super(TyperGroup, self).shell_complete(ctx, incomplete)

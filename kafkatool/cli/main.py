@@ -11,6 +11,7 @@ Heavy modules are imported inside the commands, so ``kafkatool --help`` starts f
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
 import sys
@@ -18,42 +19,16 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
+from typer.main import get_command_from_info, get_group
+from typer.models import CommandInfo
 
 from ..errors import KafkaToolError
-from . import (
-    delivery_cmd,
-    dump_cmd,
-    internal_cmd,
-    locate_cmd,
-    overview_cmd,
-    producers_cmd,
-    repair_cmd,
-    replicas_cmd,
-    spark_cmd,
-    verify_cmd,
-)
-from .commands import Command, Group
+from .commands import Command, LazyCommand, LazyGroup, first_sentence
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad input
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 EXIT_PIPE = 141  # stdout closed by its reader (128 + SIGPIPE): quiet, and not "findings"
-
-app = typer.Typer(
-    name="kafkatool",
-    help=(
-        "Inspect and repair Apache Kafka log directories offline, straight from broker disks: "
-        "no broker, no JVM.\n\n"
-        "Exit codes: 0 clean, 1 findings, 2 usage error or nothing Kafka under a path, 3 I/O error; "
-        "70 internal error (a bug in kafkatool), 130 interrupted (Ctrl-C), 141 output pipe closed."
-    ),
-    cls=Group,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-)
-
 
 def command(fn: Callable[..., int]) -> Callable[..., None]:
     """Run a command body: its int result is the exit code; known errors become one line on stderr."""
@@ -151,38 +126,88 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
+def _lazy(module: str, function: str, examples: str) -> LazyCommand:
+    """The command ``function`` of ``kafkatool.cli.<module>``, with its ``examples`` under its help."""
+
+    def load() -> tuple[Callable[..., int], str]:
+        commands = importlib.import_module(f"{__package__}.{module}")
+        return getattr(commands, function), getattr(commands, examples)
+
+    def build() -> typer.core.TyperCommand:
+        fn, text = load()
+        # named after its function, as typer's @app.command() names it: partition_for is partition-for
+        info = CommandInfo(cls=Command, callback=command(fn), epilog=paste_ready(text))
+        return get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+
+    return LazyCommand(lambda: first_sentence(reflow(load()[0].__doc__ or "")), build)
+
+
+class _Spark(LazyGroup):
+    lazy = {"scan": _lazy("spark_cmd", "scan", "SCAN_EXAMPLES")}
+
+
+spark = typer.Typer(
+    name="spark",
+    help="Scan log dirs with Apache Spark (needs the spark extra: pip install 'kafkatool[spark]').",
+    cls=_Spark,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+@spark.callback()
+def _spark() -> None:
+    """Scan log dirs with Apache Spark: the kafka-log data source (see docs/spark.md)."""
+
+
+class _Kafkatool(LazyGroup):
+    """The ``kafkatool`` command: its commands in the order ``--help`` lists them."""
+
+    lazy = {
+        "dump": _lazy("dump_cmd", "dump", "EXAMPLES"),
+        "verify": _lazy("verify_cmd", "verify", "EXAMPLES"),
+        "overview": _lazy("overview_cmd", "overview", "EXAMPLES"),
+        "locate": _lazy("locate_cmd", "locate", "EXAMPLES"),
+        "replicas": _lazy("replicas_cmd", "replicas", "REPLICAS_EXAMPLES"),
+        "truncation": _lazy("replicas_cmd", "truncation", "TRUNCATION_EXAMPLES"),
+        "epochs": _lazy("replicas_cmd", "epochs", "EPOCHS_EXAMPLES"),
+        "repair": _lazy("repair_cmd", "repair", "EXAMPLES"),
+        "offsets": _lazy("internal_cmd", "offsets", "OFFSETS_EXAMPLES"),
+        "partition-for": _lazy("internal_cmd", "partition_for", "PARTITION_FOR_EXAMPLES"),
+        "txn-state": _lazy("internal_cmd", "txn_state", "TXN_STATE_EXAMPLES"),
+        "metadata": _lazy("internal_cmd", "metadata", "METADATA_EXAMPLES"),
+        "delivery": _lazy("delivery_cmd", "delivery", "EXAMPLES"),
+        "producers": _lazy("producers_cmd", "producers", "PRODUCERS_EXAMPLES"),
+        "txns": _lazy("producers_cmd", "txns", "TXNS_EXAMPLES"),
+        "spark": LazyCommand(lambda: first_sentence(spark.info.help), lambda: get_group(spark)),
+    }
+
+
+app = typer.Typer(
+    name="kafkatool",
+    help=(
+        "Inspect and repair Apache Kafka log directories offline, straight from broker disks: "
+        "no broker, no JVM.\n\n"
+        "Exit codes: 0 clean, 1 findings, 2 usage error or nothing Kafka under a path, 3 I/O error; "
+        "70 internal error (a bug in kafkatool), 130 interrupted (Ctrl-C), 141 output pipe closed."
+    ),
+    cls=_Kafkatool,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Show kafkatool's version and exit."),
 ) -> None:
     """Inspect and repair Apache Kafka log directories offline: no broker, no JVM."""
-
-
-def _register(group: typer.Typer, name: str, fn: Callable[..., int], examples: str) -> None:
-    group.command(name, cls=Command, epilog=paste_ready(examples))(command(fn))
-
-
-for _name, _fn, _examples in (
-    ("dump", dump_cmd.dump, dump_cmd.EXAMPLES),
-    ("verify", verify_cmd.verify, verify_cmd.EXAMPLES),
-    ("overview", overview_cmd.overview, overview_cmd.EXAMPLES),
-    ("locate", locate_cmd.locate, locate_cmd.EXAMPLES),
-    ("replicas", replicas_cmd.replicas, replicas_cmd.REPLICAS_EXAMPLES),
-    ("truncation", replicas_cmd.truncation, replicas_cmd.TRUNCATION_EXAMPLES),
-    ("epochs", replicas_cmd.epochs, replicas_cmd.EPOCHS_EXAMPLES),
-    ("repair", repair_cmd.repair, repair_cmd.EXAMPLES),
-    ("offsets", internal_cmd.offsets, internal_cmd.OFFSETS_EXAMPLES),
-    ("partition-for", internal_cmd.partition_for, internal_cmd.PARTITION_FOR_EXAMPLES),
-    ("txn-state", internal_cmd.txn_state, internal_cmd.TXN_STATE_EXAMPLES),
-    ("metadata", internal_cmd.metadata, internal_cmd.METADATA_EXAMPLES),
-    ("delivery", delivery_cmd.delivery, delivery_cmd.EXAMPLES),
-    ("producers", producers_cmd.producers, producers_cmd.PRODUCERS_EXAMPLES),
-    ("txns", producers_cmd.txns, producers_cmd.TXNS_EXAMPLES),
-):
-    _register(app, _name, _fn, _examples)
-_register(spark_cmd.app, "scan", spark_cmd.scan, spark_cmd.SCAN_EXAMPLES)
-app.add_typer(spark_cmd.app, name="spark")
 
 
 def main() -> None:
