@@ -16,7 +16,7 @@ from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify
 from .model import Batch, FileStart, Finding, Record, RecordRun, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
-from .walk import FoundFile, discover, expand, found_files, partition_of
+from .walk import FoundFile, discover, found_files, partition_of
 
 if TYPE_CHECKING:
     from .txns import CommittedView
@@ -234,18 +234,6 @@ def _time_start(partition: Path, from_time: int) -> tuple[Path, int] | None:
     return Path(loc.segment), loc.position
 
 
-def total_bytes(paths: list[str] | list[Path]) -> int:
-    """Bytes of record files under ``paths`` (what a progress bar counts); unreadable files count 0."""
-    total = 0
-    for f in expand(paths):
-        if f.kind.holds_records:
-            try:
-                total += f.path.stat().st_size
-            except OSError:
-                pass
-    return total
-
-
 def dump_file(
     f: FoundFile, options: DumpOptions = DumpOptions(), progress: Callable[[int], None] | None = None,
     committed: CommittedView | None = None, start: int = 0,
@@ -371,4 +359,4 @@ def _in_range(records: list[Record], options: DumpOptions) -> Iterator[Record]:
 
 
 __all__ = ["DECODERS", "DecodedRecord", "DumpOptions", "RecordFilter", "Trailing", "decode", "decoder_for",
-           "dump_file", "dump_paths", "record_filter", "total_bytes"]
+           "dump_file", "dump_paths", "record_filter"]

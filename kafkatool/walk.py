@@ -280,5 +280,17 @@ def expand(paths: Iterable[str | Path], *, require: bool = True) -> list[FoundFi
     return [f for f in found_files(discover(paths, require=require)) if isinstance(f, FoundFile)]
 
 
+def total_bytes(paths: list[str] | list[Path]) -> int:
+    """Bytes of record files under ``paths`` (what a progress bar counts); unreadable files count 0."""
+    total = 0
+    for f in expand(paths):
+        if f.kind.holds_records:
+            try:
+                total += f.path.stat().st_size
+            except OSError:
+                pass
+    return total
+
+
 __all__ = ["NOTHING_FOUND", "PARTITION_DIR", "FoundFile", "LogDir", "PartitionDir", "Unit", "discover", "expand",
-           "found_files", "list_partition", "partition_dirs", "partition_of"]
+           "found_files", "list_partition", "partition_dirs", "partition_of", "total_bytes"]

@@ -86,9 +86,10 @@ def dump(
     shown, each after its batch's line (they imply --records when a record field is searched).
     Exit 1 when there were findings.
     """
-    from ..dump import DECODERS, DumpOptions, dump_paths, record_filter, total_bytes
+    from ..dump import DECODERS, DumpOptions, dump_paths, record_filter
     from ..errors import UsageError
     from ..records import ScanOptions
+    from ..walk import total_bytes
     from .output import DUMP_FORMATS, VALUE_MODES, Output
 
     exporting = fmt in ("csv", "parquet")

@@ -50,11 +50,11 @@ def verify(
     follows (segments, bytes, batches, log start, LEO, HW, open transactions, index state).
     Exit 0 when clean, 1 when a finding reaches --fail-on, 2 usage error, 3 I/O error.
     """
-    from ..dump import total_bytes
     from ..errors import UsageError
     from ..records import ScanOptions
     from ..segment_check import CheckOptions
     from ..verify import VerifyOptions, verify_paths
+    from ..walk import total_bytes
     from .output import FORMATS, Output
 
     if fmt not in FORMATS:
