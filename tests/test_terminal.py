@@ -141,3 +141,21 @@ def test_delivery_counts_sink_rows_on_a_terminal(tmp_path) -> None:
     os.close(leader)
     assert proc.returncode == 1 and b"rows" in err and b"reading the sink" in err
     assert '"type": "delivery"' in out.read_text()
+
+
+def test_markup_escape_is_richs_and_shows_text_as_written() -> None:
+    """kafkatool escapes text for its markup itself (importing rich.markup costs more than a small ``verify``):
+    the same escaping as ``rich.markup.escape``, and an escaped text renders back as written, coloured or not."""
+    import random
+
+    from rich.markup import escape as rich_escape
+
+    from kafkatool.cli.output import _markup, escape
+
+    rng = random.Random(14)
+    for _ in range(20_000):
+        text = "".join(rng.choice("[]\\/ab#@ =") for _ in range(rng.randint(0, 14)))
+        assert escape(text) == rich_escape(text), text
+        if not text.endswith("\\"):  # (a trailing backslash is doubled, so a tag after it stays a tag)
+            assert _markup(escape(text), False) == text, text
+            assert _markup(f"[bold]{escape(text)}[/bold]", True) == f"\x1b[1m{text}\x1b[0m", text

@@ -3,6 +3,8 @@
 - ``jsonl``: one plain ``json.dumps`` object per line on stdout (never through rich, which wraps).
 - ``text``: a readable line per batch / record / entry, small files as tables, findings coloured.
 Warnings, errors and progress go to stderr. Presentation only: nothing here parses files.
+Lines are plain strings (rich's markup rendered by :func:`_markup`); rich itself is imported only when a stream
+may be a terminal, for its colours, width and progress bars (:func:`console`).
 """
 
 from __future__ import annotations
@@ -17,9 +19,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
 
 from ..model import RecordRun, render_bytes
 
@@ -72,22 +71,47 @@ _SGR = {"bold": "1", "bold red": "1;31", "yellow": "33"}  # table lines are writ
 _STYLE_SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "magenta": "35", "cyan": "36",
               "bold red": "1;31"}
 _TAG = re.compile(r"(\\*)\[([a-z#/@][^\[]*?)\]")  # rich's markup tags (rich.markup.RE_TAGS)
+_ESCAPE = re.compile(r"(\\*)(\[[a-z#/@][^\[]*?\])")  # the same, whole
 _NUMBER = re.compile(r"-?[\d,]+|-")
 _FOLD_MIN = 16  # a folded column keeps at least this many characters a line
 
 
-class QuietConsole(Console):
-    """A rich Console that lets a closed pipe (``kafkatool dump | head``) reach the command runner as
-    BrokenPipeError: rich's own handler exits 1, which would read as "findings". With ``NO_COLOR`` set it writes
-    no escape codes at all (rich alone drops the colours but keeps bold)."""
+def console(stream: Any, width: int | None = None) -> Any:
+    """rich's Console for a stream that may be a terminal (rich decides: ``isatty``, ``FORCE_COLOR``,
+    ``TTY_COMPATIBLE``), else a :class:`PlainConsole`."""
+    if not _may_be_terminal(stream):
+        return PlainConsole(stream)
+    from .console import QuietConsole
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if os.environ.get("NO_COLOR"):
-            kwargs["color_system"] = None
-        super().__init__(*args, **kwargs)
+    return QuietConsole(file=stream, highlight=False, soft_wrap=True, width=width)
 
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
+
+def _may_be_terminal(stream: Any) -> bool:
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
+
+
+class PlainConsole:
+    """What :class:`Output` asks of a rich Console, for a stream that is no terminal: no colour, lines never cut."""
+
+    is_terminal = False
+    color_system = None
+
+    def __init__(self, stream: Any) -> None:
+        self.file = stream
+
+    def print(self, text: str = "", highlight: bool = False) -> None:
+        self.file.write(_markup(text, False) + "\n")
+
+
+def escape(text: str) -> str:
+    """``text`` with anything that reads as a markup tag escaped, to show as written (``rich.markup.escape``)."""
+    text = _ESCAPE.sub(r"\1\1\\\2", text)
+    return text + "\\" if text.endswith("\\") and not text.endswith("\\\\") else text
 
 
 def _text_bytes(data: bytes) -> str:
@@ -120,10 +144,8 @@ class Output:
         self._out = stream or sys.stdout   # stderr where stdout carries other data (dump's csv export)
         # Piped text must never be cut to 80 columns: tables take the width they need.
         width = None if self._out.isatty() else 1000
-        self._console = (
-            QuietConsole(file=self._out, highlight=False, soft_wrap=True, width=width) if fmt == "text" else None
-        )
-        self.err = QuietConsole(file=sys.stderr, highlight=False, soft_wrap=True)
+        self._console = console(self._out, width) if fmt == "text" else None
+        self.err = console(sys.stderr)
         self._table_rows: list[dict[str, Any]] = []
         self._summaries: list[dict[str, Any]] = []  # text: shown as one table after everything else
         self.current_file: str | None = None  # the file whose header was shown last (text)

@@ -107,7 +107,7 @@ def _task_bars(write_line: Callable[[str], None]) -> Iterator[Callable[[str, int
     The bar shows even when stdout is a terminal too, unlike the streaming commands (``Output.progress``):
     this command prints nothing until the scan is over, so the bar never tears its output.
     """
-    from .output import QuietConsole
+    from .console import QuietConsole
 
     err = QuietConsole(file=sys.stderr, highlight=False, soft_wrap=True)
     if not err.is_terminal:
@@ -202,7 +202,7 @@ def scan(
     else:
         from rich.table import Table
 
-        from .output import QuietConsole
+        from .console import QuietConsole
 
         table = Table(box=None, pad_edge=False)
         for col in ("partition", "dirs", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
