@@ -16,17 +16,8 @@ from __future__ import annotations
 
 from construct import Array, Int16sb, Int16ub, Int32sb, Int64sb, Struct, this
 
+from .constants import CONTROL_TYPES
 from .primitives import compact_array, compact_string, tagged_fields, uuid
-
-CONTROL_TYPES = {
-    0: "ABORT",
-    1: "COMMIT",
-    2: "LEADER_CHANGE",
-    3: "SNAPSHOT_HEADER",
-    4: "SNAPSHOT_FOOTER",
-    5: "KRAFT_VERSION",
-    6: "KRAFT_VOTERS",
-}
 
 ControlRecordKey = Struct("version" / Int16sb, "type" / Int16sb)
 

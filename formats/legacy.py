@@ -40,11 +40,11 @@ from construct import (
     this,
 )
 
+from .constants import RECORD_OVERHEAD_V0 as RECORD_OVERHEAD_V0
+from .constants import RECORD_OVERHEAD_V1 as RECORD_OVERHEAD_V1
 from .primitives import int32_bytes
 from .record_batch import Compression, TimestampType
 
-RECORD_OVERHEAD_V0 = 14  # crc + magic + attributes + key length + value length
-RECORD_OVERHEAD_V1 = 22  # ... + timestamp
 CRC_COVERAGE_OFFSET = 4  # within the message: from magic to the end
 
 LegacyAttributes = BitStruct(  # the low byte of v2's attributes, with the same codec ids

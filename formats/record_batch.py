@@ -55,13 +55,12 @@ from construct import (
 )
 from crc32c import crc32c
 
+from .constants import ATTRIBUTES_OFFSET as ATTRIBUTES_OFFSET
+from .constants import CRC_OFFSET as CRC_OFFSET
+from .constants import LOG_OVERHEAD as LOG_OVERHEAD
+from .constants import MAGIC_OFFSET as MAGIC_OFFSET
+from .constants import RECORD_BATCH_OVERHEAD as RECORD_BATCH_OVERHEAD
 from .primitives import varint, varint_bytes
-
-LOG_OVERHEAD = 12            # base_offset + batch_length: the framing shared by every magic
-RECORD_BATCH_OVERHEAD = 61   # the v2 header, up to and including records_count
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21       # the CRC covers from here to the end of the batch
-MAGIC_OFFSET = 16            # same position for v0/v1 messages (offset 8 + size 4 + crc 4)
 
 Compression = Enum(BitsInteger(3), none=0, gzip=1, snappy=2, lz4=3, zstd=4)
 TimestampType = Enum(BitsInteger(1), create=0, log_append=1)

@@ -26,20 +26,28 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import BinaryIO, NamedTuple
 
-from crc32c import crc32c
-
 from . import native
 from .errors import DecompressionError, DecompressionLimitExceeded
-from .formats.control import CONTROL_TYPES
-from .formats.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from .formats.record_batch import (
+from .formats.constants import (  # the layouts' numbers, without importing Construct
     ATTRIBUTES_OFFSET,
+    CONTROL_TYPES,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     RECORD_BATCH_OVERHEAD,
-    RecordBatchHeader,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
 )
 from .model import Batch, Finding, Record, RecordRun, Trailing
+
+
+def crc32c(data: bytes | memoryview) -> int:
+    """CRC32C, from the ``crc32c`` package imported at first use (then called directly): its import costs more
+    than checking a small segment with the native core, which never needs it."""
+    from crc32c import crc32c as compute
+
+    globals()["crc32c"] = compute  # later calls go straight to the package's C function
+    return compute(data)
+
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 DEFAULT_MAX_DECOMPRESSED = 128 * 1024 * 1024
@@ -56,9 +64,8 @@ _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_MARKER = struct.Struct(">hi")
 
 # The scan loop spells these as literals (a global lookup per batch is measurable); tie them to the
-# Construct declarations here, and tests/test_records_formats.py ties the field decoding.
+# layout's numbers here, and tests/test_records_formats.py ties the structs and field decoding to Construct.
 assert (LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, ATTRIBUTES_OFFSET) == (12, 61, 21)
-assert _V2_HEADER.size == RecordBatchHeader.sizeof()
 
 @dataclass(frozen=True, slots=True)
 class ScanOptions:

@@ -31,20 +31,19 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
-from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
-from .smallfiles import (
-    EpochEntry,
-    OffsetCheckpointEntry,
-    ProducerSnapshotHeader,
-    read_small_file,
-)
 from .walk import FoundFile, LogDir, PartitionDir, discover
+
+# The loader and the small-file readers are imported by the checks that use them: a segment checked alone needs
+# neither (and they cost more to import than checking it).
+if TYPE_CHECKING:
+    from .loader import LoadedPartition, PartitionLoad
+    from .smallfiles import OffsetCheckpointEntry
 
 _CHECKPOINTS = {
     "replication-offset-checkpoint": "high watermark",
@@ -211,6 +210,8 @@ class _Runner:
 
 
 def _small(path: Path, kind: FileKind, display: str, base: int | None = None) -> tuple[list[Any], list[Finding]]:
+    from .smallfiles import read_small_file
+
     try:
         items = list(read_small_file(path, kind, display, base))
     except InputIOError as exc:
@@ -318,6 +319,8 @@ _LEFTOVER_MEANING = {
 
 def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
     """Every check of one partition dir; ends with its :class:`PartitionSummary`."""
+    from .loader import COMPACTED_TOPICS, PartitionLoad
+
     summary = PartitionSummary(part.display, part.topic, part.partition)
     files, sorted_findings = _sort_files(part)
 
@@ -470,6 +473,8 @@ def _snapshot_state(files: _Files, first_base: int | None) -> tuple[dict[int, in
     """Open transactions when the first segment starts: the producer snapshot at its base offset if the broker can
     read it (:func:`kafkatool.loader.latest_snapshot`, ``ProducerStateManager.truncateAndReload``, bounded to that
     offset); False when that state is not known."""
+    from .loader import latest_snapshot
+
     if not first_base:
         return {}, True
     snapshots: dict[int | None, Path] = {o: p for o, (p, _d) in files.snapshots.items()}
@@ -617,6 +622,7 @@ def check_epochs(
     epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
     from .replicas import EpochCache  # (replicas imports this module)
+    from .smallfiles import EpochEntry
 
     implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
     for epoch, start, position, path in runs:
@@ -671,6 +677,8 @@ def _epoch_list(entries: list[tuple[int, int]]) -> str:
 
 
 def _check_snapshots(files: _Files, state: _PartitionState) -> Iterator[Finding]:
+    from .smallfiles import ProducerSnapshotHeader
+
     leo = state.leo
     for offset, (path, display) in sorted(files.snapshots.items()):
         values, findings = _small(path, FileKind.PRODUCER_SNAPSHOT, display)

@@ -43,6 +43,32 @@ def test_corpus_has_record_files() -> None:
     assert len(RECORD_FILES) > 500
 
 
+def test_reader_structs_are_the_declared_layouts() -> None:
+    """The reader's structs and numbers (imported without Construct, see formats/constants.py) have the sizes
+    of the Construct declarations (DefaultRecordBatch.RECORD_BATCH_OVERHEAD, LegacyRecord.RECORD_OVERHEAD_V0/V1)."""
+    from kafkatool import records
+
+    assert records._V2_HEADER.size == record_batch.RecordBatchHeader.sizeof() == records.RECORD_BATCH_OVERHEAD
+    assert records._LOG_HEADER.size == record_batch.LOG_OVERHEAD
+    header = record_batch.RecordBatchHeader
+    offset_of = {}
+    at = 0
+    for sub in header.subcons:
+        offset_of[sub.name] = at
+        at += sub.sizeof()
+    assert (offset_of["magic"], offset_of["crc"], offset_of["attributes"]) == (
+        records.MAGIC_OFFSET, record_batch.CRC_OFFSET, records.ATTRIBUTES_OFFSET)
+    entry = legacy.LogEntry.build({"offset": 0, "message": {"body": {
+        "magic": 0, "attributes": {"unused": 0, "timestamp_type": "create", "compression": "none"}, "timestamp": None,
+        "key": None, "value": None}}})
+    assert len(entry) - record_batch.LOG_OVERHEAD == records.RECORD_OVERHEAD_V0
+    entry = legacy.LogEntry.build({"offset": 0, "message": {"body": {
+        "magic": 1, "attributes": {"unused": 0, "timestamp_type": "create", "compression": "none"}, "timestamp": 0,
+        "key": None, "value": None}}})
+    assert len(entry) - record_batch.LOG_OVERHEAD == records.RECORD_OVERHEAD_V1
+    assert ctl.CONTROL_TYPES is records.CONTROL_TYPES
+
+
 @pytest.mark.parametrize("path", RECORD_FILES, ids=[str(p.relative_to(ROOT)) for p in RECORD_FILES])
 def test_fast_path_agrees_with_construct(path: Path) -> None:
     for rb in _raw_batches(path):
