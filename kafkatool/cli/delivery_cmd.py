@@ -1,6 +1,7 @@
 """``kafkatool delivery``: a consumer's sink against the log: lost, duplicated or aborted records."""
 
-from __future__ import annotations
+# Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
+# each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
 from pathlib import Path
 from typing import Annotated

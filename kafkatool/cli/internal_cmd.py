@@ -1,6 +1,7 @@
 """``kafkatool offsets``, ``partition-for``, ``txn-state``, ``metadata``: Kafka's internal topics, decoded."""
 
-from __future__ import annotations
+# Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
+# each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
 from pathlib import Path
 from typing import Annotated

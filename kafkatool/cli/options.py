@@ -1,6 +1,7 @@
 """Options several commands share, declared once (same flag, same help, same default everywhere)."""
 
-from __future__ import annotations
+# Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
+# each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
 from typing import Annotated
 

@@ -1,6 +1,7 @@
 """``kafkatool spark scan``: segments to Parquet with Spark, and a summary per topic partition."""
 
-from __future__ import annotations
+# Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
+# each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
 import sys
 from collections.abc import Callable, Iterator

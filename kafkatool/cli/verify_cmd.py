@@ -1,6 +1,7 @@
 """``kafkatool verify``: is this log dir healthy, as the broker would see it?"""
 
-from __future__ import annotations
+# Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
+# each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
 from pathlib import Path
 from typing import Annotated
