@@ -11,6 +11,7 @@ Heavy modules are imported inside the commands, so ``kafkatool --help`` starts f
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import inspect
 import os
@@ -211,7 +212,14 @@ def _root(
 
 
 def main() -> None:
-    app(prog_name="kafkatool")
+    # gc.freeze(): the objects alive now (the modules imported) are never traversed by the cyclic collector again,
+    # in this run's collections nor in the one the interpreter makes at exit (~15 ms with typer loaded), which
+    # also skips what the command leaves: the process exits next and the OS takes the memory back.
+    gc.freeze()
+    try:
+        app(prog_name="kafkatool")
+    finally:
+        gc.freeze()
 
 
 if __name__ == "__main__":  # pragma: no cover
