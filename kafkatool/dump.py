@@ -83,10 +83,10 @@ def record_filter(*, key: str | None = None, value: str | None = None, header: s
             raise UsageError(f"{option} {text!r}: not a regular expression ({exc})") from exc
 
     def when(option: str, text: str | int | None) -> int | None:
-        from .locate import parse_timestamp
-
         if text is None:
             return None
+        from .locate import parse_timestamp  # (locate reads indexes: not imported for a dump without times)
+
         ms = text if isinstance(text, int) else parse_timestamp(text)
         if ms < 0:
             raise UsageError(f"{option} {text!r}: give a time (ISO-8601 or epoch ms)")
