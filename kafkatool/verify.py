@@ -621,7 +621,7 @@ def check_epochs(
     holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
     epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
-    from .replicas import EpochCache  # (replicas imports this module)
+    from .epochs import EpochCache
     from .smallfiles import EpochEntry
 
     implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
