@@ -1,18 +1,24 @@
 """What a command imports before it does anything: the fixed cost of every ``kafkatool`` run.
 
-``--help`` needs typer and kafkatool's command modules, nothing more; ``verify`` of one segment needs the
-readers and rich for its table, but never pydantic (typer converts option values through it), the help
-renderer's markdown and syntax highlighting, the compression codecs of an uncompressed segment, Spark or Arrow.
-The timings are in ``bench/bench_startup.py`` (ratios against ``python -c pass`` taken in the same run).
+``--help`` needs typer and kafkatool's command modules, nothing more (a command's own help builds that command
+alone); ``verify``, ``dump`` and ``dump --records`` of one segment need the readers, but never pydantic (typer
+converts option values through it), the help renderer's markdown and syntax highlighting, the compression codecs
+of an uncompressed segment, Spark or Arrow; nor rich when the output is no terminal, nor Construct (the reader's
+numbers are in ``formats/constants.py``), nor the loader and small-file readers of a whole partition; and with
+the native core, not crc32c either (whose import brings ``importlib.metadata``).
+The timings are in ``bench/bench_cli.py`` (ratios against ``python -c pass`` taken in the same run).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
+
+from kafkatool import native
 
 from .conftest import corpus_root
 
@@ -23,6 +29,12 @@ HEAVY = ("pydantic", "pydantic_core", "markdown_it", "pygments", "rich.markdown"
          "pyspark", "numpy", "zstandard", "lz4", "cramjam")
 # ``--help`` reads nothing: no readers, no output layer, no rich at all.
 HELP_HEAVY = (*HEAVY, "rich", "construct", "crc32c", "kafkatool.records", "kafkatool.cli.output")
+# One segment, its output piped: what a partition, a terminal or the pure-Python reader would need.
+SEGMENT_HEAVY = (*HEAVY, "rich", "construct", "kafkatool.loader", "kafkatool.smallfiles", "kafkatool.logwriter",
+                 "kafkatool.locate", "kafkatool.replicas", "kafkatool.codecs")
+NATIVE_HEAVY = ("crc32c", "importlib.metadata")  # the native core checks the CRCs
+COMMAND_MODULES = ("delivery_cmd", "dump_cmd", "internal_cmd", "locate_cmd", "overview_cmd", "producers_cmd",
+                   "repair_cmd", "replicas_cmd", "spark_cmd", "verify_cmd")
 
 RUN = """
 import json, sys
@@ -36,9 +48,10 @@ sys.__stderr__.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
 """
 
 
-def imported_by(*args: str) -> set[str]:
+def imported_by(*args: str, env: dict[str, str] | None = None) -> set[str]:
     """The modules loaded once ``kafkatool ARGS`` has run to its end, in a fresh interpreter."""
-    p = subprocess.run([sys.executable, "-c", RUN, json.dumps(args)], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", RUN, json.dumps(args)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **(env or {})})
     line = next(x for x in p.stderr.splitlines() if x.startswith("MODULES "))
     return set(json.loads(line.removeprefix("MODULES ")))
 
@@ -53,10 +66,31 @@ def test_help_imports_nothing_heavy(args: list[str]) -> None:
     assert heavy(imported_by(*args), HELP_HEAVY) == []
 
 
-def test_verify_of_one_segment_imports_nothing_heavy() -> None:
-    modules = imported_by("verify", SEGMENT)
-    assert "kafkatool.verify" in modules  # it did run
-    assert heavy(modules, HEAVY) == []
+def test_a_commands_help_builds_that_command_alone() -> None:
+    """The group lists its commands by their short help; building one (typer reads its signature) is for when it
+    runs or shows its own help."""
+    modules = imported_by("verify", "--help")
+    assert [m for m in COMMAND_MODULES if f"kafkatool.cli.{m}" in modules] == ["verify_cmd"]
+
+
+@pytest.mark.parametrize("args", [["verify"], ["verify", "-f", "jsonl"], ["dump"], ["dump", "--records"],
+                                  ["dump", "--records", "-f", "jsonl"]])
+def test_one_segment_imports_nothing_heavy(args: list[str]) -> None:
+    modules = imported_by(*args, SEGMENT)
+    assert f"kafkatool.{args[0]}" in modules  # it did run
+    assert heavy(modules, SEGMENT_HEAVY) == []
+    if args[0] == "verify":
+        assert "kafkatool.dump" not in modules
+    if native.available() is not None:
+        assert heavy(modules, NATIVE_HEAVY) == []
+
+
+def test_one_segment_read_in_pure_python_imports_no_construct() -> None:
+    """The pure-Python reader needs crc32c, but still not the Construct declarations (v2 batches are read with
+    ``struct``, tied to the declarations by tests/test_records_formats.py)."""
+    modules = imported_by("verify", SEGMENT, env={native.PURE_ENV: "1"})
+    assert "crc32c" in modules  # it did read in Python
+    assert heavy(modules, SEGMENT_HEAVY) == []
 
 
 def test_option_values_are_converted_without_pydantic() -> None:
