@@ -31,6 +31,7 @@ EXIT_INTERNAL = 70  # a bug in kafkatool (EX_SOFTWARE); never caused by bad inpu
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 EXIT_PIPE = 141  # stdout closed by its reader (128 + SIGPIPE): quiet, and not "findings"
 
+
 def command(fn: Callable[..., int]) -> Callable[..., None]:
     """Run a command body: its int result is the exit code; known errors become one line on stderr."""
 
