@@ -11,7 +11,8 @@ Measured, each in a fresh process (so peak RSS is that measurement's own):
   native core (``kafkatool._native``) and with the pure-Python reader (``KAFKATOOL_PURE_PYTHON=1``).
 - ``verify``: ``kafkatool.segment_check.check_segment`` over the same file with an ``.index`` and a
   ``.timeindex`` as the broker writes them (one entry per 4 KiB): every check of ``verify``, against
-  the ``scan`` throughput (the issue asks for at least 80% of it).
+  the ``scan`` throughput (the issue asks for at least 80% of it); and ``kafkatool verify`` of that partition
+  as a whole process, against the ``mmap floor`` process (the issue asks for at least 0.5x).
 - ``decode``: records/s of ``scan`` + ``decode_records`` over the first ``--decode-mb`` MiB (native and
   pure), next to kafka-python's ``MemoryRecords`` iterating the same bytes (both touch offset, timestamp, key,
   value and headers of every record).
@@ -138,16 +139,21 @@ def m_crc(path: str) -> dict:
     return {"seconds": time.perf_counter() - t, "bytes": total}
 
 
+def run_process(argv: list[str], repeat: int) -> float:
+    """Wall seconds of the fastest of ``repeat`` runs of a whole process (output to /dev/null)."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
 def run_floor(path: Path, repeat: int) -> float:
     """Seconds of the fastest whole ``python -c`` process mapping the file and CRC-ing it in one call."""
     code = ("import mmap,sys\nfrom crc32c import crc32c\nf=open(sys.argv[1],'rb')\n"
             "crc32c(mmap.mmap(f.fileno(),0,access=mmap.ACCESS_READ))")
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code, str(path)], check=True)
-        best = min(best, time.perf_counter() - t)
-    return best
+    return run_process([sys.executable, "-c", code, str(path)], repeat)
 
 
 def m_scan(path: str) -> dict:
@@ -277,6 +283,7 @@ def main() -> None:
         verify = run("verify", part, repeat=args.repeat)
         assert verify["batches"] == meta["batches"] and verify["findings"] == 0, verify
         assert verify["index"] == "exact", verify
+        verify_process = run_process([sys.executable, "-m", "kafkatool", "verify", str(part)], args.repeat)
         limit = (args.decode_mb << 20) // meta["batch_bytes"] * meta["batch_bytes"]  # whole batches
         ours = run("decode", path, limit, repeat=args.repeat)
         ours_pure = run("decode", path, limit, repeat=args.repeat, pure=True)
@@ -296,6 +303,8 @@ def main() -> None:
             "verify_GBps": round(gb / verify["seconds"], 3),
             "verify_vs_scan": round(scan["seconds"] / verify["seconds"], 2),
             "verify_peak_rss_mib": round(verify["peak_rss_mib"], 1),
+            "verify_process_GBps": round(gb / verify_process, 3),
+            "verify_process_vs_floor": round(floor / verify_process, 2),
             "decode_records_per_s": round(ours["records"] / ours["seconds"]),
             "decode_pure_records_per_s": round(ours_pure["records"] / ours_pure["seconds"]),
             "decode_native_vs_pure": round(ours_pure["seconds"] / ours["seconds"], 2),
@@ -312,6 +321,7 @@ def main() -> None:
         return
     cols = ["segment", "crc32c raw GB/s", "mmap+crc32c process GB/s", "scan GB/s native (pure, x)",
             "scan batches/s", "scan peak RSS MiB", "verify GB/s (vs scan)", "verify peak RSS MiB",
+            "`kafkatool verify` process GB/s (vs mmap+crc32c process)",
             "decode rec/s native (pure, x)", "kafka-python rec/s", "speed-up"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
@@ -321,7 +331,7 @@ def main() -> None:
               f"{r['scan_GBps']} ({r['scan_pure_GBps']}, {r['scan_native_vs_pure']}x) | "
               f"{r['scan_batches_per_s']:,} | "
               f"{r['scan_peak_rss_mib']} | {r['verify_GBps']} ({r['verify_vs_scan']:.0%}) | "
-              f"{r['verify_peak_rss_mib']} | "
+              f"{r['verify_peak_rss_mib']} | {r['verify_process_GBps']} ({r['verify_process_vs_floor']}x) | "
               f"{r['decode_records_per_s']:,} ({r['decode_pure_records_per_s']:,}, {r['decode_native_vs_pure']}x) | "
               f"{r['kafka_python_records_per_s']:,} | {r['decode_speedup_vs_kafka_python']}x |")
 
