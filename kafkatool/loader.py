@@ -63,7 +63,7 @@ from .errors import InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size
 from .logdir import LogDir
 from .logwriter import ProducerState, java_hashmap_order, last_sequence
-from .model import Batch, Finding
+from .model import Batch, Finding, Stretch, pushback
 from .records import ScanOptions, decode_records, scan
 from .segment_indexes import IndexAppendError, SegmentIndexes
 from .smallfiles import (
@@ -74,6 +74,8 @@ from .smallfiles import (
     read_txn_index,
 )
 from .walk import PARTITION_DIR
+
+_NEVER = 1 << 63  # an offset, position or timestamp no batch reaches
 
 # Topics that are always compacted (cleanup.policy=compact): their first batches of an epoch may be gone.
 COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
@@ -334,6 +336,14 @@ class ProducerReplay:
         p.txn_first_offset = -1
         p.last_timestamp = marker.timestamp
         return list(findings)
+
+
+def _replays_whole(replay: ProducerReplay, last_batch: Batch, next_offset: int, start: int) -> bool:
+    """Whether replaying a :class:`Stretch` of one producer (ending with ``last_batch``; its first batch at
+    ``next_offset``) batch by batch leaves what replaying its last batch alone does: every batch is at or past the
+    replay's start, and the batch before the stretch left the producer at this epoch (none fenced)."""
+    p = replay.producers.get(last_batch[14])
+    return next_offset >= start and p is not None and p.epoch == last_batch[15]
 
 
 # --- reading one segment -------------------------------------------------------------------------------------------
@@ -655,7 +665,33 @@ class PartitionLoad:
         max_ts = -1
         seg_epoch: int | None = None
         display = seg.display
-        for b in items:
+        back: list[Any] = []  # a stretch taken batch by batch
+        for b in pushback(items, back):
+            if b.__class__ is Stretch:
+                # Batches that follow each other (model.Stretch): kept, CRC valid, one epoch, one producer and producer
+                # epoch, no transaction. Batch by batch they would only move the counters, the ends and, for a
+                # producer, its last batch; taken whole unless the segment's indexes are rebuilt batch by batch, a
+                # cut came before, or the producer replay would not take every batch alike.
+                last_batch = b.batch(b.hi - 1)
+                pid = last_batch[14]
+                whole = kept and indexes is None
+                if whole and pid >= 0 and replay is not None:
+                    whole = _replays_whole(replay, last_batch, next_offset, start)
+                if not whole:
+                    back.extend(reversed(list(b.batches())))
+                    continue
+                yield b
+                _, last, top, count, end = b.columns.advance(b.lo, b.hi, _NEVER, _NEVER, _NEVER)
+                if last >= disk_end:
+                    disk_end = last + 1
+                next_offset, valid_bytes = last + 1, end
+                batches += b.hi - b.lo
+                records += count
+                if top > max_ts:
+                    max_ts = top
+                if pid >= 0 and replay is not None:
+                    replay.batch(last_batch, None, display)  # the state of the last batch is that of all of them
+                continue
             yield b
             if b.__class__ is not Batch:
                 if b.__class__ is not Finding or not kept:

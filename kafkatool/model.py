@@ -197,3 +197,47 @@ class RecordRun(NamedTuple):
     def render(self, fmt: str, values: str, fallback: tuple) -> bytes:
         """The lines ``dump`` prints for the run (``fmt`` text or jsonl), UTF-8; see ``WindowColumns.render``."""
         return self.columns.render(self.lo, self.hi, fmt, values, fallback)
+
+
+class Stretch(NamedTuple):
+    """Batches ``lo:hi`` of a window's columns (``kafkatool._native.WindowColumns``) of which each *follows* the
+    batch before it, the first one following the batch yielded just before the stretch: its CRC matches, its base
+    offset is the previous last offset + 1, its record count is ``lastOffsetDelta + 1``, it has the same leader
+    epoch, producer id and producer epoch, it is neither transactional nor control nor carries a delete horizon,
+    and ``-1 <= first timestamp <= max timestamp`` (``WindowColumns.follows``; for ``verify --deep`` also decoded
+    natively and clean of the deep checks).
+
+    Such a batch changes nothing a batch-by-batch reader tracks but counters, the last offset, the largest
+    timestamp and where index entries fall, so a consumer takes the whole stretch at once
+    (``columns.advance``) and looks at a batch on its own only where something happens there. Only the native
+    core makes stretches (:func:`kafkatool.records.scan` with ``stretches``); the pure reader is their
+    batch-by-batch reference (``tests/test_native.py``).
+    """
+
+    columns: Any
+    lo: int
+    hi: int
+
+    def batches(self) -> Iterator[Batch]:
+        """The stretch's batches as :class:`Batch` tuples, exactly as ``scan()`` makes them."""
+        return map(Batch._make, zip(*self.columns.batch_columns(self.lo, self.hi), strict=True))
+
+    def batch(self, i: int) -> Batch:
+        """Batch ``i`` of the window (``lo <= i < hi``) as a :class:`Batch`."""
+        return column_batch(self.columns, i)
+
+
+def column_batch(columns: Any, i: int) -> Batch:
+    """Batch ``i`` of a window's columns (``kafkatool._native.WindowColumns``) as a :class:`Batch`."""
+    return tuple.__new__(Batch, columns.batch(i))
+
+
+def pushback(items: Iterator[Any], back: list[Any]) -> Iterator[Any]:
+    """``items``, each time first whatever the consumer appended to ``back`` meanwhile (last appended first):
+    how a consumer of :class:`Stretch` es hands itself the part of a stretch it takes batch by batch."""
+    for item in items:
+        while back:
+            yield back.pop()
+        yield item
+    while back:
+        yield back.pop()

@@ -37,7 +37,7 @@ from .formats.constants import (  # the layouts' numbers, without importing Cons
     RECORD_OVERHEAD_V0,
     RECORD_OVERHEAD_V1,
 )
-from .model import Batch, Finding, Record, RecordRun, Trailing
+from .model import Batch, Finding, Record, RecordRun, Stretch, Trailing, column_batch
 
 
 def crc32c(data: bytes | memoryview) -> int:
@@ -170,9 +170,10 @@ def scan(
     with_raw: bool = False,
     columnar: bool = False,
     decoded: bool = False,
+    stretches: bool = False,
     options: ScanOptions = _DEFAULT_OPTIONS,
     progress: Callable[[int], None] | None = None,
-) -> Iterator[Batch | RawBatch | HeaderRun | RecordRun | Finding | Trailing]:
+) -> Iterator[Batch | RawBatch | HeaderRun | RecordRun | Stretch | Finding | Trailing]:
     """Yield every batch (header fields, CRC checked) of a record file, in file order.
 
     ``start``/``end`` select the entries that *begin* in ``[start, end)`` (``start`` must be an entry
@@ -183,11 +184,13 @@ def scan(
     Python object per batch (bulk consumers decode the headers column-wise). Legacy messages still come
     as :class:`Batch`. With ``decoded`` (and the native core), runs of whole v2 batches whose records the
     native core decodes come as :class:`RecordRun`s, every other batch as :class:`RawBatch` (without the
-    native core: every batch as :class:`RawBatch`, as ``with_raw``). ``progress`` is called with the number
-    of bytes consumed since its last call.
+    native core: every batch as :class:`RawBatch`, as ``with_raw``). With ``stretches`` (and the native core),
+    the batches that follow the one before them come as :class:`Stretch` es (the first of a window, and each
+    that does not follow, as :class:`Batch`); without the native core, every batch as :class:`Batch`.
+    ``progress`` is called with the number of bytes consumed since its last call.
     """
-    if columnar and (with_raw or decoded):
-        raise ValueError("scan: columnar excludes with_raw and decoded")
+    if (columnar or stretches) and (with_raw or decoded) or (columnar and stretches):
+        raise ValueError("scan: columnar and stretches exclude each other, with_raw and decoded")
     with_raw = with_raw or decoded
     fh.seek(0, 2)
     file_size = fh.tell()
@@ -217,7 +220,10 @@ def scan(
     while True:
         if core is not None and len(window) - p >= 61:  # the native core walks the whole v2 batches
             if decoded:
-                p, stop = yield from _native_records(core, window, p, base, limit, max_batch, path)
+                p, stop = yield from _native_records(core, window, p, base, limit, max_batch, path,
+                                                     options.max_decompressed)
+            elif stretches:
+                p, stop = yield from _native_stretches(core, window, p, base, limit, max_batch, path)
             else:
                 p, stop = yield from _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, path,
                                                   run_positions, run_headers, run_valid, run_controls)
@@ -382,22 +388,49 @@ def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, pa
     return p, stop
 
 
-def _native_records(core, window, p, base, limit, max_batch, path):
-    """``_native_walk`` for ``scan(decoded=True)``: the batches at ``p`` as :class:`RecordRun`s, each batch the
-    native core did not decode as a :class:`RawBatch`, in file order; the same stops and findings."""
-    p, stop, columns = core.decode_window_columns(window, p, base, limit, max_batch)
+def _native_stretches(core, window, p, base, limit, max_batch, path):
+    """``_native_walk`` for ``scan(stretches=True)``: the batches at ``p`` as :class:`Batch` es and
+    :class:`Stretch` es (:func:`stretch_bounds`), in file order; the same stops and findings."""
+    p, stop, columns = core.decode_window_columns(window, p, base, limit, max_batch, False)
+    for i, k in stretch_bounds(columns, 0, len(columns), False):
+        yield column_batch(columns, i)
+        if k > i + 1:
+            yield _tuple_new(Stretch, (columns, i + 1, k))
+    if stop == 2:
+        last = column_batch(columns, len(columns) - 1)
+        yield Finding("error", "crc-mismatch", path, last.position,
+                      f"stored CRC32C {last.crc} does not match the batch contents")
+    return p, stop
+
+
+def stretch_bounds(columns, lo: int, hi: int, deep: bool) -> Iterator[tuple[int, int]]:
+    """Batches ``lo:hi`` of a window's columns as ``(i, k)`` pairs, in order: batch ``i`` on its own, then
+    ``i + 1:k`` a :class:`Stretch` (none when ``k == i + 1``)."""
+    flags = columns.follows(lo, hi, deep)
+    i = lo
+    while i < hi:
+        k = flags.find(0, i + 1 - lo)
+        k = hi if k < 0 else k + lo
+        yield i, k
+        i = k
+
+
+def _native_records(core, window, p, base, limit, max_batch, path, max_decompressed):
+    """``_native_walk`` for ``scan(decoded=True)``: the batches at ``p`` as :class:`RecordRun`s (compressed ones
+    decompressed natively, each bounded by ``max_decompressed``), each batch the native core did not decode as a
+    :class:`RawBatch`, in file order; the same stops and findings."""
+    p, stop, columns = core.decode_window_columns(window, p, base, limit, max_batch, True, max_decompressed)
     n = len(columns)
     lo = 0
     for i in columns.pending():
         if i > lo:
             yield _tuple_new(RecordRun, (columns, lo, i))
-        batch = _tuple_new(Batch, next(zip(*columns.batch_columns(i, i + 1), strict=True)))
-        yield _tuple_new(RawBatch, (batch, columns.raw(i)))
+        yield _tuple_new(RawBatch, (column_batch(columns, i), columns.raw(i)))
         lo = i + 1
     if lo < n:
         yield _tuple_new(RecordRun, (columns, lo, n))
     if stop == 2:
-        last = _tuple_new(Batch, next(zip(*columns.batch_columns(n - 1, n), strict=True)))
+        last = column_batch(columns, n - 1)
         yield Finding("error", "crc-mismatch", path, last.position,
                       f"stored CRC32C {last.crc} does not match the batch contents")
     return p, stop

@@ -44,14 +44,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from .filetypes import FileKind
-from .model import Batch, Finding, RecordRun, Trailing
-from .records import RawBatch, ScanOptions, decode_records, scan
+from .model import Batch, Finding, RecordRun, Stretch, Trailing, column_batch, pushback
+from .records import RawBatch, ScanOptions, decode_records, scan, stretch_bounds
 
 if TYPE_CHECKING:  # the index readers are imported where indexes are read: a segment checked alone needs none
     from .smallfiles import AbortedTxn
 
 _INT32_MAX = 2**31 - 1
 _NEVER = 1 << 63  # an offset or position no batch reaches
+_tuple_new = tuple.__new__
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # segment.index.bytes is 10 MiB by default; beyond this is not an index
 TXN_MARKERS = ("ABORT", "COMMIT")
 KRAFT_CONTROL = ("LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS")
@@ -463,14 +464,35 @@ def _check_log(
         batch = None
         keep_raw = deep or pread is None
         raw_of_deep: list[bytes] = [b""]  # the current batch's bytes, when kept (the decoding happens in _deep)
-        items = scan(fh, path, with_raw=keep_raw, decoded=deep, options=options.scan, progress=progress)
+        items = scan(fh, path, with_raw=keep_raw and not deep, decoded=deep, stretches=not keep_raw,
+                     options=options.scan, progress=progress)
         if keep_raw:
             items = _deep(items, path, options, sink, raw_of_deep, check=deep)
         if tap is not None:
             items = tap(items)
-        for item in items:
+        back: list = []  # the rest of a stretch, to take batch by batch from where something happens in it
+        for item in pushback(items, back):
             if item.__class__ is Batch:
                 batch = item
+            elif item.__class__ is Stretch:
+                # Batches that follow each other (model.Stretch): the loop below would only count them, up to the
+                # first that reaches an index entry (by offset or position) or the future; that one comes back
+                # as a Batch, the rest of the stretch after it.
+                columns, lo, hi = item
+                k, last, top, count, _end = columns.advance(lo, hi, next_event, next_ipos, future_limit)
+                if k > lo:
+                    batches += k - lo
+                    records += count
+                    prev_last = last
+                    if top > seg_max:
+                        seg_max = top
+                if k < hi:
+                    if k + 1 < hi:
+                        back.append(_tuple_new(Stretch, (columns, k + 1, hi)))
+                    back.append(item.batch(k))
+                else:
+                    batch = item  # the last batch seen, made a Batch after the loop if nothing follows
+                continue
             elif item.__class__ is Trailing:
                 continue
             else:
@@ -571,6 +593,8 @@ def _check_log(
                 if attrs & 0x40:
                     report.delete_horizon = True
             prev_last = last
+        if batch.__class__ is Stretch:
+            batch = batch.batch(batch.hi - 1)
         if batch is not None:
             valid_end = batch.position + batch.size
             largest_indexed = max(largest_indexed, batch.size)
@@ -735,7 +759,8 @@ def _control_batch(path, batch, raw, options, sink, ongoing, first_marker, abort
 
 def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = True):
     """Keep each batch's bytes in ``raw_of_deep[0]`` as it passes and, with ``check`` (``--deep``), decode
-    every (non-control) batch; the main loop sees plain batches."""
+    every (non-control) batch; the main loop sees plain batches, and :class:`Stretch` es of natively decoded
+    ones that the deep checks would not flag."""
     for item in items:
         if item.__class__ is RawBatch:
             batch, raw = item
@@ -745,14 +770,14 @@ def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = Tr
             yield batch
         elif item.__class__ is RecordRun:  # records decoded natively: only a batch the columns flag is checked here
             cols, lo, hi = item
-            suspects = cols.deep_suspects(lo, hi) if check else None
-            if not suspects:
-                yield from item.batches()
-                continue
-            for i, batch in enumerate(item.batches(), lo):
+            suspects = cols.deep_suspects(lo, hi) if check else ()
+            for i, k in stretch_bounds(cols, lo, hi, True):
+                batch = column_batch(cols, i)
                 if i in suspects:
                     _deep_check(path, batch, cols.raw(i), options, sink)
                 yield batch
+                if k > i + 1:
+                    yield _tuple_new(Stretch, (cols, i + 1, k))
         else:
             yield item
 

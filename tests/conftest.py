@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool import native
+from kafkatool.loader import LoadedPartition
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CORE = native.available()   # the Rust extension if it is built (whatever KAFKATOOL_PURE_PYTHON says)
@@ -130,3 +131,13 @@ def spark():
     register(session)
     yield session
     session.stop()
+
+
+def load_essence(loaded: LoadedPartition) -> tuple:
+    """What a load found (``kafkatool.loader.LoadedPartition``), comparable with ``==``."""
+    return (loaded.log_start_offset, loaded.log_end_offset, loaded.on_disk_end_offset, loaded.high_watermark,
+            [(s.base_offset, s.next_offset, s.valid_bytes, s.deleted) for s in loaded.segments],
+            [(c.display, c.position, c.next_offset, c.ends_log, c.finding) for c in loaded.cuts],
+            loaded.epoch_cache.entries, loaded.epoch_runs, loaded.producer_entries(), loaded.aborted, loaded.fenced,
+            loaded.batches, loaded.records, loaded.first_timestamp, loaded.max_timestamp, loaded.legacy,
+            loaded.findings)

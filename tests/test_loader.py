@@ -10,7 +10,7 @@ import pytest
 
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.formats import checkpoints
-from kafkatool.loader import LoadedPartition, PartitionLoad, load_partition
+from kafkatool.loader import PartitionLoad, load_partition
 from kafkatool.locate import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, locate
 from kafkatool.producers import replay_partition
 from kafkatool.repair import RepairOptions, plan_partition
@@ -19,7 +19,7 @@ from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
 from kafkatool.verify import PartitionSummary, verify_paths
 from kafkatool.walk import partition_dirs
 
-from .conftest import corpus_root
+from .conftest import corpus_root, load_essence
 
 T0 = 1_700_000_000_000
 CASES = sorted(p.name for p in (corpus_root() / "kafka/recovery").iterdir() if p.is_dir())
@@ -85,15 +85,6 @@ def test_verify_replicas_and_repair_load_every_corpus_partition_alike() -> None:
     assert seen > 100
 
 
-def _essence(loaded: LoadedPartition) -> tuple:
-    return (loaded.log_start_offset, loaded.log_end_offset, loaded.on_disk_end_offset, loaded.high_watermark,
-            [(s.base_offset, s.next_offset, s.valid_bytes, s.deleted) for s in loaded.segments],
-            [(c.display, c.position, c.next_offset, c.ends_log, c.finding) for c in loaded.cuts],
-            loaded.epoch_cache.entries, loaded.epoch_runs, loaded.producer_entries(), loaded.aborted, loaded.fenced,
-            loaded.batches, loaded.records, loaded.first_timestamp, loaded.max_timestamp, loaded.legacy,
-            loaded.findings)
-
-
 def test_the_loader_fed_by_verifys_segment_checks_loads_every_corpus_partition_as_it_reads_alone() -> None:
     """``verify`` reads each segment once: its checks' scan (``check_segment``) feeds the loader through
     ``PartitionLoad.tap``. Fed so, in ``verify``'s order (and with ``--deep``, whose scan keeps each batch's bytes), the
@@ -110,7 +101,7 @@ def test_the_loader_fed_by_verifys_segment_checks_loads_every_corpus_partition_a
             for display in logs:
                 check_segment(SegmentTask(0, display), options, tap=load.tap(display))
                 assert load.tap(display) is None
-            assert _essence(load.finish()) == _essence(alone), pd.display
+            assert load_essence(load.finish()) == load_essence(alone), pd.display
             seen += 1
     assert seen > 200
 

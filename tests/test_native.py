@@ -28,10 +28,11 @@ from kafkatool import native
 from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, record_batch
 from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
 from kafkatool.errors import DecompressionError
+from kafkatool.loader import PartitionLoad, load_partition
 from kafkatool.records import RawBatch, ScanOptions, decode_records, decompress_payload, scan
-from kafkatool.segment_check import CheckOptions
+from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
 
-from .conftest import CORE, PROJECT_ROOT
+from .conftest import CORE, PROJECT_ROOT, load_essence
 
 
 def read_all(data: bytes, options: ScanOptions, *, start: int = 0, end: int | None = None,
@@ -492,3 +493,150 @@ def test_columns_render_and_check_like_the_per_record_path_on_mutations(core) ->
             if len(differ) >= 5:
                 break
     assert not differ, f"columns and per-record path differ on mutation cases {differ}"
+
+
+# -- verify through stretches (native) against batch by batch (pure) ------------------------------------
+
+def verified(paths: list[Path], options) -> str:
+    from kafkatool.verify import verify_paths
+
+    return repr(list(verify_paths(paths, options)))
+
+
+def verify_modes() -> list:
+    from kafkatool.verify import VerifyOptions
+
+    return [VerifyOptions(CheckOptions(deep=deep, scan=ScanOptions(window=window)))
+            for deep in (False, True) for window in (ScanOptions().window, 1500)]
+
+
+def test_verify_of_the_corpus_is_the_same_through_stretches(core) -> None:
+    """``verify`` (and ``--deep``) of every corpus and fixture log dir: the native core hands the checks and the
+    loader whole stretches of batches (``model.Stretch``), the pure reader one batch at a time; every finding and
+    every summary (LEO, HW, open transactions, index verdicts, ...) is the same, at a window small enough that
+    stretches are cut at every refill."""
+    corpus = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    roots = [corpus / "kafka", corpus / "real", PROJECT_ROOT / "fixtures"]
+    differ = []
+    for options in verify_modes():
+        with native.using(None):
+            pure = verified(roots, options)
+        with native.using(core):
+            fast = verified(roots, options)
+        if pure != fast:
+            differ.append(f"deep={options.check.deep} window={options.check.scan.window}")
+    assert not differ, f"verify differs through stretches: {differ}"
+
+
+def stretchy_partition(path: Path, rng: random.Random) -> None:
+    """A partition written by the project's writer (indexes every ~300 bytes, segments of ~6 KiB) whose batches
+    follow each other in long stretches, broken by what a reader must look at: leader epoch changes, producers
+    (idempotent runs, a new producer epoch), transactions and their markers, gaps, compressed batches, timestamps
+    of -1 and far in the future."""
+    from kafkatool.logwriter import PartitionWriter
+
+    ts = 1_700_000_000_000
+    with PartitionWriter(path, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=6 * 1024,
+                         index_interval_bytes=300) as w:
+        offset, epoch, seqs = 0, 0, {}
+        for _ in range(rng.randint(60, 160)):
+            kinds = ("plain", "producer", "txn", "gzip", "epoch", "gap", "odd-ts")
+            kind = rng.choices(kinds, (40, 30, 4, 4, 2, 2, 2))[0]
+            n = rng.randint(1, 3)
+            records = [RecordSpec(f"k{offset + i}".encode(), bytes(rng.randint(0, 40)), ts + offset + i)
+                       for i in range(n)]
+            kw: dict = {"partition_leader_epoch": epoch}
+            if kind == "epoch":
+                epoch += 1
+                kw["partition_leader_epoch"] = epoch
+            elif kind == "gap":
+                offset += rng.randint(1, 5)
+            elif kind == "odd-ts":
+                records = [r._replace(timestamp=rng.choice((-1, ts + 10**12))) for r in records]
+            elif kind == "gzip":
+                kw["compression"] = "gzip"
+            if kind in ("producer", "txn"):
+                pid = rng.choice((7, 7, 7, 9))
+                pepoch = 1 if rng.random() > 0.05 else 2
+                if seqs.get(pid, (None, 0))[0] != pepoch:
+                    seqs[pid] = (pepoch, 0)
+                kw.update(producer_id=pid, producer_epoch=pepoch, base_sequence=seqs[pid][1])
+                seqs[pid] = (pepoch, seqs[pid][1] + n)
+                if kind == "txn":
+                    kw["transactional"] = True
+                    w.append(record_batch(offset, records, **kw))
+                    offset += n
+                    w.append(end_transaction_marker(offset, rng.random() < 0.5, producer_id=pid, producer_epoch=pepoch,
+                                                    coordinator_epoch=0, timestamp=ts + offset))
+                    offset += 1
+                    continue
+            w.append(record_batch(offset, records, **kw))
+            offset += n
+
+
+def damage(path: Path, rng: random.Random) -> None:
+    """One of: a bit flipped in a log, a header field of a batch set (CRC recomputed), an index or time index
+    entry moved, a log cut short."""
+    logs = sorted(path.glob("*.log"))
+    log = rng.choice(logs)
+    data = bytearray(log.read_bytes())
+    kind = rng.randrange(5)
+    if kind == 0 and data:
+        i = rng.randrange(len(data))
+        data[i] ^= 1 << rng.randrange(8)
+    elif kind == 1 and len(data) > 61:
+        at, p = 0, 0
+        starts = []
+        while p + 12 <= len(data):
+            starts.append(p)
+            p += 12 + struct.unpack_from(">i", data, p + 8)[0]
+        at = rng.choice(starts)
+        off, fmt, value = rng.choice(((0, ">q", rng.randrange(0, 400)), (12, ">i", rng.randrange(0, 4)),
+                                      (23, ">i", rng.randrange(0, 4)), (35, ">q", 1_700_000_000_000 + 10**12),
+                                      (43, ">q", rng.choice((-1, 7))), (57, ">i", rng.randrange(0, 4))))
+        if at + 61 <= len(data):
+            struct.pack_into(fmt, data, at + off, value)
+            end = min(len(data), at + 12 + struct.unpack_from(">i", data, at + 8)[0])
+            struct.pack_into(">I", data, at + 17, crc32c(bytes(data[at + 21:end])))
+    elif kind in (2, 3):
+        index = log.with_suffix(".index" if kind == 2 else ".timeindex")
+        entries = bytearray(index.read_bytes()) if index.exists() else bytearray()
+        if entries:
+            i = rng.randrange(len(entries) // (8 if kind == 2 else 12)) * (8 if kind == 2 else 12)
+            struct.pack_into(">i", entries, i + (4 if kind == 2 else 8), rng.randrange(0, 6000))
+            index.write_bytes(bytes(entries))
+    else:
+        del data[rng.randrange(len(data) + 1):]
+    log.write_bytes(bytes(data))
+
+
+def test_verify_of_generated_and_damaged_partitions_is_the_same_through_stretches(core, tmp_path: Path) -> None:
+    """Partitions whose stretches are cut by every kind of event (``stretchy_partition``), whole and damaged
+    (``damage``): native verify (stretches) and pure verify (batch by batch) give the same findings and summaries,
+    deep or not, at two windows."""
+    differ = []
+    for case in range(120):
+        rng = random.Random(case)
+        part = tmp_path / f"c{case}" / "s-0"
+        stretchy_partition(part, rng)
+        if case % 3:
+            damage(part, rng)
+        for options in verify_modes():
+            with native.using(None):
+                pure = verified([part.parent], options)
+            with native.using(core):
+                fast = verified([part.parent], options)
+                tapped = tapped_load(part, options.check)
+            with native.using(None):
+                alone = load_essence(load_partition(part, str(part)))
+            if pure != fast or tapped != alone:
+                differ.append(f"case {case} deep={options.check.deep} window={options.check.scan.window}")
+    assert not differ, f"verify differs through stretches: {differ[:5]}"
+
+
+def tapped_load(part: Path, options: CheckOptions) -> tuple:
+    """The partition loaded as ``verify`` loads it: fed by its segment checks' scans (``PartitionLoad.tap``)."""
+    load = PartitionLoad(part, str(part))
+    for log in sorted(part.glob("*.log")):
+        check_segment(SegmentTask(0, str(log)), options, tap=load.tap(str(log)))
+    return load_essence(load.finish())

@@ -87,49 +87,199 @@ impl WindowColumns {
     }
 }
 
-/// Whether the records of a batch with this header are decoded natively (before decoding them).
+/// What [`WindowColumns::advance`] found: batches `lo..end` of the window pass by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Advance {
+    /// The first batch not passed (`hi` when all of them are).
+    pub end: usize,
+    /// Last offset of batch `end - 1` (`None`: nothing passed).
+    pub last_offset: Option<i64>,
+    /// The largest max timestamp of the batches passed (-1 when none).
+    pub max_timestamp: i64,
+    /// Their declared record counts, summed.
+    pub records: i64,
+    /// Where batch `end - 1` ends in the file (`None`: nothing passed).
+    pub next_position: Option<i64>,
+}
+
+impl WindowColumns {
+    /// Whether batch `i` follows batch `i - 1` of the window in everything a reader carries from one batch
+    /// to the next (`kafkatool.model.Stretch` names the rule for Python): its CRC matches; its base offset is
+    /// the previous last offset + 1; its record count is `lastOffsetDelta + 1`; the same leader epoch,
+    /// producer id and producer epoch; neither transactional, nor control, nor carrying a delete horizon
+    /// (attributes `0x70`); `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without a
+    /// [`Self::deep_suspect`]. Facts about the bytes only: what they mean is decided in Python.
+    pub fn follows(&self, i: usize, deep: bool) -> bool {
+        let (Some(prev), Some(e)) = (i.checked_sub(1).and_then(|j| self.batches.get(j)), self.batches.get(i)) else {
+            return false;
+        };
+        let (p, h) = (&prev.header, &e.header);
+        let prev_next = p.base_offset.checked_add(i64::from(p.last_offset_delta)).and_then(|l| l.checked_add(1));
+        e.crc_valid
+            && prev_next == Some(h.base_offset)
+            && h.base_offset.checked_add(i64::from(h.last_offset_delta)).is_some()
+            && i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1
+            && h.partition_leader_epoch == p.partition_leader_epoch
+            && h.producer_id == p.producer_id
+            && h.producer_epoch == p.producer_epoch
+            && h.attributes & 0x70 == 0
+            && -1 <= h.base_timestamp
+            && h.base_timestamp <= h.max_timestamp
+            && (!deep || (self.decoded.get(i) == Some(&true) && !self.deep_suspect(i)))
+    }
+
+    /// From batch `lo` on (up to `hi`), the batches before the first that reaches an offset (its last offset
+    /// `>= offset`), a file position (its position `>= position`) or a max timestamp above `max_timestamp`:
+    /// the bounds are where the caller has something to look at batch by batch (index entries, the clock).
+    pub fn advance(&self, lo: usize, hi: usize, offset: i128, position: i128, max_timestamp: i128) -> Advance {
+        let mut out = Advance { end: lo, last_offset: None, max_timestamp: -1, records: 0, next_position: None };
+        for e in self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default() {
+            let h = &e.header;
+            let last = i128::from(h.base_offset) + i128::from(h.last_offset_delta);
+            if last >= offset || i128::from(e.position) >= position || i128::from(h.max_timestamp) > max_timestamp {
+                break;
+            }
+            out.end += 1;
+            out.last_offset = i64::try_from(last).ok();
+            out.max_timestamp = out.max_timestamp.max(h.max_timestamp);
+            out.records = out.records.saturating_add(i64::from(h.records_count));
+            out.next_position = i64::try_from(e.total).ok().and_then(|t| e.position.checked_add(t));
+        }
+        out
+    }
+}
+
+/// Whether the records of a batch with this header may be decoded natively (before decompressing and decoding
+/// them): not a control batch, a codec Kafka defines, a last offset that fits 64 bits.
 fn natively_decodable(h: &V2Header) -> bool {
-    h.attributes & 0x07 == 0 && h.attributes & 0x20 == 0 && h.base_offset.checked_add(i64::from(h.last_offset_delta)).is_some()
+    h.attributes & 0x07 <= 4 && h.attributes & 0x20 == 0 && h.base_offset.checked_add(i64::from(h.last_offset_delta)).is_some()
 }
 
 /// See the module docs.
 pub fn decode_window(buf: &[u8], p: usize, base: i64, limit: i64, max_batch: i64) -> (usize, frame::Stop, WindowColumns) {
+    decode_window_with(buf, p, base, limit, max_batch, Decode::Uncompressed)
+}
+
+/// Which batches [`decode_window_with`] decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decode {
+    /// None: the batches alone, without their bytes (`data` stays empty, `raw` gives nothing): the columnar
+    /// header walk of `verify` without `--deep`.
+    Nothing,
+    /// The uncompressed ones; compressed batches are left to Python.
+    Uncompressed,
+    /// Compressed ones too, each decompressed in one pass bounded by this many bytes
+    /// ([`crate::codecs::with_decompressed`]); a batch that fails (damage, a bomb) is left to Python.
+    Compressed(usize),
+}
+
+/// [`decode_window`], decoding the batches `decode` says. The records of a compressed batch are decoded from
+/// its decompressed bytes, which are appended to `data` after the window's bytes (their slices point there).
+pub fn decode_window_with(
+    buf: &[u8],
+    p: usize,
+    base: i64,
+    limit: i64,
+    max_batch: i64,
+    decode: Decode,
+) -> (usize, frame::Stop, WindowColumns) {
     let mut cols = WindowColumns::default();
+    // Room for as many batches as the window can hold, reserved once: growing by doubling copied the entries
+    // several times per window; pages never touched cost nothing.
+    let most = buf.len().saturating_sub(p) / RECORD_BATCH_OVERHEAD + 1;
+    cols.batches.reserve(most);
+    cols.decoded.reserve(most);
+    cols.record_starts.reserve(most + 1);
     cols.records.header_starts.push(0);
     cols.record_starts.push(0);
     let origin = p;
+    let mut decompressed: Vec<u8> = Vec::new(); // the records sections of compressed batches, back to back
+    // the records and headers decoded from there: (first record, first header) and (end record, end header)
+    let mut in_decompressed: Vec<((usize, usize), (usize, usize))> = Vec::new();
     let (next, stop) = frame::scan_v2(buf, p, base, limit, max_batch, |e, bytes| {
         let h = &e.header;
-        let ok = natively_decodable(h) && {
-            let ctx = BatchContext {
-                base_offset: h.base_offset,
-                base_timestamp: h.base_timestamp,
-                log_append_time: (h.attributes & 0x08 != 0).then_some(h.max_timestamp),
-                count: i64::from(h.records_count),
-            };
-            // slices relative to `data` (which begins at `origin`): decode over the batch, then shift
-            let at = cols.records.offsets.len();
-            let hat = cols.records.header_keys.len();
-            let done = records::decode_v2_into(bytes, RECORD_BATCH_OVERHEAD, &ctx, &mut cols.records).is_ok();
-            if done {
-                let shift = e.start - origin;
-                let r = &mut cols.records;
-                for s in r.keys.iter_mut().skip(at).chain(r.values.iter_mut().skip(at)).chain(r.header_values.iter_mut().skip(hat)).flatten() {
-                    s.0 += shift;
+        let codec = h.attributes & 0x07;
+        let ok = match decode {
+            Decode::Nothing => false,
+            _ if !natively_decodable(h) => false,
+            Decode::Uncompressed if codec != 0 => false,
+            Decode::Compressed(limit) if codec != 0 => {
+                let at = (cols.records.offsets.len(), cols.records.header_keys.len());
+                let payload = bytes.get(RECORD_BATCH_OVERHEAD..).unwrap_or_default();
+                let done = crate::codecs::with_decompressed(codec as u8, payload, limit, false, |out| {
+                    let Ok(out) = out else { return false };
+                    let done = records::decode_v2_into(out, 0, &context(h), &mut cols.records).is_ok();
+                    if done {
+                        shift_slices(&mut cols.records, at, decompressed.len());
+                        decompressed.extend_from_slice(out);
+                    }
+                    done
+                });
+                if done {
+                    in_decompressed.push((at, (cols.records.offsets.len(), cols.records.header_keys.len())));
                 }
-                for s in r.header_keys.iter_mut().skip(hat) {
-                    s.0 += shift;
-                }
+                done
             }
-            done
+            _ => {
+                // slices relative to `data` (which begins at `origin`): decode over the batch, then shift
+                let at = (cols.records.offsets.len(), cols.records.header_keys.len());
+                let done = records::decode_v2_into(bytes, RECORD_BATCH_OVERHEAD, &context(h), &mut cols.records).is_ok();
+                if done {
+                    shift_slices(&mut cols.records, at, e.start - origin);
+                }
+                done
+            }
         };
         cols.batches.push(Entry { start: e.start - origin, ..*e });
         cols.decoded.push(ok);
         cols.record_starts.push(cols.records.offsets.len());
     });
-    cols.data = buf.get(origin..next).unwrap_or_default().to_vec();
+    // Nothing decoded: nobody reads the bytes back (`verify` re-reads a control batch by position), so the window
+    // is not copied (the copy and its fresh pages were a third of the header walk's time).
+    let window = if decode == Decode::Nothing { &[] } else { buf.get(origin..next).unwrap_or_default() };
+    // the decompressed sections follow the window's bytes in `data`: their slices move by its length
+    for &(at, end) in &in_decompressed {
+        shift_slices_until(&mut cols.records, at, (Some(end.0), Some(end.1)), window.len());
+    }
+    let mut data = Vec::with_capacity(window.len() + decompressed.len());
+    data.extend_from_slice(window);
+    data.extend_from_slice(&decompressed);
+    cols.data = data;
     cols.origin = base.saturating_add(i64::try_from(origin).unwrap_or(i64::MAX));
     (next, stop, cols)
+}
+
+fn context(h: &V2Header) -> BatchContext {
+    BatchContext {
+        base_offset: h.base_offset,
+        base_timestamp: h.base_timestamp,
+        log_append_time: (h.attributes & 0x08 != 0).then_some(h.max_timestamp),
+        count: i64::from(h.records_count),
+    }
+}
+
+/// Move the slices of the records (and headers) from `at` (record, header index) on by `by` bytes.
+fn shift_slices(r: &mut RecordColumns, at: (usize, usize), by: usize) {
+    shift_slices_until(r, at, (None, None), by);
+}
+
+/// [`shift_slices`] of the records and headers from `at` up to `end` (`None`: to the last).
+fn shift_slices_until(r: &mut RecordColumns, at: (usize, usize), end: (Option<usize>, Option<usize>), by: usize) {
+    let records = |v: &mut Vec<Option<records::Slice>>| {
+        let to = end.0.unwrap_or(v.len()).min(v.len());
+        for s in v.get_mut(at.0.min(to)..to).unwrap_or_default().iter_mut().flatten() {
+            s.0 += by;
+        }
+    };
+    records(&mut r.keys);
+    records(&mut r.values);
+    let to = end.1.unwrap_or(r.header_keys.len()).min(r.header_keys.len());
+    for s in r.header_keys.get_mut(at.1.min(to)..to).unwrap_or_default() {
+        s.0 += by;
+    }
+    for s in r.header_values.get_mut(at.1.min(to)..to).unwrap_or_default().iter_mut().flatten() {
+        s.0 += by;
+    }
 }
 
 #[cfg(test)]
@@ -181,6 +331,60 @@ mod tests {
     }
 
     #[test]
+    fn follows_and_advance_say_where_a_batch_needs_a_look() {
+        let mut buf = batch(10, RECORD, 1, 0);
+        buf.extend(batch(11, RECORD, 1, 0)); // follows
+        buf.extend(batch(12, RECORD, 1, 0x10)); // transactional: does not
+        buf.extend(batch(14, RECORD, 1, 0)); // a gap: does not
+        buf.extend(batch(15, RECORD, 1, 4)); // zstd: follows, but not decoded here (deep: does not)
+        let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
+        let flags: Vec<bool> = (0..5).map(|i| cols.follows(i, false)).collect();
+        assert_eq!(flags, vec![false, true, false, false, true]);
+        assert!(!cols.follows(4, true) && cols.follows(1, true) && !cols.follows(5, false));
+        let never = i128::from(i64::MAX) + 1;
+        let all = cols.advance(0, 5, never, never, never);
+        let end = cols.batches[4].position + cols.batches[4].total as i64;
+        assert_eq!(all, Advance { end: 5, last_offset: Some(15), max_timestamp: 1003, records: 5, next_position: Some(end) });
+        assert_eq!(cols.advance(1, 5, 12, never, never).end, 2); // batch 2 reaches offset 12
+        let at = i128::from(cols.batches[3].position);
+        assert_eq!(cols.advance(0, 5, never, at, never).end, 3);
+        let none = Advance { end: 0, last_offset: None, max_timestamp: -1, records: 0, next_position: None };
+        assert_eq!(cols.advance(0, 5, never, never, 1002), none);
+        assert_eq!(cols.advance(4, 99, never, never, never).end, 5);
+        let (_, _, headers_only) = decode_window_with(&buf, 0, 0, i64::MAX, i64::MAX, Decode::Nothing);
+        assert!(headers_only.decoded.iter().all(|d| !d) && headers_only.records.offsets.is_empty());
+        assert!(headers_only.data.is_empty() && headers_only.raw(1).is_empty());
+        assert!(headers_only.follows(1, false) && !headers_only.follows(1, true));
+    }
+
+    #[test]
+    fn compressed_batches_decode_into_the_same_columns() {
+        let two = [RECORD, &[18, 0, 6, 2, 2, b'j', 4, b'w', b'w', 0][..]].concat();
+        let snappy = snap::raw::Encoder::new().compress_vec(&two).unwrap();
+        let mut buf = batch(10, &two, 2, 0);
+        buf.extend(batch(12, &snappy, 2, 2)); // snappy
+        buf.extend(batch(14, &snappy[..snappy.len() - 1], 2, 2)); // damaged: left to Python
+        let (_, _, cols) = decode_window_with(&buf, 0, 0, i64::MAX, i64::MAX, Decode::Compressed(1 << 20));
+        assert_eq!(cols.decoded, vec![true, true, false]);
+        assert_eq!(cols.records.offsets, vec![10, 11, 12, 13]);
+        let key = |j: usize| cols.slice(cols.records.keys[j]).unwrap().to_vec();
+        let value = |j: usize| cols.slice(cols.records.values[j]).unwrap().to_vec();
+        assert_eq!((key(2), value(2), key(3), value(3)), (b"k".to_vec(), b"vv".to_vec(), b"j".to_vec(), b"ww".to_vec()));
+        assert_eq!(cols.raw(2), &batch(14, &snappy[..snappy.len() - 1], 2, 2)[..]);
+        // an uncompressed batch between compressed ones keeps its slices into the window
+        let mut mixed = batch(12, &snappy, 2, 2);
+        mixed.extend(batch(14, &two, 2, 0));
+        mixed.extend(batch(16, &snappy, 2, 2));
+        let (_, _, cols) = decode_window_with(&mixed, 0, 0, i64::MAX, i64::MAX, Decode::Compressed(1 << 20));
+        let keys: Vec<Vec<u8>> = (0..6).map(|j| cols.slice(cols.records.keys[j]).unwrap().to_vec()).collect();
+        assert_eq!(keys, [b"k", b"j", b"k", b"j", b"k", b"j"].map(|k| k.to_vec()));
+        let (_, _, small) = decode_window_with(&buf, 0, 0, i64::MAX, i64::MAX, Decode::Compressed(4)); // a bomb, for 4
+        assert_eq!(small.decoded, vec![true, false, false]);
+        let (_, _, plain) = decode_window_with(&buf, 0, 0, i64::MAX, i64::MAX, Decode::Uncompressed);
+        assert_eq!(plain.decoded, vec![true, false, false]);
+    }
+
+    #[test]
     fn deep_checks_flag_what_python_would() {
         let two = [RECORD, RECORD].concat(); // two records at the same offset delta 0
         let buf = batch(10, &two, 2, 0);
@@ -215,7 +419,7 @@ mod py {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyTuple};
 
-    use super::{decode_window, WindowColumns};
+    use super::{decode_window_with, Decode, WindowColumns};
     use crate::render::{self, Fallback, Values};
 
     /// The columns of one window (`kafkatool.records.RecordRun` holds one with a batch range).
@@ -259,6 +463,28 @@ mod py {
             (lo..hi.min(self.cols.batches.len())).filter(|i| self.cols.deep_suspect(*i)).collect()
         }
 
+        /// One byte per batch of `lo..hi`: 1 where it follows the batch before it ([`WindowColumns::follows`]).
+        #[pyo3(signature = (lo, hi, deep))]
+        fn follows<'py>(&self, py: Python<'py>, lo: usize, hi: usize, deep: bool) -> Bound<'py, PyBytes> {
+            let flags: Vec<u8> = (lo..hi.min(self.cols.batches.len())).map(|i| u8::from(self.cols.follows(i, deep))).collect();
+            PyBytes::new(py, &flags)
+        }
+
+        /// `(end, last_offset, max_timestamp, records, next_position)` of [`WindowColumns::advance`] (`last_offset`
+        /// and `next_position` None when `end == lo`).
+        #[pyo3(signature = (lo, hi, offset, position, max_timestamp))]
+        fn advance(
+            &self,
+            lo: usize,
+            hi: usize,
+            offset: i128,
+            position: i128,
+            max_timestamp: i128,
+        ) -> (usize, Option<i64>, i64, i64, Option<i64>) {
+            let a = self.cols.advance(lo, hi, offset, position, max_timestamp);
+            (a.end, a.last_offset, a.max_timestamp, a.records, a.next_position)
+        }
+
         /// The bytes of batch `i` (framing included).
         fn raw<'py>(&self, py: Python<'py>, i: usize) -> Bound<'py, PyBytes> {
             PyBytes::new(py, self.cols.raw(i))
@@ -276,6 +502,15 @@ mod py {
                     .map(|e| (e.position, e.total, e.header, e.crc_valid))
                     .collect();
                 PyTuple::new(py, crate::batch_columns(py, entries)?)
+            })
+        }
+
+        /// Batch `i` as the 20 fields of `kafkatool.model.Batch` (a tuple; `IndexError` past the end).
+        fn batch<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
+            crate::guarded(|| {
+                let e = self.cols.batches.get(i).ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(i))?;
+                let row = crate::batch_row(py, &crate::RowNames::new(py), (e.position, e.total, &e.header, e.crc_valid))?;
+                PyTuple::new(py, row)
             })
         }
 
@@ -353,10 +588,11 @@ mod py {
         }
     }
 
-    /// `(p, stop, columns)`: the whole v2 batches of `window` from `p` on and their records as
+    /// `(p, stop, columns)`: the whole v2 batches of `window` from `p` on and (with `decode`) their records as
     /// [`PyWindowColumns`]; `p` and `stop` as `scan_batches` returns them.
     #[pyfunction]
-    #[pyo3(signature = (window, p, base, limit, max_batch))]
+    #[pyo3(signature = (window, p, base, limit, max_batch, decode=true, max_decompressed=0))]
+    #[allow(clippy::too_many_arguments)]
     fn decode_window_columns<'py>(
         py: Python<'py>,
         window: &Bound<'py, PyAny>,
@@ -364,10 +600,17 @@ mod py {
         base: i64,
         limit: i64,
         max_batch: i64,
+        decode: bool,
+        max_decompressed: usize,
     ) -> PyResult<(usize, u8, Bound<'py, PyWindowColumns>)> {
         crate::guarded(|| {
             crate::with_bytes(window, |buf| {
-                let (next, stop, cols) = decode_window(buf, p, base, limit, max_batch);
+                let decode = match (decode, max_decompressed) {
+                    (false, _) => Decode::Nothing,
+                    (true, 0) => Decode::Uncompressed,
+                    (true, limit) => Decode::Compressed(limit),
+                };
+                let (next, stop, cols) = decode_window_with(buf, p, base, limit, max_batch, decode);
                 Ok((next, stop as u8, Bound::new(py, PyWindowColumns { cols })?))
             })
         })

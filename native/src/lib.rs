@@ -110,48 +110,72 @@ fn scan_batches<'py>(
     })
 }
 
+/// The Python strings a batch row shares (interned once per call, not per batch).
+pub(crate) struct RowNames<'py> {
+    codecs: Vec<Bound<'py, PyString>>,
+    log_append: Bound<'py, PyString>,
+    create: Bound<'py, PyString>,
+    none: Bound<'py, PyAny>,
+}
+
+impl<'py> RowNames<'py> {
+    pub(crate) fn new(py: Python<'py>) -> Self {
+        RowNames {
+            codecs: CODECS.iter().map(|c| PyString::intern(py, c)).collect(),
+            log_append: PyString::intern(py, "log_append"),
+            create: PyString::intern(py, "create"),
+            none: py.None().into_bound(py),
+        }
+    }
+}
+
+/// The 20 fields of `kafkatool.model.Batch`, in order, for the whole v2 batch at `position` of `total` bytes.
+pub(crate) fn batch_row<'py>(
+    py: Python<'py>,
+    names: &RowNames<'py>,
+    (position, total, h, crc_valid): (i64, usize, &frame::V2Header, bool),
+) -> PyResult<[Bound<'py, PyAny>; 20]> {
+    let attrs = h.attributes;
+    let last = match h.base_offset.checked_add(i64::from(h.last_offset_delta)) {
+        Some(v) => v.into_pyobject(py)?.into_any(),
+        None => (i128::from(h.base_offset) + i128::from(h.last_offset_delta)).into_pyobject(py)?.into_any(),
+    };
+    let codec = names.codecs.get((attrs & 7) as usize).map_or_else(|| names.none.clone(), |c| c.clone().into_any());
+    Ok([
+        position.into_pyobject(py)?.into_any(),
+        h.base_offset.into_pyobject(py)?.into_any(),
+        last,
+        total.into_pyobject(py)?.into_any(),
+        2u8.into_pyobject(py)?.into_any(),
+        h.crc.into_pyobject(py)?.into_any(),
+        pyo3::types::PyBool::new(py, crc_valid).to_owned().into_any(),
+        attrs.into_pyobject(py)?.into_any(),
+        codec,
+        if attrs & 0x08 != 0 { names.log_append.clone() } else { names.create.clone() }.into_any(),
+        h.base_timestamp.into_pyobject(py)?.into_any(),
+        h.max_timestamp.into_pyobject(py)?.into_any(),
+        h.records_count.into_pyobject(py)?.into_any(),
+        h.partition_leader_epoch.into_pyobject(py)?.into_any(),
+        h.producer_id.into_pyobject(py)?.into_any(),
+        h.producer_epoch.into_pyobject(py)?.into_any(),
+        h.base_sequence.into_pyobject(py)?.into_any(),
+        pyo3::types::PyBool::new(py, attrs & 0x10 != 0).to_owned().into_any(),
+        pyo3::types::PyBool::new(py, attrs & 0x20 != 0).to_owned().into_any(),
+        if attrs & 0x40 != 0 { h.base_timestamp.into_pyobject(py)?.into_any() } else { names.none.clone() },
+    ])
+}
+
 /// The 20 columns of `kafkatool.model.Batch` (as lists) for whole v2 batches given as
 /// `(position, total, header, crc_valid)`: what `scan_batches` returns, shared with `columns.rs`.
 pub(crate) fn batch_columns<'py>(
     py: Python<'py>,
     entries: Vec<(i64, usize, frame::V2Header, bool)>,
 ) -> PyResult<Vec<Bound<'py, PyList>>> {
-    let codecs: Vec<Bound<'py, PyString>> = CODECS.iter().map(|c| PyString::intern(py, c)).collect();
-    let log_append = PyString::intern(py, "log_append");
-    let create = PyString::intern(py, "create");
-    let none = py.None().into_bound(py);
+    let names = RowNames::new(py);
     let n = entries.len();
     let mut cols: Vec<Vec<Bound<'py, PyAny>>> = (0..20).map(|_| Vec::with_capacity(n)).collect();
     for (position, total, h, crc_valid) in entries {
-        let attrs = h.attributes;
-        let last = match h.base_offset.checked_add(i64::from(h.last_offset_delta)) {
-            Some(v) => v.into_pyobject(py)?.into_any(),
-            None => (i128::from(h.base_offset) + i128::from(h.last_offset_delta)).into_pyobject(py)?.into_any(),
-        };
-        let codec = codecs.get((attrs & 7) as usize).map_or_else(|| none.clone(), |c| c.clone().into_any());
-        let row: [Bound<'py, PyAny>; 20] = [
-            position.into_pyobject(py)?.into_any(),
-            h.base_offset.into_pyobject(py)?.into_any(),
-            last,
-            total.into_pyobject(py)?.into_any(),
-            2u8.into_pyobject(py)?.into_any(),
-            h.crc.into_pyobject(py)?.into_any(),
-            pyo3::types::PyBool::new(py, crc_valid).to_owned().into_any(),
-            attrs.into_pyobject(py)?.into_any(),
-            codec,
-            if attrs & 0x08 != 0 { log_append.clone() } else { create.clone() }.into_any(),
-            h.base_timestamp.into_pyobject(py)?.into_any(),
-            h.max_timestamp.into_pyobject(py)?.into_any(),
-            h.records_count.into_pyobject(py)?.into_any(),
-            h.partition_leader_epoch.into_pyobject(py)?.into_any(),
-            h.producer_id.into_pyobject(py)?.into_any(),
-            h.producer_epoch.into_pyobject(py)?.into_any(),
-            h.base_sequence.into_pyobject(py)?.into_any(),
-            pyo3::types::PyBool::new(py, attrs & 0x10 != 0).to_owned().into_any(),
-            pyo3::types::PyBool::new(py, attrs & 0x20 != 0).to_owned().into_any(),
-            if attrs & 0x40 != 0 { h.base_timestamp.into_pyobject(py)?.into_any() } else { none.clone() },
-        ];
-        for (col, value) in cols.iter_mut().zip(row) {
+        for (col, value) in cols.iter_mut().zip(batch_row(py, &names, (position, total, &h, crc_valid))?) {
             col.push(value);
         }
     }

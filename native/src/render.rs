@@ -64,6 +64,12 @@ fn int<I: itoa::Integer>(out: &mut String, v: I) {
     out.push_str(itoa::Buffer::new().format(v));
 }
 
+/// The codec of a batch's attributes as `kafkatool.model.Batch.compression` names it (decoded batches have one
+/// Kafka defines).
+fn codec_name(attributes: i16) -> &'static str {
+    crate::CODECS.get((attributes & 7) as usize).copied().unwrap_or("none")
+}
+
 fn boolean(out: &mut String, v: bool) {
     out.push_str(if v { "true" } else { "false" });
 }
@@ -87,7 +93,9 @@ fn json_batch(cols: &WindowColumns, i: usize, out: &mut String) {
     boolean(out, e.crc_valid);
     out.push_str(", \"partition_leader_epoch\": ");
     int(out, h.partition_leader_epoch);
-    out.push_str(", \"compression\": \"none\", \"timestamp_type\": ");
+    out.push_str(", \"compression\": \"");
+    out.push_str(codec_name(a));
+    out.push_str("\", \"timestamp_type\": ");
     out.push_str(if a & 0x08 != 0 { "\"log_append\"" } else { "\"create\"" });
     out.push_str(", \"transactional\": ");
     boolean(out, a & 0x10 != 0);
@@ -332,7 +340,9 @@ fn text_batch<F: Fallback>(cols: &WindowColumns, i: usize, fb: &mut F, out: &mut
     int(out, e.position);
     out.push_str("  ");
     int(out, e.total);
-    out.push_str(" B  v2  none  ");
+    out.push_str(" B  v2  ");
+    out.push_str(codec_name(h.attributes));
+    out.push_str("  ");
     int(out, h.records_count);
     out.push_str(" rec  epoch ");
     int(out, h.partition_leader_epoch);
