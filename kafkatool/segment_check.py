@@ -770,7 +770,7 @@ def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = Tr
             yield batch
         elif item.__class__ is RecordRun:  # records decoded natively: only a batch the columns flag is checked here
             cols, lo, hi = item
-            suspects = cols.deep_suspects(lo, hi) if check else ()
+            suspects = set(cols.deep_suspects(lo, hi)) if check else ()
             for i, k in stretch_bounds(cols, lo, hi, True):
                 batch = column_batch(cols, i)
                 if i in suspects:
