@@ -491,16 +491,19 @@ def load_partition(
     path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
     logdir: LogDir | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
     log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> LoadedPartition:
     """Load the partition dir ``path`` as ``LogLoader.load`` would (see the module doc); never writes.
 
     ``files``: the dir's (path, display) listing when already known; ``logdir``: its log dir as discovery found it
     (:class:`kafkatool.logdir.LogDir`, whose broker files are read once; read from ``path``'s parent when None);
     ``recovery_point``/``clean_shutdown``/``log_start`` override what the log dir says; ``rebuild``: also rebuild
-    what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads drop them).
+    what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads drop them); ``progress``:
+    called with the bytes of each segment's scan as they are read (a progress bar).
     """
     load = PartitionLoad(path, display, files=files, logdir=logdir, recovery_point=recovery_point,
-                         clean_shutdown=clean_shutdown, log_start=log_start, options=options, rebuild=rebuild)
+                         clean_shutdown=clean_shutdown, log_start=log_start, options=options, rebuild=rebuild,
+                         progress=progress)
     return load.finish()
 
 
@@ -523,8 +526,10 @@ class PartitionLoad:
         self, path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
         logdir: LogDir | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
         log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         path = Path(path)
+        self.progress = progress  # the segments this load reads itself (a tapped one is its reader's to count)
         display = display if display is not None else str(path)
         self.args = dict(display=display, files=files, logdir=logdir, recovery_point=recovery_point,
                          clean_shutdown=clean_shutdown, log_start=log_start, options=options, rebuild=rebuild)
@@ -633,7 +638,7 @@ class PartitionLoad:
             return
         with fh:
             fd = fh.fileno()
-            deque(self._segment(seg, scan(fh, seg.display, options=self.options),
+            deque(self._segment(seg, scan(fh, seg.display, options=self.options, progress=self.progress),
                                 lambda size, position: os.pread(fd, size, position)), maxlen=0)
 
     def _segment(self, seg: LoadedSegment, items: Iterator[Any], pread: Callable[[int, int], bytes]

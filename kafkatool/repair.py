@@ -55,7 +55,7 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -144,13 +144,15 @@ class PlanError(Exception):
 # --- the plan ------------------------------------------------------------------------------------------------
 
 
-def plan_partition(part_dir: Path, display: str, options: RepairOptions = RepairOptions()) -> PartitionRepair:
+def plan_partition(part_dir: Path, display: str, options: RepairOptions = RepairOptions(),
+                   progress: Callable[[int], None] | None = None) -> PartitionRepair:
     """The repair of one partition dir; never changes anything. Without ``options.index_interval_bytes`` the
-    interval is the one the partition's offset indexes were written with (:mod:`kafkatool.index_interval`)."""
+    interval is the one the partition's offset indexes were written with (:mod:`kafkatool.index_interval`).
+    ``progress`` is called with the bytes of the segments as the load reads them."""
     interval = resolve_index_interval(Path(part_dir), options.index_interval_bytes, options.scan)
     options = replace(options, index_interval_bytes=interval.value)
     try:
-        result = _plan(Path(part_dir), display, options)
+        result = _plan(Path(part_dir), display, options, progress)
     except PlanError as exc:
         result = PartitionRepair(display, None, None)
         result.findings.append(Finding("error", "repair-impossible", display, None, str(exc)))
@@ -159,13 +161,15 @@ def plan_partition(part_dir: Path, display: str, options: RepairOptions = Repair
     return result
 
 
-def _plan(part: Path, display: str, options: RepairOptions) -> PartitionRepair:
+def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[int], None] | None
+          ) -> PartitionRepair:
     """(a) the leftover passes and (b) the load, both :func:`kafkatool.loader.load_partition`'s; (c) what the broker
     would have on disk after loading against what is there, as actions."""
     now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
     try:
         loaded = load_partition(part, display, recovery_point=options.recovery_point, options=options.scan,
-                                rebuild=Rebuild(options.index_interval_bytes, now, options.producer_id_expiration_ms))
+                                rebuild=Rebuild(options.index_interval_bytes, now, options.producer_id_expiration_ms),
+                                progress=progress)
     except InputIOError as exc:
         raise PlanError(str(exc)) from exc
     actions = _leftover_actions(loaded, display)
@@ -453,7 +457,7 @@ def default_backup_dir(log_dir: Path, now: float | None = None) -> Path:
 
 def repair_paths(
     paths: list[Path], options: RepairOptions = RepairOptions(), *, apply: bool = False,
-    backup_dir: Path | None = None,
+    backup_dir: Path | None = None, progress: Callable[[int], None] | None = None,
 ) -> Iterator[Action | PartitionRepair | Finding]:
     """Plan (and with ``apply`` carry out) the repair of every partition under ``paths``.
 
@@ -470,7 +474,7 @@ def repair_paths(
         part, display, log_dir = found.path, found.display, found.logdir_path
         yield from found.findings
         if not apply:
-            result = plan_partition(part, display, options)
+            result = plan_partition(part, display, options, progress)
             yield from result.actions
             yield from result.findings
             yield result
@@ -481,7 +485,7 @@ def repair_paths(
             if finished is not None:
                 yield Finding("info", "repair-resumed", display, None,
                               "completed an interrupted repair from its journal before planning again")
-            result = plan_partition(part, display, options)
+            result = plan_partition(part, display, options, progress)
             yield from result.actions
             yield from result.findings
             ops = [a.op for a in result.actions if a.op is not None]

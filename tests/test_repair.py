@@ -280,6 +280,17 @@ def test_a_crashed_log_dir_is_repaired_partition_by_partition(tmp_path: Path) ->
     assert kafkatool("repair", "--index-interval-bytes", "1024", str(logdir)).returncode == 0  # nothing left
 
 
+def test_progress_counts_every_segment_byte_the_load_reads() -> None:
+    """What a progress bar is told (``repair_paths(progress=...)``): the bytes of every segment the plan's load
+    reads, each once."""
+    from kafkatool.repair import repair_paths
+
+    case = corpus_root() / "kafka" / "recovery" / "crc-flip" / "before"
+    seen: list[int] = []
+    list(repair_paths([case], progress=seen.append))
+    assert seen and sum(seen) == sum(p.stat().st_size for p in case.rglob("*.log"))
+
+
 def test_every_corpus_dir_can_be_planned() -> None:
     """Real broker dirs (compacted, KRaft metadata, legacy, a log start above the first segment with no snapshot,
     fetch-response extractions): a plan for each, never a 'repair-impossible'."""

@@ -159,3 +159,11 @@ def test_markup_escape_is_richs_and_shows_text_as_written() -> None:
         if not text.endswith("\\"):  # (a trailing backslash is doubled, so a tag after it stays a tag)
             assert _markup(escape(text), False) == text, text
             assert _markup(f"[bold]{escape(text)}[/bold]", True) == f"\x1b[1m{text}\x1b[0m", text
+
+
+def test_repair_shows_progress_while_it_loads() -> None:
+    """repair loads every segment of the partitions it plans: a bar on stderr while it reads, gone at the end."""
+    raw = on_a_terminal("repair", CASE, env={})
+    assert b"repair \x1b[" in raw and b"kB" in raw
+    shown = screen(raw)
+    assert not [line for line in shown if "━" in line or "kB" in line], shown

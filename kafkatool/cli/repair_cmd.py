@@ -84,6 +84,7 @@ def repair(
     from ..errors import UsageError
     from ..records import ScanOptions
     from ..repair import RepairOptions, repair_paths
+    from ..walk import total_bytes
     from .output import FORMATS, Output
 
     if fmt not in FORMATS:
@@ -100,11 +101,12 @@ def repair(
     )
     out = Output(fmt)
     pending = False
-    for item in repair_paths(paths, options, apply=apply, backup_dir=backup_dir):
-        out.emit(item)
-        d = item.as_dict()
-        if d["type"] == "partition" and d["actions"] and not d["applied"]:
-            pending = True
+    with out.progress(lambda: total_bytes(paths), "repair") as advance:
+        for item in repair_paths(paths, options, apply=apply, backup_dir=backup_dir, progress=advance):
+            out.emit(item)
+            d = item.as_dict()
+            if d["type"] == "partition" and d["actions"] and not d["applied"]:
+                pending = True
     out.close()
     code = out.exit_code("error")
     return code or (1 if pending else 0)
