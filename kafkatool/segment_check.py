@@ -431,6 +431,7 @@ def _check_log(
     irel, ipos = offset_entries.relative, offset_entries.position
     n_oi = len(ipos)
     next_ipos = ipos[0] if n_oi else _NEVER
+    irel_bytes, ipos_bytes = memoryview(irel).cast("B"), memoryview(ipos).cast("B")  # for the native core
     pending_exact = _NEVER  # an entry's offset waiting for the batch that ends at or after it
     inexact = 0
     # Time-index merge state: the next entry by offset.
@@ -479,13 +480,19 @@ def _check_log(
                 # first that reaches an index entry (by offset or position) or the future; that one comes back
                 # as a Batch, the rest of the stretch after it.
                 columns, lo, hi = item
-                k, last, top, count, _end = columns.advance(lo, hi, next_event, next_ipos, future_limit)
+                k, last, top, count, _end, oi_passed, largest = columns.advance_indexed(
+                    lo, hi, next_event, future_limit, base_offset, irel_bytes, ipos_bytes, oi)
                 if k > lo:
                     batches += k - lo
                     records += count
                     prev_last = last
                     if top > seg_max:
                         seg_max = top
+                    if oi_passed != oi:  # offset-index entries naming a batch of it exactly, as the broker writes them
+                        oi = oi_passed
+                        next_ipos = ipos[oi] if oi < n_oi else _NEVER
+                        if largest > largest_indexed:
+                            largest_indexed = largest
                 if k < hi:
                     if k + 1 < hi:
                         back.append(_tuple_new(Stretch, (columns, k + 1, hi)))
@@ -605,6 +612,8 @@ def _check_log(
                      f"offsets up to {prev_last} are more than 2^31-1 above the segment base {base_offset}: "
                      "the index cannot address them")
 
+    irel_bytes.release()
+    ipos_bytes.release()
     report.batches, report.records = batches, records
     report.first_offset = first_offset
     report.last_offset = prev_last if first_offset is not None else None

@@ -602,8 +602,15 @@ def damage(path: Path, rng: random.Random) -> None:
         index = log.with_suffix(".index" if kind == 2 else ".timeindex")
         entries = bytearray(index.read_bytes()) if index.exists() else bytearray()
         if entries:
-            i = rng.randrange(len(entries) // (8 if kind == 2 else 12)) * (8 if kind == 2 else 12)
-            struct.pack_into(">i", entries, i + (4 if kind == 2 else 8), rng.randrange(0, 6000))
+            width = 8 if kind == 2 else 12
+            i = rng.randrange(len(entries) // width) * width
+            if rng.random() < 0.5:  # the position (.index) or the relative offset (.timeindex)
+                struct.pack_into(">i", entries, i + width - 4, rng.randrange(0, 6000))
+            elif kind == 2:  # the relative offset, often by one (the offset of a neighbouring batch)
+                rel = struct.unpack_from(">i", entries, i)[0]
+                struct.pack_into(">i", entries, i, max(0, rel + rng.choice((-2, -1, 1, 1, 2, 40))))
+            else:  # the timestamp
+                struct.pack_into(">q", entries, i, 1_700_000_000_000 + rng.randrange(-5, 400))
             index.write_bytes(bytes(entries))
     else:
         del data[rng.randrange(len(data) + 1):]

@@ -132,12 +132,40 @@ impl WindowColumns {
     /// `>= offset`), a file position (its position `>= position`) or a max timestamp above `max_timestamp`:
     /// the bounds are where the caller has something to look at batch by batch (index entries, the clock).
     pub fn advance(&self, lo: usize, hi: usize, offset: i128, position: i128, max_timestamp: i128) -> Advance {
+        let none = OffsetIndex { base_offset: 0, relative: &[], positions: &[], next: 0 };
+        self.advance_indexed(lo, hi, offset, max_timestamp, &mut OffsetIndex { ..none }, position).0
+    }
+
+    /// [`Self::advance`] past the entries of an offset index that name exactly a batch passed: at its first byte,
+    /// with its last offset (what the broker writes). Entries from `index.next` on are looked at; the walk stops
+    /// at a batch an entry does not name so (an entry inside it or before it, a different offset), as it stops at
+    /// `position`. Returns the advance, with `index.next` moved past the entries passed and the largest size of
+    /// a batch they named (0 when none).
+    pub fn advance_indexed(
+        &self,
+        lo: usize,
+        hi: usize,
+        offset: i128,
+        max_timestamp: i128,
+        index: &mut OffsetIndex<'_>,
+        position: i128,
+    ) -> (Advance, usize) {
         let mut out = Advance { end: lo, last_offset: None, max_timestamp: -1, records: 0, next_position: None };
+        let mut largest = 0;
         for e in self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default() {
             let h = &e.header;
             let last = i128::from(h.base_offset) + i128::from(h.last_offset_delta);
             if last >= offset || i128::from(e.position) >= position || i128::from(h.max_timestamp) > max_timestamp {
                 break;
+            }
+            if let Some((entry_offset, entry_position)) = index.entry(index.next) {
+                if i128::from(e.position) >= entry_position {
+                    if i128::from(e.position) != entry_position || entry_offset != last {
+                        break;
+                    }
+                    index.next += 1;
+                    largest = largest.max(e.total);
+                }
             }
             out.end += 1;
             out.last_offset = i64::try_from(last).ok();
@@ -145,7 +173,24 @@ impl WindowColumns {
             out.records = out.records.saturating_add(i64::from(h.records_count));
             out.next_position = i64::try_from(e.total).ok().and_then(|t| e.position.checked_add(t));
         }
-        out
+        (out, largest)
+    }
+}
+
+/// An offset index's entries as `verify` holds them (`segment_check.OffsetEntries`): relative offsets and positions
+/// as native-endian int32 arrays, and the next entry to look at.
+pub struct OffsetIndex<'a> {
+    pub base_offset: i64,
+    pub relative: &'a [u8],
+    pub positions: &'a [u8],
+    pub next: usize,
+}
+
+impl OffsetIndex<'_> {
+    /// Entry `i` as (absolute offset, position), or `None` past the end.
+    fn entry(&self, i: usize) -> Option<(i128, i128)> {
+        let word = |b: &[u8]| -> Option<i32> { Some(i32::from_ne_bytes(b.get(i.checked_mul(4)?..i.checked_mul(4)? + 4)?.try_into().ok()?)) };
+        Some((i128::from(self.base_offset) + i128::from(word(self.relative)?), i128::from(word(self.positions)?)))
     }
 }
 
@@ -358,6 +403,28 @@ mod tests {
     }
 
     #[test]
+    fn advance_passes_index_entries_that_name_a_batch_exactly() {
+        let mut buf = Vec::new();
+        for offset in 10..16 {
+            buf.extend(batch(offset, RECORD, 1, 0));
+        }
+        let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
+        let at = |i: usize| cols.batches[i].position as i32;
+        let words = |v: &[i32]| -> Vec<u8> { v.iter().flat_map(|w| w.to_ne_bytes()).collect() };
+        let never = i128::from(i64::MAX) + 1;
+        // entries at batches 1 and 3 (exact), then one pointing inside batch 4
+        let (relative, positions) = (words(&[1, 3, 4]), words(&[at(1), at(3), at(4) + 1]));
+        let mut index = OffsetIndex { base_offset: 10, relative: &relative, positions: &positions, next: 0 };
+        let (a, largest) = cols.advance_indexed(0, 6, never, never, &mut index, never);
+        assert_eq!((a.end, index.next, largest), (5, 2, cols.batches[1].total)); // batch 5 is past the bad entry
+        // an entry with another offset than the batch's last stops the walk at that batch
+        let (relative, positions) = (words(&[2]), words(&[at(1)]));
+        let mut index = OffsetIndex { base_offset: 10, relative: &relative, positions: &positions, next: 0 };
+        assert_eq!(cols.advance_indexed(0, 6, never, never, &mut index, never).0.end, 1);
+        assert_eq!(index.next, 0);
+    }
+
+    #[test]
     fn compressed_batches_decode_into_the_same_columns() {
         let two = [RECORD, &[18, 0, 6, 2, 2, b'j', 4, b'w', b'w', 0][..]].concat();
         let snappy = snap::raw::Encoder::new().compress_vec(&two).unwrap();
@@ -419,7 +486,7 @@ mod py {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyTuple};
 
-    use super::{decode_window_with, Decode, WindowColumns};
+    use super::{decode_window_with, Decode, OffsetIndex, WindowColumns};
     use crate::render::{self, Fallback, Values};
 
     /// The columns of one window (`kafkatool.records.RecordRun` holds one with a batch range).
@@ -483,6 +550,34 @@ mod py {
         ) -> (usize, Option<i64>, i64, i64, Option<i64>) {
             let a = self.cols.advance(lo, hi, offset, position, max_timestamp);
             (a.end, a.last_offset, a.max_timestamp, a.records, a.next_position)
+        }
+
+        /// `(end, last_offset, max_timestamp, records, next_position, next_entry, largest)`: [`WindowColumns::advance`]
+        /// up to `offset`/`max_timestamp`, passing the entries of the offset index `(relative, positions)` (int32
+        /// buffers, `array('i')`) from `next_entry` on that name a batch exactly ([`WindowColumns::advance_indexed`]).
+        #[pyo3(signature = (lo, hi, offset, max_timestamp, base_offset, relative, positions, next_entry))]
+        #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+        fn advance_indexed(
+            &self,
+            lo: usize,
+            hi: usize,
+            offset: i128,
+            max_timestamp: i128,
+            base_offset: i64,
+            relative: &Bound<'_, PyAny>,
+            positions: &Bound<'_, PyAny>,
+            next_entry: usize,
+        ) -> PyResult<(usize, Option<i64>, i64, i64, Option<i64>, usize, usize)> {
+            crate::guarded(|| {
+                crate::with_bytes(relative, |relative| {
+                    crate::with_bytes(positions, |positions| {
+                        let mut index = OffsetIndex { base_offset, relative, positions, next: next_entry };
+                        let never = i128::from(i64::MAX) + 1;
+                        let (a, largest) = self.cols.advance_indexed(lo, hi, offset, max_timestamp, &mut index, never);
+                        Ok((a.end, a.last_offset, a.max_timestamp, a.records, a.next_position, index.next, largest))
+                    })
+                })
+            })
         }
 
         /// The bytes of batch `i` (framing included).
