@@ -338,12 +338,28 @@ class ProducerReplay:
         return list(findings)
 
 
-def _replays_whole(replay: ProducerReplay, last_batch: Batch, next_offset: int, start: int) -> bool:
-    """Whether replaying a :class:`Stretch` of one producer (ending with ``last_batch``; its first batch at
-    ``next_offset``) batch by batch leaves what replaying its last batch alone does: every batch is at or past the
-    replay's start, and the batch before the stretch left the producer at this epoch (none fenced)."""
-    p = replay.producers.get(last_batch[14])
-    return next_offset >= start and p is not None and p.epoch == last_batch[15]
+def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, next_offset: int) -> list[Batch] | None:
+    """The batches a producer replay of a :class:`Stretch` (its first batch at ``next_offset``) must see: the last of
+    each run of one producer id and epoch (replaying it alone leaves the state replaying the whole run does), or None
+    when some batch must be replayed on its own: a batch before the replay's ``start``, or a run whose epoch is
+    older than the producer's (each of its batches is fenced, and counted so)."""
+    if replay is None:
+        return []
+    ends = [stretch.batch(i) for i in stretch.columns.producer_runs(stretch.lo, stretch.hi)]
+    ends = [batch for batch in ends if batch[14] >= 0]  # producer_id
+    if ends and next_offset < start:
+        return None
+    epochs: dict[int, int] = {}
+    for batch in ends:
+        pid, epoch = batch[14], batch[15]
+        current = epochs.get(pid)
+        if current is None:
+            p = replay.producers.get(pid)
+            current = p.epoch if p is not None else -1
+        if current >= 0 and epoch < current:
+            return None
+        epochs[pid] = epoch
+    return ends
 
 
 # --- reading one segment -------------------------------------------------------------------------------------------
@@ -673,16 +689,12 @@ class PartitionLoad:
         back: list[Any] = []  # a stretch taken batch by batch
         for b in pushback(items, back):
             if b.__class__ is Stretch:
-                # Batches that follow each other (model.Stretch): kept, CRC valid, one epoch, one producer and producer
-                # epoch, no transaction. Batch by batch they would only move the counters, the ends and, for a
-                # producer, its last batch; taken whole unless the segment's indexes are rebuilt batch by batch, a
-                # cut came before, or the producer replay would not take every batch alike.
-                last_batch = b.batch(b.hi - 1)
-                pid = last_batch[14]
-                whole = kept and indexes is None
-                if whole and pid >= 0 and replay is not None:
-                    whole = _replays_whole(replay, last_batch, next_offset, start)
-                if not whole:
+                # Batches that follow each other (model.Stretch): kept, CRC valid, one leader epoch, no transaction.
+                # Batch by batch they would only move the counters, the ends and, for each run of one producer, its
+                # last batch; taken whole unless the segment's indexes are rebuilt batch by batch, a cut came
+                # before, or the producer replay would not take every batch of a run alike.
+                runs = _producer_runs(b, replay, start, next_offset) if kept and indexes is None else None
+                if runs is None:
                     back.extend(reversed(list(b.batches())))
                     continue
                 yield b
@@ -694,8 +706,8 @@ class PartitionLoad:
                 records += count
                 if top > max_ts:
                     max_ts = top
-                if pid >= 0 and replay is not None:
-                    replay.batch(last_batch, None, display)  # the state of the last batch is that of all of them
+                for run_end in runs:  # the state a run leaves is its last batch's
+                    replay.batch(run_end, None, display)  # type: ignore[union-attr]
                 continue
             yield b
             if b.__class__ is not Batch:

@@ -203,13 +203,14 @@ class Stretch(NamedTuple):
     """Batches ``lo:hi`` of a window's columns (``kafkatool._native.WindowColumns``) of which each *follows* the
     batch before it, the first one following the batch yielded just before the stretch: its CRC matches, its base
     offset is the previous last offset + 1, its record count is ``lastOffsetDelta + 1``, it has the same leader
-    epoch, producer id and producer epoch, it is neither transactional nor control nor carries a delete horizon,
-    and ``-1 <= first timestamp <= max timestamp`` (``WindowColumns.follows``; for ``verify --deep`` also decoded
-    natively and clean of the deep checks).
+    epoch, it is neither transactional nor control nor carries a delete horizon, and ``-1 <= first timestamp <=
+    max timestamp`` (``WindowColumns.follows``; for ``verify --deep`` also decoded natively and clean of the deep
+    checks).
 
     Such a batch changes nothing a batch-by-batch reader tracks but counters, the last offset, the largest
-    timestamp and where index entries fall, so a consumer takes the whole stretch at once
-    (``columns.advance``) and looks at a batch on its own only where something happens there. Only the native
+    timestamp, where index entries fall and the last batch of each producer (``columns.producer_runs``), so a
+    consumer takes the whole stretch at once (``columns.advance``) and looks at a batch on its own only where
+    something happens there. Only the native
     core makes stretches (:func:`kafkatool.records.scan` with ``stretches``); the pure reader is their
     batch-by-batch reference (``tests/test_native.py``).
     """
@@ -233,11 +234,11 @@ def column_batch(columns: Any, i: int) -> Batch:
 
 
 def pushback(items: Iterator[Any], back: list[Any]) -> Iterator[Any]:
-    """``items``, each time first whatever the consumer appended to ``back`` meanwhile (last appended first):
-    how a consumer of :class:`Stretch` es hands itself the part of a stretch it takes batch by batch."""
+    """``items``, each followed by whatever the consumer appended to ``back`` while it had that item (last appended
+    first): how a consumer of :class:`Stretch` es hands itself the part of a stretch it takes batch by batch. The
+    next item is pulled only after them, so what the producer of ``items`` does when pulled (findings of its own)
+    keeps its order with the consumer's."""
     for item in items:
+        yield item
         while back:
             yield back.pop()
-        yield item
-    while back:
-        yield back.pop()

@@ -532,7 +532,8 @@ def stretchy_partition(path: Path, rng: random.Random) -> None:
     """A partition written by the project's writer (indexes every ~300 bytes, segments of ~6 KiB) whose batches
     follow each other in long stretches, broken by what a reader must look at: leader epoch changes, producers
     (idempotent runs, a new producer epoch), transactions and their markers, gaps, compressed batches, timestamps
-    of -1 and far in the future."""
+    of -1 and far in the future; half of them with a recovery point at a later segment (the producer replay starts
+    at its snapshot)."""
     from kafkatool.logwriter import PartitionWriter
 
     ts = 1_700_000_000_000
@@ -572,6 +573,13 @@ def stretchy_partition(path: Path, rng: random.Random) -> None:
                     continue
             w.append(record_batch(offset, records, **kw))
             offset += n
+    bases = sorted(int(log.name[:20]) for log in path.glob("*.log"))
+    if len(bases) > 1 and rng.random() < 0.5:  # the broker flushed up to a later segment: replay starts at its snapshot
+        from kafkatool.formats import checkpoints
+
+        point = rng.choice(bases[1:])
+        (path.parent / "recovery-point-offset-checkpoint").write_bytes(
+            checkpoints.build_offset_checkpoint([("s", 0, point)]))
 
 
 def damage(path: Path, rng: random.Random) -> None:

@@ -104,11 +104,11 @@ pub struct Advance {
 
 impl WindowColumns {
     /// Whether batch `i` follows batch `i - 1` of the window in everything a reader carries from one batch
-    /// to the next (`kafkatool.model.Stretch` names the rule for Python): its CRC matches; its base offset is
-    /// the previous last offset + 1; its record count is `lastOffsetDelta + 1`; the same leader epoch,
-    /// producer id and producer epoch; neither transactional, nor control, nor carrying a delete horizon
-    /// (attributes `0x70`); `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without a
-    /// [`Self::deep_suspect`]. Facts about the bytes only: what they mean is decided in Python.
+    /// to the next but the producer (`kafkatool.model.Stretch` names the rule for Python): its CRC matches; its
+    /// base offset is the previous last offset + 1; its record count is `lastOffsetDelta + 1`; the same leader
+    /// epoch; neither transactional, nor control, nor carrying a delete horizon (attributes `0x70`);
+    /// `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without a [`Self::deep_suspect`].
+    /// Facts about the bytes only: what they mean is decided in Python.
     pub fn follows(&self, i: usize, deep: bool) -> bool {
         let (Some(prev), Some(e)) = (i.checked_sub(1).and_then(|j| self.batches.get(j)), self.batches.get(i)) else {
             return false;
@@ -120,12 +120,29 @@ impl WindowColumns {
             && h.base_offset.checked_add(i64::from(h.last_offset_delta)).is_some()
             && i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1
             && h.partition_leader_epoch == p.partition_leader_epoch
-            && h.producer_id == p.producer_id
-            && h.producer_epoch == p.producer_epoch
             && h.attributes & 0x70 == 0
             && -1 <= h.base_timestamp
             && h.base_timestamp <= h.max_timestamp
             && (!deep || (self.decoded.get(i) == Some(&true) && !self.deep_suspect(i)))
+    }
+
+    /// The batches of `lo..hi` that end a run of batches of one producer id and producer epoch (the last batch of
+    /// each run, `hi - 1` included): what a producer-state replay of the batches needs to see.
+    pub fn producer_runs(&self, lo: usize, hi: usize) -> Vec<usize> {
+        let batches = self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default();
+        let mut ends: Vec<usize> = batches
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| match w {
+                [a, b] => (a.header.producer_id, a.header.producer_epoch) != (b.header.producer_id, b.header.producer_epoch),
+                _ => false,
+            })
+            .map(|(j, _)| lo + j)
+            .collect();
+        if !batches.is_empty() {
+            ends.push(lo + batches.len() - 1);
+        }
+        ends
     }
 
     /// From batch `lo` on (up to `hi`), the batches before the first that reaches an offset (its last offset
@@ -385,6 +402,8 @@ mod tests {
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
         let flags: Vec<bool> = (0..5).map(|i| cols.follows(i, false)).collect();
         assert_eq!(flags, vec![false, true, false, false, true]);
+        assert_eq!(cols.producer_runs(0, 5), vec![4]); // one producer (none) throughout
+        assert_eq!(cols.producer_runs(2, 2), Vec::<usize>::new());
         assert!(!cols.follows(4, true) && cols.follows(1, true) && !cols.follows(5, false));
         let never = i128::from(i64::MAX) + 1;
         let all = cols.advance(0, 5, never, never, never);
@@ -400,6 +419,23 @@ mod tests {
         assert!(headers_only.decoded.iter().all(|d| !d) && headers_only.records.offsets.is_empty());
         assert!(headers_only.data.is_empty() && headers_only.raw(1).is_empty());
         assert!(headers_only.follows(1, false) && !headers_only.follows(1, true));
+    }
+
+    #[test]
+    fn producer_runs_end_where_the_producer_or_its_epoch_changes() {
+        let producers: [(i64, i16); 6] = [(7, 0), (7, 0), (9, 0), (9, 1), (7, 0), (7, 0)];
+        let mut buf = Vec::new();
+        for (i, (pid, epoch)) in producers.iter().enumerate() {
+            let mut b = batch(10 + i as i64, RECORD, 1, 0);
+            b[43..51].copy_from_slice(&pid.to_be_bytes());
+            b[51..53].copy_from_slice(&epoch.to_be_bytes());
+            let crc = crc32c::crc32c(&b[21..]);
+            b[17..21].copy_from_slice(&crc.to_be_bytes());
+            buf.extend(b);
+        }
+        let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
+        assert_eq!(cols.producer_runs(0, 6), vec![1, 2, 3, 5]);
+        assert_eq!(cols.producer_runs(1, 4), vec![1, 2, 3]);
     }
 
     #[test]
@@ -578,6 +614,11 @@ mod py {
                     })
                 })
             })
+        }
+
+        /// The last batch of each run of one producer id and epoch in `lo..hi` ([`WindowColumns::producer_runs`]).
+        fn producer_runs(&self, lo: usize, hi: usize) -> Vec<usize> {
+            self.cols.producer_runs(lo, hi)
         }
 
         /// The bytes of batch `i` (framing included).
