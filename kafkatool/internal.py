@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 from construct import ConstructError
 
 from .errors import InputIOError, UsageError
-from .filetypes import FileKind, classify
+from .filetypes import FileKind, classify, file_size
 from .formats import internal_topics as it
 from .logwriter import _java_string_hash
 from .model import Batch, Finding, Record, Trailing
@@ -78,15 +78,17 @@ def _arr(field_: Any) -> list | None:
     return None if field_.entries is None else list(field_.entries)
 
 
-def _records(path: Path, display: str) -> Iterator[tuple[Batch, Record] | Finding]:
-    """Every record of a record file (segment or KRaft snapshot), with its batch; findings where it fails."""
+def _records(path: Path, display: str, progress: Callable[[int], None] | None = None
+             ) -> Iterator[tuple[Batch, Record] | Finding]:
+    """Every record of a record file (segment or KRaft snapshot), with its batch; findings where it fails.
+    ``progress`` is told the bytes read."""
     try:
         fh = open(path, "rb")
     except OSError as exc:
         yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
         return
     with fh:
-        for item in scan(fh, display, with_raw=True):
+        for item in scan(fh, display, with_raw=True, progress=progress):
             if isinstance(item, RawBatch):
                 if not item.batch.crc_valid:
                     continue  # its crc-mismatch finding follows
@@ -110,16 +112,21 @@ def _segments(files: Iterable[tuple[Path, str]], kind: FileKind = FileKind.LOG) 
     return sorted(found)
 
 
-def _partition_records(files: Iterable[tuple[Path, str]], findings: list[Finding]
-                       ) -> Iterator[tuple[str, Batch, Record]]:
+def _partition_records(files: Iterable[tuple[Path, str]], findings: list[Finding],
+                       progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, Batch, Record]]:
     """(segment display path, batch, record) of a partition's ``.log`` segments in offset order; findings met
-    on the way are appended to ``findings``."""
+    on the way are appended to ``findings``; ``progress`` is told the bytes read (:func:`_segment_bytes` in all)."""
     for _base, path, display in _segments(files):
-        for item in _records(path, display):
+        for item in _records(path, display, progress):
             if isinstance(item, Finding):
                 findings.append(item)
             else:
                 yield display, item[0], item[1]
+
+
+def _segment_bytes(files: Iterable[tuple[Path, str]]) -> int:
+    """Bytes of the ``.log`` segments :func:`_partition_records` reads."""
+    return sum(file_size(path) for _base, path, _display in _segments(files))
 
 
 # --- __consumer_offsets ---------------------------------------------------------------------------
@@ -276,16 +283,18 @@ class _Pending:
     writes: list[tuple[OffsetKey, Any]] = field(default_factory=list)
 
 
-def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str
+def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
+                               progress: Callable[[int], None] | None = None,
                                ) -> Iterator[CommittedOffset | GroupState | Finding]:
     """Replay one ``__consumer_offsets-N`` partition (its ``.log`` segments in offset order), as the group
     coordinator loads it: later records win, a null value deletes, transactional commits count only once
-    committed. Yields the surviving groups and committed offsets, then findings met on the way."""
+    committed. Yields the surviving groups and committed offsets, then findings met on the way. ``progress`` is
+    told the bytes of the segments as they are read."""
     offsets: dict[OffsetKey, CommittedOffset] = {}
     groups: dict[str, GroupState] = {}
     pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
     findings: list[Finding] = []
-    for display, batch, rec in _partition_records(files, findings):
+    for display, batch, rec in _partition_records(files, findings, progress):
         if rec.control_type is not None:
             writes = pending.pop(batch.producer_id, [])
             if rec.control_type == "COMMIT":
@@ -338,7 +347,8 @@ def _put(offsets: dict[OffsetKey, CommittedOffset], key: OffsetKey, value: Commi
         offsets[key] = value
 
 
-def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True
+def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
+                     progress: Callable[[int], None] | None = None,
                      ) -> Iterator[CommittedOffset | GroupState | Finding]:
     """Every group and latest committed offset in the ``__consumer_offsets-*`` partitions under ``paths``.
 
@@ -346,19 +356,26 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True
     ``__consumer_offsets`` partition holding the commit gets that partition's log start, LEO and high watermark
     (``replication-offset-checkpoint``), and a commit beyond the LEO or below the log start is a finding. Commits
     are never compared with another log dir's partitions: another broker's, or the same broker's on another day.
+
+    ``progress`` is told the bytes of the segments as they are read (the ``__consumer_offsets`` partitions', then
+    the loads of the data partitions for lag; a data partition of their log dirs no commit names is counted as
+    skipped once the commits are known), :func:`consumer_offsets_bytes` in all.
     """
+    from .loader import segment_bytes
     from .replicas import open_replica
 
     parts = list(partition_dirs(paths))
     data: dict[tuple[Path, str, int], Any] = {}
     results: list[tuple[Path, Any]] = []   # (log dir, value) of every __consumer_offsets partition
+    homes: set[Path] = set()               # their log dirs
     seen = False
     for part in parts:
         if part.topic == OFFSETS_TOPIC:
             seen = True
             home = part.logdir_path.resolve()
+            homes.add(home)
             results.extend((home, r) for r in (*part.findings, *consumer_offsets_partition(
-                part.files, f"{part.topic}-{part.partition}")))
+                part.files, f"{part.topic}-{part.partition}", progress)))
     if not seen:
         yield Finding("warning", "offsets-none", ", ".join(str(p) for p in paths), None,
                       f"no {OFFSETS_TOPIC}-* partition dirs found")
@@ -371,10 +388,16 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True
                       "every commit expired (offsets.retention.minutes) or was deleted")
     if with_lag:
         wanted = {(home, r.topic, r.partition) for home, r in results if isinstance(r, CommittedOffset)}
+        passed: set[tuple[Path, str, int]] = set()  # of the lag's candidates, those not loaded (progress)
         for part in parts:
             key = (part.logdir_path.resolve(), part.topic, part.partition)
+            data_part = part.topic != OFFSETS_TOPIC  # (a commit for __consumer_offsets itself: a load not counted)
             if key in wanted and key not in data:
-                data[key] = open_replica(part, part.display)  # loaded: LEO, log start, HW
+                data[key] = open_replica(part, part.display,  # loaded: LEO, log start, HW
+                                         progress=progress if data_part else None)
+            elif progress is not None and data_part and key not in wanted and key[0] in homes and key not in passed:
+                passed.add(key)
+                progress(segment_bytes(part.files))
     order = {GroupState: 0, CommittedOffset: 1, Finding: 2}
     results.sort(key=lambda hr: (order[type(hr[1])], (hr[1].group, getattr(hr[1], "topic", ""),
                                                       getattr(hr[1], "partition", 0))
@@ -398,6 +421,24 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True
                               f"offset {rep.log_start_offset}: the consumer will reset (auto.offset.reset)")
         else:
             yield r
+
+
+def consumer_offsets_bytes(paths: Iterable[str | Path], *, with_lag: bool = True) -> int:
+    """What :func:`consumer_offsets` tells its ``progress`` in all (a progress bar's total): the segments of the
+    ``__consumer_offsets-*`` partitions under ``paths`` and, ``with_lag``, those of every data partition under
+    ``paths`` in their log dirs (each once; the ones no commit names count as skipped)."""
+    from .loader import segment_bytes
+
+    parts = list(partition_dirs(paths))
+    homes = {part.logdir_path.resolve() for part in parts if part.topic == OFFSETS_TOPIC}
+    total = sum(_segment_bytes(part.files) for part in parts if part.topic == OFFSETS_TOPIC)
+    if with_lag:
+        candidates = {}
+        for part in parts:
+            if part.topic != OFFSETS_TOPIC:
+                candidates.setdefault((part.logdir_path.resolve(), part.topic, part.partition), part)
+        total += sum(segment_bytes(part.files) for key, part in candidates.items() if key[0] in homes)
+    return total
 
 
 # --- __transaction_state -------------------------------------------------------------------------
@@ -461,12 +502,14 @@ def decode_transaction_value(value: bytes) -> dict[str, Any]:
     }
 
 
-def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str
+def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
+                                progress: Callable[[int], None] | None = None,
                                 ) -> Iterator[TransactionLogEntry | Finding]:
-    """Replay one ``__transaction_state-N`` partition: the latest value per transactional id (null deletes)."""
+    """Replay one ``__transaction_state-N`` partition: the latest value per transactional id (null deletes).
+    ``progress`` is told the bytes of the segments as they are read."""
     latest: dict[str, TransactionLogEntry] = {}
     findings: list[Finding] = []
-    for display, batch, rec in _partition_records(files, findings):
+    for display, batch, rec in _partition_records(files, findings, progress):
         if rec.control_type is not None:
             continue
         try:
@@ -488,18 +531,26 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str
     yield from findings
 
 
-def transaction_states(paths: Iterable[str | Path]) -> Iterator[TransactionLogEntry | Finding]:
-    """Every transactional id's latest state in the ``__transaction_state-*`` partitions under ``paths``."""
+def transaction_states(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
+                       ) -> Iterator[TransactionLogEntry | Finding]:
+    """Every transactional id's latest state in the ``__transaction_state-*`` partitions under ``paths``.
+    ``progress`` is told the bytes of the segments as they are read, :func:`transaction_states_bytes` in all."""
 
     seen = False
     for part in partition_dirs(paths):
         if part.topic == TRANSACTION_TOPIC:
             seen = True
             yield from part.findings
-            yield from transaction_state_partition(part.files, f"{part.topic}-{part.partition}")
+            yield from transaction_state_partition(part.files, f"{part.topic}-{part.partition}", progress)
     if not seen:
         yield Finding("warning", "txn-state-none", ", ".join(str(p) for p in paths), None,
                       f"no {TRANSACTION_TOPIC}-* partition dirs found")
+
+
+def transaction_states_bytes(paths: Iterable[str | Path]) -> int:
+    """What :func:`transaction_states` tells its ``progress`` in all (a progress bar's total): the segments of the
+    ``__transaction_state-*`` partitions under ``paths``."""
+    return sum(_segment_bytes(part.files) for part in partition_dirs(paths) if part.topic == TRANSACTION_TOPIC)
 
 
 # --- __cluster_metadata ---------------------------------------------------------------------------
@@ -703,11 +754,13 @@ def _metadata_fields(record_type: int, v: Any) -> dict[str, Any]:
     return {}
 
 
-def metadata_file(path: Path, display: str) -> Iterator[tuple[Batch, Record, tuple] | Finding]:
+def metadata_file(path: Path, display: str, progress: Callable[[int], None] | None = None
+                  ) -> Iterator[tuple[Batch, Record, tuple] | Finding]:
     """Every metadata record of one ``__cluster_metadata`` segment or KRaft snapshot, decoded:
     (batch, record, (type, version, name, fields or None)), or a finding for a record that does not parse.
-    Control records (leader change, snapshot header/footer, voters) are skipped."""
-    for item in _records(path, display):
+    Control records (leader change, snapshot header/footer, voters) are skipped. ``progress`` is told the bytes
+    read."""
+    for item in _records(path, display, progress):
         if isinstance(item, Finding):
             yield item
             continue
@@ -826,6 +879,7 @@ def read_min_insync_replicas(server_properties: Path) -> int | None:
 
 
 def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int = 1,
+                      progress: Callable[[int], None] | None = None,
                       ) -> Iterator[PartitionState | MetadataEvent | UnderMinIsr | Finding]:
     """The partition leadership / ISR timeline and other metadata records, in replay order, one metadata log
     after the other (see :func:`metadata_sources`).
@@ -833,7 +887,7 @@ def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int =
     For a ``__cluster_metadata-0`` dir: its latest snapshot, then the log from the snapshot's end offset.
     Each interval during which a partition's ISR was below its ``min.insync.replicas`` (``min_insync_replicas``
     is the static default) is yielded as :class:`UnderMinIsr` when it ends, and at the end of its log when
-    it is still open.
+    it is still open. ``progress`` is told the bytes of the files as they are read, :func:`metadata_bytes` in all.
     """
     groups = metadata_sources(paths)
     if not groups:
@@ -841,10 +895,17 @@ def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int =
                       f"no {METADATA_TOPIC} segments or snapshots found")
         return
     for group in groups:
-        yield from _replay_metadata(group, min_insync_replicas)
+        yield from _replay_metadata(group, min_insync_replicas, progress)
 
 
-def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int
+def metadata_bytes(paths: Iterable[str | Path]) -> int:
+    """What :func:`metadata_timeline` tells its ``progress`` in all (a progress bar's total): the files it replays
+    (:func:`metadata_sources`: of a ``__cluster_metadata-0`` dir, its latest snapshot and its log segments)."""
+    return sum(file_size(path) for group in metadata_sources(paths) for path, _display, _kind in group)
+
+
+def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
+                     progress: Callable[[int], None] | None = None,
                      ) -> Iterator[PartitionState | MetadataEvent | UnderMinIsr | Finding]:
     names: dict[str, str] = {}
     state: dict[tuple[str, int], dict[str, Any]] = {}
@@ -877,7 +938,7 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int
         if kind == "snapshot":
             info = classify(path)
             snapshot_end = info.base_offset if info.base_offset is not None else -1
-        for item in metadata_file(path, display):
+        for item in metadata_file(path, display, progress):
             if isinstance(item, Finding):
                 yield item
                 continue

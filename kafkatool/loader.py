@@ -365,10 +365,10 @@ def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, 
 # --- reading one segment -------------------------------------------------------------------------------------------
 
 
-def segment_items(path: Path, display: str, options: ScanOptions, end: int | None = None
-                  ) -> Iterator[tuple[Batch, bytes | None] | Finding]:
+def segment_items(path: Path, display: str, options: ScanOptions, end: int | None = None,
+                  progress: Callable[[int], None] | None = None) -> Iterator[tuple[Batch, bytes | None] | Finding]:
     """The batches of a segment file (with the bytes of each control batch) and the scan's findings, in file
-    order, up to byte ``end``: a header scan, records left undecoded."""
+    order, up to byte ``end``: a header scan, records left undecoded; ``progress`` is told the bytes scanned."""
     try:
         fh = open(path, "rb", buffering=0)
     except OSError as exc:
@@ -376,7 +376,7 @@ def segment_items(path: Path, display: str, options: ScanOptions, end: int | Non
         return
     with fh:
         fd = fh.fileno()
-        for item in scan(fh, display, end=end, options=options):
+        for item in scan(fh, display, end=end, options=options, progress=progress):
             if item.__class__ is Batch:
                 yield item, (os.pread(fd, item[3], item[0]) if item[18] else None)  # type: ignore[index,misc]
             elif item.__class__ is Finding:
@@ -485,6 +485,12 @@ def segment_files(files: Iterable[tuple[Path, str]], options: ScanOptions | None
     (for a caller that looks up one offset, ``locate``)."""
     out = _sort_files(list(files), options or ScanOptions())
     return [out.segments[b] for b in sorted(out.segments)]
+
+
+def segment_bytes(files: Iterable[tuple[Path, str]]) -> int:
+    """Bytes of the segments :func:`segment_files` lists: what a load of the partition dir reads (each segment
+    whole), what ``load_partition(progress=...)`` counts."""
+    return sum(s.size for s in segment_files(files))
 
 
 def log_start_offset(checkpoint: int | None, first_base: int | None, log_end: int = 0) -> int:
@@ -921,4 +927,4 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
 
 __all__ = ["COMPACTED_TOPICS", "Leftovers", "LoadedPartition", "LoadedSegment", "PartitionLoad", "ProducerReplay",
            "Rebuild", "RecoveryCut", "latest_snapshot", "leftovers", "load_problem", "load_partition",
-           "log_start_offset", "read_logdir", "segment_files", "segment_items"]
+           "log_start_offset", "read_logdir", "segment_bytes", "segment_files", "segment_items"]

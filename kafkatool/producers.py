@@ -29,16 +29,17 @@ were all deleted before the log start (``producer-only-in-snapshot``, warning).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .filetypes import FileKind, classify
-from .loader import LoadedPartition, ProducerReplay, latest_snapshot, load_partition, segment_items
+from .loader import LoadedPartition, ProducerReplay, latest_snapshot, load_partition, segment_bytes, segment_items
 from .logdir import LogDir
 from .logwriter import ProducerState, last_sequence
 from .model import Batch, Finding
+from .progress import Tally
 from .records import ScanOptions, decode_records
 from .smallfiles import ProducerEntry, read_producer_entries
 from .walk import partition_dirs
@@ -150,17 +151,21 @@ def _named(dir: Path, kind: FileKind, suffix: str) -> list[tuple[int, Path]]:
 
 
 def replay_partition(dir: Path, display: str | None = None, files: Iterable[tuple[Path, str]] | None = None,
-                     loaded: LoadedPartition | None = None, logdir: LogDir | None = None) -> PartitionHistory:
+                     loaded: LoadedPartition | None = None, logdir: LogDir | None = None,
+                     progress: Callable[[int], None] | None = None) -> PartitionHistory:
     """Replay a partition dir's log as the broker loads it (:func:`kafkatool.loader.load_partition`: leftovers
     resolved, recovery's cuts made): producer state, transactions and the idempotence audit's findings.
 
     The audit replays the whole loaded log (every transaction in it), not only from the snapshot the broker's own
     rebuild starts at: when earlier segments were deleted it starts from the snapshot at the log start if the broker
     can read it (:func:`kafkatool.loader.latest_snapshot` bounded there, ``ProducerStateManager.truncateAndReload``).
+
+    ``progress`` is told the bytes of the two passes over the segments: the load's (unless ``loaded`` is given)
+    and the replay's, each segment whole (what the replay skips, past a cut or deleted, as it skips it).
     """
     display = display if display is not None else str(dir)
     if loaded is None:
-        loaded = load_partition(dir, display, files=files, logdir=logdir)
+        loaded = load_partition(dir, display, files=files, logdir=logdir, progress=progress)
     h = _Replay(PartitionHistory(display, loaded=loaded))
     live = [s for s in loaded.segments if not s.deleted]
     snaps: dict[int | None, Path] = dict(loaded.snapshot_files)
@@ -174,7 +179,8 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
     pending = sorted(loaded.snapshot_files)
     for seg in live:
         end = seg.valid_bytes if seg.recovered is not None else None
-        for item in segment_items(seg.path, seg.display, ScanOptions(), end=end):
+        tally = Tally(progress)
+        for item in segment_items(seg.path, seg.display, ScanOptions(), end=end, progress=tally):
             if isinstance(item, Finding):
                 h.history.findings.append(item)
                 continue
@@ -182,6 +188,9 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
             while pending and b.base_offset >= pending[0]:
                 h.history.states[pending.pop(0)] = h.history.entries()
             h.batch(b, control_raw, seg.display)
+        tally.settle(seg.size)  # the tail past a cut
+    if progress is not None:
+        progress(sum(s.size for s in loaded.segments if s.deleted))
     for off in pending:  # at or past the log end (the snapshot of a clean shutdown)
         h.history.states[off] = h.history.entries()
     h.finish()
@@ -345,12 +354,14 @@ def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
                           f"producer {pid}: the snapshot says " + ", ".join(diffs))
 
 
-def producers_paths(paths: Iterable[str | Path]) -> Iterator[ProducerInfo | Finding]:
-    """Per partition under ``paths``: the audit's findings, the snapshot comparison, then one value per producer."""
+def producers_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
+                    ) -> Iterator[ProducerInfo | Finding]:
+    """Per partition under ``paths``: the audit's findings, the snapshot comparison, then one value per producer.
+    ``progress`` is told the bytes of the segments as they are read, :func:`producers_bytes` in all."""
 
     for pd in partition_dirs(paths):
         yield from pd.findings
-        history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir)
+        history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
         yield from history.findings
         yield from compare_snapshot(history)
         for e in history.entries():
@@ -358,5 +369,11 @@ def producers_paths(paths: Iterable[str | Path]) -> Iterator[ProducerInfo | Find
                                history.batches.get(e.producer_id, 0))
 
 
-__all__ = ["PartitionHistory", "ProducerInfo", "Transaction", "compare_snapshot", "producers_paths",
-           "replay_partition", "segment_logs"]
+def producers_bytes(paths: Iterable[str | Path]) -> int:
+    """What :func:`producers_paths` tells its ``progress`` in all (a progress bar's total): the segments of each
+    partition under ``paths`` twice, read by the load and by the replay (:func:`replay_partition`)."""
+    return sum(2 * segment_bytes(pd.files) for pd in partition_dirs(paths))
+
+
+__all__ = ["PartitionHistory", "ProducerInfo", "Transaction", "compare_snapshot", "producers_bytes",
+           "producers_paths", "replay_partition", "segment_logs"]

@@ -15,7 +15,7 @@ other does not (divergent, ahead of the other's end, or below the other's log st
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,9 @@ from .epochs import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET  # re-expor
 from .epochs import EpochCache as EpochCache  # re-exported: LeaderEpochFileCache lives in kafkatool.epochs
 from .errors import UsageError
 from .filetypes import FileKind, classify
-from .loader import LoadedPartition, LoadedSegment, load_partition
+from .loader import LoadedPartition, LoadedSegment, load_partition, segment_bytes
 from .model import Batch, Finding
+from .progress import Tally
 from .records import ScanOptions, scan
 from .walk import PartitionDir, partition_dirs
 
@@ -101,10 +102,22 @@ class Replica:
         return self.loaded.epoch_cache.copy()
 
     # -- the log --------------------------------------------------------------------------------------
-    def batches(self, from_offset: int | None = None) -> Iterator[tuple[Segment, Batch]]:
+    def batches(self, from_offset: int | None = None, progress: Callable[[int], None] | None = None
+                ) -> Iterator[tuple[Segment, Batch]]:
         """The batches the loaded log holds, in offset order: segments recovery deletes are skipped, recovered ones
         end at their cut, batches with a bad CRC are left out. ``from_offset`` starts at the segment holding that
-        offset and skips the batches ending below it. Reading stops where offsets stop increasing."""
+        offset and skips the batches ending below it. Reading stops where offsets stop increasing.
+
+        ``progress`` is told the bytes of this pass as they are read, and once it is over (or abandoned) what it
+        skipped: a pass counts every segment the load read, :attr:`size` bytes in all."""
+        tally = Tally(progress)
+        try:
+            yield from self._batches(from_offset, tally)
+        finally:
+            if progress is not None:
+                tally.settle(self.size)
+
+    def _batches(self, from_offset: int | None, progress: Tally) -> Iterator[tuple[Segment, Batch]]:
         segments = [s for s in self.segments if not s.deleted]
         if from_offset is not None:
             first = max((i for i, s in enumerate(segments) if s.base_offset <= from_offset), default=0)
@@ -117,7 +130,7 @@ class Replica:
                 return  # the loader reported it
             with fh:
                 end = seg.valid_bytes if seg.recovered is not None else None
-                for b in scan(fh, seg.display, end=end, options=self.scan_options):
+                for b in scan(fh, seg.display, end=end, options=self.scan_options, progress=progress):
                     if b.__class__ is not Batch or not b.crc_valid:
                         continue
                     if last is not None and b.base_offset <= last:
@@ -128,10 +141,13 @@ class Replica:
                     yield seg, b  # type: ignore[misc]
 
 
-def open_replica(part: PartitionDir, name: str, options: ScanOptions | None = None) -> Replica:
-    """A replica: its partition dir loaded with its log dir's checkpoints (``LogLoader``)."""
+def open_replica(part: PartitionDir, name: str, options: ScanOptions | None = None,
+                 progress: Callable[[int], None] | None = None) -> Replica:
+    """A replica: its partition dir loaded with its log dir's checkpoints (``LogLoader``); ``progress`` is told the
+    bytes of the segments as the load reads them (:func:`kafkatool.loader.segment_bytes` in all)."""
     options = options or ScanOptions()
-    loaded = load_partition(part.path, part.display, files=part.files, logdir=part.logdir, options=options)
+    loaded = load_partition(part.path, part.display, files=part.files, logdir=part.logdir, options=options,
+                            progress=progress)
     findings = list(part.findings)  # what discovery met in the dir (a link to nothing)
     findings += [f for f in loaded.findings if f.severity != "info"]
     findings += [c.finding for c in loaded.cuts]
@@ -310,13 +326,14 @@ def _has(side: _Side, kind: str) -> bool:
     return any(r.kind == kind for r in side.runs) or (side.more_runs > 0 and kind == "ahead")
 
 
-def compare(replicas: list[Replica]) -> list[Divergence]:
-    """Read every replica once (a full pass each, in one merge) and compare every pair."""
+def compare(replicas: list[Replica], progress: Callable[[int], None] | None = None) -> list[Divergence]:
+    """Read every replica once (a full pass each, in one merge) and compare every pair; ``progress`` is told the
+    bytes of the passes (:meth:`Replica.batches`)."""
     n = len(replicas)
     pairs = {(i, j): Divergence(replicas[i].path, replicas[j].path, replicas[i].name, replicas[j].name)
              for i in range(n) for j in range(i + 1, n)}
     starts = [r.log_start_offset for r in replicas]
-    for i, _seg, x, verdicts in merge([r.batches() for r in replicas], starts):
+    for i, _seg, x, verdicts in merge([r.batches(progress=progress) for r in replicas], starts):
         for j, v in enumerate(verdicts):
             if v is not None:
                 pairs[min(i, j), max(i, j)].account(x, v, i < j, starts[j])
@@ -411,17 +428,20 @@ def _in_isr(isr: list[str] | None, part: PartitionDir, name: str) -> bool:
 def inspect_replicas(
     paths: Iterable[str | Path], *, isr: list[str] | None = None, topic: str | None = None,
     partition: int | None = None, options: ScanOptions | None = None, unclean: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[Any]:
     """Per partition present in two or more of ``paths``: findings, one :class:`ReplicaState` per replica, then
     one :class:`PartitionReplicas`, then an :class:`kafkatool.election.UncleanElection` per replica outside the
-    ISR (every replica with ``unclean``). ``isr``: the replicas in sync (names or paths; default all)."""
+    ISR (every replica with ``unclean``). ``isr``: the replicas in sync (names or paths; default all).
+    ``progress`` is told the bytes of the segments as the loads and the comparison read them,
+    :func:`replicas_bytes` in all (an election's look at the batches from an offset on is not counted)."""
     from .election import unclean_election
 
     groups = replica_groups(paths, topic, partition)
     if not groups:
         raise UsageError("no partition is present in two or more of the given dirs (give one log dir per broker, "
                          "or the partition's dir on each broker; --topic/--partition narrow)")
-    opened = [[open_replica(part, name, options) for part, name in group] for group in groups]
+    opened = [[open_replica(part, name, options, progress) for part, name in group] for group in groups]
     members = [[_in_isr(isr, r.dir, r.name) for r in replicas] for replicas in opened]
     if isr is not None:  # checked before anything is read or shown
         unknown = [i for i in isr if not any(_in_isr([i], r.dir, r.name) for rs in opened for r in rs)]
@@ -432,7 +452,7 @@ def inspect_replicas(
                 raise UsageError(f"--isr names none of the replicas of {replicas[0].dir.topic}-"
                                  f"{replicas[0].dir.partition}: {', '.join(r.name for r in replicas)}")
     for replicas, m in zip(opened, members, strict=True):
-        divergence = compare(replicas)
+        divergence = compare(replicas, progress)
         max_leo = max(r.leo for r in replicas)
         for r in replicas:
             yield from r.findings
@@ -455,6 +475,13 @@ def inspect_replicas(
             if unclean or not member:
                 rest = [i for i in range(len(replicas)) if i != k]
                 yield unclean_election(r, [replicas[i] for i in rest], [m[i] for i in rest], isr_hw, member)
+
+
+def replicas_bytes(paths: Iterable[str | Path], *, topic: str | None = None, partition: int | None = None) -> int:
+    """What :func:`inspect_replicas` tells its ``progress`` in all (a progress bar's total): the segments of every
+    replica it compares twice, read by its load and by the comparison."""
+    return sum(2 * segment_bytes(part.files) for group in replica_groups(paths, topic, partition)
+               for part, _name in group)
 
 
 # --- leader-epoch history ----------------------------------------------------------------------------------
@@ -529,9 +556,11 @@ def epoch_rows(checkpoint: list[tuple[int, int]], runs: list[tuple[int, int]], l
 
 
 def epoch_history(paths: Iterable[str | Path], *, topic: str | None = None, partition: int | None = None,
-                  options: ScanOptions | None = None) -> Iterator[Finding | EpochRow | EpochHistory]:
+                  options: ScanOptions | None = None, progress: Callable[[int], None] | None = None,
+                  ) -> Iterator[Finding | EpochRow | EpochHistory]:
     """Per partition dir under ``paths``: findings (``verify``'s epoch checks and any damage), one
-    :class:`EpochRow` per epoch, then the :class:`EpochHistory`."""
+    :class:`EpochRow` per epoch, then the :class:`EpochHistory`. ``progress`` is told the bytes of the segments as
+    the loads read them, :func:`epochs_bytes` in all."""
     from .verify import check_epochs
 
     groups = replica_groups(paths, topic, partition, minimum=1)
@@ -541,7 +570,7 @@ def epoch_history(paths: Iterable[str | Path], *, topic: str | None = None, part
                                                                      else ""))
     for group in groups:
         for part, _name in group:
-            r = open_replica(part, part.display, options)
+            r = open_replica(part, part.display, options, progress)
             ck_file = next(((p, d) for p, d in part.files if p.name == "leader-epoch-checkpoint"), None)
             findings = [*r.findings, *check_epochs(r.runs, ck_file, r.leo, r.first_batch_offset, r.legacy,
                                                    part.display, r.loaded.compacted)]
@@ -552,3 +581,10 @@ def epoch_history(paths: Iterable[str | Path], *, topic: str | None = None, part
                                None if r.epoch_checkpoint is None else tuple(r.epoch_checkpoint),
                                tuple(r.epoch_cache().entries), tuple((e, s) for e, s, _p, _d in r.runs),
                                sum(row.status not in ("ok", "no batches") for row in rows))
+
+
+def epochs_bytes(paths: Iterable[str | Path], *, topic: str | None = None, partition: int | None = None) -> int:
+    """What :func:`epoch_history` tells its ``progress`` in all (a progress bar's total): the segments of every
+    partition dir it loads."""
+    return sum(segment_bytes(part.files) for group in replica_groups(paths, topic, partition, minimum=1)
+               for part, _name in group)

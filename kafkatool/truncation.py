@@ -53,7 +53,7 @@ here are the trimmed ones.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,9 @@ from typing import Any
 from .errors import UsageError
 from .filetypes import FileKind, classify
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
+from .loader import segment_bytes
 from .model import Batch, Finding
+from .progress import Tally
 from .records import ScanOptions, scan
 from .replicas import UNDEFINED_EPOCH_OFFSET, EpochCache, Replica, Segment, compare, merge, open_replica
 from .safewrite import ApplyRefused, FileOp
@@ -285,9 +287,13 @@ class Truncation:
 
 
 def simulate(leader: Replica, follower: Replica, rules: tuple[str, ...] = RULES,
-             max_lost: int = DEFAULT_MAX_LOST) -> list[Truncation]:
-    """Both logs read (and compared) once, each rule applied, then the follower's discarded batches read."""
-    (divergence,) = compare([leader, follower])
+             max_lost: int = DEFAULT_MAX_LOST, progress: Callable[[int], None] | None = None) -> list[Truncation]:
+    """Both logs read (and compared) once, each rule applied, then the follower's discarded batches read.
+
+    ``progress`` is told the bytes of both passes over both logs, each pass whole (what the second skips, before
+    the truncation offset or all of it when nothing is discarded, counted as skipped)."""
+    tally = Tally(progress)
+    (divergence,) = compare([leader, follower], tally)
     l_cache, f_cache = live_leader_epoch_cache(leader), follower.epoch_cache()
     results = []
     for rule in rules:
@@ -304,21 +310,24 @@ def simulate(leader: Replica, follower: Replica, rules: tuple[str, ...] = RULES,
             rule, follower.dir.topic, follower.dir.partition, leader.path, follower.path, leader.name, follower.name,
             t, follower.leo, leader.leo, leader.log_start_offset, follower.hw_checkpoint, leader.hw_checkpoint,
             steps, divergence.first_divergent_offset, full))
-    _collect_lost(leader, follower, results, max_lost)
+    _collect_lost(leader, follower, results, max_lost, tally)
+    if progress is not None:
+        tally.settle(2 * (leader.size + follower.size))
     for r in results:
         r.plan = plan(follower, r.truncate_to, f_cache, leader.log_start_offset if r.full_truncation else None,
                       r.cut_at)
     return results
 
 
-def _collect_lost(leader: Replica, follower: Replica, results: list[Truncation], max_lost: int) -> None:
+def _collect_lost(leader: Replica, follower: Replica, results: list[Truncation], max_lost: int,
+                  progress: Callable[[int], None] | None = None) -> None:
     """The follower batches each rule discards, judged against the leader's (one partial pass of both)."""
     cuts = [follower.log_start_offset if r.full_truncation else r.truncate_to for r in results]
     start = min(cuts, default=follower.leo)
     if start >= follower.leo:
         return
     acked_on_leader = max(leader.high_watermark, follower.high_watermark)
-    streams = [leader.batches(start), follower.batches(start)]
+    streams = [leader.batches(start, progress), follower.batches(start, progress)]
     for i, seg, b, verdicts in merge(streams, [leader.log_start_offset, follower.log_start_offset]):
         if i != 1 or b.last_offset < start:
             continue
@@ -422,14 +431,16 @@ def _pairs(leader: str | Path, follower: str | Path, topic: str | None,
 def truncations(
     leader: str | Path, follower: str | Path, *, rules: tuple[str, ...] = RULES, topic: str | None = None,
     partition: int | None = None, max_lost: int = DEFAULT_MAX_LOST, options: ScanOptions | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[Finding | Truncation]:
     """For every partition under both ``leader`` and ``follower`` (partition dirs or log dirs): the follower's
-    findings (damage), then one :class:`Truncation` per rule."""
+    findings (damage), then one :class:`Truncation` per rule. ``progress`` is told the bytes of the segments as
+    they are read (the loads, then :func:`simulate`'s passes), :func:`truncation_bytes` in all."""
     if any(r not in RULES for r in rules):
         raise UsageError(f"unknown rule: give {' or '.join(RULES)}")
     for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition):
-        lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
-        results = simulate(lr, fr, rules, max_lost)
+        lr, fr = open_replica(lp, l_name, options, progress), open_replica(fp, f_name, options, progress)
+        results = simulate(lr, fr, rules, max_lost, progress)
         yield from lr.findings
         yield from fr.findings
         yield from results
@@ -441,6 +452,7 @@ def truncations(
 def apply_truncations(
     leader: str | Path, follower: str | Path, *, rule: str, topic: str | None = None, partition: int | None = None,
     max_lost: int = DEFAULT_MAX_LOST, options: ScanOptions | None = None, backup_dir: str | Path | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[Finding | Truncation]:
     """Carry ``rule``'s truncation out on the follower's dir of every partition under both, as ``repair --apply``
     does: the follower's log dir ``.lock`` held for the whole partition (a live broker's lock refuses it with
@@ -450,7 +462,11 @@ def apply_truncations(
 
     Refused (an error finding, nothing changed) when either log is damaged or the follower's dir holds
     ``.swap``/``.cleaned`` leftovers: ``kafkatool repair`` first. Values come out as for :func:`truncations`, the
-    :class:`Truncation` last, with ``applied`` and ``backup_dir`` set."""
+    :class:`Truncation` last, with ``applied`` and ``backup_dir`` set.
+
+    ``progress`` is told the bytes of the segments as they are read: per partition the reads of
+    :func:`truncations` and, once applied, the same again for the check; a check not needed (nothing applied)
+    counted as skipped, :func:`truncation_bytes` (``apply=True``) in all."""
     from .repair import default_backup_dir
     from .safewrite import apply_ops, log_dir_lock, resume
 
@@ -460,13 +476,15 @@ def apply_truncations(
     for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition):
         backup = Path(backup_dir) if backup_dir is not None else backups.setdefault(
             fp.logdir_path, default_backup_dir(fp.logdir_path))
+        tally = Tally(progress)
+        planned = _APPLY_PASSES * (segment_bytes(lp.files) + segment_bytes(fp.files)) if progress is not None else 0
         with log_dir_lock(fp.logdir_path):
             if resume(fp.logdir_path) is not None:
                 yield Finding("info", "apply-resumed", fp.display, None,
                               "completed an interrupted apply from its journal before planning again")
             fp = list_partition(fp)
-            lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
-            (result,) = simulate(lr, fr, (rule,), max_lost)
+            lr, fr = open_replica(lp, l_name, options, tally), open_replica(fp, f_name, options, tally)
+            (result,) = simulate(lr, fr, (rule,), max_lost, tally)
             yield from lr.findings
             yield from fr.findings
             refused = _refusal(lr, fr)
@@ -477,14 +495,29 @@ def apply_truncations(
                 apply_ops(fp.logdir_path, plan_ops(plan_), backup)
                 result.applied, result.backup_dir = True, str(backup)
                 fp = list_partition(fp)
-                lr, fr = open_replica(lp, l_name, options), open_replica(fp, f_name, options)
-                (again,) = simulate(lr, fr, (rule,), 0)
+                lr, fr = open_replica(lp, l_name, options, tally), open_replica(fp, f_name, options, tally)
+                (again,) = simulate(lr, fr, (rule,), 0, tally)
                 if again.plan is None or again.plan.changes or again.truncate_to != again.follower_leo:
                     yield Finding("error", "truncation-not-idempotent", fp.display, None,
                                   f"after applying, the {rule} rule still truncates {again.follower_leo} to "
                                   f"{again.truncate_to} (changes planned: "
                                   f"{bool(again.plan and again.plan.changes)}); please report this")
+        tally.settle(planned)
         yield result
+
+
+_PASSES = 3  # per log: the load, simulate's comparison and its discarded batches
+_APPLY_PASSES = 2 * _PASSES  # and the same again to check the apply
+
+
+def truncation_bytes(leader: str | Path, follower: str | Path, *, topic: str | None = None,
+                     partition: int | None = None, apply: bool = False) -> int:
+    """What :func:`truncations` (``apply``: :func:`apply_truncations`) tells its ``progress`` in all (a progress
+    bar's total): for every partition under both, three passes over the segments of each log (the load, the
+    comparison, the discarded batches), twice with ``apply``."""
+    passes = _APPLY_PASSES if apply else _PASSES
+    return sum(passes * (segment_bytes(lp.files) + segment_bytes(fp.files))
+               for lp, fp, _l, _f in _pairs(leader, follower, topic, partition))
 
 
 def _refusal(leader: Replica, follower: Replica) -> str | None:

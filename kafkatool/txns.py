@@ -13,13 +13,15 @@ control batches and the transactional batches of a producer that fall in one of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .loader import segment_bytes
 from .model import Batch, Finding
 from .producers import Transaction, replay_partition
-from .walk import partition_dirs, partition_of
+from .progress import Tally
+from .walk import partition_dirs, partition_of, total_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +78,16 @@ def committed_view(partition_dir: Path) -> CommittedView:
     return CommittedView(aborted, history.lso, hw)
 
 
-def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
+def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
+               ) -> Iterator[Transaction | Finding]:
     """Per partition under ``paths``: its transactions in offset order, a finding per open transaction holding
-    back the LSO, then the ``.txnindex`` findings of ``verify``."""
+    back the LSO, then the ``.txnindex`` findings of ``verify``. ``progress`` is told the bytes of the segments as
+    they are read, :func:`txns_bytes` in all."""
     from .verify import verify_paths
 
     for pd in partition_dirs(paths):
         yield from pd.findings
-        history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir)
+        history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
         yield from (f for f in history.findings if f.severity != "info")
         for t in history.transactions:
             yield t
@@ -93,7 +97,18 @@ def txns_paths(paths: Iterable[str | Path]) -> Iterator[Transaction | Finding]:
                               f"{t.first_offset} holds the last stable offset back by {t.lso_held_back} offsets "
                               f"(log end offset {history.leo}): read_committed consumers stop at {t.first_offset}"
                               " until it ends (hanging, if its producer is gone)")
-        yield from (f for f in verify_paths([pd.display]) if isinstance(f, Finding) and f.code.startswith("txnindex-"))
+        checked = Tally(progress)
+        yield from (f for f in verify_paths([pd.display], progress=checked if progress is not None else None)
+                    if isinstance(f, Finding) and f.code.startswith("txnindex-"))
+        if progress is not None:
+            checked.settle(total_bytes([pd.display]))  # the leftovers verify does not read (.deleted, .cleaned)
 
 
-__all__ = ["CommittedView", "checkpointed_offset", "committed_view", "high_watermark", "txns_paths"]
+def txns_bytes(paths: Iterable[str | Path]) -> int:
+    """What :func:`txns_paths` tells its ``progress`` in all (a progress bar's total): for each partition under
+    ``paths``, its segments twice (the replay's load and pass, :func:`kafkatool.producers.replay_partition`) and its
+    record files once more (``verify``'s read, for the ``.txnindex`` checks)."""
+    return sum(2 * segment_bytes(pd.files) + total_bytes([pd.display]) for pd in partition_dirs(paths))
+
+
+__all__ = ["CommittedView", "checkpointed_offset", "committed_view", "high_watermark", "txns_bytes", "txns_paths"]

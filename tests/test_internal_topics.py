@@ -18,7 +18,7 @@ import pytest
 from kafkatool import internal
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 
-from .conftest import corpus_root
+from .conftest import PROJECT_ROOT, corpus_root
 
 # --- partition-for --------------------------------------------------------------------------------
 
@@ -377,3 +377,67 @@ def test_cli_txn_state(tmp_path: Path) -> None:
     assert [r["code"] for r in rows if r["type"] == "finding"] == ["txn-state-undecodable"]
     text = _run("txn-state", str(tmp_path))
     assert "tx-a" in text.stdout and "CompleteCommit" in text.stdout and "Traceback" not in text.stderr
+
+
+# --- progress ------------------------------------------------------------------------------------------------
+
+
+def log_bytes(*dirs: Path) -> int:
+    return sum(p.stat().st_size for d in dirs for p in d.glob("*.log"))
+
+
+def test_offsets_progress_counts_every_segment_byte_it_reads() -> None:
+    """What a progress bar is told (``consumer_offsets(progress=...)``): the ``__consumer_offsets`` segments, and
+    with lag the loads of the data partitions of their log dir; a data partition no commit names is counted once
+    the commits are known, as skipped, so that the bar reaches the total it was given (``consumer_offsets_bytes``)."""
+    data = corpus_root() / "real/MashaKosher_Internship/c335121f/data"
+    offsets = sorted(data.glob("__consumer_offsets-*"))
+    others = [d for d in data.iterdir() if d.is_dir() and not d.name.startswith("__consumer_offsets-")]
+    assert len(offsets) == 50 and others
+    seen: list[int] = []
+    list(internal.consumer_offsets([data], with_lag=False, progress=seen.append))
+    assert seen and sum(seen) == log_bytes(*offsets) == internal.consumer_offsets_bytes([data], with_lag=False)
+    seen = []
+    items = list(internal.consumer_offsets([data], progress=seen.append))
+    assert sum(seen) == log_bytes(*offsets, *others) == internal.consumer_offsets_bytes([data])
+    assert any(isinstance(i, internal.CommittedOffset) and i.log_end_offset is not None for i in items)
+
+
+def test_txn_state_and_metadata_progress_count_every_byte_they_read() -> None:
+    """``transaction_states``: the ``__transaction_state`` segments. ``metadata_timeline``: what the controller
+    would replay, the latest snapshot and the log (not the older snapshots, not the other partitions of a log dir
+    named), so that the bar reaches its total (``transaction_states_bytes``, ``metadata_bytes``)."""
+    incident = PROJECT_ROOT / "fixtures" / "incident"
+    seen: list[int] = []
+    list(internal.transaction_states([incident], progress=seen.append))
+    assert seen and sum(seen) == log_bytes(incident / "__transaction_state-0") == \
+        internal.transaction_states_bytes([incident])
+    seen = []
+    list(internal.metadata_timeline([incident], progress=seen.append))
+    assert seen and sum(seen) == log_bytes(incident / "__cluster_metadata-0") == internal.metadata_bytes([incident])
+    meta = corpus_root() / "real/MashaKosher_Internship/c335121f/data/__cluster_metadata-0"
+    snapshots = sorted(meta.glob("*.checkpoint"))
+    assert len(snapshots) > 1
+    seen = []
+    list(internal.metadata_timeline([meta], progress=seen.append))
+    assert sum(seen) == snapshots[-1].stat().st_size + log_bytes(meta) == internal.metadata_bytes([meta])
+
+
+def test_progress_reaches_the_bars_total_on_every_corpus_dir() -> None:
+    """offsets (with and without lag), txn-state and metadata tell ``progress`` what their ``*_bytes`` functions
+    say, on every dir of the corpus and the fixtures (most hold none of these topics: 0 bytes, no bar)."""
+    roots = [p for top in ("kafka", "real") for p in sorted((corpus_root() / top).iterdir()) if p.is_dir()]
+    roots += [PROJECT_ROOT / "fixtures" / "incident", PROJECT_ROOT / "fixtures" / "logdir"]
+    runs = [(lambda p, pr: internal.consumer_offsets(p, progress=pr), internal.consumer_offsets_bytes),
+            (lambda p, pr: internal.consumer_offsets(p, with_lag=False, progress=pr),
+             lambda p: internal.consumer_offsets_bytes(p, with_lag=False)),
+            (lambda p, pr: internal.transaction_states(p, progress=pr), internal.transaction_states_bytes),
+            (lambda p, pr: internal.metadata_timeline(p, progress=pr), internal.metadata_bytes)]
+    counted = 0
+    for root in roots:
+        for k, (run, total) in enumerate(runs):
+            seen: list[int] = []
+            list(run([root], seen.append))
+            assert sum(seen) == total([root]), (k, root)
+            counted += sum(seen) > 0
+    assert counted >= 10

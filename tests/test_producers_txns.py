@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -234,3 +235,67 @@ def test_cli_usage_errors_and_help(tmp_path: Path) -> None:
         proc = kt(cmd, "-f", "xml", tmp_path)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert "Examples" in kt(cmd, "--help").stdout
+
+
+# --- progress -------------------------------------------------------------------------------------------------
+
+
+def log_bytes(*dirs: Path) -> int:
+    return sum(p.stat().st_size for d in dirs for p in d.rglob("*.log"))
+
+
+def crashed_in_its_first_segment(tmp_path: Path) -> Path:
+    """crc-flip/before (an unclean shutdown, no recovery point: every segment recovered) with a CRC flipped in
+    the first batch as well: recovery cuts the first segment at 0 and deletes the three after it."""
+    case = tmp_path / "crashed"
+    shutil.copytree(corpus_root() / "kafka" / "recovery" / "crc-flip" / "before", case)
+    for p in case.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    first = case / "rtopic-0" / "00000000000000000000.log"
+    data = bytearray(first.read_bytes())
+    data[70] ^= 0xFF  # in the first batch's records, after its 61-byte header: its CRC no longer matches
+    first.write_bytes(bytes(data))
+    return case
+
+
+def test_producers_and_txns_progress_counts_every_segment_byte_they_read(tmp_path: Path) -> None:
+    """What a progress bar is told (``producers_paths``/``txns_paths(progress=...)``): producers reads each segment
+    twice (the load, then the replay), txns a third time (verify, for the .txnindex checks); what the replay skips
+    after a cut (the tail of a segment, the segments recovery deletes) counts as it skips it, so that the bar reaches
+    the total it was given (``producers_bytes``/``txns_bytes``)."""
+    from kafkatool.loader import load_partition
+    from kafkatool.producers import producers_bytes, producers_paths
+    from kafkatool.txns import txns_bytes, txns_paths
+
+    crashed = crashed_in_its_first_segment(tmp_path)
+    loaded = load_partition(crashed / "rtopic-0")
+    assert [s.deleted for s in loaded.segments] == [False, True, True, True] and loaded.segments[0].valid_bytes == 0
+    cases = [txn_partition(), corpus_root() / "kafka" / "logdir", corpus_root() / "kafka" / "recovery" / "crc-flip" /
+             "before", crashed]
+    for case in cases:
+        seen: list[int] = []
+        list(producers_paths([case], progress=seen.append))
+        assert seen and sum(seen) == 2 * log_bytes(case) == producers_bytes([case]), case
+        seen = []
+        list(txns_paths([case], progress=seen.append))
+        assert sum(seen) == 3 * log_bytes(case) == txns_bytes([case]), case
+    # the replay alone (the load given): nothing to read before the cut at 0, the first segment counted when it is
+    # skipped, then the three segments recovery deletes
+    seen = []
+    replay_partition(crashed / "rtopic-0", loaded=loaded, progress=seen.append)
+    sizes = [s.size for s in loaded.segments]
+    assert seen == [sizes[0], sum(sizes[1:])]
+
+
+def test_progress_reaches_the_bars_total_on_every_corpus_dir() -> None:
+    """Leftovers, torn and zero-filled tails, legacy logs, real brokers' dirs: producers and txns tell ``progress``
+    what ``producers_bytes`` and ``txns_bytes`` say, no more, no less."""
+    from kafkatool.producers import producers_bytes, producers_paths
+    from kafkatool.txns import txns_bytes, txns_paths
+
+    roots = [p for top in ("kafka", "real") for p in sorted((corpus_root() / top).iterdir()) if p.is_dir()]
+    for root in roots:
+        for run, total in ((producers_paths, producers_bytes), (txns_paths, txns_bytes)):
+            seen: list[int] = []
+            list(run([root], progress=seen.append))
+            assert sum(seen) == total([root]), (run.__name__, root)

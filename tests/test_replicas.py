@@ -956,3 +956,71 @@ def test_the_epoch_rule_with_a_new_leader_that_has_written_nothing_yet(tmp_path:
     ep = truncate(leader, follower, rules=("epoch",))["epoch"]
     assert ep.truncate_to == shared == min(2 * len(common), follower_log[-1].last + 1), ep.steps
     assert all(s["leader_end_offset"] != -1 for s in ep.steps)  # the leader always answers
+
+
+# --- progress --------------------------------------------------------------------------------------------------
+
+
+def log_sizes(*dirs: Path) -> int:
+    return sum(p.stat().st_size for d in dirs for p in d.rglob("*.log"))
+
+
+def crashed_copies(tmp_path: Path) -> tuple[Path, Path]:
+    """Two replicas of crc-flip's partition (an unclean shutdown: every segment recovered): one as it is (cut in its
+    last segment), one with a CRC flipped in its first batch too (cut at 0, its three later segments deleted)."""
+    src = corpus_root() / "kafka" / "recovery" / "crc-flip" / "before"
+    a, b = shutil.copytree(src, tmp_path / "broker-a"), shutil.copytree(src, tmp_path / "broker-b")
+    for p in b.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    first = b / "rtopic-0" / "00000000000000000000.log"
+    data = bytearray(first.read_bytes())
+    data[70] ^= 0xFF  # in the first batch's records: its CRC no longer matches
+    first.write_bytes(bytes(data))
+    return a, b
+
+
+def test_progress_counts_every_segment_byte_replicas_truncation_and_epochs_read(tmp_path: Path) -> None:
+    """What a progress bar is told (``progress=``): replicas reads each replica's segments twice (its load, the
+    comparison), truncation both logs three times (the loads, the comparison, the discarded batches from the
+    truncation offset on: the segments before it, or all when nothing is discarded, counted as skipped), epochs
+    once (the load). A pass stopped by a cut counts the rest when it skips it, so that the bar reaches the total it
+    was given (``replicas_bytes``, ``truncation_bytes``, ``epochs_bytes``)."""
+    from kafkatool.replicas import epoch_history, epochs_bytes, replicas_bytes
+    from kafkatool.truncation import truncation_bytes
+
+    crashed = crashed_copies(tmp_path)
+    cases = [(CASES / c, CASES / c / "broker-2", CASES / c / "broker-1") for c in case_names()]
+    for d, leader, follower in [*cases, (tmp_path, *crashed), (tmp_path, *reversed(crashed))]:
+        for unclean in (False, True):  # (an election's look at the batches from an offset on is not counted)
+            seen: list[int] = []
+            list(inspect_replicas([d], unclean=unclean, progress=seen.append))
+            assert seen and sum(seen) == 2 * log_sizes(d) == replicas_bytes([d]), d
+        seen = []
+        list(epoch_history([d], progress=seen.append))
+        assert sum(seen) == log_sizes(d) == epochs_bytes([d]), d
+        seen = []
+        list(truncations(leader, follower, progress=seen.append))
+        assert sum(seen) == 3 * log_sizes(leader, follower) == truncation_bytes(leader, follower), d
+
+
+def test_progress_of_an_applied_truncation_counts_the_check_after_it(tmp_path: Path) -> None:
+    """``apply_truncations``: the reads of the plan, then the same reads again of the truncated follower (the check
+    that nothing is left to do); the bytes the truncation removed, and the whole check where nothing was applied,
+    counted as skipped: six passes of the logs as they were (``truncation_bytes(apply=True)``)."""
+    from kafkatool.truncation import apply_truncations, truncation_bytes
+
+    for case, applied in (("divergent", True), ("in-sync", False)):
+        run = tmp_path / case
+        for name in ("broker-1", "broker-2"):
+            shutil.copytree(CASES / case / name, run / name)
+        for p in run.rglob("*"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        leader, follower = run / "broker-2", run / "broker-1"
+        before, follower_before = log_sizes(leader, follower), log_sizes(follower)
+        assert truncation_bytes(leader, follower, apply=True) == 6 * before
+        seen: list[int] = []
+        items = list(apply_truncations(leader, follower, rule="epoch", backup_dir=tmp_path / f"{case}-bk",
+                                       progress=seen.append))
+        (result,) = [t for t in items if isinstance(t, Truncation)]
+        assert result.applied == applied and (log_sizes(follower) < follower_before) == applied, case
+        assert sum(seen) == 6 * before, case

@@ -9,13 +9,16 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import PROJECT_ROOT, corpus_root
 
 CASE = str(corpus_root() / "kafka" / "recovery" / "crc-flip" / "before")
 
 
-def on_a_terminal(*args: str, env: dict[str, str], stdout: object = None) -> bytes:
-    """What ``kafkatool ARGS`` writes to a terminal (stdout too, unless ``stdout`` is given)."""
+def on_a_terminal(*args: str, env: dict[str, str], stdout: object = None, code: int = 1) -> bytes:
+    """What ``kafkatool ARGS`` writes to a terminal (stdout too, unless ``stdout`` is given); it must exit ``code``
+    (1 by default: the CRC error of CASE)."""
     leader, follower = os.openpty()
     try:
         proc = subprocess.run([sys.executable, "-m", "kafkatool", *args], stdout=stdout or follower, stderr=follower,
@@ -33,7 +36,7 @@ def on_a_terminal(*args: str, env: dict[str, str], stdout: object = None) -> byt
             out += chunk
     finally:
         os.close(leader)
-    assert proc.returncode == 1  # the CRC error
+    assert proc.returncode == code, out
     return out
 
 
@@ -167,3 +170,36 @@ def test_repair_shows_progress_while_it_loads() -> None:
     assert b"repair \x1b[" in raw and b"kB" in raw
     shown = screen(raw)
     assert not [line for line in shown if "━" in line or "kB" in line], shown
+
+
+REPLICAS = corpus_root() / "kafka" / "replicas" / "divergent"
+REAL_DATA = corpus_root() / "real" / "MashaKosher_Internship" / "c335121f" / "data"
+INCIDENT = PROJECT_ROOT / "fixtures" / "incident"
+READING = [  # the commands that read whole partitions (or a metadata log), on input they exit on as shown
+    (["producers", CASE], 0),
+    (["txns", CASE], 1),
+    (["epochs", CASE], 1),
+    (["replicas", str(REPLICAS)], 1),
+    (["truncation", "--leader", str(REPLICAS / "broker-2"), "--follower", str(REPLICAS / "broker-1")], 1),
+    (["offsets", str(REAL_DATA)], 0),
+    (["txn-state", str(INCIDENT)], 0),
+    (["metadata", str(INCIDENT)], 0),
+]
+BYTES = re.compile(rb"[\d.]+/[\d.]+ (?:bytes|kB|MB)")  # the bar's DownloadColumn: read / total
+
+
+@pytest.mark.parametrize(("args", "code"), READING, ids=[args[0] for args, _code in READING])
+def test_reading_commands_show_progress_while_they_read(args: list[str], code: int, tmp_path) -> None:
+    """A byte bar on stderr while the command reads, gone at the end; stdout (a file here) exactly what it is
+    without a terminal, the exit code too: progress never goes to stdout and changes nothing."""
+    label = args[0].encode()
+    raw = on_a_terminal(*args, env={}, code=code)
+    assert label + b" \x1b[" in raw and BYTES.search(raw), raw[-2000:]
+    shown = screen(raw)
+    assert not [line for line in shown if "━" in line or BYTES.search(line.encode())], shown
+    with open(tmp_path / "out.txt", "w") as fh:
+        err = on_a_terminal(*args, env={}, stdout=fh, code=code)
+    assert label + b" \x1b[" in err and BYTES.search(err)
+    piped = subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=120)
+    assert piped.returncode == code and piped.stderr == ""
+    assert (tmp_path / "out.txt").read_text() == piped.stdout

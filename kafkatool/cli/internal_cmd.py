@@ -70,16 +70,17 @@ def offsets(
     Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
     """
     from ..errors import UsageError
-    from ..internal import CommittedOffset, GroupState, consumer_offsets
+    from ..internal import CommittedOffset, GroupState, consumer_offsets, consumer_offsets_bytes
     from .output import FORMATS, Output
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     wanted = set(group or ())
     out = Output(fmt)
-    items = consumer_offsets(paths, with_lag=lag)
-    out.emit_all(i for i in items
-                 if not wanted or not isinstance(i, CommittedOffset | GroupState) or i.group in wanted)
+    with out.progress(lambda: consumer_offsets_bytes(paths, with_lag=lag), "offsets") as advance:
+        items = consumer_offsets(paths, with_lag=lag, progress=advance)
+        out.emit_all(i for i in items
+                     if not wanted or not isinstance(i, CommittedOffset | GroupState) or i.group in wanted)
     return out.exit_code("warning")
 
 
@@ -132,15 +133,16 @@ def txn_state(
     Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
     """
     from ..errors import UsageError
-    from ..internal import TransactionLogEntry, transaction_states
+    from ..internal import TransactionLogEntry, transaction_states, transaction_states_bytes
     from .output import FORMATS, Output
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     wanted = set(transactional_id or ())
     out = Output(fmt)
-    out.emit_all(i for i in transaction_states(paths)
-                 if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
+    with out.progress(lambda: transaction_states_bytes(paths), "txn-state") as advance:
+        out.emit_all(i for i in transaction_states(paths, progress=advance)
+                     if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
     return out.exit_code("warning")
 
 
@@ -205,7 +207,14 @@ def metadata(
     Exit 0 ok, 1 findings (warning or worse; with --under-min-isr also any interval), 2 usage error, 3 I/O error.
     """
     from ..errors import UsageError
-    from ..internal import MetadataEvent, PartitionState, UnderMinIsr, metadata_timeline, read_min_insync_replicas
+    from ..internal import (
+        MetadataEvent,
+        PartitionState,
+        UnderMinIsr,
+        metadata_bytes,
+        metadata_timeline,
+        read_min_insync_replicas,
+    )
     from .output import FORMATS, Output
 
     if fmt not in FORMATS:
@@ -223,12 +232,14 @@ def metadata(
             return under_min_isr and (topic is None or i.topic == topic)
         return True
 
-    items = (i for i in metadata_timeline(paths, min_insync_replicas=min_insync_replicas) if keep(i))
-    if not under_min_isr:
-        out.emit_all(_heartbeats_counted(items) if fmt == "text" else items)
-        return out.exit_code("warning")
-    # Each interval is known when it ends: shown in order of the metadata log, then of partition.
-    found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
-                                         i.partition) if isinstance(i, UnderMinIsr) else (-1,))
-    out.emit_all(found)
+    with out.progress(lambda: metadata_bytes(paths), "metadata") as advance:
+        items = (i for i in metadata_timeline(paths, min_insync_replicas=min_insync_replicas, progress=advance)
+                 if keep(i))
+        if not under_min_isr:
+            out.emit_all(_heartbeats_counted(items) if fmt == "text" else items)
+            return out.exit_code("warning")
+        # Each interval is known when it ends: shown in order of the metadata log, then of partition.
+        found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
+                                             i.partition) if isinstance(i, UnderMinIsr) else (-1,))
+        out.emit_all(found)
     return out.exit_code("warning") or int(any(isinstance(i, UnderMinIsr) for i in found))

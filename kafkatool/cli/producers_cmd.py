@@ -41,9 +41,10 @@ def producers(paths: Paths, fmt: Format = "text") -> int:
     (what the broker rejects with OutOfOrderSequence), writes of fenced epochs, epoch bumps (info).
     Exit 0 when clean (info only), 1 on warnings or errors, 2 usage error, 3 I/O error.
     """
-    from ..producers import producers_paths
+    from ..producers import producers_bytes, producers_paths
 
-    return _run(fmt, producers_paths(paths))
+    return _run(fmt, "producers", lambda: producers_bytes(paths),
+                lambda advance: producers_paths(paths, progress=advance))
 
 
 def txns(paths: Paths, fmt: Format = "text") -> int:
@@ -54,17 +55,19 @@ def txns(paths: Paths, fmt: Format = "text") -> int:
     saying how far they hold back the last stable offset; the .txnindex checks are verify's.
     Exit 0 when clean, 1 on warnings or errors, 2 usage error, 3 I/O error.
     """
-    from ..txns import txns_paths
+    from ..txns import txns_bytes, txns_paths
 
-    return _run(fmt, txns_paths(paths))
+    return _run(fmt, "txns", lambda: txns_bytes(paths), lambda advance: txns_paths(paths, progress=advance))
 
 
-def _run(fmt: str, items) -> int:
+def _run(fmt: str, label: str, total, items) -> int:
+    """``items(progress)`` emitted, with a progress bar of ``total()`` bytes on a terminal."""
     from ..errors import UsageError
     from .output import FORMATS, Output
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     out = Output(fmt)
-    out.emit_all(items)
+    with out.progress(total, label) as advance:
+        out.emit_all(items(advance))
     return out.exit_code("warning")

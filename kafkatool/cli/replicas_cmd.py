@@ -94,13 +94,14 @@ def replicas(
     Exit 0 when the replicas agree (lagging is normal), 1 when two diverge, a log is damaged or a high
     watermark is beyond its log end, 2 usage error, 3 I/O error.
     """
-    from ..replicas import inspect_replicas
+    from ..replicas import inspect_replicas, replicas_bytes
 
     out = _output(fmt)
     if isr is not None:
         isr = [name for value in isr for name in value.split(",") if name]
-    out.emit_all(inspect_replicas(paths, isr=isr, topic=topic, partition=partition, unclean=unclean,
-                                  options=_options(max_decompressed, max_batch_bytes)))
+    with out.progress(lambda: replicas_bytes(paths, topic=topic, partition=partition), "replicas") as advance:
+        out.emit_all(inspect_replicas(paths, isr=isr, topic=topic, partition=partition, unclean=unclean,
+                                      options=_options(max_decompressed, max_batch_bytes), progress=advance))
     return out.exit_code("warning")
 
 
@@ -141,7 +142,7 @@ def truncation(
     it was refused, e.g. a damaged log), 2 usage error, 3 I/O error.
     """
     from ..errors import UsageError
-    from ..truncation import RULES, Truncation, apply_truncations, truncations
+    from ..truncation import RULES, Truncation, apply_truncations, truncation_bytes, truncations
 
     if rule not in (*RULES, "both"):
         raise UsageError("--rule must be one of epoch, hw, both")
@@ -149,17 +150,19 @@ def truncation(
         raise UsageError("--apply needs one rule: --rule epoch (the leader-epoch protocol) or --rule hw")
     out = _output(fmt)
     options = _options(max_decompressed, max_batch_bytes)
-    if apply:
-        items = apply_truncations(leader, follower, rule=rule, topic=topic, partition=partition, max_lost=max_lost,
-                                  options=options, backup_dir=backup_dir)
-    else:
-        items = truncations(leader, follower, rules=RULES if rule == "both" else (rule,), topic=topic,
-                            partition=partition, max_lost=max_lost, options=options)
     lossy = False
-    for item in items:
-        if isinstance(item, Truncation):
-            lossy = lossy or item.data_loss or item.keeps_divergence_from is not None
-        out.emit(item)
+    with out.progress(lambda: truncation_bytes(leader, follower, topic=topic, partition=partition, apply=apply),
+                      "truncation") as advance:
+        if apply:
+            items = apply_truncations(leader, follower, rule=rule, topic=topic, partition=partition,
+                                      max_lost=max_lost, options=options, backup_dir=backup_dir, progress=advance)
+        else:
+            items = truncations(leader, follower, rules=RULES if rule == "both" else (rule,), topic=topic,
+                                partition=partition, max_lost=max_lost, options=options, progress=advance)
+        for item in items:
+            if isinstance(item, Truncation):
+                lossy = lossy or item.data_loss or item.keeps_divergence_from is not None
+            out.emit(item)
     out.close()
     code = out.exit_code("error")
     return code if code or apply else int(lossy)
@@ -180,9 +183,10 @@ def epochs(
     entries beyond the log end), then the cache the broker would load. Exit 0 when they agree, 1 when
     they do not (or the log is damaged), 2 usage error, 3 I/O error.
     """
-    from ..replicas import epoch_history
+    from ..replicas import epoch_history, epochs_bytes
 
     out = _output(fmt)
-    out.emit_all(epoch_history(paths, topic=topic, partition=partition,
-                               options=_options(max_decompressed, max_batch_bytes)))
+    with out.progress(lambda: epochs_bytes(paths, topic=topic, partition=partition), "epochs") as advance:
+        out.emit_all(epoch_history(paths, topic=topic, partition=partition,
+                                   options=_options(max_decompressed, max_batch_bytes), progress=advance))
     return out.exit_code("warning")
