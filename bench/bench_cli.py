@@ -18,7 +18,8 @@ charge both sides for what an installed kafkatool pays alone.
 
     python bench/bench_cli.py [--repeat 20] [--partitions 2000] [--source DIR]
 
-``--source`` times another checkout's ``kafkatool/`` and ``formats/`` (a branch's base, say) in the same way.
+``--source`` times another checkout's ``kafkatool/``, ``formats/`` and console script (a branch's base, say) in
+the same way.
 """
 
 from __future__ import annotations
@@ -35,19 +36,20 @@ import sys
 import sysconfig
 import tempfile
 import time
+import tomllib
 import venv
 from pathlib import Path
 
 from kafkatool.build import RecordSpec, record_batch
 
 ROOT = Path(__file__).resolve().parents[1]
-# what pip writes as bin/kafkatool for [project.scripts] kafkatool = "kafkatool.cli.main:main"
+# what pip writes as bin/kafkatool for [project.scripts] kafkatool = "MODULE:FUNCTION"
 CONSOLE_SCRIPT = """import re
 import sys
-from kafkatool.cli.main import main
+from {module} import {function}
 if __name__ == "__main__":
     sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
-    sys.exit(main())
+    sys.exit({function}())
 """
 
 
@@ -65,7 +67,9 @@ def installed(source: Path, into: Path) -> tuple[list[str], list[str]]:
     # plain entries: the .pth files in this environment's site-packages (an editable finder) are not run
     (purelib / "kafkatool-bench.pth").write_text("".join(f"{d}\n" for d in [site_dir, *site.getsitepackages()]))
     script = env / "bin" / "kafkatool"
-    script.write_text(CONSOLE_SCRIPT)
+    entry = tomllib.loads((source / "pyproject.toml").read_text())["project"]["scripts"]["kafkatool"]
+    module, function = entry.split(":")
+    script.write_text(CONSOLE_SCRIPT.format(module=module, function=function))
     python = str(env / "bin" / "python")
     return [python], [python, str(script)]
 

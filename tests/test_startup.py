@@ -37,22 +37,29 @@ COMMAND_MODULES = ("delivery_cmd", "dump_cmd", "internal_cmd", "locate_cmd", "ov
                    "repair_cmd", "replicas_cmd", "spark_cmd", "verify_cmd")
 
 RUN = """
-import json, sys
+import gc, json, sys
 sys.argv = ["kafkatool", *json.loads(sys.argv[1])]
-from kafkatool.cli.main import main
+from kafkatool.cli import main  # the console script's entry point
 try:
     main()
 except SystemExit:
     pass
 sys.__stderr__.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+sys.__stderr__.write("GC " + json.dumps(gc.isenabled()) + "\\n")
 """
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> list[str]:
+    """What ``kafkatool ARGS`` wrote to stderr, once it has run to its end in a fresh interpreter, and after it
+    the modules loaded (``MODULES [...]``) and whether the cyclic garbage collector is on (``GC true``)."""
+    p = subprocess.run([sys.executable, "-c", RUN, json.dumps(args)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **(env or {})})
+    return p.stderr.splitlines()
 
 
 def imported_by(*args: str, env: dict[str, str] | None = None) -> set[str]:
     """The modules loaded once ``kafkatool ARGS`` has run to its end, in a fresh interpreter."""
-    p = subprocess.run([sys.executable, "-c", RUN, json.dumps(args)], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, **(env or {})})
-    line = next(x for x in p.stderr.splitlines() if x.startswith("MODULES "))
+    line = next(x for x in run(*args, env=env) if x.startswith("MODULES "))
     return set(json.loads(line.removeprefix("MODULES ")))
 
 
@@ -101,3 +108,10 @@ def test_option_values_are_converted_without_pydantic() -> None:
                            capture_output=True, text=True)
         assert p.returncode == 2 and message in p.stderr, p.stderr
     assert heavy(imported_by("verify", "--jobs", "2", "--max-findings", "3", SEGMENT), HEAVY) == []
+
+
+@pytest.mark.parametrize("args", [["--help"], ["verify", SEGMENT]])
+def test_the_collector_is_back_on_once_the_cli_is_imported(args: list[str]) -> None:
+    """The entry point turns the cyclic garbage collector off while it imports the CLI (whose objects all stay
+    alive), never for good."""
+    assert "GC true" in run(*args)
