@@ -66,6 +66,8 @@ _SEVERITY_OVERRIDES = {
 
 @dataclass(frozen=True, slots=True)
 class CheckOptions:
+    """How segments are checked: ``verify``'s options that reach each segment."""
+
     deep: bool = False                 # decompress and decode every record
     index_interval_bytes: int = 4096   # index.interval.bytes of the topic (Kafka's default)
     now_ms: int | None = None          # "now" for future timestamps; None: the wall clock
@@ -117,6 +119,8 @@ class SegmentTask:
 
 @dataclass
 class IndexVerdict:
+    """How good one ``.index`` or ``.timeindex`` of the segment is (the table's index column)."""
+
     status: str                  # exact | usable | broken | missing | empty
     entries: int = 0
     slots: int = 0               # entry slots in the file (more than entries: preallocated, untrimmed)

@@ -61,12 +61,16 @@ _SHORT = {
 
 @dataclass(frozen=True, slots=True)
 class VerifyOptions:
+    """``verify``'s options: how each segment is checked, and in how many processes."""
+
     check: CheckOptions = field(default_factory=CheckOptions)
     jobs: int = 1
 
 
 @dataclass
 class PartitionSummary:
+    """One partition's row of the table: what it holds, where the broker would start and end it, and its findings."""
+
     path: str
     topic: str | None
     partition: int | None
@@ -102,6 +106,8 @@ class PartitionSummary:
 
 @dataclass
 class VerifySummary:
+    """The last line: everything looked at, and the findings by severity."""
+
     partitions: int = 0
     files: int = 0
     bytes: int = 0
@@ -251,6 +257,8 @@ def _verify_file(path: Path, display: str, options: VerifyOptions, runner: _Runn
 
 @dataclass
 class _Files:
+    """A partition dir's files by role: segments by base offset, snapshots, checkpoints, the rest."""
+
     logs: dict[int, tuple[Path, str]] = field(default_factory=dict)
     by_kind: dict[tuple[int, FileKind], str] = field(default_factory=dict)
     snapshots: dict[int, tuple[Path, str]] = field(default_factory=dict)

@@ -54,6 +54,8 @@ def partition_of(dirname: str) -> tuple[str, int] | None:
 
 @dataclass(frozen=True, slots=True)
 class FoundFile:
+    """A file to read: named on the command line, or found in a log dir or partition dir."""
+
     path: Path
     display: str          # the path as given or found (joined onto what the user typed)
     kind: FileKind
@@ -91,6 +93,8 @@ Unit = LogDir | PartitionDir | FoundFile | Finding
 
 @dataclass
 class _Listing:
+    """One directory's entries, by kind, in name order."""
+
     path: Path
     display: str
     files: list[tuple[Path, str]] = field(default_factory=list)
