@@ -63,8 +63,7 @@ class Trailing:
         return {"type": "trailing", "position": self.position, "bytes": self.bytes}
 
 
-@dataclass(frozen=True, slots=True)
-class FileStart:
+class FileStart(NamedTuple):
     """Separator emitted before each file's lines when several files are dumped in one run."""
 
     path: str

@@ -64,8 +64,7 @@ _SEVERITY_OVERRIDES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class CheckOptions:
+class CheckOptions(NamedTuple):
     """How segments are checked: ``verify``'s options that reach each segment."""
 
     deep: bool = False                 # decompress and decode every record
@@ -73,7 +72,7 @@ class CheckOptions:
     now_ms: int | None = None          # "now" for future timestamps; None: the wall clock
     future_tolerance_ms: int = 24 * 3600 * 1000
     max_findings_per_code: int = 100   # per file; the rest are counted in one summary finding
-    scan: ScanOptions = field(default_factory=ScanOptions)
+    scan: ScanOptions = ScanOptions()
 
 
 Opener = Callable[[str], BinaryIO]
@@ -103,8 +102,7 @@ def _preader(fh) -> Callable[[int, int], bytes] | None:
     return lambda size, position: os.pread(fd, size, position)
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentTask:
+class SegmentTask(NamedTuple):
     """The files of one segment (paths as strings: picklable, and shown as given)."""
 
     base_offset: int

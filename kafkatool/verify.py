@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
@@ -59,11 +59,10 @@ _SHORT = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class VerifyOptions:
+class VerifyOptions(NamedTuple):
     """``verify``'s options: how each segment is checked, and in how many processes."""
 
-    check: CheckOptions = field(default_factory=CheckOptions)
+    check: CheckOptions = CheckOptions()
     jobs: int = 1
 
 

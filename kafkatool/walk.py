@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, sort_key
@@ -52,8 +53,7 @@ def partition_of(dirname: str) -> tuple[str, int] | None:
     return (m["topic"], int(m["partition"])) if m else None
 
 
-@dataclass(frozen=True, slots=True)
-class FoundFile:
+class FoundFile(NamedTuple):
     """A file to read: named on the command line, or found in a log dir or partition dir."""
 
     path: Path
@@ -62,8 +62,7 @@ class FoundFile:
     explicit: bool        # named on the command line (not found by walking a directory)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionDir:
+class PartitionDir(NamedTuple):
     """A partition dir (or, with ``topic`` None, a dir of a log dir that is no partition: the broker ignores it)."""
 
     path: Path
