@@ -168,8 +168,7 @@ def verify_paths(
     yield total
 
 
-@dataclass
-class _FileCount:
+class _FileCount(NamedTuple):
     """Files looked at (and, for record files named alone, their bytes and batches) for the total summary."""
 
     n: int
