@@ -11,7 +11,8 @@ charge both sides for what an installed kafkatool pays alone.
 
 - start-up: ``kafkatool --help`` and ``kafkatool verify`` of one small segment, whole processes, each run
   ``--repeat`` times interleaved with ``python -c pass``; min and median (the machine is shared: min is the
-  figure), as ratios to ``python -c pass`` in the same run (the issue asks for at most 3x);
+  figure), as ratios to ``python -c pass`` in the same run (the issue asks for at most 3x; importing typer alone
+  costs about 3x);
 - table: a log dir of ``--partitions`` small partitions; ``verify`` as text (findings, then the table) against
   ``verify --format jsonl``, whole processes, and the table rendering alone against ``json.dumps`` of the same
   rows.
@@ -87,7 +88,7 @@ def timed(cmd: list[str], cwd: Path) -> float:
 
 
 def runs(cmds: dict[str, list[str]], repeat: int, cwd: Path) -> dict[str, list[float]]:
-    """min and median of each command; in ``cwd``, where no kafkatool/ shadows the installed one."""
+    """Each command's times, ``repeat`` runs interleaved, in ``cwd`` (where no kafkatool/ shadows the installed one)."""
     times: dict[str, list[float]] = {name: [] for name in cmds}
     for _ in range(repeat):  # interleaved: a load spike hits every command alike
         for name, cmd in cmds.items():
@@ -104,8 +105,8 @@ def startup(tmp: Path, python: list[str], kafkatool: list[str], repeat: int) -> 
     base = min(times["python -c pass"])
     print(f"start-up, {repeat} runs each (whole processes, kafkatool as installed from a wheel, bytecode compiled)")
     for name, ts in times.items():
-        print(f"  {name:26} min {min(ts) * 1000:6.0f} ms  median {statistics.median(ts) * 1000:6.0f} ms  "
-              f"min/min(python -c pass) {min(ts) / base:4.1f}x")
+        print(f"  {name:26} min {min(ts) * 1000:6.1f} ms  median {statistics.median(ts) * 1000:6.1f} ms  "
+              f"min/min(python -c pass) {min(ts) / base:4.2f}x")
 
 
 def table(tmp: Path, kafkatool: list[str], partitions: int, repeat: int) -> None:
