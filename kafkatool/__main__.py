@@ -1,5 +1,5 @@
 """``python -m kafkatool`` is the ``kafkatool`` command."""
 
-from .cli.main import main
+from .cli import main
 
 main()

@@ -5,7 +5,6 @@ The one library function behind ``kafkatool dump``; it yields values and never p
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -145,6 +144,8 @@ def decode(decoder: str, r: Record) -> Record | DecodedRecord:
     """``r`` decoded by ``decoder``; control records stay as they are (they are the markers, not data)."""
     if r.control_type is not None:
         return r
+    import json
+
     from .internal import decode_record
 
     fields, error = decode_record(decoder, r.key, r.value)

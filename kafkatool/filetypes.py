@@ -10,9 +10,9 @@ content has the inner type.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 
 class FileKind(StrEnum):
@@ -74,8 +74,7 @@ _KIND_ORDER = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class FileInfo:
+class FileInfo(NamedTuple):
     """A classified file name."""
 
     kind: FileKind

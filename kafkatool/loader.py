@@ -503,7 +503,7 @@ def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> i
     """``LogSegment.readNextOffset``: after the last whole batch, or the base offset."""
     end = base
     for item in segment_items(path, display, options):
-        if isinstance(item, tuple):
+        if not isinstance(item, Finding):  # (batch, control bytes)
             end = item[0].last_offset + 1
     return end
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind
@@ -34,8 +34,7 @@ BACKUP_PREFIX = "kafkatool-backup-"
 """kafkatool's own backups (``repair --apply``, ``truncation --apply``) are named so, beside the log dirs."""
 
 
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(NamedTuple):
     """One offset checkpoint file of the log dir: its entries in file order, the offset per (topic, partition)
     (a later line wins, as ``CheckpointFile`` reading into a map), and what was wrong reading it."""
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 Severity = Literal["info", "warning", "error"]
@@ -31,8 +30,7 @@ def render_bytes(data: bytes | None, mode: str) -> str | None:
     return data.decode("utf-8", "backslashreplace")
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """Something wrong (or noteworthy) in a file: where, how bad, and why, in one line."""
 
     severity: Severity
@@ -52,8 +50,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Trailing:
+class Trailing(NamedTuple):
     """Bytes at the end of a record file that do not form a whole batch."""
 
     position: int
@@ -63,8 +60,7 @@ class Trailing:
         return {"type": "trailing", "position": self.position, "bytes": self.bytes}
 
 
-@dataclass(frozen=True, slots=True)
-class FileStart:
+class FileStart(NamedTuple):
     """Separator emitted before each file's lines when several files are dumped in one run."""
 
     path: str

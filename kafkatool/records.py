@@ -22,7 +22,6 @@ import struct
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import repeat
 from typing import BinaryIO, NamedTuple
 
@@ -67,8 +66,7 @@ _END_TXN_MARKER = struct.Struct(">hi")
 # layout's numbers here, and tests/test_records_formats.py ties the structs and field decoding to Construct.
 assert (LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, ATTRIBUTES_OFFSET) == (12, 61, 21)
 
-@dataclass(frozen=True, slots=True)
-class ScanOptions:
+class ScanOptions(NamedTuple):
     """Knobs of a scan. ``max_decompressed`` caps one batch's decompressed size (bomb guard)."""
 
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED

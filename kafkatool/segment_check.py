@@ -65,14 +65,15 @@ _SEVERITY_OVERRIDES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class CheckOptions:
+class CheckOptions(NamedTuple):
+    """How segments are checked: ``verify``'s options that reach each segment."""
+
     deep: bool = False                 # decompress and decode every record
     index_interval_bytes: int = 4096   # index.interval.bytes of the topic (Kafka's default)
     now_ms: int | None = None          # "now" for future timestamps; None: the wall clock
     future_tolerance_ms: int = 24 * 3600 * 1000
     max_findings_per_code: int = 100   # per file; the rest are counted in one summary finding
-    scan: ScanOptions = field(default_factory=ScanOptions)
+    scan: ScanOptions = ScanOptions()
 
 
 Opener = Callable[[str], BinaryIO]
@@ -102,8 +103,7 @@ def _preader(fh) -> Callable[[int, int], bytes] | None:
     return lambda size, position: os.pread(fd, size, position)
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentTask:
+class SegmentTask(NamedTuple):
     """The files of one segment (paths as strings: picklable, and shown as given)."""
 
     base_offset: int
@@ -118,6 +118,8 @@ class SegmentTask:
 
 @dataclass
 class IndexVerdict:
+    """How good one ``.index`` or ``.timeindex`` of the segment is (the table's index column)."""
+
     status: str                  # exact | usable | broken | missing | empty
     entries: int = 0
     slots: int = 0               # entry slots in the file (more than entries: preallocated, untrimmed)

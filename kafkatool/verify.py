@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
@@ -59,14 +59,17 @@ _SHORT = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class VerifyOptions:
-    check: CheckOptions = field(default_factory=CheckOptions)
+class VerifyOptions(NamedTuple):
+    """``verify``'s options: how each segment is checked, and in how many processes."""
+
+    check: CheckOptions = CheckOptions()
     jobs: int = 1
 
 
 @dataclass
 class PartitionSummary:
+    """One partition's row of the table: what it holds, where the broker would start and end it, and its findings."""
+
     path: str
     topic: str | None
     partition: int | None
@@ -102,6 +105,8 @@ class PartitionSummary:
 
 @dataclass
 class VerifySummary:
+    """The last line: everything looked at, and the findings by severity."""
+
     partitions: int = 0
     files: int = 0
     bytes: int = 0
@@ -163,8 +168,7 @@ def verify_paths(
     yield total
 
 
-@dataclass
-class _FileCount:
+class _FileCount(NamedTuple):
     """Files looked at (and, for record files named alone, their bytes and batches) for the total summary."""
 
     n: int
@@ -251,6 +255,8 @@ def _verify_file(path: Path, display: str, options: VerifyOptions, runner: _Runn
 
 @dataclass
 class _Files:
+    """A partition dir's files by role: segments by base offset, snapshots, checkpoints, the rest."""
+
     logs: dict[int, tuple[Path, str]] = field(default_factory=dict)
     by_kind: dict[tuple[int, FileKind], str] = field(default_factory=dict)
     snapshots: dict[int, tuple[Path, str]] = field(default_factory=dict)

@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, sort_key
@@ -52,16 +53,16 @@ def partition_of(dirname: str) -> tuple[str, int] | None:
     return (m["topic"], int(m["partition"])) if m else None
 
 
-@dataclass(frozen=True, slots=True)
-class FoundFile:
+class FoundFile(NamedTuple):
+    """A file to read: named on the command line, or found in a log dir or partition dir."""
+
     path: Path
     display: str          # the path as given or found (joined onto what the user typed)
     kind: FileKind
     explicit: bool        # named on the command line (not found by walking a directory)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionDir:
+class PartitionDir(NamedTuple):
     """A partition dir (or, with ``topic`` None, a dir of a log dir that is no partition: the broker ignores it)."""
 
     path: Path
@@ -91,6 +92,8 @@ Unit = LogDir | PartitionDir | FoundFile | Finding
 
 @dataclass
 class _Listing:
+    """One directory's entries, by kind, in name order."""
+
     path: Path
     display: str
     files: list[tuple[Path, str]] = field(default_factory=list)

@@ -5,7 +5,7 @@ alone); ``verify``, ``dump`` and ``dump --records`` of one segment need the read
 converts option values through it), the help renderer's markdown and syntax highlighting, the compression codecs
 of an uncompressed segment, Spark or Arrow; nor rich when the output is no terminal, nor Construct (the reader's
 numbers are in ``formats/constants.py``), nor the loader and small-file readers of a whole partition; and with
-the native core, not crc32c either (whose import brings ``importlib.metadata``).
+the native core, not crc32c either (whose import brings ``importlib.metadata``); and json only for jsonl.
 The timings are in ``bench/bench_cli.py`` (ratios against ``python -c pass`` taken in the same run).
 """
 
@@ -28,31 +28,41 @@ SEGMENT = str(corpus_root() / "kafka" / "recovery" / "crc-flip" / "before" / "rt
 HEAVY = ("pydantic", "pydantic_core", "markdown_it", "pygments", "rich.markdown", "rich.syntax", "pyarrow",
          "pyspark", "numpy", "zstandard", "lz4", "cramjam")
 # ``--help`` reads nothing: no readers, no output layer, no rich at all.
-HELP_HEAVY = (*HEAVY, "rich", "construct", "crc32c", "kafkatool.records", "kafkatool.cli.output")
+HELP_HEAVY = (*HEAVY, "rich", "construct", "crc32c", "json", "kafkatool.records", "kafkatool.cli.output")
 # One segment, its output piped: what a partition, a terminal or the pure-Python reader would need.
 SEGMENT_HEAVY = (*HEAVY, "rich", "construct", "kafkatool.loader", "kafkatool.smallfiles", "kafkatool.logwriter",
                  "kafkatool.locate", "kafkatool.replicas", "kafkatool.codecs")
 NATIVE_HEAVY = ("crc32c", "importlib.metadata")  # the native core checks the CRCs
+TEXT_HEAVY = ("json",)  # text output writes JSON only for a value it has no line for
 COMMAND_MODULES = ("delivery_cmd", "dump_cmd", "internal_cmd", "locate_cmd", "overview_cmd", "producers_cmd",
                    "repair_cmd", "replicas_cmd", "spark_cmd", "verify_cmd")
 
 RUN = """
-import json, sys
-sys.argv = ["kafkatool", *json.loads(sys.argv[1])]
-from kafkatool.cli.main import main
+import sys
+sys.argv = ["kafkatool", *sys.argv[1:]]
+from kafkatool.cli import main  # the console script's entry point
 try:
     main()
 except SystemExit:
     pass
-sys.__stderr__.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+modules = sorted(sys.modules)  # before this script's own imports
+import gc, json
+sys.__stderr__.write("\\nMODULES " + json.dumps(modules) + "\\n")
+sys.__stderr__.write("GC " + json.dumps(gc.isenabled()) + "\\n")
 """
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> list[str]:
+    """What ``kafkatool ARGS`` wrote to stderr, once it has run to its end in a fresh interpreter, and after it
+    the modules loaded (``MODULES [...]``) and whether the cyclic garbage collector is on (``GC true``)."""
+    p = subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **(env or {})})
+    return p.stderr.splitlines()
 
 
 def imported_by(*args: str, env: dict[str, str] | None = None) -> set[str]:
     """The modules loaded once ``kafkatool ARGS`` has run to its end, in a fresh interpreter."""
-    p = subprocess.run([sys.executable, "-c", RUN, json.dumps(args)], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, **(env or {})})
-    line = next(x for x in p.stderr.splitlines() if x.startswith("MODULES "))
+    line = next(x for x in run(*args, env=env) if x.startswith("MODULES "))
     return set(json.loads(line.removeprefix("MODULES ")))
 
 
@@ -83,6 +93,8 @@ def test_one_segment_imports_nothing_heavy(args: list[str]) -> None:
     assert heavy(modules, SEGMENT_HEAVY) == []
     if args[0] == "verify":
         assert "kafkatool.dump" not in modules
+    if "jsonl" not in args:
+        assert heavy(modules, TEXT_HEAVY) == []
     if native.available() is not None:
         assert heavy(modules, NATIVE_HEAVY) == []
 
@@ -103,3 +115,10 @@ def test_option_values_are_converted_without_pydantic() -> None:
                            capture_output=True, text=True)
         assert p.returncode == 2 and message in p.stderr, p.stderr
     assert heavy(imported_by("verify", "--jobs", "2", "--max-findings", "3", SEGMENT), HEAVY) == []
+
+
+@pytest.mark.parametrize("args", [["--help"], ["verify", SEGMENT]])
+def test_the_collector_is_back_on_once_the_cli_is_imported(args: list[str]) -> None:
+    """The entry point turns the cyclic garbage collector off while it imports the CLI (whose objects all stay
+    alive), never for good."""
+    assert "GC true" in run(*args)

@@ -217,6 +217,7 @@ def main() -> None:
     # in this run's collections nor in the one the interpreter makes at exit (~15 ms with typer loaded), which
     # also skips what the command leaves: the process exits next and the OS takes the memory back.
     gc.freeze()
+    gc.enable()  # kafkatool.cli.main() turned it off while this module was imported
     try:
         app(prog_name="kafkatool")
     finally:

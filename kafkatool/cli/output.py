@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import json
 import os
 import re
 import sys
@@ -114,6 +113,13 @@ def escape(text: str) -> str:
     return text + "\\" if text.endswith("\\") and not text.endswith("\\\\") else text
 
 
+def _json(d: dict[str, Any]) -> str:
+    """``json.dumps(d)``; json is imported on first use (~1 ms of a run's start), as text output seldom needs it."""
+    import json
+
+    return json.dumps(d)
+
+
 def _text_bytes(data: bytes) -> str:
     """For people: a quoted string when the bytes are UTF-8, else ``0x<hex>``."""
     try:
@@ -169,7 +175,7 @@ class Output:
         if d.get("type") == "record" and self.values != "base64" and not (self.fmt == "text" and self.values == "text"):
             d = self._revalue(d)
         if self.fmt == "jsonl":
-            self._out.write(json.dumps(d) + "\n")
+            self._out.write(_json(d) + "\n")
         elif self.fmt == "dump-log":
             self._dump_log(d)
         else:
@@ -248,7 +254,7 @@ class Output:
             self.err.print(_finding(self, d), highlight=False)
             return
         else:
-            line = json.dumps(d)
+            line = _json(d)
         if t == "file":
             self.current_file = d["path"]
         self._out.write(line + "\n")
@@ -275,7 +281,7 @@ class Output:
         if self.plain and (t == "batch" or (t == "record" and "decoded" not in d)):
             self._out.write(render(self, d) + "\n")  # type: ignore[misc]
         elif render is None:
-            self._print(escape(json.dumps(d)))
+            self._print(escape(_json(d)))
         else:
             self._print(render(self, d))
 
@@ -792,7 +798,7 @@ def _partition(o: Output, d: dict[str, Any]) -> str:
         return _repair_partition(o, d)
     if "isr_hw" in d:
         return _replicas_partition(o, d)
-    return escape(json.dumps(d))
+    return escape(_json(d))
 
 
 def _runs(side: dict[str, Any]) -> str:

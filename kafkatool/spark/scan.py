@@ -380,7 +380,7 @@ __all__ = ["ProgressCallback", "ScanResult", "scan_paths", "session", "stderr_li
 if __name__ == "__main__":  # spark-submit .../kafkatool/spark/scan.py PATH... --out DIR --master ''
     import sys
 
-    from kafkatool.cli.main import main
+    from kafkatool.cli import main
 
     sys.argv = ["kafkatool", "spark", "scan", *sys.argv[1:]]
     main()
