@@ -7,7 +7,7 @@ Every value has ``as_dict()`` returning exactly the JSON-lines shape of the corp
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -194,9 +194,10 @@ class RecordRun(NamedTuple):
             yield batch
             yield from decode_records(batch, raw(i), "")[0]
 
-    def render(self, fmt: str, values: str, fallback: tuple) -> bytes:
-        """The lines ``dump`` prints for the run (``fmt`` text or jsonl), UTF-8; see ``WindowColumns.render``."""
-        return self.columns.render(self.lo, self.hi, fmt, values, fallback)
+    def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object]) -> None:
+        """The lines ``dump`` prints for the run (``fmt`` text or jsonl), given to ``write`` as UTF-8 bytes in pieces
+        of whole lines; see ``WindowColumns.render``."""
+        self.columns.render(self.lo, self.hi, fmt, values, fallback, write)
 
 
 class Stretch(NamedTuple):

@@ -655,3 +655,26 @@ def tapped_load(part: Path, options: CheckOptions) -> tuple:
     for log in sorted(part.glob("*.log")):
         check_segment(SegmentTask(0, str(log)), options, tap=load.tap(str(log)))
     return load_essence(load.finish())
+def test_columns_render_in_pieces_of_whole_lines(core) -> None:
+    """A run whose lines are many times the renderer's piece (64 KiB): every piece handed to ``write`` is
+    whole lines (text holding non-ASCII decodes piece by piece), and the pieces together are what the
+    per-record path prints, in every format and --values mode."""
+    from kafkatool.cli.output import _RENDER_FALLBACK
+    from kafkatool.model import RecordRun
+
+    ts = 1_700_000_000_123
+    odd = [b"it's", "zoë ☃ 𝄞".encode(), b"\xff\xfe bad \xc3", b"tab\there\n\x7f\x00", b"x" * 3000, b""]
+    records = [RecordSpec(k, v, ts + i, (("h\xe9", v),))
+               for i, (k, v) in enumerate(zip(odd, reversed(odd), strict=True))]
+    data = b"".join(record_batch(n * len(records), records, producer_id=n) for n in range(400))
+    options = ScanOptions(window=len(data))
+    for fmt, values in RENDER_MODES:
+        with native.using(None):
+            pure = dumped(data, options, fmt, values)
+        with native.using(core):
+            runs = list(scan(io.BytesIO(data), "seg.log", decoded=True, options=options))
+        assert [item.__class__ for item in runs] == [RecordRun], (fmt, values)
+        pieces: list[bytes] = []
+        runs[0].render(fmt, values, _RENDER_FALLBACK, pieces.append)
+        assert len(pieces) > 3 and all(p.endswith(b"\n") for p in pieces), (fmt, values)
+        assert "".join(p.decode() for p in pieces) == pure, (fmt, values)

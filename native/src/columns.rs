@@ -657,10 +657,12 @@ mod py {
             at(hi).saturating_sub(at(lo))
         }
 
-        /// Batches `lo..hi` and their records rendered as `dump` prints them (UTF-8 bytes): `fmt` "text" or "jsonl",
+        /// Batches `lo..hi` and their records rendered as `dump` prints them, handed to `write` as UTF-8
+        /// bytes in pieces of whole lines (about 64 KiB each, see `render::CHUNK`): `fmt` "text" or "jsonl",
         /// `values` "base64" | "text" | "hex" | "none"; `fallback` is `(text_bytes, key_repr, iso)`,
         /// Python's rendering of the rare cases (see `render.rs`).
-        #[pyo3(signature = (lo, hi, fmt, values, fallback))]
+        #[pyo3(signature = (lo, hi, fmt, values, fallback, write))]
+        #[allow(clippy::too_many_arguments)]
         fn render<'py>(
             &self,
             py: Python<'py>,
@@ -669,7 +671,8 @@ mod py {
             fmt: &str,
             values: &str,
             fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
-        ) -> PyResult<Bound<'py, PyBytes>> {
+            write: Bound<'py, PyAny>,
+        ) -> PyResult<()> {
             crate::guarded(|| {
                 let values = match values {
                     "base64" => Values::Base64,
@@ -680,9 +683,9 @@ mod py {
                 };
                 let (text_bytes, key_repr, iso) = fallback;
                 let mut fb = PyFallback { text_bytes, key_repr, iso };
-                let mut out = String::with_capacity(self.cols.data.len() * 2);
-                render::render(&self.cols, lo, hi, fmt == "jsonl", values, &mut fb, &mut out)?;
-                Ok(PyBytes::new(py, out.as_bytes()))
+                let mut out = String::with_capacity(render::CHUNK + 4096);
+                let mut write = |lines: &str| write.call1((PyBytes::new(py, lines.as_bytes()),)).map(drop);
+                render::render(&self.cols, lo, hi, fmt == "jsonl", values, &mut fb, &mut out, &mut write)
             })
         }
 

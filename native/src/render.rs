@@ -30,7 +30,15 @@ pub trait Fallback {
     fn iso(&mut self, ts: i64) -> Result<String, Self::Error>;
 }
 
-/// Render batches `lo..hi` of `cols` (and each one's records) as text (`json == false`) or JSON lines.
+/// How many bytes of lines [`render`] gathers before handing them on: a buffer that stays in the caches
+/// and is reused. One buffer for a whole window's lines (tens of MB of JSON for small batches) cost more
+/// in page faults and copies than the rendering itself.
+pub const CHUNK: usize = 64 * 1024;
+
+/// Render batches `lo..hi` of `cols` (and each one's records) as text (`json == false`) or JSON lines,
+/// handing them to `write` in pieces of whole lines, each of about [`CHUNK`] bytes (the last one shorter,
+/// and none when there is nothing to write). `out` is the buffer the lines gather in (empty on return).
+#[allow(clippy::too_many_arguments)]
 pub fn render<F: Fallback>(
     cols: &WindowColumns,
     lo: usize,
@@ -39,6 +47,7 @@ pub fn render<F: Fallback>(
     values: Values,
     fb: &mut F,
     out: &mut String,
+    write: &mut impl FnMut(&str) -> Result<(), F::Error>,
 ) -> Result<(), F::Error> {
     for i in lo..hi.min(cols.batches.len()) {
         if json {
@@ -47,12 +56,24 @@ pub fn render<F: Fallback>(
             text_batch(cols, i, fb, out)?;
         }
         for j in cols.record_range(i) {
+            if out.len() >= CHUNK {
+                write(out)?;
+                out.clear();
+            }
             if json {
                 json_record(cols, j, values, out);
             } else {
                 text_record(cols, j, values, fb, out)?;
             }
         }
+        if out.len() >= CHUNK {
+            write(out)?;
+            out.clear();
+        }
+    }
+    if !out.is_empty() {
+        write(out)?;
+        out.clear();
     }
     Ok(())
 }
