@@ -395,22 +395,30 @@ fn text_batch<F: Fallback>(cols: &WindowColumns, i: usize, fb: &mut F, out: &mut
     Ok(())
 }
 
-/// `repr()` of a str made of printable ASCII (the caller checked), as Python quotes it.
-fn ascii_repr(s: &[u8], out: &mut String) {
-    let quote = if s.contains(&b'\'') && !s.contains(&b'"') { '"' } else { '\'' };
+/// `repr()` of a str made of printable ASCII (see [`printable_ascii`]), as Python quotes it: the runs
+/// between the characters it escapes are copied whole.
+fn ascii_repr(s: &str, out: &mut String) {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     out.push(quote);
-    for &b in s {
-        let c = char::from(b);
-        if c == '\\' || c == quote {
-            out.push('\\');
-        }
-        out.push(c);
+    let mut rest = s;
+    while let Some(at) = rest.find(['\\', quote]) {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        out.push('\\');
+        out.push_str(rest.get(at..=at).unwrap_or_default());
+        rest = rest.get(at + 1..).unwrap_or_default();
     }
+    out.push_str(rest);
     out.push(quote);
 }
 
-fn printable_ascii(s: &[u8]) -> bool {
-    s.iter().all(|b| (0x20..0x7f).contains(b))
+/// `s` as a str when it is all printable ASCII (what [`ascii_repr`] renders as Python would).
+fn printable_ascii(s: &[u8]) -> Option<&str> {
+    // every byte tested, no early exit: the loop vectorizes (values are often kilobytes)
+    if s.iter().fold(true, |all, b| all & (0x20..0x7f).contains(b)) {
+        std::str::from_utf8(s).ok()
+    } else {
+        None
+    }
 }
 
 fn text_value<F: Fallback>(v: Option<&[u8]>, values: Values, fb: &mut F, out: &mut String) -> Result<(), F::Error> {
@@ -419,8 +427,10 @@ fn text_value<F: Fallback>(v: Option<&[u8]>, values: Values, fb: &mut F, out: &m
         return Ok(());
     };
     match values {
-        Values::Text if printable_ascii(v) => ascii_repr(v, out),
-        Values::Text => out.push_str(&fb.text_bytes(v)?),
+        Values::Text => match printable_ascii(v) {
+            Some(text) => ascii_repr(text, out),
+            None => out.push_str(&fb.text_bytes(v)?),
+        },
         Values::Hex => hex(v, out),
         Values::Base64 => base64(v, out),
         Values::None => out.push_str("null"),
@@ -455,10 +465,9 @@ fn text_record<F: Fallback>(
                 out.push_str(", ");
             }
             let key = cols.slice(r.header_keys.get(k).copied()).unwrap_or_default();
-            if printable_ascii(key) {
-                ascii_repr(key, out);
-            } else {
-                out.push_str(&fb.key_repr(key)?);
+            match printable_ascii(key) {
+                Some(text) => ascii_repr(text, out),
+                None => out.push_str(&fb.key_repr(key)?),
             }
             out.push('=');
             let v: Option<Slice> = r.header_values.get(k).copied().flatten();
@@ -484,8 +493,11 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_675), (2023, 11, 14));
         let mut s = String::new();
-        ascii_repr(b"it's", &mut s);
-        ascii_repr(b"a\\'\"", &mut s);
-        assert_eq!(s, "\"it's\"'a\\\\\\'\"'");
+        for text in [r#"it's"#, r#"a\'""#, r#""#, r#"\"#, r#"''"#, r#"x\y\\z"#, r#"\'"#] {
+            ascii_repr(text, &mut s);
+        }
+        assert_eq!(s, r#""it's"'a\\\'"''''\\'"''"'x\\y\\\\z'"\\'""#); // Python's repr() of each
+        assert_eq!(printable_ascii(b"a b~"), Some("a b~"));
+        assert!([&b"tab\t"[..], b"\x7f", "\u{e9}".as_bytes()].iter().all(|s| printable_ascii(s).is_none()));
     }
 }
