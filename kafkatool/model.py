@@ -171,7 +171,7 @@ class RecordRun(NamedTuple):
     """Whole v2 batches in a row with their records decoded natively into columns (no Python object per
     batch or record): what ``scan(decoded=True)`` yields for them with the native core.
 
-    ``columns`` is a ``kafkatool._native.WindowColumns`` (one reader window; see ``native/src/columns.rs``
+    ``columns`` is a ``kafkatool._native.WindowColumns`` (a piece of a reader window; see ``native/src/columns.rs``
     for its layout and Rust API), ``lo:hi`` the batches of this run in it. Every batch of a run was decoded
     without a finding; compressed and control batches, and any the native decoder declines, come as
     :class:`RawBatch` instead (Python decodes them, with its findings).

@@ -1,5 +1,7 @@
-//! The records of many v2 batches (a reader's window) decoded into one set of columns, with no Python
-//! object per batch or per record: the bulk paths (`dump --records`, `verify --deep`, Spark) consume them.
+//! The records of many v2 batches (a reader's window, or a piece of one: `scan(decoded=True)` asks for
+//! `kafkatool.records.DECODE_PIECE` bytes of batches per call) decoded into one set of columns, with no
+//! Python object per batch or per record: the bulk paths (`dump --records`, `verify --deep`, Spark)
+//! consume them.
 //!
 //! # Rust API (for other consumers, e.g. Arrow buffers)
 //!
