@@ -7,7 +7,7 @@ Every value has ``as_dict()`` returning exactly the JSON-lines shape of the corp
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal, NamedTuple
 
 Severity = Literal["info", "warning", "error"]
@@ -167,7 +167,7 @@ class RecordRun(NamedTuple):
     """Whole v2 batches in a row with their records decoded natively into columns (no Python object per
     batch or record): what ``scan(decoded=True)`` yields for them with the native core.
 
-    ``columns`` is a ``kafkatool._native.WindowColumns`` (one reader window; see ``native/src/columns.rs``
+    ``columns`` is a ``kafkatool._native.WindowColumns`` (a piece of a reader window; see ``native/src/columns.rs``
     for its layout and Rust API), ``lo:hi`` the batches of this run in it. Every batch of a run was decoded
     without a finding; compressed and control batches, and any the native decoder declines, come as
     :class:`RawBatch` instead (Python decodes them, with its findings).
@@ -190,9 +190,10 @@ class RecordRun(NamedTuple):
             yield batch
             yield from decode_records(batch, raw(i), "")[0]
 
-    def render(self, fmt: str, values: str, fallback: tuple) -> bytes:
-        """The lines ``dump`` prints for the run (``fmt`` text or jsonl), UTF-8; see ``WindowColumns.render``."""
-        return self.columns.render(self.lo, self.hi, fmt, values, fallback)
+    def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object]) -> None:
+        """The lines ``dump`` prints for the run (``fmt`` text or jsonl), given to ``write`` as UTF-8 bytes in pieces
+        of whole lines; see ``WindowColumns.render``."""
+        self.columns.render(self.lo, self.hi, fmt, values, fallback, write)
 
 
 class Stretch(NamedTuple):

@@ -495,6 +495,64 @@ def test_columns_render_and_check_like_the_per_record_path_on_mutations(core) ->
     assert not differ, f"columns and per-record path differ on mutation cases {differ}"
 
 
+def test_columns_render_in_pieces_of_whole_lines(core, monkeypatch) -> None:
+    """A run whose lines are many times the renderer's piece (64 KiB): every piece handed to ``write`` is
+    whole lines (text holding non-ASCII decodes piece by piece), and the pieces together are what the
+    per-record path prints, in every format and --values mode."""
+    from kafkatool import records as reader
+    from kafkatool.cli.output import _RENDER_FALLBACK
+    from kafkatool.model import RecordRun
+
+    ts = 1_700_000_000_123
+    odd = [b"it's", "zoë ☃ 𝄞".encode(), b"\xff\xfe bad \xc3", b"tab\there\n\x7f\x00", b"x" * 3000, b""]
+    records = [RecordSpec(k, v, ts + i, (("h\xe9", v),))
+               for i, (k, v) in enumerate(zip(odd, reversed(odd), strict=True))]
+    data = b"".join(record_batch(n * len(records), records, producer_id=n) for n in range(400))
+    options = ScanOptions(window=len(data))
+    monkeypatch.setattr(reader, "DECODE_PIECE", len(data))  # the whole segment in one run
+    for fmt, values in RENDER_MODES:
+        with native.using(None):
+            pure = dumped(data, options, fmt, values)
+        with native.using(core):
+            runs = list(scan(io.BytesIO(data), "seg.log", decoded=True, options=options))
+        assert [item.__class__ for item in runs] == [RecordRun], (fmt, values)
+        pieces: list[bytes] = []
+        runs[0].render(fmt, values, _RENDER_FALLBACK, pieces.append)
+        assert len(pieces) > 3 and all(p.endswith(b"\n") for p in pieces), (fmt, values)
+        assert "".join(p.decode() for p in pieces) == pure, (fmt, values)
+
+
+def test_columns_decoded_in_pieces_of_any_size(core, monkeypatch) -> None:
+    """Whatever the bytes decoded per call (``records.DECODE_PIECE``: one batch per call, a few, the default), the
+    seeds (compressed, control and legacy batches among them), the rendering seeds and their mutations print the
+    same lines, with the same findings, as the per-record path."""
+    from kafkatool import records as reader
+    from kafkatool.model import RecordRun
+
+    seed_list = seeds() + render_seeds()
+    cases = [(seed, RENDER_MODES[i % len(RENDER_MODES)]) for i, seed in enumerate(seed_list)]
+    for case in range(400):
+        rng = random.Random(case)
+        cases.append((mutate(seed_list[case % len(seed_list)], rng, case // len(seed_list)),
+                      RENDER_MODES[case % len(RENDER_MODES)]))
+    options = ScanOptions(window=4096)
+    differ = []
+    for piece in (1, 200, reader.DECODE_PIECE):
+        monkeypatch.setattr(reader, "DECODE_PIECE", piece)
+        if piece == 1:  # a call per batch: each (uncompressed) batch its own RecordRun, none left to Python
+            with native.using(core):
+                runs = [item for seed in render_seeds() for item in scan(io.BytesIO(seed), "seg.log", decoded=True)]
+            assert all(item.__class__ is RecordRun and item.hi - item.lo == 1 for item in runs)
+        for n, (data, (fmt, values)) in enumerate(cases):
+            with native.using(None):
+                pure = dumped(data, options, fmt, values)
+            with native.using(core):
+                fast = dumped(data, options, fmt, values)
+            if pure != fast:
+                differ.append((piece, n))
+    assert not differ, f"columns and per-record path differ (piece size, case): {differ[:10]}"
+
+
 # -- verify through stretches (native) against batch by batch (pure) ------------------------------------
 
 def verified(paths: list[Path], options) -> str:
@@ -655,3 +713,4 @@ def tapped_load(part: Path, options: CheckOptions) -> tuple:
     for log in sorted(part.glob("*.log")):
         check_segment(SegmentTask(0, str(log)), options, tap=load.tap(str(log)))
     return load_essence(load.finish())
+

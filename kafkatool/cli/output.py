@@ -186,13 +186,14 @@ class Output:
         if self.fmt == "jsonl" or (self.fmt == "text" and self.plain):
             if self.fmt == "text":
                 self._flush_table()
-            lines = run.render(self.fmt, self.values, _RENDER_FALLBACK)
             binary = getattr(self._out, "buffer", None)
             if binary is None:
-                self._out.write(lines.decode())
+                def write(lines: bytes) -> None:
+                    self._out.write(lines.decode())
             else:  # the UTF-8 bytes as they are, after whatever the text layer holds
                 self._out.flush()
-                binary.write(lines)
+                write = binary.write
+            run.render(self.fmt, self.values, _RENDER_FALLBACK, write)
         else:
             for item in run.items():
                 self.emit(item)

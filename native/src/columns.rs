@@ -1,11 +1,14 @@
-//! The records of many v2 batches (a reader's window) decoded into one set of columns, with no Python
-//! object per batch or per record: the bulk paths (`dump --records`, `verify --deep`, Spark) consume them.
+//! The records of many v2 batches (a reader's window, or a piece of one: `scan(decoded=True)` asks for
+//! `kafkatool.records.DECODE_PIECE` bytes of batches per call) decoded into one set of columns, with no
+//! Python object per batch or per record: the bulk paths (`dump --records`, `verify --deep`, Spark)
+//! consume them.
 //!
 //! # Rust API (for other consumers, e.g. Arrow buffers)
 //!
 //! [`decode_window`]`(buf, p, base, limit, max_batch)` walks the whole v2 batches of `buf` from `p` on,
 //! exactly as [`crate::frame::scan_v2`] does (same stops, same CRC verdicts), and returns
-//! `(next_p, stop, WindowColumns)`. In [`WindowColumns`]:
+//! `(next_p, stop, WindowColumns)` ([`decode_window_until`] stops as [`crate::frame::scan_v2_until`] does,
+//! a piece of the window at a time). In [`WindowColumns`]:
 //!
 //! - `data` is a copy of `buf[origin..next_p]`, every slice below is relative to it;
 //! - per batch `i`: `batches[i]` (its [`Entry`], `start` relative to `data`), `decoded[i]`, and its
@@ -245,10 +248,24 @@ pub fn decode_window_with(
     max_batch: i64,
     decode: Decode,
 ) -> (usize, frame::Stop, WindowColumns) {
+    decode_window_until(buf, p, usize::MAX, base, limit, max_batch, decode)
+}
+
+/// [`decode_window_with`] stopping as [`frame::scan_v2_until`] does at a whole batch beginning at or after
+/// offset `until` of `buf`: a caller bounds the columns (and the memory) of one call with it.
+pub fn decode_window_until(
+    buf: &[u8],
+    p: usize,
+    until: usize,
+    base: i64,
+    limit: i64,
+    max_batch: i64,
+    decode: Decode,
+) -> (usize, frame::Stop, WindowColumns) {
     let mut cols = WindowColumns::default();
-    // Room for as many batches as the window can hold, reserved once: growing by doubling copied the entries
-    // several times per window; pages never touched cost nothing.
-    let most = buf.len().saturating_sub(p) / RECORD_BATCH_OVERHEAD + 1;
+    // Room for as many batches as the window (up to `until`) can hold, reserved once: growing by doubling copied
+    // the entries several times per window; pages never touched cost nothing.
+    let most = buf.len().min(until).saturating_sub(p) / RECORD_BATCH_OVERHEAD + 1;
     cols.batches.reserve(most);
     cols.decoded.reserve(most);
     cols.record_starts.reserve(most + 1);
@@ -258,7 +275,7 @@ pub fn decode_window_with(
     let mut decompressed: Vec<u8> = Vec::new(); // the records sections of compressed batches, back to back
     // the records and headers decoded from there: (first record, first header) and (end record, end header)
     let mut in_decompressed: Vec<((usize, usize), (usize, usize))> = Vec::new();
-    let (next, stop) = frame::scan_v2(buf, p, base, limit, max_batch, |e, bytes| {
+    let (next, stop) = frame::scan_v2_until(buf, p, until, base, limit, max_batch, |e, bytes| {
         let h = &e.header;
         let codec = h.attributes & 0x07;
         let ok = match decode {
@@ -522,7 +539,7 @@ mod py {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyTuple};
 
-    use super::{decode_window_with, Decode, OffsetIndex, WindowColumns};
+    use super::{decode_window_until, Decode, OffsetIndex, WindowColumns};
     use crate::render::{self, Fallback, Values};
 
     /// The columns of one window (`kafkatool.records.RecordRun` holds one with a batch range).
@@ -657,10 +674,12 @@ mod py {
             at(hi).saturating_sub(at(lo))
         }
 
-        /// Batches `lo..hi` and their records rendered as `dump` prints them (UTF-8 bytes): `fmt` "text" or "jsonl",
+        /// Batches `lo..hi` and their records rendered as `dump` prints them, handed to `write` as UTF-8
+        /// bytes in pieces of whole lines (about 64 KiB each, see `render::CHUNK`): `fmt` "text" or "jsonl",
         /// `values` "base64" | "text" | "hex" | "none"; `fallback` is `(text_bytes, key_repr, iso)`,
         /// Python's rendering of the rare cases (see `render.rs`).
-        #[pyo3(signature = (lo, hi, fmt, values, fallback))]
+        #[pyo3(signature = (lo, hi, fmt, values, fallback, write))]
+        #[allow(clippy::too_many_arguments)]
         fn render<'py>(
             &self,
             py: Python<'py>,
@@ -669,7 +688,8 @@ mod py {
             fmt: &str,
             values: &str,
             fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
-        ) -> PyResult<Bound<'py, PyBytes>> {
+            write: Bound<'py, PyAny>,
+        ) -> PyResult<()> {
             crate::guarded(|| {
                 let values = match values {
                     "base64" => Values::Base64,
@@ -680,9 +700,9 @@ mod py {
                 };
                 let (text_bytes, key_repr, iso) = fallback;
                 let mut fb = PyFallback { text_bytes, key_repr, iso };
-                let mut out = String::with_capacity(self.cols.data.len() * 2);
-                render::render(&self.cols, lo, hi, fmt == "jsonl", values, &mut fb, &mut out)?;
-                Ok(PyBytes::new(py, out.as_bytes()))
+                let mut out = String::with_capacity(render::CHUNK + 4096);
+                let mut sink = |lines: &str| write.call1((PyBytes::new(py, lines.as_bytes()),)).map(drop);
+                render::render(&self.cols, lo, hi, fmt == "jsonl", values, &mut fb, &mut out, &mut sink)
             })
         }
 
@@ -725,9 +745,11 @@ mod py {
     }
 
     /// `(p, stop, columns)`: the whole v2 batches of `window` from `p` on and (with `decode`) their records as
-    /// [`PyWindowColumns`]; `p` and `stop` as `scan_batches` returns them.
+    /// [`PyWindowColumns`]; `p` and `stop` as `scan_batches` returns them, and with a `budget`, stop 3 at a whole
+    /// batch beginning `budget` bytes or more after `p` (the caller goes on from there with another call; at
+    /// least one batch is taken, whatever the budget).
     #[pyfunction]
-    #[pyo3(signature = (window, p, base, limit, max_batch, decode=true, max_decompressed=0))]
+    #[pyo3(signature = (window, p, base, limit, max_batch, decode=true, max_decompressed=0, budget=None))]
     #[allow(clippy::too_many_arguments)]
     fn decode_window_columns<'py>(
         py: Python<'py>,
@@ -738,6 +760,7 @@ mod py {
         max_batch: i64,
         decode: bool,
         max_decompressed: usize,
+        budget: Option<usize>,
     ) -> PyResult<(usize, u8, Bound<'py, PyWindowColumns>)> {
         crate::guarded(|| {
             crate::with_bytes(window, |buf| {
@@ -746,7 +769,8 @@ mod py {
                     (true, 0) => Decode::Uncompressed,
                     (true, limit) => Decode::Compressed(limit),
                 };
-                let (next, stop, cols) = decode_window_with(buf, p, base, limit, max_batch, decode);
+                let until = budget.map_or(usize::MAX, |b| p.saturating_add(b.max(1)));
+                let (next, stop, cols) = decode_window_until(buf, p, until, base, limit, max_batch, decode);
                 Ok((next, stop as u8, Bound::new(py, PyWindowColumns { cols })?))
             })
         })

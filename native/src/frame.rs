@@ -63,6 +63,9 @@ pub enum Stop {
     Limit = 1,
     /// The last entry visited has a bad CRC; the caller reports it and may continue at the stop offset.
     CrcMismatch = 2,
+    /// ([`scan_v2_until`] only) The entry at the stop offset is a whole v2 batch beginning at or after
+    /// `until`: the caller goes on from there with another call.
+    Until = 3,
 }
 
 fn be_i16(b: &[u8], at: usize) -> Option<i16> {
@@ -134,7 +137,22 @@ fn whole_v2(buf: &[u8], at: usize, max_batch: i64) -> Option<(usize, V2Header)> 
 /// entries declaring more than `max_batch` bytes are left to the caller (it reports them).
 pub fn scan_v2(
     buf: &[u8],
+    p: usize,
+    base: i64,
+    limit: i64,
+    max_batch: i64,
+    visit: impl FnMut(&Entry, &[u8]),
+) -> (usize, Stop) {
+    scan_v2_until(buf, p, usize::MAX, base, limit, max_batch, visit)
+}
+
+/// [`scan_v2`] that also stops, with [`Stop::Until`], at a whole v2 batch beginning at or after offset
+/// `until` of `buf` (the other stops first: a caller that goes on after `Until` always finds a batch):
+/// a caller bounds the work (and the memory) of one call with it.
+pub fn scan_v2_until(
+    buf: &[u8],
     mut p: usize,
+    until: usize,
     base: i64,
     limit: i64,
     max_batch: i64,
@@ -149,6 +167,9 @@ pub fn scan_v2(
         };
         if position >= limit {
             return (p, Stop::Limit);
+        }
+        if p >= until {
+            return (p, Stop::Until);
         }
         let Some(bytes) = buf.get(p..p + total) else {
             return (p, Stop::General); // not reached: whole_v2 checked total <= avail
@@ -234,6 +255,24 @@ mod tests {
             (seen.len(), seen[0].1, p, stop),
             (1, false, n, Stop::CrcMismatch)
         );
+    }
+
+    #[test]
+    fn until_stops_at_a_whole_batch_after_the_other_stops() {
+        let mut buf = batch(0, b"abc", 1);
+        let one = buf.len();
+        buf.extend(batch(1, b"", 1));
+        buf.extend(batch(2, b"", 1));
+        let mut seen = 0;
+        // `until` inside the second batch: the walk stops at the third, where a next call goes on
+        assert_eq!(scan_v2_until(&buf, 0, one + 1, 0, i64::MAX, i64::MAX, |_, _| seen += 1), (2 * one - 3, Stop::Until));
+        assert_eq!(seen, 2);
+        assert_eq!(scan_v2_until(&buf, 2 * one - 3, 0, 0, i64::MAX, i64::MAX, |_, _| {}), (2 * one - 3, Stop::Until));
+        // the end of the buffer, the limit and a bad CRC come first
+        assert_eq!(scan_v2_until(&buf, 0, buf.len(), 0, i64::MAX, i64::MAX, |_, _| {}), (buf.len(), Stop::General));
+        assert_eq!(scan_v2_until(&buf, 0, one, 0, one as i64, i64::MAX, |_, _| {}), (one, Stop::Limit));
+        buf[one - 1] ^= 1;
+        assert_eq!(scan_v2_until(&buf, 0, 1, 0, i64::MAX, i64::MAX, |_, _| {}), (one, Stop::CrcMismatch));
     }
 
     #[test]

@@ -30,7 +30,15 @@ pub trait Fallback {
     fn iso(&mut self, ts: i64) -> Result<String, Self::Error>;
 }
 
-/// Render batches `lo..hi` of `cols` (and each one's records) as text (`json == false`) or JSON lines.
+/// How many bytes of lines [`render`] gathers before handing them on: a buffer that stays in the caches
+/// and is reused. One buffer for a whole window's lines (tens of MB of JSON for small batches) cost more
+/// in page faults and copies than the rendering itself.
+pub const CHUNK: usize = 64 * 1024;
+
+/// Render batches `lo..hi` of `cols` (and each one's records) as text (`json == false`) or JSON lines,
+/// handing them to `write` in pieces of whole lines, each of about [`CHUNK`] bytes (the last one shorter,
+/// and none when there is nothing to write). `out` is the buffer the lines gather in (empty on return).
+#[allow(clippy::too_many_arguments)]
 pub fn render<F: Fallback>(
     cols: &WindowColumns,
     lo: usize,
@@ -39,6 +47,7 @@ pub fn render<F: Fallback>(
     values: Values,
     fb: &mut F,
     out: &mut String,
+    write: &mut impl FnMut(&str) -> Result<(), F::Error>,
 ) -> Result<(), F::Error> {
     for i in lo..hi.min(cols.batches.len()) {
         if json {
@@ -47,12 +56,24 @@ pub fn render<F: Fallback>(
             text_batch(cols, i, fb, out)?;
         }
         for j in cols.record_range(i) {
+            if out.len() >= CHUNK {
+                write(out)?;
+                out.clear();
+            }
             if json {
                 json_record(cols, j, values, out);
             } else {
                 text_record(cols, j, values, fb, out)?;
             }
         }
+        if out.len() >= CHUNK {
+            write(out)?;
+            out.clear();
+        }
+    }
+    if !out.is_empty() {
+        write(out)?;
+        out.clear();
     }
     Ok(())
 }
@@ -230,12 +251,30 @@ fn json_chars(s: &str, out: &mut String) {
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+fn b64_byte(v: u32) -> u8 {
+    B64.get((v & 63) as usize).copied().unwrap_or(b'=')
+}
+
 fn b64_char(v: u32) -> char {
-    char::from(B64.get((v & 63) as usize).copied().unwrap_or(b'='))
+    char::from(b64_byte(v))
 }
 
 fn base64(data: &[u8], out: &mut String) {
-    let mut chunks = data.chunks_exact(3);
+    // 192 bytes at a time into 256 characters on the stack, pushed as one str (a push per character
+    // was most of the JSON of kilobyte values)
+    let mut blocks = data.chunks_exact(192);
+    for block in &mut blocks {
+        let mut text = [0u8; 256];
+        for (c, quad) in block.chunks_exact(3).zip(text.chunks_exact_mut(4)) {
+            if let ([a, b, d], [w, x, y, z]) = (c, quad) {
+                let n = u32::from(*a) << 16 | u32::from(*b) << 8 | u32::from(*d);
+                (*w, *x, *y, *z) = (b64_byte(n >> 18), b64_byte(n >> 12), b64_byte(n >> 6), b64_byte(n));
+            }
+        }
+        out.push_str(std::str::from_utf8(&text).unwrap_or_default());
+    }
+    let rest = blocks.remainder();
+    let mut chunks = rest.chunks_exact(3);
     for c in &mut chunks {
         if let [a, b, d] = c {
             let n = u32::from(*a) << 16 | u32::from(*b) << 8 | u32::from(*d);
@@ -374,22 +413,30 @@ fn text_batch<F: Fallback>(cols: &WindowColumns, i: usize, fb: &mut F, out: &mut
     Ok(())
 }
 
-/// `repr()` of a str made of printable ASCII (the caller checked), as Python quotes it.
-fn ascii_repr(s: &[u8], out: &mut String) {
-    let quote = if s.contains(&b'\'') && !s.contains(&b'"') { '"' } else { '\'' };
+/// `repr()` of a str made of printable ASCII (see [`printable_ascii`]), as Python quotes it: the runs
+/// between the characters it escapes are copied whole.
+fn ascii_repr(s: &str, out: &mut String) {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     out.push(quote);
-    for &b in s {
-        let c = char::from(b);
-        if c == '\\' || c == quote {
-            out.push('\\');
-        }
-        out.push(c);
+    let mut rest = s;
+    while let Some(at) = rest.find(['\\', quote]) {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        out.push('\\');
+        out.push_str(rest.get(at..=at).unwrap_or_default());
+        rest = rest.get(at + 1..).unwrap_or_default();
     }
+    out.push_str(rest);
     out.push(quote);
 }
 
-fn printable_ascii(s: &[u8]) -> bool {
-    s.iter().all(|b| (0x20..0x7f).contains(b))
+/// `s` as a str when it is all printable ASCII (what [`ascii_repr`] renders as Python would).
+fn printable_ascii(s: &[u8]) -> Option<&str> {
+    // every byte tested, no early exit: the loop vectorizes (values are often kilobytes)
+    if s.iter().fold(true, |all, b| all & (0x20..0x7f).contains(b)) {
+        std::str::from_utf8(s).ok()
+    } else {
+        None
+    }
 }
 
 fn text_value<F: Fallback>(v: Option<&[u8]>, values: Values, fb: &mut F, out: &mut String) -> Result<(), F::Error> {
@@ -398,8 +445,10 @@ fn text_value<F: Fallback>(v: Option<&[u8]>, values: Values, fb: &mut F, out: &m
         return Ok(());
     };
     match values {
-        Values::Text if printable_ascii(v) => ascii_repr(v, out),
-        Values::Text => out.push_str(&fb.text_bytes(v)?),
+        Values::Text => match printable_ascii(v) {
+            Some(text) => ascii_repr(text, out),
+            None => out.push_str(&fb.text_bytes(v)?),
+        },
         Values::Hex => hex(v, out),
         Values::Base64 => base64(v, out),
         Values::None => out.push_str("null"),
@@ -434,10 +483,9 @@ fn text_record<F: Fallback>(
                 out.push_str(", ");
             }
             let key = cols.slice(r.header_keys.get(k).copied()).unwrap_or_default();
-            if printable_ascii(key) {
-                ascii_repr(key, out);
-            } else {
-                out.push_str(&fb.key_repr(key)?);
+            match printable_ascii(key) {
+                Some(text) => ascii_repr(text, out),
+                None => out.push_str(&fb.key_repr(key)?),
             }
             out.push('=');
             let v: Option<Slice> = r.header_values.get(k).copied().flatten();
@@ -460,11 +508,28 @@ mod tests {
             s.push(' ');
         }
         assert_eq!(s, " Zg== Zm8= Zm9v Zm9vYg== Zm9vYmE= Zm9vYmFy ");
+        // across the 192-byte blocks: every length up to three blocks, against the one-by-one encoding
+        let data: Vec<u8> = (0..=255u8).cycle().step_by(7).take(600).collect();
+        for n in 0..=data.len() {
+            let (mut fast, mut slow) = (String::new(), String::new());
+            base64(&data[..n], &mut fast);
+            for c in data[..n].chunks(3) {
+                let k = c.iter().fold(0u32, |k, b| k << 8 | u32::from(*b)) << (8 * (3 - c.len()));
+                for i in 0..=c.len() {
+                    slow.push(b64_char(k >> (18 - 6 * i)));
+                }
+                slow.push_str(&"=="[..3 - c.len()]);
+            }
+            assert_eq!(fast, slow, "{n} bytes");
+        }
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_675), (2023, 11, 14));
         let mut s = String::new();
-        ascii_repr(b"it's", &mut s);
-        ascii_repr(b"a\\'\"", &mut s);
-        assert_eq!(s, "\"it's\"'a\\\\\\'\"'");
+        for text in [r#"it's"#, r#"a\'""#, r#""#, r#"\"#, r#"''"#, r#"x\y\\z"#, r#"\'"#] {
+            ascii_repr(text, &mut s);
+        }
+        assert_eq!(s, r#""it's"'a\\\'"''''\\'"''"'x\\y\\\\z'"\\'""#); // Python's repr() of each
+        assert_eq!(printable_ascii(b"a b~"), Some("a b~"));
+        assert!([&b"tab\t"[..], b"\x7f", "\u{e9}".as_bytes()].iter().all(|s| printable_ascii(s).is_none()));
     }
 }
