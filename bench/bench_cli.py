@@ -100,6 +100,7 @@ def startup(tmp: Path, python: list[str], kafkatool: list[str], repeat: int) -> 
     one_partition(tmp / "one-0", 0)
     segment = str(tmp / "one-0" / "00000000000000000000.log")
     times = runs({"python -c pass": [*python, "-c", "pass"],
+                  "python -c 'import typer'": [*python, "-c", "import typer"],  # the CLI framework alone
                   "kafkatool --help": [*kafkatool, "--help"],
                   "kafkatool verify SEGMENT": [*kafkatool, "verify", segment]}, repeat, tmp)
     base = min(times["python -c pass"])
