@@ -205,6 +205,11 @@ class _Runner:
                 self.progress(report.size if task.log else 0)
             yield report
 
+    def skipped(self, paths: Iterable[Path]) -> None:
+        """Tell the progress bar the record files of ``paths`` that are not read (it counts every record file)."""
+        if self.progress is not None:
+            self.progress(sum(file_size(p) for p in paths if classify(p).kind.holds_records))
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
@@ -340,6 +345,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
                            "partition dir renamed for deletion (topic deleted or replica moved); the broker "
                            "deletes it; not checked further"))
         summary.bytes = sum(file_size(p) for p, _ in part.files)
+        runner.skipped(path for path, _ in part.files)
         yield summary
         return
     if part.state in ("future", "stray"):
@@ -358,6 +364,8 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
         info = classify(path)
         if suffix == ".swap" and info.kind is FileKind.LOG:
             swap_tasks.append(SegmentTask(info.base_offset or 0, display, standalone=True))
+        else:
+            runner.skipped([path])  # named, not read
     for report in runner.run(swap_tasks):
         for f in report.findings:
             yield emit(f)
@@ -740,6 +748,9 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> 
             yield Finding("info", "unknown-file", d, None, "not a file the broker writes in a log dir")
         elif info.leftover is not None:
             yield Finding("info", "leftover-tmp", d, None, "an interrupted checkpoint write; the broker ignores it")
+        elif info.kind is FileKind.KRAFT_SNAPSHOT:  # bootstrap.checkpoint: the metadata a KRaft node is formatted with
+            for report in runner.run([SegmentTask(0, d, standalone=True)]):
+                yield from report.findings
 
     present: set[tuple[str, int]] = set()
     for part in logdir.partitions:

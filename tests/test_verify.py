@@ -459,3 +459,30 @@ def test_a_record_file_named_alone_counts_in_the_total() -> None:
     findings, parts, total = run(log)
     assert parts == [] and (total.files, total.bytes, total.batches) == (1, log.stat().st_size, 6)
     assert [(f.code, f.position) for f in findings] == [("crc-mismatch", 347)]
+
+
+def test_progress_is_told_every_record_byte_a_bar_counts() -> None:
+    """What ``verify``'s progress bar is told adds up to what it was sized with (``walk.total_bytes``) on the whole
+    corpus and the fixtures: files read, and the leftovers and pending-delete dirs it names without reading."""
+    from kafkatool.walk import total_bytes
+
+    for root in (corpus_root() / "kafka", corpus_root() / "real", FIXTURES):
+        seen: list[int] = []
+        list(verify_paths([root], OPTIONS, progress=seen.append))
+        assert sum(seen) == total_bytes([root]), root
+
+
+def test_a_damaged_bootstrap_checkpoint_is_found(tmp_path: Path) -> None:
+    """``bootstrap.checkpoint`` (the metadata a KRaft node is formatted with, a snapshot-format record file in the
+    log dir) is checked like the partition dirs' KRaft snapshots."""
+    src = next(corpus_root().rglob("bootstrap.checkpoint")).parent
+    logdir = tmp_path / "logdir"
+    shutil.copytree(src, logdir)
+    clean, _, _ = run(logdir)
+    data = bytearray((logdir / "bootstrap.checkpoint").read_bytes())
+    data[-1] ^= 0xFF  # the last byte of the snapshot footer (a control batch): covered by its CRC
+    (logdir / "bootstrap.checkpoint").write_bytes(bytes(data))
+    damaged, _, _ = run(logdir)
+    new = [f for f in damaged if f not in clean]
+    assert {os.path.basename(f.path) for f in new} == {"bootstrap.checkpoint"}, new
+    assert "crc-mismatch" in {f.code for f in new}, new
