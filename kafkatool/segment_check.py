@@ -441,6 +441,8 @@ def _check_log(
     n_ti = len(time_entries)
     next_toff = time_entries[0][1] if n_ti else _NEVER
     next_event = next_toff  # min(next_toff, pending_exact)
+    time_stamps, time_offsets = _time_columns(time_entries)  # for the native core
+    time_in_native = len(time_offsets) == 8 * n_ti  # else a stretch stops at every time-index entry, as at the others
     time_usable = True
     time_inexact = 0
 
@@ -482,8 +484,9 @@ def _check_log(
                 # first that reaches an index entry (by offset or position) or the future; that one comes back
                 # as a Batch, the rest of the stretch after it.
                 columns, lo, hi = item
-                k, last, top, count, _end, oi_passed, largest = columns.advance_indexed(
-                    lo, hi, next_event, future_limit, base_offset, irel_bytes, ipos_bytes, oi)
+                k, last, top, count, _end, oi_passed, largest, ti_passed = columns.advance_indexed(
+                    lo, hi, pending_exact if time_in_native else next_event, future_limit, base_offset, irel_bytes,
+                    ipos_bytes, oi, time_stamps, time_offsets, ti, seg_max)
                 if k > lo:
                     batches += k - lo
                     records += count
@@ -495,6 +498,10 @@ def _check_log(
                         next_ipos = ipos[oi] if oi < n_oi else _NEVER
                         if largest > largest_indexed:
                             largest_indexed = largest
+                    if ti_passed != ti:  # time-index entries naming a batch of it exactly (its new max timestamp)
+                        ti = ti_passed
+                        next_toff = time_entries[ti][1] if ti < n_ti else _NEVER
+                        next_event = min(next_toff, pending_exact)
                 if k < hi:
                     if k + 1 < hi:
                         back.append(_tuple_new(Stretch, (columns, k + 1, hi)))
@@ -627,6 +634,16 @@ def _check_log(
         return
     _finish_offset_index(task, options, report, sink, offset_entries, oi, pending_exact, inexact, largest_indexed)
     _finish_time_index(task, options, report, sink, time_entries, ti, time_usable, time_inexact, seg_max)
+
+
+def _time_columns(entries: Entries) -> tuple[memoryview, memoryview]:
+    """A time index's timestamps and offsets as int64 bytes for the native core; none (every entry then judged batch
+    by batch) where an offset does not fit 64 bits (a segment base near 2^63, from a file name)."""
+    try:
+        stamps, offsets = array("q", [t for t, _ in entries]), array("q", [o for _, o in entries])
+    except OverflowError:
+        stamps, offsets = array("q"), array("q")
+    return memoryview(stamps).cast("B"), memoryview(offsets).cast("B")
 
 
 def _sibling(log_path: str, ext: str) -> str:

@@ -659,6 +659,7 @@ def damage(path: Path, rng: random.Random) -> None:
         at = rng.choice(starts)
         off, fmt, value = rng.choice(((0, ">q", rng.randrange(0, 400)), (12, ">i", rng.randrange(0, 4)),
                                       (23, ">i", rng.randrange(0, 4)), (35, ">q", 1_700_000_000_000 + 10**12),
+                                      (35, ">q", 1_700_000_000_000 + 10**6),  # above the later time-index entries
                                       (43, ">q", rng.choice((-1, 7))), (57, ">i", rng.randrange(0, 4))))
         if at + 61 <= len(data):
             struct.pack_into(fmt, data, at + off, value)

@@ -152,15 +152,19 @@ impl WindowColumns {
     /// `>= offset`), a file position (its position `>= position`) or a max timestamp above `max_timestamp`:
     /// the bounds are where the caller has something to look at batch by batch (index entries, the clock).
     pub fn advance(&self, lo: usize, hi: usize, offset: i128, position: i128, max_timestamp: i128) -> Advance {
-        let none = OffsetIndex { base_offset: 0, relative: &[], positions: &[], next: 0 };
-        self.advance_indexed(lo, hi, offset, max_timestamp, &mut OffsetIndex { ..none }, position).0
+        let mut index = OffsetIndex { base_offset: 0, relative: &[], positions: &[], next: 0 };
+        let mut time = TimeIndex { timestamps: &[], offsets: &[], next: 0, max_before: -1 };
+        self.advance_indexed(lo, hi, offset, max_timestamp, &mut index, &mut time, position).0
     }
 
-    /// [`Self::advance`] past the entries of an offset index that name exactly a batch passed: at its first byte,
-    /// with its last offset (what the broker writes). Entries from `index.next` on are looked at; the walk stops
-    /// at a batch an entry does not name so (an entry inside it or before it, a different offset), as it stops at
-    /// `position`. Returns the advance, with `index.next` moved past the entries passed and the largest size of
-    /// a batch they named (0 when none).
+    /// [`Self::advance`] past the index entries that name a batch passed exactly as the broker writes them: an
+    /// offset-index entry at the batch's first byte with its last offset; a time-index entry whose offset the batch
+    /// reaches, with the batch's max timestamp, above every timestamp before it. Entries from `index.next` and
+    /// `time.next` on are looked at; the walk stops at a batch an entry does not name so (an offset-index entry
+    /// inside it or before it, another offset or timestamp), as it stops at `position`. Returns the advance, with
+    /// `index.next` and `time.next` moved past the entries passed, and the largest size of a batch an offset-index
+    /// entry named (0 when none).
+    #[allow(clippy::too_many_arguments)]
     pub fn advance_indexed(
         &self,
         lo: usize,
@@ -168,25 +172,42 @@ impl WindowColumns {
         offset: i128,
         max_timestamp: i128,
         index: &mut OffsetIndex<'_>,
+        time: &mut TimeIndex<'_>,
         position: i128,
     ) -> (Advance, usize) {
         let mut out = Advance { end: lo, last_offset: None, max_timestamp: -1, records: 0, next_position: None };
         let mut largest = 0;
-        for e in self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default() {
+        'batches: for e in self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default() {
             let h = &e.header;
             let last = i128::from(h.base_offset) + i128::from(h.last_offset_delta);
             if last >= offset || i128::from(e.position) >= position || i128::from(h.max_timestamp) > max_timestamp {
                 break;
             }
+            let mut names_it = false; // an offset-index entry names this batch
             if let Some((entry_offset, entry_position)) = index.entry(index.next) {
                 if i128::from(e.position) >= entry_position {
                     if i128::from(e.position) != entry_position || entry_offset != last {
                         break;
                     }
-                    index.next += 1;
-                    largest = largest.max(e.total);
+                    names_it = true;
                 }
             }
+            let mut next_time = time.next;
+            while let Some((entry_timestamp, entry_offset)) = time.entry(next_time) {
+                if last < i128::from(entry_offset) {
+                    break;
+                }
+                if time.max_before >= entry_timestamp || h.max_timestamp != entry_timestamp {
+                    break 'batches;
+                }
+                next_time += 1;
+            }
+            if names_it {
+                index.next += 1;
+                largest = largest.max(e.total);
+            }
+            time.next = next_time;
+            time.max_before = time.max_before.max(h.max_timestamp);
             out.end += 1;
             out.last_offset = i64::try_from(last).ok();
             out.max_timestamp = out.max_timestamp.max(h.max_timestamp);
@@ -194,6 +215,23 @@ impl WindowColumns {
             out.next_position = i64::try_from(e.total).ok().and_then(|t| e.position.checked_add(t));
         }
         (out, largest)
+    }
+}
+
+/// A time index's entries as `verify` holds them: timestamps and absolute offsets as native-endian int64 arrays, the
+/// next entry to look at, and the largest max timestamp of the segment's batches before the walk (-1: none).
+pub struct TimeIndex<'a> {
+    pub timestamps: &'a [u8],
+    pub offsets: &'a [u8],
+    pub next: usize,
+    pub max_before: i64,
+}
+
+impl TimeIndex<'_> {
+    /// Entry `i` as (timestamp, absolute offset), or `None` past the end.
+    fn entry(&self, i: usize) -> Option<(i64, i64)> {
+        let word = |b: &[u8]| -> Option<i64> { Some(i64::from_ne_bytes(b.get(i.checked_mul(8)?..i.checked_mul(8)? + 8)?.try_into().ok()?)) };
+        Some((word(self.timestamps)?, word(self.offsets)?))
     }
 }
 
@@ -468,13 +506,24 @@ mod tests {
         // entries at batches 1 and 3 (exact), then one pointing inside batch 4
         let (relative, positions) = (words(&[1, 3, 4]), words(&[at(1), at(3), at(4) + 1]));
         let mut index = OffsetIndex { base_offset: 10, relative: &relative, positions: &positions, next: 0 };
-        let (a, largest) = cols.advance_indexed(0, 6, never, never, &mut index, never);
+        let mut no_time = TimeIndex { timestamps: &[], offsets: &[], next: 0, max_before: -1 };
+        let (a, largest) = cols.advance_indexed(0, 6, never, never, &mut index, &mut no_time, never);
         assert_eq!((a.end, index.next, largest), (5, 2, cols.batches[1].total)); // batch 5 is past the bad entry
         // an entry with another offset than the batch's last stops the walk at that batch
         let (relative, positions) = (words(&[2]), words(&[at(1)]));
         let mut index = OffsetIndex { base_offset: 10, relative: &relative, positions: &positions, next: 0 };
-        assert_eq!(cols.advance_indexed(0, 6, never, never, &mut index, never).0.end, 1);
+        assert_eq!(cols.advance_indexed(0, 6, never, never, &mut index, &mut no_time, never).0.end, 1);
         assert_eq!(index.next, 0);
+        // time-index entries: (1003 at 10) names batch 0 exactly (every batch's max timestamp is 1003); a second
+        // entry with the same timestamp, at 13, is one a broker never writes (not above the earlier batches)
+        let longs = |v: &[i64]| -> Vec<u8> { v.iter().flat_map(|w| w.to_ne_bytes()).collect() };
+        let (stamps, offsets) = (longs(&[1003, 1003]), longs(&[10, 13]));
+        let mut none = OffsetIndex { base_offset: 10, relative: &[], positions: &[], next: 0 };
+        let mut time = TimeIndex { timestamps: &stamps, offsets: &offsets, next: 0, max_before: -1 };
+        let (a, _) = cols.advance_indexed(0, 6, never, never, &mut none, &mut time, never);
+        assert_eq!((a.end, time.next, time.max_before), (3, 1, 1003));
+        let mut time = TimeIndex { timestamps: &stamps, offsets: &offsets, next: 0, max_before: 1003 };
+        assert_eq!(cols.advance_indexed(0, 6, never, never, &mut none, &mut time, never).0.end, 0);
     }
 
     #[test]
@@ -539,7 +588,7 @@ mod py {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyTuple};
 
-    use super::{decode_window_until, Decode, OffsetIndex, WindowColumns};
+    use super::{decode_window_until, Decode, OffsetIndex, TimeIndex, WindowColumns};
     use crate::render::{self, Fallback, Values};
 
     /// The columns of one window (`kafkatool.records.RecordRun` holds one with a batch range).
@@ -605,10 +654,13 @@ mod py {
             (a.end, a.last_offset, a.max_timestamp, a.records, a.next_position)
         }
 
-        /// `(end, last_offset, max_timestamp, records, next_position, next_entry, largest)`: [`WindowColumns::advance`]
-        /// up to `offset`/`max_timestamp`, passing the entries of the offset index `(relative, positions)` (int32
-        /// buffers, `array('i')`) from `next_entry` on that name a batch exactly ([`WindowColumns::advance_indexed`]).
-        #[pyo3(signature = (lo, hi, offset, max_timestamp, base_offset, relative, positions, next_entry))]
+        /// `(end, last_offset, max_timestamp, records, next_position, next_entry, largest, next_time_entry)`:
+        /// [`WindowColumns::advance`] up to `offset`/`max_timestamp`, passing the entries that name a batch exactly
+        /// ([`WindowColumns::advance_indexed`]) of the offset index `(relative, positions)` (int32 buffers,
+        /// `array('i')`) from `next_entry` on, and of the time index `(timestamps, time_offsets)` (int64 buffers,
+        /// absolute offsets) from `next_time_entry` on, `max_before` the largest timestamp of the batches before.
+        #[pyo3(signature = (lo, hi, offset, max_timestamp, base_offset, relative, positions, next_entry, timestamps,
+                            time_offsets, next_time_entry, max_before))]
         #[allow(clippy::too_many_arguments, clippy::type_complexity)]
         fn advance_indexed(
             &self,
@@ -620,14 +672,25 @@ mod py {
             relative: &Bound<'_, PyAny>,
             positions: &Bound<'_, PyAny>,
             next_entry: usize,
-        ) -> PyResult<(usize, Option<i64>, i64, i64, Option<i64>, usize, usize)> {
+            timestamps: &Bound<'_, PyAny>,
+            time_offsets: &Bound<'_, PyAny>,
+            next_time_entry: usize,
+            max_before: i64,
+        ) -> PyResult<(usize, Option<i64>, i64, i64, Option<i64>, usize, usize, usize)> {
             crate::guarded(|| {
                 crate::with_bytes(relative, |relative| {
                     crate::with_bytes(positions, |positions| {
-                        let mut index = OffsetIndex { base_offset, relative, positions, next: next_entry };
-                        let never = i128::from(i64::MAX) + 1;
-                        let (a, largest) = self.cols.advance_indexed(lo, hi, offset, max_timestamp, &mut index, never);
-                        Ok((a.end, a.last_offset, a.max_timestamp, a.records, a.next_position, index.next, largest))
+                        crate::with_bytes(timestamps, |timestamps| {
+                            crate::with_bytes(time_offsets, |offsets| {
+                                let mut index = OffsetIndex { base_offset, relative, positions, next: next_entry };
+                                let mut time = TimeIndex { timestamps, offsets, next: next_time_entry, max_before };
+                                let never = i128::from(i64::MAX) + 1;
+                                let (a, largest) =
+                                    self.cols.advance_indexed(lo, hi, offset, max_timestamp, &mut index, &mut time, never);
+                                Ok((a.end, a.last_offset, a.max_timestamp, a.records, a.next_position, index.next,
+                                    largest, time.next))
+                            })
+                        })
                     })
                 })
             })
