@@ -75,8 +75,6 @@ from .smallfiles import (
 )
 from .walk import PARTITION_DIR
 
-_NEVER = 1 << 63  # an offset, position or timestamp no batch reaches
-
 # Topics that are always compacted (cleanup.policy=compact): their first batches of an epoch may be gone.
 COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
 
@@ -704,7 +702,7 @@ class PartitionLoad:
                     back.extend(reversed(list(b.batches())))
                     continue
                 yield b
-                _, last, top, count, end = b.columns.advance(b.lo, b.hi, _NEVER, _NEVER, _NEVER)
+                _, last, top, count, end = b.columns.advance(b.lo, b.hi)
                 if last >= disk_end:
                     disk_end = last + 1
                 next_offset, valid_bytes = last + 1, end

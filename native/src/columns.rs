@@ -148,23 +148,21 @@ impl WindowColumns {
         ends
     }
 
-    /// From batch `lo` on (up to `hi`), the batches before the first that reaches an offset (its last offset
-    /// `>= offset`), a file position (its position `>= position`) or a max timestamp above `max_timestamp`:
-    /// the bounds are where the caller has something to look at batch by batch (index entries, the clock).
-    pub fn advance(&self, lo: usize, hi: usize, offset: i128, position: i128, max_timestamp: i128) -> Advance {
+    /// Batches `lo..hi` taken together (the loader's view of a stretch).
+    pub fn advance(&self, lo: usize, hi: usize) -> Advance {
+        let never = i128::from(i64::MAX) + 1;
         let mut index = OffsetIndex { base_offset: 0, relative: &[], positions: &[], next: 0 };
         let mut time = TimeIndex { timestamps: &[], offsets: &[], next: 0, max_before: -1 };
-        self.advance_indexed(lo, hi, offset, max_timestamp, &mut index, &mut time, position).0
+        self.advance_indexed(lo, hi, never, never, &mut index, &mut time).0
     }
 
-    /// [`Self::advance`] past the index entries that name a batch passed exactly as the broker writes them: an
-    /// offset-index entry at the batch's first byte with its last offset; a time-index entry whose offset the batch
-    /// reaches, with the batch's max timestamp, above every timestamp before it. Entries from `index.next` and
-    /// `time.next` on are looked at; the walk stops at a batch an entry does not name so (an offset-index entry
-    /// inside it or before it, another offset or timestamp), as it stops at `position`. Returns the advance, with
-    /// `index.next` and `time.next` moved past the entries passed, and the largest size of a batch an offset-index
-    /// entry named (0 when none).
-    #[allow(clippy::too_many_arguments)]
+    /// From batch `lo` on (up to `hi`), the batches before the first that reaches an offset (its last offset
+    /// `>= offset`), has a max timestamp above `max_timestamp`, or is where an index entry falls that does not name
+    /// it exactly as the broker writes it: an offset-index entry at the batch's first byte with its last offset; a
+    /// time-index entry whose offset the batch reaches, with the batch's max timestamp, above every timestamp before
+    /// it. The bounds are where the caller has something to look at batch by batch. Entries from `index.next` and
+    /// `time.next` on are looked at. Returns the advance, with `index.next` and `time.next` moved past the entries
+    /// passed, and the largest size of a batch an offset-index entry named (0 when none).
     pub fn advance_indexed(
         &self,
         lo: usize,
@@ -173,14 +171,13 @@ impl WindowColumns {
         max_timestamp: i128,
         index: &mut OffsetIndex<'_>,
         time: &mut TimeIndex<'_>,
-        position: i128,
     ) -> (Advance, usize) {
         let mut out = Advance { end: lo, last_offset: None, max_timestamp: -1, records: 0, next_position: None };
         let mut largest = 0;
         'batches: for e in self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default() {
             let h = &e.header;
             let last = i128::from(h.base_offset) + i128::from(h.last_offset_delta);
-            if last >= offset || i128::from(e.position) >= position || i128::from(h.max_timestamp) > max_timestamp {
+            if last >= offset || i128::from(h.max_timestamp) > max_timestamp {
                 break;
             }
             let mut names_it = false; // an offset-index entry names this batch
@@ -230,8 +227,7 @@ pub struct TimeIndex<'a> {
 impl TimeIndex<'_> {
     /// Entry `i` as (timestamp, absolute offset), or `None` past the end.
     fn entry(&self, i: usize) -> Option<(i64, i64)> {
-        let word = |b: &[u8]| -> Option<i64> { Some(i64::from_ne_bytes(b.get(i.checked_mul(8)?..i.checked_mul(8)? + 8)?.try_into().ok()?)) };
-        Some((word(self.timestamps)?, word(self.offsets)?))
+        Some((i64::from_ne_bytes(ne_word(self.timestamps, i)?), i64::from_ne_bytes(ne_word(self.offsets, i)?)))
     }
 }
 
@@ -247,9 +243,15 @@ pub struct OffsetIndex<'a> {
 impl OffsetIndex<'_> {
     /// Entry `i` as (absolute offset, position), or `None` past the end.
     fn entry(&self, i: usize) -> Option<(i128, i128)> {
-        let word = |b: &[u8]| -> Option<i32> { Some(i32::from_ne_bytes(b.get(i.checked_mul(4)?..i.checked_mul(4)? + 4)?.try_into().ok()?)) };
-        Some((i128::from(self.base_offset) + i128::from(word(self.relative)?), i128::from(word(self.positions)?)))
+        let relative = i32::from_ne_bytes(ne_word(self.relative, i)?);
+        Some((i128::from(self.base_offset) + i128::from(relative), i128::from(i32::from_ne_bytes(ne_word(self.positions, i)?))))
     }
+}
+
+/// Word `i` (of `N` bytes) of a native-endian array's bytes, or `None` past the end.
+fn ne_word<const N: usize>(bytes: &[u8], i: usize) -> Option<[u8; N]> {
+    let at = i.checked_mul(N)?;
+    bytes.get(at..at.checked_add(N)?)?.try_into().ok()
 }
 
 /// Whether the records of a batch with this header may be decoded natively (before decompressing and decoding
@@ -461,15 +463,15 @@ mod tests {
         assert_eq!(cols.producer_runs(2, 2), Vec::<usize>::new());
         assert!(!cols.follows(4, true) && cols.follows(1, true) && !cols.follows(5, false));
         let never = i128::from(i64::MAX) + 1;
-        let all = cols.advance(0, 5, never, never, never);
+        let all = cols.advance(0, 5);
         let end = cols.batches[4].position + cols.batches[4].total as i64;
         assert_eq!(all, Advance { end: 5, last_offset: Some(15), max_timestamp: 1003, records: 5, next_position: Some(end) });
-        assert_eq!(cols.advance(1, 5, 12, never, never).end, 2); // batch 2 reaches offset 12
-        let at = i128::from(cols.batches[3].position);
-        assert_eq!(cols.advance(0, 5, never, at, never).end, 3);
+        let (mut index, mut time) = (OffsetIndex { base_offset: 0, relative: &[], positions: &[], next: 0 },
+                                     TimeIndex { timestamps: &[], offsets: &[], next: 0, max_before: -1 });
+        assert_eq!(cols.advance_indexed(1, 5, 12, never, &mut index, &mut time).0.end, 2); // batch 2 reaches offset 12
         let none = Advance { end: 0, last_offset: None, max_timestamp: -1, records: 0, next_position: None };
-        assert_eq!(cols.advance(0, 5, never, never, 1002), none);
-        assert_eq!(cols.advance(4, 99, never, never, never).end, 5);
+        assert_eq!(cols.advance_indexed(0, 5, never, 1002, &mut index, &mut time).0, none);
+        assert_eq!(cols.advance(4, 99).end, 5);
         let (_, _, headers_only) = decode_window_with(&buf, 0, 0, i64::MAX, i64::MAX, Decode::Nothing);
         assert!(headers_only.decoded.iter().all(|d| !d) && headers_only.records.offsets.is_empty());
         assert!(headers_only.data.is_empty() && headers_only.raw(1).is_empty());
@@ -507,12 +509,12 @@ mod tests {
         let (relative, positions) = (words(&[1, 3, 4]), words(&[at(1), at(3), at(4) + 1]));
         let mut index = OffsetIndex { base_offset: 10, relative: &relative, positions: &positions, next: 0 };
         let mut no_time = TimeIndex { timestamps: &[], offsets: &[], next: 0, max_before: -1 };
-        let (a, largest) = cols.advance_indexed(0, 6, never, never, &mut index, &mut no_time, never);
+        let (a, largest) = cols.advance_indexed(0, 6, never, never, &mut index, &mut no_time);
         assert_eq!((a.end, index.next, largest), (5, 2, cols.batches[1].total)); // batch 5 is past the bad entry
         // an entry with another offset than the batch's last stops the walk at that batch
         let (relative, positions) = (words(&[2]), words(&[at(1)]));
         let mut index = OffsetIndex { base_offset: 10, relative: &relative, positions: &positions, next: 0 };
-        assert_eq!(cols.advance_indexed(0, 6, never, never, &mut index, &mut no_time, never).0.end, 1);
+        assert_eq!(cols.advance_indexed(0, 6, never, never, &mut index, &mut no_time).0.end, 1);
         assert_eq!(index.next, 0);
         // time-index entries: (1003 at 10) names batch 0 exactly (every batch's max timestamp is 1003); a second
         // entry with the same timestamp, at 13, is one a broker never writes (not above the earlier batches)
@@ -520,10 +522,10 @@ mod tests {
         let (stamps, offsets) = (longs(&[1003, 1003]), longs(&[10, 13]));
         let mut none = OffsetIndex { base_offset: 10, relative: &[], positions: &[], next: 0 };
         let mut time = TimeIndex { timestamps: &stamps, offsets: &offsets, next: 0, max_before: -1 };
-        let (a, _) = cols.advance_indexed(0, 6, never, never, &mut none, &mut time, never);
+        let (a, _) = cols.advance_indexed(0, 6, never, never, &mut none, &mut time);
         assert_eq!((a.end, time.next, time.max_before), (3, 1, 1003));
         let mut time = TimeIndex { timestamps: &stamps, offsets: &offsets, next: 0, max_before: 1003 };
-        assert_eq!(cols.advance_indexed(0, 6, never, never, &mut none, &mut time, never).0.end, 0);
+        assert_eq!(cols.advance_indexed(0, 6, never, never, &mut none, &mut time).0.end, 0);
     }
 
     #[test]
@@ -639,18 +641,10 @@ mod py {
             PyBytes::new(py, &flags)
         }
 
-        /// `(end, last_offset, max_timestamp, records, next_position)` of [`WindowColumns::advance`] (`last_offset`
-        /// and `next_position` None when `end == lo`).
-        #[pyo3(signature = (lo, hi, offset, position, max_timestamp))]
-        fn advance(
-            &self,
-            lo: usize,
-            hi: usize,
-            offset: i128,
-            position: i128,
-            max_timestamp: i128,
-        ) -> (usize, Option<i64>, i64, i64, Option<i64>) {
-            let a = self.cols.advance(lo, hi, offset, position, max_timestamp);
+        /// `(end, last_offset, max_timestamp, records, next_position)` of batches `lo..hi` taken together
+        /// ([`WindowColumns::advance`]; `last_offset` and `next_position` None when there are none).
+        fn advance(&self, lo: usize, hi: usize) -> (usize, Option<i64>, i64, i64, Option<i64>) {
+            let a = self.cols.advance(lo, hi);
             (a.end, a.last_offset, a.max_timestamp, a.records, a.next_position)
         }
 
@@ -684,9 +678,8 @@ mod py {
                             crate::with_bytes(time_offsets, |offsets| {
                                 let mut index = OffsetIndex { base_offset, relative, positions, next: next_entry };
                                 let mut time = TimeIndex { timestamps, offsets, next: next_time_entry, max_before };
-                                let never = i128::from(i64::MAX) + 1;
                                 let (a, largest) =
-                                    self.cols.advance_indexed(lo, hi, offset, max_timestamp, &mut index, &mut time, never);
+                                    self.cols.advance_indexed(lo, hi, offset, max_timestamp, &mut index, &mut time);
                                 Ok((a.end, a.last_offset, a.max_timestamp, a.records, a.next_position, index.next,
                                     largest, time.next))
                             })
