@@ -179,7 +179,7 @@ class RecordRun(NamedTuple):
 
     def batches(self) -> Iterator[Batch]:
         """The run's batches as :class:`Batch` tuples, exactly as ``scan()`` makes them."""
-        return map(Batch._make, zip(*self.columns.batch_columns(self.lo, self.hi), strict=True))
+        return column_batches(self.columns, self.lo, self.hi)
 
     def items(self) -> Iterator[Batch | Record]:
         """Each batch followed by its records, as the per-record path (``decode_records``) gives them."""
@@ -218,11 +218,16 @@ class Stretch(NamedTuple):
 
     def batches(self) -> Iterator[Batch]:
         """The stretch's batches as :class:`Batch` tuples, exactly as ``scan()`` makes them."""
-        return map(Batch._make, zip(*self.columns.batch_columns(self.lo, self.hi), strict=True))
+        return column_batches(self.columns, self.lo, self.hi)
 
     def batch(self, i: int) -> Batch:
         """Batch ``i`` of the window (``lo <= i < hi``) as a :class:`Batch`."""
         return column_batch(self.columns, i)
+
+
+def column_batches(columns: Any, lo: int, hi: int) -> Iterator[Batch]:
+    """Batches ``lo:hi`` of a window's columns (``kafkatool._native.WindowColumns``) as :class:`Batch` tuples."""
+    return map(Batch._make, zip(*columns.batch_columns(lo, hi), strict=True))
 
 
 def column_batch(columns: Any, i: int) -> Batch:
