@@ -658,8 +658,8 @@ class PartitionLoad:
             return
         with fh:
             fd = fh.fileno()
-            deque(self._segment(seg, scan(fh, seg.display, options=self.options, progress=self.progress),
-                                lambda size, position: os.pread(fd, size, position)), maxlen=0)
+            items = scan(fh, seg.display, stretches=True, options=self.options, progress=self.progress)
+            deque(self._segment(seg, items, lambda size, position: os.pread(fd, size, position)), maxlen=0)
 
     def _segment(self, seg: LoadedSegment, items: Iterator[Any], pread: Callable[[int, int], bytes]
                  ) -> Iterator[Any]:

@@ -687,7 +687,8 @@ def damage(path: Path, rng: random.Random) -> None:
 def test_verify_of_generated_and_damaged_partitions_is_the_same_through_stretches(core, tmp_path: Path) -> None:
     """Partitions whose stretches are cut by every kind of event (``stretchy_partition``), whole and damaged
     (``damage``): native verify (stretches) and pure verify (batch by batch) give the same findings and summaries,
-    deep or not, at two windows."""
+    deep or not, at two windows; and the partition loaded natively, fed by verify's scans or reading for itself,
+    is the one the pure reader loads."""
     differ = []
     for case in range(120):
         rng = random.Random(case)
@@ -701,9 +702,10 @@ def test_verify_of_generated_and_damaged_partitions_is_the_same_through_stretche
             with native.using(core):
                 fast = verified([part.parent], options)
                 tapped = tapped_load(part, options.check)
+                alone_native = load_essence(load_partition(part, str(part)))  # the loader's own reads: stretches
             with native.using(None):
                 alone = load_essence(load_partition(part, str(part)))
-            if pure != fast or tapped != alone:
+            if pure != fast or tapped != alone or alone_native != alone:
                 differ.append(f"case {case} deep={options.check.deep} window={options.check.scan.window}")
     assert not differ, f"verify differs through stretches: {differ[:5]}"
 
