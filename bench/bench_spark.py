@@ -12,7 +12,12 @@ size) with ``bench_scan.generate`` under ``bench/out/spark/<kind>/bench-<p>/0000
   (``kafkatool.spark.SESSION_CONF``);
 - ``overhead``: the same count over one 1 MiB segment: Spark's fixed cost per query (planning through
   three Python worker round trips, two stages), which no per-segment work can remove; it is in the
-  Spark times above and is what keeps a small data set from reaching the per-core target.
+  Spark times above and is what keeps a small data set from reaching the per-core target;
+- ``replay``: the same count, local[1], over ``kafka-log-replay``, a data source (defined here) whose workers
+  yield again the very Arrow batches ``kafka-log`` made, kept in memory from the warm-up: no reading, no
+  decoding. What is left is Spark's own cost of taking the rows in from a Python data source (the Arrow stream
+  to the JVM, rows from it), so ``CLI / replay`` is the most any reader behind that API can reach against the
+  CLI, and ``replay / kafka-log`` says how close kafka-log comes to it.
 
 ``--level records`` measures the records level instead (every record decompressed and decoded, a row
 each), against the CLI's decode loop over the same segments (``scan`` + ``decode_records``, what ``dump
@@ -62,7 +67,50 @@ def m_cli(root: str, level: str = "batches") -> dict:
     return {"seconds": time.perf_counter() - t, "rows": rows}
 
 
-def m_spark(root: str, master: str, repeat: str, level: str = "batches") -> dict:
+def _replay_source():
+    """``format("kafka-log-replay")``: Spark's own cost of taking in the kafka-log rows, with no reading at all.
+
+    Each Python worker builds the Arrow batches of every input partition once (``read_partition``, what
+    ``kafka-log`` yields) and keeps them in a module of its own that outlives tasks; every later read yields
+    them again as they are. A count over it is what a query pays for Spark alone (plan, move the Arrow
+    stream to the JVM, turn it into rows): the most any reader inside the Python data source API can reach.
+    """
+    import types
+
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    from kafkatool.spark.source import KafkaLogDataSource, read_partition
+
+    class Reader(DataSourceReader):
+        def __init__(self, inner: DataSourceReader) -> None:
+            self.inner = inner
+
+        def partitions(self):
+            return self.inner.partitions()
+
+        def read(self, partition):
+            cache = sys.modules.setdefault("_bench_replay", types.ModuleType("_bench_replay")).__dict__
+            inner = self.inner
+            if not cache.get("batches"):
+                cache["batches"] = {repr(p): list(read_partition(p, inner.level, inner.values, schema=inner.schema))
+                                    for p in inner.partitions()}
+            return iter(cache["batches"][repr(partition)])
+
+    class Replay(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "kafka-log-replay"
+
+        def schema(self):
+            return KafkaLogDataSource(self.options).schema()
+
+        def reader(self, schema):
+            return Reader(KafkaLogDataSource(self.options).reader(schema))
+
+    return Replay
+
+
+def m_spark(root: str, master: str, repeat: str, level: str = "batches", source: str = "kafka-log") -> dict:
     if not os.environ.get("JAVA_HOME") and os.path.isdir(JAVA17):
         os.environ["JAVA_HOME"] = JAVA17
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -77,8 +125,10 @@ def m_spark(root: str, master: str, repeat: str, level: str = "batches") -> dict
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    if source == "kafka-log-replay":
+        spark.dataSource.register(_replay_source())
     try:
-        reader = spark.read.format("kafka-log").option("level", level)
+        reader = spark.read.format(source).option("level", level)
         reader.load(root).count()  # warm-up: JVM, Python workers, page cache
         best = None
         for _ in range(int(repeat)):
@@ -158,6 +208,8 @@ def main() -> None:
     if args.level == "records":  # the records level's columns from Python lists: the old way, same run
         pure = run("spark", str(root), "local[2]", str(args.repeat), args.level, pure=True)
         assert pure["rows"] == rows, (pure, total)
+    replay = run("spark", str(root), "local[1]", str(args.repeat), args.level, "kafka-log-replay")
+    assert replay["rows"] == rows, (replay, total)
     overhead = run("spark", str(small.parent), "local[1]", str(args.repeat), args.level)
     gb = total["bytes"] / 1e9
 
@@ -172,6 +224,8 @@ def main() -> None:
         "spark_local1": rates(spark[1]["seconds"]),
         "spark_local2": rates(spark[2]["seconds"]),
         "spark_query_overhead_s": round(overhead["seconds"], 3),
+        "spark_replay_local1": rates(replay["seconds"]),
+        "replay_local1_vs_cli": round(cli["seconds"] / replay["seconds"], 2),
         "speedup_1_to_2": round(spark[1]["seconds"] / spark[2]["seconds"], 2),
         "local1_vs_cli": round(cli["seconds"] / spark[1]["seconds"], 2),
         "local2_per_core_vs_cli": round(cli["seconds"] / spark[2]["seconds"] / 2, 2),
@@ -194,6 +248,10 @@ def main() -> None:
           f"| {cell(results['cli_scan'])} | {cell(results['spark_local1'])} | {cell(results['spark_local2'])} "
           f"| {results['speedup_1_to_2']}x | {results['local1_vs_cli']}x | {results['local2_per_core_vs_cli']}x "
           f"| {results['spark_query_overhead_s']} s |")
+    print(f"Spark's own floor, local[1]: the same rows replayed from a worker's memory (kafka-log-replay, no "
+          f"reading) {cell(results['spark_replay_local1'])} = {results['replay_local1_vs_cli']}x the CLI: the most any "
+          f"reader behind PySpark's Python data source can reach; kafka-log reaches "
+          f"{round(replay['seconds'] / spark[1]['seconds'] * 100)}% of it")
     if pure is not None:
         print(f"records level, local[2] per core / CLI decode: native {results['local2_per_core_vs_cli']}x, "
               f"pure (KAFKATOOL_PURE_PYTHON=1) {results['local2_pure_per_core_vs_cli']}x "
