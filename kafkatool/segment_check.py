@@ -798,10 +798,11 @@ def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = Tr
             yield batch
         elif item.__class__ is RecordRun:  # records decoded natively: only a batch the columns flag is checked here
             cols, lo, hi = item
-            suspects = set(cols.deep_suspects(lo, hi)) if check else ()
+            # the batches inside a stretch follow with no deep suspect (``follows(deep=True)``): only a
+            # stretch's first batch can be one, asked of once
             for i, k in stretch_bounds(cols, lo, hi, True):
                 batch = column_batch(cols, i)
-                if i in suspects:
+                if check and cols.deep_suspects(i, i + 1):
                     _deep_check(path, batch, cols.raw(i), options, sink)
                 yield batch
                 if k > i + 1:
