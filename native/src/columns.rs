@@ -107,11 +107,11 @@ pub struct Advance {
 
 impl WindowColumns {
     /// Whether batch `i` follows batch `i - 1` of the window in everything a reader carries from one batch
-    /// to the next but the producer (`kafkatool.model.Stretch` names the rule for Python): its CRC matches; its
-    /// base offset is the previous last offset + 1; its record count is `lastOffsetDelta + 1`; the same leader
-    /// epoch; neither transactional, nor control, nor carrying a delete horizon (attributes `0x70`);
-    /// `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without a [`Self::deep_suspect`].
-    /// Facts about the bytes only: what they mean is decided in Python.
+    /// to the next but the producer and its transaction (`kafkatool.model.Stretch` names the rule for Python): its
+    /// CRC matches; its base offset is the previous last offset + 1; its record count is `lastOffsetDelta + 1`; the
+    /// same leader epoch; neither a control batch nor carrying a delete horizon (attributes `0x60`; the
+    /// transactional bit may be set); `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without
+    /// a [`Self::deep_suspect`]. Facts about the bytes only: what they mean is decided in Python.
     pub fn follows(&self, i: usize, deep: bool) -> bool {
         let (Some(prev), Some(e)) = (i.checked_sub(1).and_then(|j| self.batches.get(j)), self.batches.get(i)) else {
             return false;
@@ -123,7 +123,7 @@ impl WindowColumns {
             && h.base_offset.checked_add(i64::from(h.last_offset_delta)).is_some()
             && i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1
             && h.partition_leader_epoch == p.partition_leader_epoch
-            && h.attributes & 0x70 == 0
+            && h.attributes & 0x60 == 0
             && -1 <= h.base_timestamp
             && h.base_timestamp <= h.max_timestamp
             && (!deep || (self.decoded.get(i) == Some(&true) && !self.deep_suspect(i)))
@@ -465,8 +465,8 @@ mod tests {
     #[test]
     fn follows_and_advance_say_where_a_batch_needs_a_look() {
         let mut buf = batch(10, RECORD, 1, 0);
-        buf.extend(batch(11, RECORD, 1, 0)); // follows
-        buf.extend(batch(12, RECORD, 1, 0x10)); // transactional: does not
+        buf.extend(batch(11, RECORD, 1, 0x10)); // transactional: follows
+        buf.extend(batch(12, RECORD, 1, 0x30)); // a control batch (a transaction marker): does not
         buf.extend(batch(14, RECORD, 1, 0)); // a gap: does not
         buf.extend(batch(15, RECORD, 1, 4)); // zstd: follows, but not decoded here (deep: does not)
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
@@ -489,6 +489,10 @@ mod tests {
         assert!(headers_only.decoded.iter().all(|d| !d) && headers_only.records.offsets.is_empty());
         assert!(headers_only.data.is_empty() && headers_only.raw(1).is_empty());
         assert!(headers_only.follows(1, false) && !headers_only.follows(1, true));
+        let mut horizon = batch(10, RECORD, 1, 0);
+        horizon.extend(batch(11, RECORD, 1, 0x40)); // a delete horizon: does not
+        let (_, _, cols) = decode_window(&horizon, 0, 0, i64::MAX, i64::MAX);
+        assert!(!cols.follows(1, false));
     }
 
     /// Batches at offsets 10, 11, ... of these (producer id, producer epoch, attributes).
