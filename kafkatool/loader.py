@@ -337,14 +337,27 @@ class ProducerReplay:
 
 
 def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, next_offset: int) -> list[Batch] | None:
-    """The batches a producer replay of a :class:`Stretch` (its first batch at ``next_offset``) must see: the last of
-    each run of one producer id and epoch (replaying it alone leaves the state replaying the whole run does), or None
-    when some batch must be replayed on its own: a batch before the replay's ``start``, or a run whose epoch is
-    older than the producer's (each of its batches is fenced, and counted so)."""
+    """The batches a producer replay of a :class:`Stretch` (its first batch at ``next_offset``) must see, in order:
+    the last of each run of one producer id and epoch, and each producer's first transactional batch; or None when
+    some batch must be replayed on its own: a batch before the replay's ``start``, or a run whose epoch is older
+    than the producer's (each of its batches is fenced, and counted so).
+
+    Replaying those leaves the state replaying every batch does (``tests/test_native.py`` holds the two equal): a
+    data batch sets its producer's epoch, last batch and timestamp whatever came before, so its producer's last
+    batch in the stretch sets them; and it begins a transaction at its first offset when it is transactional and
+    none is ongoing, which in a stretch (no marker, so no transaction ends there) only its producer's first
+    transactional batch can do, and only when the producer has none ongoing before the stretch (else that batch
+    is left out: it changes nothing its producer's last batch does not)."""
     if replay is None:
         return []
-    ends = [stretch.batch(i) for i in stretch.columns.producer_runs(stretch.lo, stretch.hi)]
-    ends = [batch for batch in ends if batch[14] >= 0]  # producer_id
+    columns, lo, hi = stretch
+    at = columns.producer_runs(lo, hi)
+    producers = replay.producers
+    starts = [i for i, pid in columns.transaction_starts(lo, hi)
+              if (p := producers.get(pid)) is None or p.txn_first_offset < 0]
+    if starts:
+        at = sorted({*at, *starts})
+    ends = [batch for batch in map(stretch.batch, at) if batch[14] >= 0]  # producer_id
     if ends and next_offset < start:
         return None
     epochs: dict[int, int] = {}
@@ -693,10 +706,11 @@ class PartitionLoad:
         back: list[Any] = []  # a stretch taken batch by batch
         for b in pushback(items, back):
             if b.__class__ is Stretch:
-                # Batches that follow each other (model.Stretch): kept, CRC valid, one leader epoch, no transaction.
-                # Batch by batch they would only move the counters, the ends and, for each run of one producer, its
-                # last batch; taken whole unless the segment's indexes are rebuilt batch by batch, a cut came
-                # before, or the producer replay would not take every batch of a run alike.
+                # Batches that follow each other (model.Stretch): kept, CRC valid, one leader epoch, no marker.
+                # Batch by batch they would only move the counters, the ends and the producer state, which the last
+                # batch of each run of one producer and each producer's first transactional batch leave as all of
+                # them do; taken whole unless the segment's indexes are rebuilt batch by batch, a cut came before, or
+                # the producer replay would not take every batch of a run alike.
                 runs = _producer_runs(b, replay, start, next_offset) if kept and indexes is None else None
                 if runs is None:
                     back.extend(reversed(list(b.batches())))
@@ -710,8 +724,8 @@ class PartitionLoad:
                 records += count
                 if top > max_ts:
                     max_ts = top
-                for run_end in runs:  # the state a run leaves is its last batch's
-                    replay.batch(run_end, None, display)  # type: ignore[union-attr]
+                for seen in runs:  # the state the stretch leaves (_producer_runs)
+                    replay.batch(seen, None, display)  # type: ignore[union-attr]
                 continue
             yield b
             if b.__class__ is not Batch:

@@ -200,16 +200,17 @@ class Stretch(NamedTuple):
     """Batches ``lo:hi`` of a window's columns (``kafkatool._native.WindowColumns``) of which each *follows* the
     batch before it, the first one following the batch yielded just before the stretch: its CRC matches, its base
     offset is the previous last offset + 1, its record count is ``lastOffsetDelta + 1``, it has the same leader
-    epoch, it is neither transactional nor control nor carries a delete horizon, and ``-1 <= first timestamp <=
-    max timestamp`` (``WindowColumns.follows``; for ``verify --deep`` also decoded natively and clean of the deep
-    checks).
+    epoch, it is neither a control batch (a transaction marker) nor carries a delete horizon (it may be
+    transactional), and ``-1 <= first timestamp <= max timestamp`` (``WindowColumns.follows``; for ``verify --deep``
+    also decoded natively and clean of the deep checks).
 
     Such a batch changes nothing a batch-by-batch reader tracks but counters, the last offset, the largest
-    timestamp, where index entries fall and the last batch of each producer (``columns.producer_runs``), so a
-    consumer takes the whole stretch at once (``columns.advance``, ``advance_indexed``) and looks at a batch on its
-    own only where something happens there. Only the native core makes stretches (:func:`kafkatool.records.scan`
-    with ``stretches``, and ``verify --deep``'s decoded runs); the pure reader is their batch-by-batch reference
-    (``tests/test_native.py``).
+    timestamp, where index entries fall, the last batch of each producer (``columns.producer_runs``) and, as no
+    marker ends a transaction inside a stretch, where each producer's transaction may begin: at its first
+    transactional batch (``columns.transaction_starts``). So a consumer takes the whole stretch at once
+    (``columns.advance``, ``advance_indexed``) and looks at a batch on its own only where something happens there.
+    Only the native core makes stretches (:func:`kafkatool.records.scan` with ``stretches``, and ``verify
+    --deep``'s decoded runs); the pure reader is their batch-by-batch reference (``tests/test_native.py``).
     """
 
     columns: Any

@@ -480,9 +480,10 @@ def _check_log(
             if item.__class__ is Batch:
                 batch = item
             elif item.__class__ is Stretch:
-                # Batches that follow each other (model.Stretch): the loop below would only count them, up to the
-                # first that reaches an index entry (by offset or position) or the future; that one comes back
-                # as a Batch, the rest of the stretch after it.
+                # Batches that follow each other (model.Stretch): the loop below would only count them and note
+                # where a producer's transaction begins (no marker ends one in a stretch), up to the first that
+                # reaches an index entry (by offset or position) or the future; that one comes back as a Batch, the
+                # rest of the stretch after it.
                 columns, lo, hi = item
                 k, last, top, count, _end, oi_passed, largest, ti_passed = columns.advance_indexed(
                     lo, hi, pending_exact if time_in_native else next_event, future_limit, base_offset, irel_bytes,
@@ -502,6 +503,9 @@ def _check_log(
                         ti = ti_passed
                         next_toff = time_entries[ti][1] if ti < n_ti else _NEVER
                         next_event = min(next_toff, pending_exact)
+                    for i, pid in columns.transaction_starts(lo, k):  # each producer's first transactional batch
+                        if pid >= 0 and pid not in ongoing:  # begins its transaction, as below
+                            ongoing[pid] = columns.batch(i)[1]
                 if k < hi:
                     if k + 1 < hi:
                         back.append(_tuple_new(Stretch, (columns, k + 1, hi)))

@@ -134,10 +134,13 @@ def spark():
 
 
 def load_essence(loaded: LoadedPartition) -> tuple:
-    """What a load found (``kafkatool.loader.LoadedPartition``), comparable with ``==``."""
+    """What a load found (``kafkatool.loader.LoadedPartition``), comparable with ``==``: with ``rebuild``, also each
+    segment's rebuilt ``.txnindex`` entries and the producer state at its base offset."""
     return (loaded.log_start_offset, loaded.log_end_offset, loaded.on_disk_end_offset, loaded.high_watermark,
-            [(s.base_offset, s.next_offset, s.valid_bytes, s.deleted) for s in loaded.segments],
+            [(s.base_offset, s.next_offset, s.valid_bytes, s.deleted, s.aborted_txns, s.producers_at_base)
+             for s in loaded.segments],
             [(c.display, c.position, c.next_offset, c.ends_log, c.finding) for c in loaded.cuts],
             loaded.epoch_cache.entries, loaded.epoch_runs, loaded.producer_entries(), loaded.aborted, loaded.fenced,
+            loaded.open_transactions, loaded.first_unstable_offset, loaded.last_stable_offset,
             loaded.batches, loaded.records, loaded.first_timestamp, loaded.max_timestamp, loaded.legacy,
             loaded.findings)

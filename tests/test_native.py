@@ -586,21 +586,28 @@ def test_verify_of_the_corpus_is_the_same_through_stretches(core) -> None:
     assert not differ, f"verify differs through stretches: {differ}"
 
 
+EOS_PRODUCERS = (20, 21, 22)
+
+
 def stretchy_partition(path: Path, rng: random.Random) -> None:
     """A partition written by the project's writer (indexes every ~300 bytes, segments of ~6 KiB) whose batches
     follow each other in long stretches, broken by what a reader must look at: leader epoch changes, producers
     (idempotent runs, a new producer epoch), transactions and their markers, gaps, compressed batches, timestamps
-    of -1 and far in the future; half of them with a recovery point at a later segment (the producer replay starts
-    at its snapshot)."""
+    of -1 and far in the future; long runs of transactional batches of exactly-once producers (``eos_run``); half
+    of them with a recovery point at a later segment (the producer replay starts at its snapshot)."""
     from kafkatool.logwriter import PartitionWriter
 
     ts = 1_700_000_000_000
     with PartitionWriter(path, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=6 * 1024,
                          index_interval_bytes=300) as w:
         offset, epoch, seqs = 0, 0, {}
+        eos_epochs = dict.fromkeys(EOS_PRODUCERS, 0)
         for _ in range(rng.randint(60, 160)):
-            kinds = ("plain", "producer", "txn", "gzip", "epoch", "gap", "odd-ts")
-            kind = rng.choices(kinds, (40, 30, 4, 4, 2, 2, 2))[0]
+            kinds = ("plain", "producer", "txn", "gzip", "epoch", "gap", "odd-ts", "eos")
+            kind = rng.choices(kinds, (40, 30, 4, 4, 2, 2, 2, 5))[0]
+            if kind == "eos":
+                offset = eos_run(w, rng, offset, epoch, seqs, eos_epochs, ts)
+                continue
             n = rng.randint(1, 3)
             records = [RecordSpec(f"k{offset + i}".encode(), bytes(rng.randint(0, 40)), ts + offset + i)
                        for i in range(n)]
@@ -638,6 +645,41 @@ def stretchy_partition(path: Path, rng: random.Random) -> None:
         point = rng.choice(bases[1:])
         (path.parent / "recovery-point-offset-checkpoint").write_bytes(
             checkpoints.build_offset_checkpoint([("s", 0, point)]))
+
+
+def eos_run(w, rng: random.Random, offset: int, leader_epoch: int, seqs: dict, epochs: dict, ts: int) -> int:
+    """Appends to ``w`` from ``offset`` on what exactly-once producers (``EOS_PRODUCERS``, Kafka Streams EOS) write:
+    bursts of transactional batches of each, interleaved, each producer ending its transaction now and then with a
+    COMMIT or an ABORT (some of them with an epoch the coordinator bumped); now and then a producer's epoch bumped in
+    the middle of its transaction, or a zombie's batch with the epoch before (fenced). Transactions stay open from one
+    run to the next, across segment ends and up to the log end. Returns the next offset."""
+    for _ in range(rng.randint(1, 12)):
+        pid = rng.choice(EOS_PRODUCERS)
+        for _ in range(rng.randint(1, 8)):
+            pepoch = epochs[pid]
+            if rng.random() < 0.03:  # a producer epoch bump mid-transaction (KIP-360: the producer starts again at 0)
+                pepoch = epochs[pid] = pepoch + 1
+            elif rng.random() < 0.02 and pepoch > 0:  # a zombie's batch: fenced
+                pepoch -= 1
+            if seqs.get(pid, (None, 0))[0] != pepoch:
+                seqs[pid] = (pepoch, 0)
+            n = rng.randint(1, 3)
+            records = [RecordSpec(f"e{offset + i}".encode(), bytes(rng.randint(0, 30)), ts + offset + i)
+                       for i in range(n)]
+            w.append(record_batch(offset, records, partition_leader_epoch=leader_epoch, producer_id=pid,
+                                  producer_epoch=pepoch, base_sequence=seqs[pid][1], transactional=True,
+                                  compression="gzip" if rng.random() < 0.05 else "none"))
+            seqs[pid] = (pepoch, seqs[pid][1] + n)
+            offset += n
+            if rng.random() < 0.12:  # the coordinator ends the transaction
+                commit = rng.random() < 0.7
+                if not commit and rng.random() < 0.3:  # aborted on a timeout: the coordinator bumped the epoch
+                    epochs[pid] += 1
+                w.append(end_transaction_marker(offset, commit, producer_id=pid, producer_epoch=epochs[pid],
+                                                coordinator_epoch=0, timestamp=ts + offset,
+                                                partition_leader_epoch=leader_epoch))
+                offset += 1
+    return offset
 
 
 def damage(path: Path, rng: random.Random) -> None:
@@ -688,8 +730,13 @@ def test_verify_of_generated_and_damaged_partitions_is_the_same_through_stretche
     """Partitions whose stretches are cut by every kind of event (``stretchy_partition``), whole and damaged
     (``damage``): native verify (stretches) and pure verify (batch by batch) give the same findings and summaries,
     deep or not, at two windows; and the partition loaded natively, fed by verify's scans or reading for itself,
-    is the one the pure reader loads."""
+    is the one the pure reader loads, also as ``repair`` loads it (rebuilding indexes, ``.txnindex`` and producer
+    snapshots, with producers expiring)."""
+    from kafkatool.loader import Rebuild
+
+    rebuild = Rebuild(300, 1_700_000_000_000 + 400, 300)
     differ = []
+    transactional = 0
     for case in range(120):
         rng = random.Random(case)
         part = tmp_path / f"c{case}" / "s-0"
@@ -707,7 +754,15 @@ def test_verify_of_generated_and_damaged_partitions_is_the_same_through_stretche
                 alone = load_essence(load_partition(part, str(part)))
             if pure != fast or tapped != alone or alone_native != alone:
                 differ.append(f"case {case} deep={options.check.deep} window={options.check.scan.window}")
+        with native.using(core):
+            rebuilt_native = load_partition(part, str(part), rebuild=rebuild)
+        with native.using(None):
+            rebuilt = load_partition(part, str(part), rebuild=rebuild)
+        if load_essence(rebuilt_native) != load_essence(rebuilt):
+            differ.append(f"case {case} rebuild")
+        transactional += any(p.txn_first_offset >= 0 for p in rebuilt.producers.values())
     assert not differ, f"verify differs through stretches: {differ[:5]}"
+    assert transactional > 20, "too few partitions end with a transaction open"
 
 
 def tapped_load(part: Path, options: CheckOptions) -> tuple:

@@ -107,11 +107,11 @@ pub struct Advance {
 
 impl WindowColumns {
     /// Whether batch `i` follows batch `i - 1` of the window in everything a reader carries from one batch
-    /// to the next but the producer (`kafkatool.model.Stretch` names the rule for Python): its CRC matches; its
-    /// base offset is the previous last offset + 1; its record count is `lastOffsetDelta + 1`; the same leader
-    /// epoch; neither transactional, nor control, nor carrying a delete horizon (attributes `0x70`);
-    /// `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without a [`Self::deep_suspect`].
-    /// Facts about the bytes only: what they mean is decided in Python.
+    /// to the next but the producer and its transaction (`kafkatool.model.Stretch` names the rule for Python): its
+    /// CRC matches; its base offset is the previous last offset + 1; its record count is `lastOffsetDelta + 1`; the
+    /// same leader epoch; neither a control batch nor carrying a delete horizon (attributes `0x60`; the
+    /// transactional bit may be set); `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without
+    /// a [`Self::deep_suspect`]. Facts about the bytes only: what they mean is decided in Python.
     pub fn follows(&self, i: usize, deep: bool) -> bool {
         let (Some(prev), Some(e)) = (i.checked_sub(1).and_then(|j| self.batches.get(j)), self.batches.get(i)) else {
             return false;
@@ -123,7 +123,7 @@ impl WindowColumns {
             && h.base_offset.checked_add(i64::from(h.last_offset_delta)).is_some()
             && i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1
             && h.partition_leader_epoch == p.partition_leader_epoch
-            && h.attributes & 0x70 == 0
+            && h.attributes & 0x60 == 0
             && -1 <= h.base_timestamp
             && h.base_timestamp <= h.max_timestamp
             && (!deep || (self.decoded.get(i) == Some(&true) && !self.deep_suspect(i)))
@@ -146,6 +146,19 @@ impl WindowColumns {
             ends.push(lo + batches.len() - 1);
         }
         ends
+    }
+
+    /// For each producer id, its first transactional data batch in `lo..hi` (transactional bit `0x10` set, control
+    /// bit `0x20` clear), in order: where a producer-state replay of the batches may see a transaction begin.
+    pub fn transaction_starts(&self, lo: usize, hi: usize) -> Vec<usize> {
+        let batches = self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default();
+        let mut seen = std::collections::HashSet::new();
+        batches
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.header.attributes & 0x30 == 0x10 && seen.insert(e.header.producer_id))
+            .map(|(j, _)| lo + j)
+            .collect()
     }
 
     /// Batches `lo..hi` taken together (the loader's view of a stretch).
@@ -452,8 +465,8 @@ mod tests {
     #[test]
     fn follows_and_advance_say_where_a_batch_needs_a_look() {
         let mut buf = batch(10, RECORD, 1, 0);
-        buf.extend(batch(11, RECORD, 1, 0)); // follows
-        buf.extend(batch(12, RECORD, 1, 0x10)); // transactional: does not
+        buf.extend(batch(11, RECORD, 1, 0x10)); // transactional: follows
+        buf.extend(batch(12, RECORD, 1, 0x30)); // a control batch (a transaction marker): does not
         buf.extend(batch(14, RECORD, 1, 0)); // a gap: does not
         buf.extend(batch(15, RECORD, 1, 4)); // zstd: follows, but not decoded here (deep: does not)
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
@@ -476,23 +489,43 @@ mod tests {
         assert!(headers_only.decoded.iter().all(|d| !d) && headers_only.records.offsets.is_empty());
         assert!(headers_only.data.is_empty() && headers_only.raw(1).is_empty());
         assert!(headers_only.follows(1, false) && !headers_only.follows(1, true));
+        let mut horizon = batch(10, RECORD, 1, 0);
+        horizon.extend(batch(11, RECORD, 1, 0x40)); // a delete horizon: does not
+        let (_, _, cols) = decode_window(&horizon, 0, 0, i64::MAX, i64::MAX);
+        assert!(!cols.follows(1, false));
     }
 
-    #[test]
-    fn producer_runs_end_where_the_producer_or_its_epoch_changes() {
-        let producers: [(i64, i16); 6] = [(7, 0), (7, 0), (9, 0), (9, 1), (7, 0), (7, 0)];
+    /// Batches at offsets 10, 11, ... of these (producer id, producer epoch, attributes).
+    fn producer_batches(producers: &[(i64, i16, i16)]) -> Vec<u8> {
         let mut buf = Vec::new();
-        for (i, (pid, epoch)) in producers.iter().enumerate() {
-            let mut b = batch(10 + i as i64, RECORD, 1, 0);
+        for (i, (pid, epoch, attributes)) in producers.iter().enumerate() {
+            let mut b = batch(10 + i as i64, RECORD, 1, *attributes);
             b[43..51].copy_from_slice(&pid.to_be_bytes());
             b[51..53].copy_from_slice(&epoch.to_be_bytes());
             let crc = crc32c::crc32c(&b[21..]);
             b[17..21].copy_from_slice(&crc.to_be_bytes());
             buf.extend(b);
         }
+        buf
+    }
+
+    #[test]
+    fn producer_runs_end_where_the_producer_or_its_epoch_changes() {
+        let buf = producer_batches(&[(7, 0, 0), (7, 0, 0x10), (9, 0, 0), (9, 1, 0), (7, 0, 0x10), (7, 0, 0)]);
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
         assert_eq!(cols.producer_runs(0, 6), vec![1, 2, 3, 5]);
         assert_eq!(cols.producer_runs(1, 4), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn transaction_starts_are_each_producers_first_transactional_data_batch() {
+        let buf = producer_batches(&[(7, 0, 0), (9, 0, 0x30), (9, 0, 0x10), (7, 1, 0x10), (9, 0, 0x10), (7, 1, 0x10),
+                                     (-1, -1, 0x10), (4, 0, 0x10)]);
+        let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
+        assert_eq!(cols.transaction_starts(0, 8), vec![2, 3, 6, 7]); // 1 is a marker, not a data batch
+        assert_eq!(cols.transaction_starts(4, 6), vec![4, 5]);
+        assert_eq!(cols.transaction_starts(0, 2), Vec::<usize>::new());
+        assert_eq!(cols.transaction_starts(7, 99), vec![7]);
     }
 
     #[test]
@@ -692,6 +725,13 @@ mod py {
         /// The last batch of each run of one producer id and epoch in `lo..hi` ([`WindowColumns::producer_runs`]).
         fn producer_runs(&self, lo: usize, hi: usize) -> Vec<usize> {
             self.cols.producer_runs(lo, hi)
+        }
+
+        /// `(i, producer_id)` of each producer id's first transactional data batch `i` in `lo..hi`
+        /// ([`WindowColumns::transaction_starts`]).
+        fn transaction_starts(&self, lo: usize, hi: usize) -> Vec<(usize, i64)> {
+            let producer = |i: usize| self.cols.batches.get(i).map_or(-1, |e| e.header.producer_id);
+            self.cols.transaction_starts(lo, hi).into_iter().map(|i| (i, producer(i))).collect()
         }
 
         /// The bytes of batch `i` (framing included).
