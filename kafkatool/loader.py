@@ -337,40 +337,38 @@ class ProducerReplay:
 
 
 def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, next_offset: int) -> list[Batch] | None:
-    """The batches a producer replay of a :class:`Stretch` (its first batch at ``next_offset``) must see, in order:
-    the last of each run of one producer id and epoch, and each producer's first transactional batch; or None when
-    some batch must be replayed on its own: a batch before the replay's ``start``, or a run whose epoch is older
-    than the producer's (each of its batches is fenced, and counted so).
+    """The batches a producer replay of a :class:`Stretch` (its first batch at ``next_offset``) must see: each
+    producer's last batch in the stretch, after its first transactional batch where that begins a transaction; or
+    None when some batch must be replayed on its own: a batch before the replay's ``start``, or one whose epoch is
+    older than its producer's (it is fenced, and counted so).
 
     Replaying those leaves the state replaying every batch does (``tests/test_native.py`` holds the two equal): a
-    data batch sets its producer's epoch, last batch and timestamp whatever came before, so its producer's last
-    batch in the stretch sets them; and it begins a transaction at its first offset when it is transactional and
-    none is ongoing, which in a stretch (no marker, so no transaction ends there) only its producer's first
-    transactional batch can do, and only when the producer has none ongoing before the stretch (else that batch
-    is left out: it changes nothing its producer's last batch does not)."""
+    data batch of a current epoch sets its producer's epoch, last batch and timestamp whatever came before, and
+    touches no other producer, so its producer's last batch in the stretch sets them; and it begins a transaction at
+    its first offset when it is transactional and none is ongoing, which in a stretch (no marker, so no transaction
+    ends there) only its producer's first transactional batch can do, and only when the producer has none ongoing
+    before the stretch (else that batch is left out: it changes nothing its producer's last batch does not). No
+    batch is fenced when each producer's epochs never go down in the stretch and its first is not below its epoch
+    before. The producers come in the order they first appear, as a new one enters the state."""
     if replay is None:
         return []
     columns, lo, hi = stretch
-    at = columns.producer_runs(lo, hi)
     producers = replay.producers
-    starts = [i for i, pid in columns.transaction_starts(lo, hi)
-              if (p := producers.get(pid)) is None or p.txn_first_offset < 0]
-    if starts:
-        at = sorted({*at, *starts})
-    ends = [batch for batch in map(stretch.batch, at) if batch[14] >= 0]  # producer_id
-    if ends and next_offset < start:
-        return None
-    epochs: dict[int, int] = {}
-    for batch in ends:
-        pid, epoch = batch[14], batch[15]
-        current = epochs.get(pid)
-        if current is None:
-            p = replay.producers.get(pid)
-            current = p.epoch if p is not None else -1
-        if current >= 0 and epoch < current:
+    starts = {pid: i for i, pid in columns.transaction_starts(lo, hi)
+              if (p := producers.get(pid)) is None or p.txn_first_offset < 0}
+    at: list[int] = []
+    for pid, _first, last, first_epoch, rising in columns.producer_spans(lo, hi):
+        if pid < 0:  # no producer id: nothing to replay
+            continue
+        if next_offset < start:
             return None
-        epochs[pid] = epoch
-    return ends
+        p = producers.get(pid)
+        if not rising or (p is not None and p.epoch >= 0 and first_epoch < p.epoch):  # checkProducerEpoch
+            return None
+        if pid in starts and starts[pid] != last:
+            at.append(starts[pid])
+        at.append(last)
+    return [stretch.batch(i) for i in at]
 
 
 # --- reading one segment -------------------------------------------------------------------------------------------

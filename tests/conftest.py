@@ -140,7 +140,8 @@ def load_essence(loaded: LoadedPartition) -> tuple:
             [(s.base_offset, s.next_offset, s.valid_bytes, s.deleted, s.aborted_txns, s.producers_at_base)
              for s in loaded.segments],
             [(c.display, c.position, c.next_offset, c.ends_log, c.finding) for c in loaded.cuts],
-            loaded.epoch_cache.entries, loaded.epoch_runs, loaded.producer_entries(), loaded.aborted, loaded.fenced,
+            loaded.epoch_cache.entries, loaded.epoch_runs, loaded.producer_entries(), list(loaded.producers),
+            loaded.aborted, loaded.fenced,
             loaded.open_transactions, loaded.first_unstable_offset, loaded.last_stable_offset,
             loaded.batches, loaded.records, loaded.first_timestamp, loaded.max_timestamp, loaded.legacy,
             loaded.findings)

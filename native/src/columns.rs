@@ -105,6 +105,20 @@ pub struct Advance {
     pub next_position: Option<i64>,
 }
 
+/// One producer id's batches in a range ([`WindowColumns::producer_spans`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerSpan {
+    /// The producer id (-1 for batches written without one).
+    pub producer_id: i64,
+    /// Its first and last batch in the range.
+    pub first: usize,
+    pub last: usize,
+    /// The producer epoch of its first batch.
+    pub first_epoch: i16,
+    /// Whether each of its batches has an epoch at least its previous batch's.
+    pub rising: bool,
+}
+
 impl WindowColumns {
     /// Whether batch `i` follows batch `i - 1` of the window in everything a reader carries from one batch
     /// to the next but the producer and its transaction (`kafkatool.model.Stretch` names the rule for Python): its
@@ -129,23 +143,29 @@ impl WindowColumns {
             && (!deep || (self.decoded.get(i) == Some(&true) && !self.deep_suspect(i)))
     }
 
-    /// The batches of `lo..hi` that end a run of batches of one producer id and producer epoch (the last batch of
-    /// each run, `hi - 1` included): what a producer-state replay of the batches needs to see.
-    pub fn producer_runs(&self, lo: usize, hi: usize) -> Vec<usize> {
+    /// Each producer id's batches among `lo..hi`, in the order the ids first appear: where its first and last batch
+    /// are, the producer epoch of its first one, and whether its epochs never go down from batch to batch. What a
+    /// producer-state replay of the batches needs in order to see only each producer's last batch (Python decides
+    /// when that is enough: `kafkatool.loader._producer_runs`).
+    pub fn producer_spans(&self, lo: usize, hi: usize) -> Vec<ProducerSpan> {
         let batches = self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default();
-        let mut ends: Vec<usize> = batches
-            .windows(2)
-            .enumerate()
-            .filter(|(_, w)| match w {
-                [a, b] => (a.header.producer_id, a.header.producer_epoch) != (b.header.producer_id, b.header.producer_epoch),
-                _ => false,
-            })
-            .map(|(j, _)| lo + j)
-            .collect();
-        if !batches.is_empty() {
-            ends.push(lo + batches.len() - 1);
+        // each span with the epoch of its latest batch so far, and where each producer id's span is
+        let mut spans: Vec<(ProducerSpan, i16)> = Vec::new();
+        let mut at = std::collections::HashMap::new();
+        for (j, e) in batches.iter().enumerate() {
+            let (i, pid, epoch) = (lo + j, e.header.producer_id, e.header.producer_epoch);
+            let k = *at.entry(pid).or_insert(spans.len());
+            if k == spans.len() {
+                let first = ProducerSpan { producer_id: pid, first: i, last: i, first_epoch: epoch, rising: true };
+                spans.push((first, epoch));
+            }
+            if let Some((span, latest)) = spans.get_mut(k) {
+                span.last = i;
+                span.rising &= epoch >= *latest;
+                *latest = epoch;
+            }
         }
-        ends
+        spans.into_iter().map(|(span, _)| span).collect()
     }
 
     /// For each producer id, its first transactional data batch in `lo..hi` (transactional bit `0x10` set, control
@@ -472,8 +492,8 @@ mod tests {
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
         let flags: Vec<bool> = (0..5).map(|i| cols.follows(i, false)).collect();
         assert_eq!(flags, vec![false, true, false, false, true]);
-        assert_eq!(cols.producer_runs(0, 5), vec![4]); // one producer (none) throughout
-        assert_eq!(cols.producer_runs(2, 2), Vec::<usize>::new());
+        let none = ProducerSpan { producer_id: -1, first: 0, last: 4, first_epoch: -1, rising: true };
+        assert_eq!(cols.producer_spans(0, 5), vec![none]); // one producer (none) throughout
         assert!(!cols.follows(4, true) && cols.follows(1, true) && !cols.follows(5, false));
         let never = i128::from(i64::MAX) + 1;
         let all = cols.advance(0, 5);
@@ -510,11 +530,13 @@ mod tests {
     }
 
     #[test]
-    fn producer_runs_end_where_the_producer_or_its_epoch_changes() {
-        let buf = producer_batches(&[(7, 0, 0), (7, 0, 0x10), (9, 0, 0), (9, 1, 0), (7, 0, 0x10), (7, 0, 0)]);
+    fn producer_spans_give_each_producers_last_batch_and_whether_its_epochs_rise() {
+        let buf = producer_batches(&[(7, 0, 0), (7, 0, 0x10), (9, 1, 0), (9, 0, 0), (7, 2, 0x10), (7, 2, 0), (-1, -1, 0)]);
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
-        assert_eq!(cols.producer_runs(0, 6), vec![1, 2, 3, 5]);
-        assert_eq!(cols.producer_runs(1, 4), vec![1, 2, 3]);
+        let span = |producer_id, first, last, first_epoch, rising| ProducerSpan { producer_id, first, last, first_epoch, rising };
+        assert_eq!(cols.producer_spans(0, 7), vec![span(7, 0, 5, 0, true), span(9, 2, 3, 1, false), span(-1, 6, 6, -1, true)]);
+        assert_eq!(cols.producer_spans(3, 5), vec![span(9, 3, 3, 0, true), span(7, 4, 4, 2, true)]);
+        assert_eq!(cols.producer_spans(2, 2), vec![]);
     }
 
     #[test]
@@ -623,7 +645,7 @@ mod py {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyTuple};
 
-    use super::{decode_window_until, Decode, OffsetIndex, TimeIndex, WindowColumns};
+    use super::{decode_window_until, Decode, OffsetIndex, ProducerSpan, TimeIndex, WindowColumns};
     use crate::render::{self, Fallback, Values};
 
     /// The columns of one window (`kafkatool.records.RecordRun` holds one with a batch range).
@@ -722,9 +744,11 @@ mod py {
             })
         }
 
-        /// The last batch of each run of one producer id and epoch in `lo..hi` ([`WindowColumns::producer_runs`]).
-        fn producer_runs(&self, lo: usize, hi: usize) -> Vec<usize> {
-            self.cols.producer_runs(lo, hi)
+        /// `(producer_id, first, last, first_epoch, rising)` of each producer id's batches in `lo..hi`, in the
+        /// order the ids first appear ([`WindowColumns::producer_spans`]).
+        fn producer_spans(&self, lo: usize, hi: usize) -> Vec<(i64, usize, usize, i16, bool)> {
+            let span = |s: ProducerSpan| (s.producer_id, s.first, s.last, s.first_epoch, s.rising);
+            self.cols.producer_spans(lo, hi).into_iter().map(span).collect()
         }
 
         /// `(i, producer_id)` of each producer id's first transactional data batch `i` in `lo..hi`
