@@ -12,6 +12,7 @@ The extension must be built in CI (``CI=true``): there a missing extension fails
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import random
@@ -717,3 +718,68 @@ def tapped_load(part: Path, options: CheckOptions) -> tuple:
         check_segment(SegmentTask(0, str(log)), options, tap=load.tap(str(log)))
     return load_essence(load.finish())
 
+
+# -- repair's rebuild through stretches (native) against batch by batch (pure) ----------------------------
+
+@functools.cache
+def following_segment(case: int) -> bytes:
+    """A segment (20 to 500 batches, seeded by ``case``) whose batches mostly follow each other (``model.Stretch``:
+    offsets in a row, one leader epoch), of uneven sizes (1..3 records of 0..400 bytes), with max timestamps that
+    rise, repeat, fall back or are -1 (none); now and then a new leader epoch, or offsets going back (an index cannot
+    take them), ends a stretch."""
+    rng = random.Random(f"following {case}")
+    out, offset, epoch, ts = [], 0, 0, 1_700_000_000_000
+    for _ in range(rng.randint(20, 500)):
+        if rng.random() < 0.01:
+            epoch += 1
+        if rng.random() < 0.005:
+            offset = max(0, offset - rng.randint(1, 20))
+        ts += rng.choice((0, 0, 1, 7, -5, 1000))
+        n = rng.randint(1, 3)
+        none = rng.random() < 0.03
+        records = [RecordSpec(b"k", bytes(rng.randint(0, 400)), -1 if none else ts + rng.randint(-3, 3))
+                   for _ in range(n)]
+        out.append(record_batch(offset, records, partition_leader_epoch=epoch))
+        offset += n
+    return b"".join(out)
+
+
+def test_a_stretch_finds_byte_positions_and_running_maxima_as_its_batches_say(core) -> None:
+    """``Stretch.seek`` (the first batch beginning at or after a byte, searched from any batch of the stretch) and
+    ``Stretch.first_reaching`` (where a running max timestamp first reaches a value) against the stretch's own
+    batches, on segments of uneven batch sizes and timestamps, read through windows that cut stretches anywhere."""
+    from bisect import bisect_left
+
+    from kafkatool.model import Batch, Stretch
+
+    checked = 0
+    for case in range(40):
+        rng = random.Random(case)
+        data = following_segment(case)
+        options = ScanOptions(window=rng.choice((1500, 9000, 1 << 20)))
+        with native.using(core):
+            items = list(scan(io.BytesIO(data), "seg.log", stretches=True, options=options))
+        at = 0
+        for item in items:
+            if item.__class__ is Batch:
+                at = item.position + item.size
+            if item.__class__ is not Stretch:
+                continue
+            batches = list(item.batches())
+            positions = [b.position for b in batches]
+            end = positions[-1] + batches[-1].size
+            assert positions[0] == at  # back to back with the batch before it
+            for _ in range(30):
+                i = rng.randrange(len(batches))
+                position = rng.randrange(positions[i] - 10, end + 10)
+                j = bisect_left(positions, position, i)
+                expected = (item.lo + j, positions[j] if j < len(batches) else end, positions[j - 1] if j > i else None)
+                assert item.seek(position, item.lo + i, positions[i], end) == expected, (case, i, position)
+                k = rng.randrange(i + 1, len(batches) + 1)
+                stamps = [b.max_timestamp for b in batches[i:k]]
+                t = rng.choice(stamps)
+                first = i + next(x for x, s in enumerate(stamps) if s >= t)
+                assert item.first_reaching(t, item.lo + i, item.lo + k) == item.lo + first, (case, i, k, t)
+                checked += 1
+            at = end
+    assert checked > 1000
