@@ -783,3 +783,36 @@ def test_a_stretch_finds_byte_positions_and_running_maxima_as_its_batches_say(co
                 checked += 1
             at = end
     assert checked > 1000
+
+
+def test_indexes_rebuilt_a_stretch_at_a_time_are_the_batch_by_batch_ones(core) -> None:
+    """``SegmentIndexes.append_stretch`` (native stretches) against ``append`` per batch (the pure reader): the same
+    entries, the same state after them, the same ``.index`` and ``.timeindex`` bytes once closed, or the same
+    ``IndexAppendError`` at the same batch; at intervals from 0 to beyond the segment, so that entries fall on the
+    first batch of a stretch, in its middle, on its last batch or nowhere in it, and with max timestamps reached
+    early, late or never again."""
+    from kafkatool.segment_indexes import IndexAppendError, SegmentIndexes
+
+    def built(data: bytes, interval: int, options: ScanOptions) -> tuple:
+        indexes = SegmentIndexes(0, interval)
+        try:
+            indexes.append_scan(scan(io.BytesIO(data), "seg.log", stretches=True, options=options))
+            state = (indexes.bytes_since_last_entry, indexes.max_timestamp, indexes.offset_of_max_timestamp)
+            indexes.close()
+        except IndexAppendError as exc:
+            return str(exc), exc.position, indexes.offsets, indexes.times
+        return state, indexes.index_bytes(), indexes.timeindex_bytes()
+
+    errors = 0
+    for case in range(150):
+        rng = random.Random(case)
+        data = following_segment(case % 50)
+        interval = rng.choice((0, 1, 61, 62, 100, 333, 1000, 4095, 4096, 20_000, 1 << 30))
+        options = ScanOptions(window=rng.choice((1500, 9000, 1 << 20)))
+        with native.using(None):
+            pure = built(data, interval, options)
+        with native.using(core):
+            fast = built(data, interval, options)
+        assert pure == fast, (case, interval, options.window)
+        errors += isinstance(pure[0], str)
+    assert errors  # offsets going back were met by an entry
