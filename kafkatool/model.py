@@ -206,8 +206,9 @@ class Stretch(NamedTuple):
 
     Such a batch changes nothing a batch-by-batch reader tracks but counters, the last offset, the largest
     timestamp, where index entries fall and the last batch of each producer (``columns.producer_runs``), so a
-    consumer takes the whole stretch at once (``columns.advance``, ``advance_indexed``) and looks at a batch on its
-    own only where something happens there. Only the native core makes stretches (:func:`kafkatool.records.scan`
+    consumer takes the whole stretch at once (``columns.advance``, ``advance_indexed``; :meth:`seek` and
+    :meth:`first_reaching` for the batches an index rebuild names) and looks at a batch on its own only where
+    something happens there. Only the native core makes stretches (:func:`kafkatool.records.scan`
     with ``stretches``, and ``verify --deep``'s decoded runs); the pure reader is their batch-by-batch reference
     (``tests/test_native.py``).
     """

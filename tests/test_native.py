@@ -29,7 +29,7 @@ from kafkatool import native
 from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, record_batch
 from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
 from kafkatool.errors import DecompressionError
-from kafkatool.loader import PartitionLoad, load_partition
+from kafkatool.loader import PartitionLoad, Rebuild, load_partition
 from kafkatool.records import RawBatch, ScanOptions, decode_records, decompress_payload, scan
 from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
 
@@ -587,16 +587,16 @@ def test_verify_of_the_corpus_is_the_same_through_stretches(core) -> None:
     assert not differ, f"verify differs through stretches: {differ}"
 
 
-def stretchy_partition(path: Path, rng: random.Random) -> None:
-    """A partition written by the project's writer (indexes every ~300 bytes, segments of ~6 KiB) whose batches
-    follow each other in long stretches, broken by what a reader must look at: leader epoch changes, producers
-    (idempotent runs, a new producer epoch), transactions and their markers, gaps, compressed batches, timestamps
-    of -1 and far in the future; half of them with a recovery point at a later segment (the producer replay starts
-    at its snapshot)."""
+def stretchy_partition(path: Path, rng: random.Random, segment_bytes: int = 6 * 1024) -> None:
+    """A partition written by the project's writer (indexes every ~300 bytes, segments of ~``segment_bytes``) whose
+    batches follow each other in long stretches, broken by what a reader must look at: leader epoch changes,
+    producers (idempotent runs, a new producer epoch), transactions and their markers, gaps, compressed batches,
+    timestamps of -1 and far in the future; half of them with a recovery point at a later segment (the producer replay
+    starts at its snapshot)."""
     from kafkatool.logwriter import PartitionWriter
 
     ts = 1_700_000_000_000
-    with PartitionWriter(path, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=6 * 1024,
+    with PartitionWriter(path, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=segment_bytes,
                          index_interval_bytes=300) as w:
         offset, epoch, seqs = 0, 0, {}
         for _ in range(rng.randint(60, 160)):
@@ -816,3 +816,99 @@ def test_indexes_rebuilt_a_stretch_at_a_time_are_the_batch_by_batch_ones(core) -
         assert pure == fast, (case, interval, options.window)
         errors += isinstance(pure[0], str)
     assert errors  # offsets going back were met by an entry
+
+
+NOW_MS = 1_700_000_000_000 + 3_600_000  # the broker's clock for producer expiry: an hour after the batches
+
+
+def rebuilt(part: Path, options) -> tuple[str, int]:
+    """What ``repair`` makes of ``part`` with the reader in use: its plan (every action, with the bytes each write
+    would put: ``.index``, ``.timeindex``, ``.txnindex``, producer snapshots, checkpoints), and the load behind it as
+    verify's segment checks would feed it, with what it rebuilt for every recovered segment (indexes, aborted
+    transactions, producer state at its base) whether or not that differs from the files; and how many stretches
+    that load took whole in the segments it recovered (a tap hands on a stretch it takes whole, the batches of one
+    it takes apart)."""
+    from kafkatool.logwriter import snapshot_bytes
+    from kafkatool.model import Stretch
+    from kafkatool.repair import plan_partition
+
+    plan = plan_partition(part, str(part), options)
+    load = PartitionLoad(part, str(part), recovery_point=options.recovery_point, options=options.scan,
+                         rebuild=Rebuild(plan.index_interval_bytes, options.now_ms, options.producer_id_expiration_ms))
+    taken = 0
+    for seg in list(load.segs):
+        tap = load.tap(seg.display)
+        if tap is None:
+            continue
+        with open(seg.path, "rb") as fh:
+            stretches = sum(item.__class__ is Stretch for item in tap(scan(fh, seg.display, stretches=True,
+                                                                            options=options.scan)))
+        taken += stretches if seg.recovered is not None and not seg.deleted else 0
+    loaded = load.finish()
+    segments = [(s.base_offset, s.recovered, s.indexes and (s.indexes.index_bytes(), s.indexes.timeindex_bytes()),
+                 s.aborted_txns, None if s.producers_at_base is None else snapshot_bytes(s.producers_at_base))
+                for s in loaded.segments]
+    return repr((plan, load_essence(loaded), segments)), taken
+
+
+def test_repair_of_the_corpus_is_the_same_through_stretches(core) -> None:
+    """``repair``'s plan and rebuild of every corpus and fixture partition (Kafka's recovery cases, real brokers'
+    dirs, compacted, transactional, legacy): the native core hands the loader stretches, which it takes whole in the
+    segments it recovers too (``SegmentIndexes.append_stretch``), the pure reader hands it one batch at a time; the
+    plans, the rebuilt files and the loads are the same, from the checkpointed recovery point at the inferred
+    interval, and from offset 0 (every segment recovered) at intervals that put entries on every batch or mid-stretch,
+    at a window small enough to cut stretches at every refill; and from the last segment only."""
+    from kafkatool.repair import RepairOptions
+    from kafkatool.walk import partition_dirs
+
+    corpus = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    parts = [found.path for found in partition_dirs([corpus / "kafka", corpus / "real", PROJECT_ROOT / "fixtures"])]
+    settings = [RepairOptions(now_ms=NOW_MS),
+                RepairOptions(index_interval_bytes=1, recovery_point=0, now_ms=NOW_MS, scan=ScanOptions(window=1500)),
+                RepairOptions(index_interval_bytes=333, recovery_point=0, now_ms=NOW_MS),
+                RepairOptions(index_interval_bytes=4096, recovery_point=1 << 62, now_ms=NOW_MS)]
+    differ, taken = [], 0
+    for options in settings:
+        for part in parts:
+            with native.using(None):
+                pure, _ = rebuilt(part, options)
+            with native.using(core):
+                fast, took = rebuilt(part, options)
+            taken += took
+            if pure != fast:
+                differ.append(f"{part} {options}")
+    assert not differ, f"repair differs through stretches: {differ[:3]}"
+    assert taken > 1000  # the recovered segments' stretches were taken whole
+
+
+def test_repair_of_generated_and_damaged_partitions_is_the_same_through_stretches(core, tmp_path: Path) -> None:
+    """Partitions whose stretches are cut by every kind of event (``stretchy_partition``, in segments of 6 or 64 KiB),
+    whole and damaged (``damage``), planned for repair at odd index intervals (entries on every batch, mid-stretch,
+    rare) and from a recovery point anywhere, the checkpoint's, 0, any offset, the log end (the segment holding it is
+    recovered: its stretches cross it), at two windows: the plans, rebuilt files and loads through stretches are the
+    batch-by-batch ones; with producers idle for ``producer.id.expiration.ms`` dropped where the broker reloads a
+    snapshot, or none."""
+    from kafkatool.repair import RepairOptions
+
+    differ, taken = [], 0
+    for case in range(90):
+        rng = random.Random(case)
+        part = tmp_path / f"c{case}" / "s-0"
+        stretchy_partition(part, rng, segment_bytes=rng.choice((6 * 1024, 64 * 1024)))
+        if case % 3:
+            damage(part, rng)
+        end = load_partition(part, str(part)).on_disk_end_offset
+        for _ in range(3):
+            options = RepairOptions(index_interval_bytes=rng.choice((None, 1, 61, 100, 299, 300, 333, 1000, 4096)),
+                                    recovery_point=rng.choice((None, 0, rng.randint(0, end), end)),
+                                    now_ms=NOW_MS, producer_id_expiration_ms=rng.choice((86_400_000, 3_600_000 - 150)),
+                                    scan=ScanOptions(window=rng.choice((1500, ScanOptions().window))))
+            with native.using(None):
+                pure, _ = rebuilt(part, options)
+            with native.using(core):
+                fast, took = rebuilt(part, options)
+            taken += took
+            if pure != fast:
+                differ.append(f"case {case} {options}")
+    assert not differ, f"repair differs through stretches: {differ[:3]}"
+    assert taken > 1000
