@@ -68,7 +68,7 @@ from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
 from .logwriter import segment_file, snapshot_bytes, txn_index_bytes
-from .model import Batch, Finding
+from .model import Finding
 from .records import ScanOptions, scan
 from .safewrite import FileOp
 from .segment_indexes import IndexAppendError, SegmentIndexes
@@ -284,13 +284,12 @@ def _segment_actions(loaded: LoadedPartition, result: PartitionRepair, indexes_o
 
 
 def _indexes_of(seg: LoadedSegment, options: RepairOptions) -> SegmentIndexes:
-    """The indexes of a segment the broker trusts, rebuilt from its batch headers (one header scan)."""
+    """The indexes of a segment the broker trusts, rebuilt from its batch headers (one header scan, stretches of
+    batches that follow each other taken whole)."""
     indexes = SegmentIndexes(seg.base_offset, options.index_interval_bytes)
     try:
         with open(seg.path, "rb") as fh:
-            for item in scan(fh, seg.display, options=options.scan):
-                if isinstance(item, Batch):
-                    indexes.append(item.position, item.size, item.last_offset, item.max_timestamp, item.last_offset)
+            indexes.append_scan(scan(fh, seg.display, stretches=True, options=options.scan))
         indexes.close()
     except (OSError, IndexAppendError) as exc:
         raise PlanError(f"{seg.display}: its indexes cannot be rebuilt: {exc}") from exc

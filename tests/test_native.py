@@ -883,20 +883,23 @@ def test_repair_of_the_corpus_is_the_same_through_stretches(core) -> None:
 
 def test_repair_of_generated_and_damaged_partitions_is_the_same_through_stretches(core, tmp_path: Path) -> None:
     """Partitions whose stretches are cut by every kind of event (``stretchy_partition``, in segments of 6 or 64 KiB),
-    whole and damaged (``damage``), planned for repair at odd index intervals (entries on every batch, mid-stretch,
-    rare) and from a recovery point anywhere, the checkpoint's, 0, any offset, the log end (the segment holding it is
-    recovered: its stretches cross it), at two windows: the plans, rebuilt files and loads through stretches are the
-    batch-by-batch ones; with producers idle for ``producer.id.expiration.ms`` dropped where the broker reloads a
-    snapshot, or none."""
+    whole and damaged (``damage``; some with an index cut mid-entry, rebuilt even in a segment the broker trusts),
+    planned for repair at odd index intervals (entries on every batch, mid-stretch, rare), from a recovery point
+    anywhere (the checkpoint's, 0, any offset, the log end: the segment holding it is recovered, its stretches cross
+    it), at two windows, with producers idle for ``producer.id.expiration.ms`` dropped where the broker reloads a
+    snapshot or none: the plans, rebuilt files and loads through stretches are the batch-by-batch ones."""
     from kafkatool.repair import RepairOptions
 
-    differ, taken = [], 0
+    differ, taken, trusted = [], 0, 0
     for case in range(90):
         rng = random.Random(case)
         part = tmp_path / f"c{case}" / "s-0"
         stretchy_partition(part, rng, segment_bytes=rng.choice((6 * 1024, 64 * 1024)))
         if case % 3:
             damage(part, rng)
+        if case % 2 == 0:  # an index cut mid-entry: rebuilt even where the broker trusts its segment
+            index = rng.choice(sorted(part.glob("*.index")) + sorted(part.glob("*.timeindex")))
+            index.write_bytes(index.read_bytes()[:-3])
         end = load_partition(part, str(part)).on_disk_end_offset
         for _ in range(3):
             options = RepairOptions(index_interval_bytes=rng.choice((None, 1, 61, 100, 299, 300, 333, 1000, 4096)),
@@ -908,7 +911,9 @@ def test_repair_of_generated_and_damaged_partitions_is_the_same_through_stretche
             with native.using(core):
                 fast, took = rebuilt(part, options)
             taken += took
+            trusted += "index is corrupt" in fast
             if pure != fast:
                 differ.append(f"case {case} {options}")
     assert not differ, f"repair differs through stretches: {differ[:3]}"
     assert taken > 1000
+    assert trusted > 10
