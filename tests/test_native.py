@@ -917,3 +917,97 @@ def test_repair_of_generated_and_damaged_partitions_is_the_same_through_stretche
     assert not differ, f"repair differs through stretches: {differ[:3]}"
     assert taken > 1000
     assert trusted > 10
+
+
+def test_the_index_interval_is_inferred_the_same_through_stretches(core, tmp_path: Path) -> None:
+    """``infer_index_interval`` reads each segment natively as stretches (``RangeFit.stretch``: a search per index
+    entry) and purely one batch at a time: the same interval, bounds and note on every corpus and fixture partition,
+    and on partitions written at odd intervals, in long stretches (``stretchy_partition``) or short, whole and
+    damaged (an index entry moved, to another batch or into one), reading each segment whole or only its first
+    bytes (entries past them not judged)."""
+    from kafkatool.index_interval import infer_index_interval
+    from kafkatool.logwriter import PartitionWriter
+    from kafkatool.walk import partition_dirs
+
+    corpus = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    parts = [found.path for found in partition_dirs([corpus / "kafka", corpus / "real", PROJECT_ROOT / "fixtures"])]
+    cases = [(part, ScanOptions(), 4 << 20) for part in parts]
+    for case in range(60):
+        rng = random.Random(case)
+        part = tmp_path / f"c{case}" / "s-0"
+        if case % 2:
+            stretchy_partition(part, rng, segment_bytes=rng.choice((6 * 1024, 64 * 1024)))
+        else:  # long stretches: one leader epoch, no producer
+            with PartitionWriter(part, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=64 * 1024,
+                                 index_interval_bytes=rng.choice((1, 61, 100, 333, 1000, 4096))) as w:
+                for i in range(rng.randint(50, 400)):
+                    w.append(record_batch(i, [RecordSpec(b"k", bytes(rng.randint(0, 300)), 1_700_000_000_000 + i)]))
+        if case % 3:
+            damage(part, rng)
+        for window in (1500, ScanOptions().window):
+            cases.append((part, ScanOptions(window=window), rng.choice((100, 3000, 20_000, 4 << 20))))
+    differ = []
+    for part, options, scan_bytes in cases:
+        with native.using(None):
+            pure = infer_index_interval(part, options, scan_bytes=scan_bytes)
+        with native.using(core):
+            fast = infer_index_interval(part, options, scan_bytes=scan_bytes)
+        if pure != fast:
+            differ.append((part, options.window, scan_bytes, pure, fast))
+    assert not differ, f"the inferred interval differs through stretches: {differ[:3]}"
+    assert sum(c[0].is_relative_to(tmp_path) and infer_index_interval(c[0]).source == "inferred" for c in cases) > 60
+
+
+def test_an_interval_fit_through_stretches_is_the_batch_by_batch_one(core) -> None:
+    """``RangeFit`` fed a segment's stretches (native) and its batches one at a time (pure), with index entries as
+    Kafka's rule puts them at some interval, or moved (into a batch, onto the next batch, into the last batch read,
+    past it), dropped or added, reading the whole segment or only its first bytes: the same range and last batch."""
+    from kafkatool.index_interval import RangeFit
+    from kafkatool.model import Batch, Stretch
+
+    def fitted(data: bytes, entries: list[int], limit: int, options: ScanOptions) -> tuple:
+        fit, at = RangeFit(entries), 0
+        for item in scan(io.BytesIO(data), "seg.log", end=limit, stretches=True, options=options):
+            if item.__class__ is Stretch:
+                end = item.columns.advance(item.lo, item.hi)[4]
+                fit.stretch(item, at, end)
+                at = end
+            elif item.__class__ is Batch:
+                fit.batch(item.position)
+                at = item.position + item.size
+            else:
+                break
+            if not fit.fits:
+                break
+        return fit.range(), fit.fits and fit.end
+
+    fits = 0
+    for case in range(200):
+        rng = random.Random(case)
+        data = following_segment(case % 50)
+        with native.using(None):
+            batches = [b for b in scan(io.BytesIO(data), "seg.log") if b.__class__ is Batch]
+        interval, last, entries = rng.choice((0, 61, 100, 333, 1000, 4096)), 0, []
+        for b in batches:  # LogSegment.append's rule
+            if b.position - last > interval:
+                entries.append(b.position)
+                last = b.position
+        limit = rng.choice((len(data), rng.randrange(len(data) + 1)))
+        read = [b for b in batches if b.position < limit]
+        kind = rng.randrange(6)
+        if kind == 1 and entries:  # moved by a few bytes: into a batch
+            entries[rng.randrange(len(entries))] += rng.choice((-3, -1, 1, 5))
+        elif kind == 2 and entries:
+            del entries[rng.randrange(len(entries))]
+        elif kind == 3:
+            entries.append(rng.choice(batches).position)
+        elif kind == 4 and read:  # into the last batch read, or just past it
+            entries.append(read[-1].position + rng.choice((1, read[-1].size // 2, read[-1].size, read[-1].size + 1)))
+        options = ScanOptions(window=rng.choice((1500, 9000, 1 << 20)))
+        with native.using(None):
+            pure = fitted(data, entries, limit, options)
+        with native.using(core):
+            fast = fitted(data, entries, limit, options)
+        assert pure == fast, (case, kind, limit, interval)
+        fits += pure[0] is not None
+    assert 50 < fits < 190
