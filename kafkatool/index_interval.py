@@ -14,6 +14,10 @@ are intersected. Within it the broker default 4096 is preferred, then other comm
 value in it rebuilds the same entries). A segment whose entries fit no interval (a corrupt index, an entry that is
 not at a batch start, a broker restarted mid-segment: its count starts again at 0, or the topic's interval changed)
 is left out and counted. No entries at all, or segments that disagree, give 4096, and the note says so.
+
+The batches are read as stretches where the native core finds them (:class:`RangeFit`): between two entries only the
+batch just before the later one bounds the interval from below, so a stretch costs a search per entry, not a look at
+each batch.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 
 from .filetypes import FileKind, classify
 from .logwriter import segment_file
-from .model import Batch
+from .model import Batch, Stretch
 from .records import ScanOptions, scan
 from .smallfiles import offset_index_sanity, read_offset_index
 
@@ -53,28 +57,93 @@ def segment_range(positions: list[int], entry_positions: list[int]) -> tuple[int
     """``(low, high)``: the intervals ``low <= I < high`` (``high`` None: unbounded) under which Kafka's rule indexes
     exactly the batches at ``entry_positions`` among the batches at ``positions`` (ascending, from the segment's
     start); None when no interval does. Entries past the last position are not judged."""
-    entries = {p for p in entry_positions if p <= positions[-1]} if positions else set()
-    if not entries <= set(positions):
-        return None
-    low, high, last = 0, None, 0
+    fit = RangeFit(entry_positions)
     for p in positions:
-        gap = p - last
-        if p in entries:
-            high = gap if high is None else min(high, gap)
-            last = p
+        fit.batch(p)
+    return fit.range()
+
+
+class RangeFit:
+    """:func:`segment_range` fed a segment's batches in file order: one at a time (:meth:`batch`), or the back-to-back
+    batches of a :class:`kafkatool.model.Stretch` at once (:meth:`stretch`, a search per entry).
+
+    Each batch at ``gap`` bytes after the last indexed one (or the segment's start) bounds the interval: indexed,
+    ``I < gap``; not indexed, ``I >= gap``. Between two entries the gaps grow batch by batch, so of the batches not
+    indexed only the last one before the next entry (or the last batch fed) bounds it from below."""
+
+    __slots__ = ("entries", "next", "low", "high", "last", "end", "fits")
+
+    def __init__(self, entry_positions: list[int]) -> None:
+        self.entries = sorted(set(entry_positions))
+        self.next = 0                   # the first entry not met yet
+        self.low, self.high = 0, None   # high None: unbounded
+        self.last = 0                   # where the last indexed batch begins (0: the segment's start)
+        self.end: int | None = None     # where the last batch fed begins
+        self.fits = True                # False: an entry is not at a batch start
+
+    def batch(self, position: int) -> None:
+        """The batch beginning at ``position``."""
+        entries, k = self.entries, self.next
+        if k < len(entries) and entries[k] <= position:
+            if entries[k] < position:
+                self.fits = False  # an entry inside the batch before, not at its start
+                return
+            gap = position - self.last
+            self.high = gap if self.high is None else min(self.high, gap)
+            self.last, self.next = position, k + 1
         else:
-            low = max(low, gap)
-    return None if high is not None and low >= high else (low, high)
+            self.low = max(self.low, position - self.last)
+        self.end = position
+
+    def stretch(self, stretch: Stretch, start: int, end: int) -> None:
+        """The batches of ``stretch``, which lie in bytes ``start:end`` of the segment: each entry among them found
+        with :meth:`Stretch.seek`, with the batch just before it."""
+        entries, k = self.entries, self.next
+        i, at = stretch.lo, start
+        tail = stretch.batch(stretch.hi - 1)[0]  # where its last batch begins: entries past it are the next batch's
+        while k < len(entries) and entries[k] <= tail:
+            e = entries[k]
+            j, p, before = stretch.seek(e, i, at, end)
+            if p != e:
+                self.fits = False
+                return
+            if before is not None and before > self.last:
+                self.low = max(self.low, before - self.last)
+            gap = e - self.last
+            self.high = gap if self.high is None else min(self.high, gap)
+            self.last, k = e, k + 1
+            i, at = j, e
+        self.next = k
+        if tail > self.last:
+            self.low = max(self.low, tail - self.last)
+        self.end = tail
+
+    def range(self) -> tuple[int, int | None] | None:
+        """``(low, high)`` as :func:`segment_range` gives it for the batches fed."""
+        if not self.fits or self.high is not None and self.low >= self.high:
+            return None
+        return self.low, self.high
 
 
-def _batch_positions(log: Path, options: ScanOptions, limit: int) -> list[int]:
-    positions = []
+def _fit(log: Path, options: ScanOptions, limit: int, entry_positions: list[int]) -> RangeFit:
+    """The batches of ``log`` beginning before byte ``limit`` up to its first damage, fed to a :class:`RangeFit` (as
+    stretches where the native core finds them)."""
+    fit = RangeFit(entry_positions)
     with open(log, "rb") as fh:
-        for item in scan(fh, str(log), end=limit, options=options):
-            if not isinstance(item, Batch):
+        at = 0
+        for item in scan(fh, str(log), end=limit, stretches=True, options=options):
+            if item.__class__ is Stretch:
+                end = item.columns.advance(item.lo, item.hi)[4]
+                fit.stretch(item, at, end)
+                at = end
+            elif item.__class__ is Batch:
+                fit.batch(item.position)
+                at = item.position + item.size
+            else:
                 break  # the first damage: what follows is not evidence
-            positions.append(item.position)
-    return positions
+            if not fit.fits:
+                break
+    return fit
 
 
 def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
@@ -95,14 +164,16 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
         listed = read_offset_index(index, info.base_offset)
         if not listed:
             continue
-        positions = _batch_positions(log, options, scan_bytes)
         read += min(scan_bytes, log.stat().st_size)
-        fit = None if offset_index_sanity(data, str(index)) else segment_range(positions, [e.position for e in listed])
+        fitted = None if offset_index_sanity(data, str(index)) else _fit(log, options, scan_bytes,
+                                                                          [e.position for e in listed])
+        fit = None if fitted is None else fitted.range()
         if fit is None:
             skipped += 1
             continue
         used += 1
-        entries += sum(1 for e in listed if positions and e.position <= positions[-1])
+        last = fitted.end  # type: ignore[union-attr]
+        entries += sum(1 for e in listed if last is not None and e.position <= last)
         low = max(low, fit[0])
         high = fit[1] if high is None else (high if fit[1] is None else min(high, fit[1]))
     left_out = f"; {skipped} segment(s) whose entries fit no interval left out" if skipped else ""
@@ -127,4 +198,5 @@ def resolve_index_interval(part_dir: Path, given: int | None, options: ScanOptio
     return infer_index_interval(part_dir, options)
 
 
-__all__ = ["COMMON", "DEFAULT", "IndexInterval", "infer_index_interval", "resolve_index_interval", "segment_range"]
+__all__ = ["COMMON", "DEFAULT", "IndexInterval", "RangeFit", "infer_index_interval", "resolve_index_interval",
+           "segment_range"]

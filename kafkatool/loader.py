@@ -705,16 +705,23 @@ class PartitionLoad:
         for b in pushback(items, back):
             if b.__class__ is Stretch:
                 # Batches that follow each other (model.Stretch): kept, CRC valid, one leader epoch, no marker.
-                # Batch by batch they would only move the counters, the ends and the producer state, which the last
-                # batch of each run of one producer and each producer's first transactional batch leave as all of
-                # them do; taken whole unless the segment's indexes are rebuilt batch by batch, a cut came before, or
-                # the producer replay would not take every batch of a run alike.
-                runs = _producer_runs(b, replay, start, next_offset) if kept and indexes is None else None
+                # Batch by batch they would only move the counters, the ends, the rebuilt indexes' entries and the
+                # producer state, which each producer's last batch and first transactional batch leave as all of
+                # them do (_producer_runs); taken whole unless a cut came before, or the producer replay would not
+                # take every batch alike.
+                runs = _producer_runs(b, replay, start, next_offset) if kept else None
                 if runs is None:
                     back.extend(reversed(list(b.batches())))
                     continue
                 yield b
                 _, last, top, count, end = b.columns.advance(b.lo, b.hi)
+                if indexes is not None:  # LogSegment.recover: the entries the stretch's batches get
+                    try:
+                        indexes.append_stretch(b, valid_bytes, end)
+                    except IndexAppendError as exc:
+                        loaded.findings.append(Finding("error", "index-rebuild-impossible", display, exc.position,
+                                                       str(exc)))
+                        indexes = seg.indexes = None
                 if last >= disk_end:
                     disk_end = last + 1
                 next_offset, valid_bytes = last + 1, end

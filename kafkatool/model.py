@@ -205,12 +205,13 @@ class Stretch(NamedTuple):
     also decoded natively and clean of the deep checks).
 
     Such a batch changes nothing a batch-by-batch reader tracks but counters, the last offset, the largest
-    timestamp, where index entries fall, the last batch of each producer (``columns.producer_runs``) and, as no
+    timestamp, where index entries fall, the last batch of each producer (``columns.producer_spans``) and, as no
     marker ends a transaction inside a stretch, where each producer's transaction may begin: at its first
     transactional batch (``columns.transaction_starts``). So a consumer takes the whole stretch at once
-    (``columns.advance``, ``advance_indexed``) and looks at a batch on its own only where something happens there.
-    Only the native core makes stretches (:func:`kafkatool.records.scan` with ``stretches``, and ``verify
-    --deep``'s decoded runs); the pure reader is their batch-by-batch reference (``tests/test_native.py``).
+    (``columns.advance``, ``advance_indexed``; :meth:`seek` and :meth:`first_reaching` for the batches an index
+    rebuild names) and looks at a batch on its own only where something happens there. Only the native core makes
+    stretches (:func:`kafkatool.records.scan` with ``stretches``, and ``verify --deep``'s decoded runs); the pure
+    reader is their batch-by-batch reference (``tests/test_native.py``).
     """
 
     columns: Any
@@ -224,6 +225,60 @@ class Stretch(NamedTuple):
     def batch(self, i: int) -> Batch:
         """Batch ``i`` of the window (``lo <= i < hi``) as a :class:`Batch`."""
         return column_batch(self.columns, i)
+
+    def seek(self, position: int, i: int, at: int, end: int) -> tuple[int, int, int | None]:
+        """Where byte ``position`` falls among batches ``i:hi`` of the stretch, batch ``i`` beginning at byte ``at`` and
+        the stretch ending at byte ``end``: ``(j, p, before)``, batch ``j`` the first of them beginning at or after
+        ``position`` (``hi`` when none), ``p`` where it begins (``end`` when none), ``before`` where batch ``j - 1``
+        begins (None when ``j == i``).
+
+        The batches of a stretch lie back to back, so batch ``j`` begins where ``columns.advance(a, j)`` ends for any
+        ``a < j``. From ``i`` the search steps by the batches the stretch's mean size fits in the bytes to go, doubling
+        the step until it passes ``position``, then narrows down between the two positions known either side,
+        interpolating (exact when the batches between are of one size) and bisecting when that does not halve the
+        range. Each look costs the batches it spans, so a search costs about the batches between ``at`` and
+        ``position``, never the whole stretch."""
+        advance, hi = self.columns.advance, self.hi
+        if at >= position or i >= hi:
+            return i, at, None
+        target = min(position, end)  # no batch begins at or after ``end``: the search ends with ``j == hi`` then
+        a, pa = i, at                # batch a begins before ``target``, batch b at or after it (b == hi: ``end``)
+        step = max(1, -(-(target - at) * (hi - i) // (end - at)))
+        while True:
+            b = min(a + step, hi)
+            pb = advance(a, b)[4]
+            if pb >= target:
+                break
+            a, pa, step = b, pb, step * 2
+        interpolate = True
+        while b - a > 1:
+            width = b - a
+            m = a + (target - pa) * width // (pb - pa) if interpolate else (a + b) // 2
+            m = min(max(m, a + 1), b - 1)
+            pm = advance(a, m)[4]
+            if pm >= target:
+                b, pb = m, pm
+            else:
+                a, pa = m, pm
+            interpolate = not interpolate or (b - a) * 2 <= width
+        return b, pb, pa
+
+    def first_reaching(self, timestamp: int, i: int, k: int) -> int:
+        """The first of batches ``i:k`` whose max timestamp is ``timestamp`` or more, given that one of them is: where
+        a running maximum over them first reaches it. ``columns.advance`` gives the maximum over a range; batch
+        ``k - 1`` is tried first (timestamps mostly grow), then the range is bisected."""
+        advance = self.columns.advance
+        lo, hi = i, k - 1  # the answer is in lo..hi; the batches before lo stay below ``timestamp``
+        if advance(lo, hi)[2] < timestamp:
+            return hi
+        hi -= 1
+        while lo < hi:
+            m = (lo + hi) // 2
+            if advance(lo, m + 1)[2] >= timestamp:
+                hi = m
+            else:
+                lo = m + 1
+        return lo
 
 
 def column_batches(columns: Any, lo: int, hi: int) -> Iterator[Batch]:

@@ -24,13 +24,13 @@ The plan follows Kafka's ``LogLoader`` (storage module) step by step, and every 
    (:func:`kafkatool.loader.load_partition` with :class:`kafkatool.loader.Rebuild`; only control batches' records
    are decoded): the producer state is loaded from the latest readable snapshot at or before the first segment to
    recover (corrupt ones are skipped, as the broker deletes them), else from the log start with no producer, and
-   the log is replayed from there; each recovered segment's ``.index``/``.timeindex`` are rebuilt batch by batch
-   (:class:`kafkatool.segment_indexes.SegmentIndexes`, the writer's own rule), its ``.txnindex`` from the aborts
-   the replay completes, and the producer state is kept at each segment boundary and at the log end (the
-   snapshots the broker takes there; producers expired by ``now_ms`` are dropped where the broker reloads a
-   snapshot). A segment being recovered is cut at its
-   first batch failing ``DefaultRecordBatch.ensureValid`` (CRC mismatch, size below the v2 header) or the
-   framing (torn tail, zero-filled tail, impossible size); a magic byte from 3 to 127 is not among them
+   the log is replayed from there; each recovered segment's ``.index``/``.timeindex`` are rebuilt by the writer's own
+   rule (:class:`kafkatool.segment_indexes.SegmentIndexes`; a stretch of batches that follow each other at a time),
+   its ``.txnindex`` from the aborts the replay completes, and the producer state is kept at each segment boundary
+   and at the log end (the snapshots the broker takes there; producers expired by ``now_ms`` are dropped where the
+   broker reloads a snapshot). A segment being recovered is cut at its first batch failing
+   ``DefaultRecordBatch.ensureValid`` (CRC mismatch, size below the v2 header) or the framing (torn tail,
+   zero-filled tail, impossible size); a magic byte from 3 to 127 is not among them
    (``FileLogInputStream`` reads it as v2, the CRC does not cover it). A cut in a segment recovered at load
    leaves the later segments (an offset gap remains); a cut found by ``recoverLog`` ends the log: every
    later segment is deleted with its files, and so is every producer snapshot past the new log end offset.
@@ -68,7 +68,7 @@ from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
 from .logwriter import segment_file, snapshot_bytes, txn_index_bytes
-from .model import Batch, Finding
+from .model import Finding
 from .records import ScanOptions, scan
 from .safewrite import FileOp
 from .segment_indexes import IndexAppendError, SegmentIndexes
@@ -284,13 +284,12 @@ def _segment_actions(loaded: LoadedPartition, result: PartitionRepair, indexes_o
 
 
 def _indexes_of(seg: LoadedSegment, options: RepairOptions) -> SegmentIndexes:
-    """The indexes of a segment the broker trusts, rebuilt from its batch headers (one header scan)."""
+    """The indexes of a segment the broker trusts, rebuilt from its batch headers (one header scan, stretches of
+    batches that follow each other taken whole)."""
     indexes = SegmentIndexes(seg.base_offset, options.index_interval_bytes)
     try:
         with open(seg.path, "rb") as fh:
-            for item in scan(fh, seg.display, options=options.scan):
-                if isinstance(item, Batch):
-                    indexes.append(item.position, item.size, item.last_offset, item.max_timestamp, item.last_offset)
+            indexes.append_scan(scan(fh, seg.display, stretches=True, options=options.scan))
         indexes.close()
     except (OSError, IndexAppendError) as exc:
         raise PlanError(f"{seg.display}: its indexes cannot be rebuilt: {exc}") from exc

@@ -13,19 +13,31 @@ and max timestamp of each append:
 - when the segment becomes inactive or is closed (``onBecomeInactiveSegment``, ``LogSegment.close``), the time
   index gets one last ``maybeAppend`` of the max timestamp so far; ``AbstractIndex.trimToValidSize`` leaves the
   files holding exactly their entries (a killed broker leaves them preallocated: zero-filled slots after them).
+
+The loader recovers a run of batches that follow each other (:class:`kafkatool.model.Stretch`) in one step
+(:meth:`SegmentIndexes.append_stretch`), with the same rule: such batches lie back to back, so the bytes since the last
+entry at a batch are its position less that entry's, and the next entry falls on the first batch beginning more than
+the interval after it.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
+from typing import Any
 
 from .errors import KafkaToolError
 from .formats import index as index_format
+from .model import Batch, Stretch
 
 
 class IndexAppendError(KafkaToolError):
     """An entry Kafka's index would refuse (``InvalidOffsetException``, ``IllegalStateException``): offsets or
-    timestamps going back."""
+    timestamps going back. ``position``: the byte of the batch whose entry it is (None: the closing time entry)."""
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
 
 
 class SegmentIndexes:
@@ -49,22 +61,71 @@ class SegmentIndexes:
         if max_timestamp > self.max_timestamp:
             self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, offset_of_max_timestamp
         if self.bytes_since_last_entry > self.interval:
-            if self.offsets and last_offset <= self.offsets[-1][0]:
-                raise IndexAppendError(f"offset index entry {last_offset} at byte {position} is not above the last "
-                                       f"one ({self.offsets[-1][0]}): InvalidOffsetException")
-            self.offsets.append((last_offset, position))
-            self.maybe_append_time(self.max_timestamp, self.offset_of_max_timestamp)
+            self._entry(last_offset, position)
             self.bytes_since_last_entry = 0
         self.bytes_since_last_entry += size
 
-    def maybe_append_time(self, timestamp: int, offset: int) -> None:
-        """``TimeIndex.maybeAppend``: only a timestamp above the last entry's is added."""
+    def append_stretch(self, stretch: Stretch, start: int, end: int) -> None:
+        """The batches of ``stretch``, which lie in bytes ``start:end`` of the segment, each recovered as :meth:`append`
+        takes it (its last offset as the offset of its max timestamp), in one step: per index entry, not per batch.
+
+        At batch ``j`` of the stretch, beginning at ``p_j``, ``bytes_since_last_entry`` is what it is at the first
+        batch ``i`` plus ``p_j - p_i`` (the batches lie back to back), so the next entry is at the first batch
+        beginning more than ``interval - bytes_since_last_entry`` bytes after batch ``i`` (:meth:`Stretch.seek`); the
+        max timestamp there is the largest up to that batch, reached first at the batch
+        :meth:`Stretch.first_reaching` finds."""
+        advance, hi = stretch.columns.advance, stretch.hi
+        i, at = stretch.lo, start
+        while i < hi:
+            j, position, _ = stretch.seek(at + self.interval - self.bytes_since_last_entry + 1, i, at, end)
+            if j == hi:
+                break
+            _, last, top, _, after = advance(i, j + 1)  # batches i..j: the last offset of j, where it ends
+            if top > self.max_timestamp:
+                k = stretch.first_reaching(top, i, j + 1)
+                self.max_timestamp, self.offset_of_max_timestamp = top, last if k == j else advance(k, k + 1)[1]
+            self._entry(last, position)
+            self.bytes_since_last_entry = after - position
+            i, at = j + 1, after
+        if i < hi:
+            top = advance(i, hi)[2]
+            if top > self.max_timestamp:
+                k = stretch.first_reaching(top, i, hi)
+                self.max_timestamp, self.offset_of_max_timestamp = top, advance(k, k + 1)[1]
+            self.bytes_since_last_entry += end - at
+
+    def append_scan(self, items: Iterable[Any]) -> None:
+        """Every batch of a segment's scan (:func:`kafkatool.records.scan`, with or without ``stretches``: its
+        :class:`Batch` es and :class:`Stretch` es in file order; findings and anything else passed over), as
+        :meth:`append` and :meth:`append_stretch` take them: the indexes of a segment kept whole."""
+        at = 0  # where the next batch begins: a stretch's first batch follows the batch before it
+        for item in items:
+            if item.__class__ is Stretch:
+                end = item.columns.advance(item.lo, item.hi)[4]
+                self.append_stretch(item, at, end)
+                at = end
+            elif item.__class__ is Batch:
+                self.append(item.position, item.size, item.last_offset, item.max_timestamp, item.last_offset)
+                at = item.position + item.size
+
+    def _entry(self, last_offset: int, position: int) -> None:
+        """``OffsetIndex.append`` of the batch at ``position`` (its last offset), and ``TimeIndex.maybeAppend`` of the
+        max timestamp so far."""
+        if self.offsets and last_offset <= self.offsets[-1][0]:
+            raise IndexAppendError(f"offset index entry {last_offset} at byte {position} is not above the last "
+                                   f"one ({self.offsets[-1][0]}): InvalidOffsetException", position)
+        self.offsets.append((last_offset, position))
+        self.maybe_append_time(self.max_timestamp, self.offset_of_max_timestamp, position)
+
+    def maybe_append_time(self, timestamp: int, offset: int, position: int | None = None) -> None:
+        """``TimeIndex.maybeAppend``: only a timestamp above the last entry's is added (``position``: of the batch
+        whose entry it is, for the error)."""
         times = self.times
         if times:
             last_timestamp, last_offset = times[-1]
             if offset < last_offset or timestamp < last_timestamp:
                 raise IndexAppendError(f"time index entry ({timestamp}, {offset}) goes back from ({last_timestamp}, "
-                                       f"{last_offset})")
+                                       f"{last_offset})", position)
             if timestamp > last_timestamp:
                 times.append((timestamp, offset))
         elif timestamp > -1:

@@ -9,6 +9,7 @@ several intervals; the corpus's Kafka-written recovery cases were written at 102
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,44 @@ def test_segment_range_follows_kafkas_rule() -> None:
     assert segment_range(positions, [200, 300]) is None   # 100 bytes apart, yet 200 needed more than 100
     assert segment_range(positions, [0]) is None          # the segment's first batch is never indexed
     assert segment_range(positions, [200, 400, 900]) == (100, 200)  # an entry past the scanned batches: not judged
+
+
+def kafka_indexed(positions: list[int], interval: int) -> list[int]:
+    """The batches (by position, from the segment's start) ``LogSegment.append`` indexes at ``interval``."""
+    last, out = 0, []
+    for p in positions:
+        if p - last > interval:
+            out.append(p)
+            last = p
+    return out
+
+
+def test_segment_range_is_every_interval_kafkas_rule_agrees_with() -> None:
+    """Against the rule itself, tried at every interval: ``segment_range`` is exactly the intervals under which
+    ``LogSegment.append`` indexes the given entries among the batches (None: none does), for entries the rule put at
+    some interval, or moved, dropped, added, past the batches."""
+    rng = random.Random(7)
+    for _ in range(300):
+        positions = [0]
+        for _ in range(rng.randint(0, 30)):
+            positions.append(positions[-1] + rng.randint(61, 400))
+        top = positions[-1] + 2
+        entries = kafka_indexed(positions, rng.randrange(top))
+        kind = rng.randrange(4)
+        if kind == 1 and entries:
+            entries[rng.randrange(len(entries))] += rng.choice((-1, 1, -61, 61))
+        elif kind == 2 and entries:
+            del entries[rng.randrange(len(entries))]
+        elif kind == 3:
+            entries.append(rng.choice(positions) + rng.choice((0, 0, 1, 500)))
+        judged = sorted({e for e in entries if e <= positions[-1]})
+        agree = [i for i in range(top) if kafka_indexed(positions, i) == judged]
+        fit = segment_range(positions, entries)
+        if fit is None:
+            assert not agree, (positions, entries)
+        else:
+            low, high = fit
+            assert agree == list(range(low, top if high is None else high)), (positions, entries, fit)
 
 
 @pytest.mark.parametrize("interval", [1024, 4096, 8192, 300])

@@ -12,6 +12,7 @@ The extension must be built in CI (``CI=true``): there a missing extension fails
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import random
@@ -28,7 +29,7 @@ from kafkatool import native
 from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, record_batch
 from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
 from kafkatool.errors import DecompressionError
-from kafkatool.loader import PartitionLoad, load_partition
+from kafkatool.loader import PartitionLoad, Rebuild, load_partition
 from kafkatool.records import RawBatch, ScanOptions, decode_records, decompress_payload, scan
 from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
 
@@ -589,16 +590,17 @@ def test_verify_of_the_corpus_is_the_same_through_stretches(core) -> None:
 EOS_PRODUCERS = (20, 21, 22)
 
 
-def stretchy_partition(path: Path, rng: random.Random) -> None:
-    """A partition written by the project's writer (indexes every ~300 bytes, segments of ~6 KiB) whose batches
-    follow each other in long stretches, broken by what a reader must look at: leader epoch changes, producers
-    (idempotent runs, a new producer epoch), transactions and their markers, gaps, compressed batches, timestamps
-    of -1 and far in the future; long runs of transactional batches of exactly-once producers (``eos_run``); half
-    of them with a recovery point at a later segment (the producer replay starts at its snapshot)."""
+def stretchy_partition(path: Path, rng: random.Random, segment_bytes: int = 6 * 1024) -> None:
+    """A partition written by the project's writer (indexes every ~300 bytes, segments of ~``segment_bytes``) whose
+    batches follow each other in long stretches, broken by what a reader must look at: leader epoch changes,
+    producers (idempotent runs, a new producer epoch), transactions and their markers, gaps, compressed batches,
+    timestamps of -1 and far in the future; long runs of transactional batches of exactly-once producers
+    (``eos_run``); half of them with a recovery point at a later segment (the producer replay starts at its
+    snapshot)."""
     from kafkatool.logwriter import PartitionWriter
 
     ts = 1_700_000_000_000
-    with PartitionWriter(path, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=6 * 1024,
+    with PartitionWriter(path, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=segment_bytes,
                          index_interval_bytes=300) as w:
         offset, epoch, seqs = 0, 0, {}
         eos_epochs = dict.fromkeys(EOS_PRODUCERS, 0)
@@ -772,3 +774,296 @@ def tapped_load(part: Path, options: CheckOptions) -> tuple:
         check_segment(SegmentTask(0, str(log)), options, tap=load.tap(str(log)))
     return load_essence(load.finish())
 
+
+# -- repair's rebuild through stretches (native) against batch by batch (pure) ----------------------------
+
+@functools.cache
+def following_segment(case: int) -> bytes:
+    """A segment (20 to 500 batches, seeded by ``case``) whose batches mostly follow each other (``model.Stretch``:
+    offsets in a row, one leader epoch), of uneven sizes (1..3 records of 0..400 bytes), with max timestamps that
+    rise, repeat, fall back or are -1 (none); now and then a new leader epoch, or offsets going back (an index cannot
+    take them), ends a stretch."""
+    rng = random.Random(f"following {case}")
+    out, offset, epoch, ts = [], 0, 0, 1_700_000_000_000
+    for _ in range(rng.randint(20, 500)):
+        if rng.random() < 0.01:
+            epoch += 1
+        if rng.random() < 0.005:
+            offset = max(0, offset - rng.randint(1, 20))
+        ts += rng.choice((0, 0, 1, 7, -5, 1000))
+        n = rng.randint(1, 3)
+        none = rng.random() < 0.03
+        records = [RecordSpec(b"k", bytes(rng.randint(0, 400)), -1 if none else ts + rng.randint(-3, 3))
+                   for _ in range(n)]
+        out.append(record_batch(offset, records, partition_leader_epoch=epoch))
+        offset += n
+    return b"".join(out)
+
+
+def test_a_stretch_finds_byte_positions_and_running_maxima_as_its_batches_say(core) -> None:
+    """``Stretch.seek`` (the first batch beginning at or after a byte, searched from any batch of the stretch) and
+    ``Stretch.first_reaching`` (where a running max timestamp first reaches a value) against the stretch's own
+    batches, on segments of uneven batch sizes and timestamps, read through windows that cut stretches anywhere."""
+    from bisect import bisect_left
+
+    from kafkatool.model import Batch, Stretch
+
+    checked = 0
+    for case in range(40):
+        rng = random.Random(case)
+        data = following_segment(case)
+        options = ScanOptions(window=rng.choice((1500, 9000, 1 << 20)))
+        with native.using(core):
+            items = list(scan(io.BytesIO(data), "seg.log", stretches=True, options=options))
+        at = 0
+        for item in items:
+            if item.__class__ is Batch:
+                at = item.position + item.size
+            if item.__class__ is not Stretch:
+                continue
+            batches = list(item.batches())
+            positions = [b.position for b in batches]
+            end = positions[-1] + batches[-1].size
+            assert positions[0] == at  # back to back with the batch before it
+            for _ in range(30):
+                i = rng.randrange(len(batches))
+                position = rng.randrange(positions[i] - 10, end + 10)
+                j = bisect_left(positions, position, i)
+                expected = (item.lo + j, positions[j] if j < len(batches) else end, positions[j - 1] if j > i else None)
+                assert item.seek(position, item.lo + i, positions[i], end) == expected, (case, i, position)
+                k = rng.randrange(i + 1, len(batches) + 1)
+                stamps = [b.max_timestamp for b in batches[i:k]]
+                t = rng.choice(stamps)
+                first = i + next(x for x, s in enumerate(stamps) if s >= t)
+                assert item.first_reaching(t, item.lo + i, item.lo + k) == item.lo + first, (case, i, k, t)
+                checked += 1
+            at = end
+    assert checked > 1000
+
+
+def test_indexes_rebuilt_a_stretch_at_a_time_are_the_batch_by_batch_ones(core) -> None:
+    """``SegmentIndexes.append_stretch`` (native stretches) against ``append`` per batch (the pure reader): the same
+    entries, the same state after them, the same ``.index`` and ``.timeindex`` bytes once closed, or the same
+    ``IndexAppendError`` at the same batch; at intervals from 0 to beyond the segment, so that entries fall on the
+    first batch of a stretch, in its middle, on its last batch or nowhere in it, and with max timestamps reached
+    early, late or never again."""
+    from kafkatool.segment_indexes import IndexAppendError, SegmentIndexes
+
+    def built(data: bytes, interval: int, options: ScanOptions) -> tuple:
+        indexes = SegmentIndexes(0, interval)
+        try:
+            indexes.append_scan(scan(io.BytesIO(data), "seg.log", stretches=True, options=options))
+            state = (indexes.bytes_since_last_entry, indexes.max_timestamp, indexes.offset_of_max_timestamp)
+            indexes.close()
+        except IndexAppendError as exc:
+            return str(exc), exc.position, indexes.offsets, indexes.times
+        return state, indexes.index_bytes(), indexes.timeindex_bytes()
+
+    errors = 0
+    for case in range(150):
+        rng = random.Random(case)
+        data = following_segment(case % 50)
+        interval = rng.choice((0, 1, 61, 62, 100, 333, 1000, 4095, 4096, 20_000, 1 << 30))
+        options = ScanOptions(window=rng.choice((1500, 9000, 1 << 20)))
+        with native.using(None):
+            pure = built(data, interval, options)
+        with native.using(core):
+            fast = built(data, interval, options)
+        assert pure == fast, (case, interval, options.window)
+        errors += isinstance(pure[0], str)
+    assert errors  # offsets going back were met by an entry
+
+
+NOW_MS = 1_700_000_000_000 + 3_600_000  # the broker's clock for producer expiry: an hour after the batches
+
+
+def rebuilt(part: Path, options) -> tuple[str, int]:
+    """What ``repair`` makes of ``part`` with the reader in use: its plan (every action, with the bytes each write
+    would put: ``.index``, ``.timeindex``, ``.txnindex``, producer snapshots, checkpoints), and the load behind it as
+    verify's segment checks would feed it, with what it rebuilt for every recovered segment (indexes, aborted
+    transactions, producer state at its base) whether or not that differs from the files; and how many stretches
+    that load took whole in the segments it recovered (a tap hands on a stretch it takes whole, the batches of one
+    it takes apart)."""
+    from kafkatool.logwriter import snapshot_bytes
+    from kafkatool.model import Stretch
+    from kafkatool.repair import plan_partition
+
+    plan = plan_partition(part, str(part), options)
+    load = PartitionLoad(part, str(part), recovery_point=options.recovery_point, options=options.scan,
+                         rebuild=Rebuild(plan.index_interval_bytes, options.now_ms, options.producer_id_expiration_ms))
+    taken = 0
+    for seg in list(load.segs):
+        tap = load.tap(seg.display)
+        if tap is None:
+            continue
+        with open(seg.path, "rb") as fh:
+            stretches = sum(item.__class__ is Stretch for item in tap(scan(fh, seg.display, stretches=True,
+                                                                            options=options.scan)))
+        taken += stretches if seg.recovered is not None and not seg.deleted else 0
+    loaded = load.finish()
+    segments = [(s.base_offset, s.recovered, s.indexes and (s.indexes.index_bytes(), s.indexes.timeindex_bytes()),
+                 s.aborted_txns, None if s.producers_at_base is None else snapshot_bytes(s.producers_at_base))
+                for s in loaded.segments]
+    return repr((plan, load_essence(loaded), segments)), taken
+
+
+def test_repair_of_the_corpus_is_the_same_through_stretches(core) -> None:
+    """``repair``'s plan and rebuild of every corpus and fixture partition (Kafka's recovery cases, real brokers'
+    dirs, compacted, transactional, legacy): the native core hands the loader stretches, which it takes whole in the
+    segments it recovers too (``SegmentIndexes.append_stretch``), the pure reader hands it one batch at a time; the
+    plans, the rebuilt files and the loads are the same, from the checkpointed recovery point at the inferred
+    interval, and from offset 0 (every segment recovered) at intervals that put entries on every batch or mid-stretch,
+    at a window small enough to cut stretches at every refill; and from the last segment only."""
+    from kafkatool.repair import RepairOptions
+    from kafkatool.walk import partition_dirs
+
+    corpus = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    parts = [found.path for found in partition_dirs([corpus / "kafka", corpus / "real", PROJECT_ROOT / "fixtures"])]
+    settings = [RepairOptions(now_ms=NOW_MS),
+                RepairOptions(index_interval_bytes=1, recovery_point=0, now_ms=NOW_MS, scan=ScanOptions(window=1500)),
+                RepairOptions(index_interval_bytes=333, recovery_point=0, now_ms=NOW_MS),
+                RepairOptions(index_interval_bytes=4096, recovery_point=1 << 62, now_ms=NOW_MS)]
+    differ, taken = [], 0
+    for options in settings:
+        for part in parts:
+            with native.using(None):
+                pure, _ = rebuilt(part, options)
+            with native.using(core):
+                fast, took = rebuilt(part, options)
+            taken += took
+            if pure != fast:
+                differ.append(f"{part} {options}")
+    assert not differ, f"repair differs through stretches: {differ[:3]}"
+    assert taken > 1000  # the recovered segments' stretches were taken whole
+
+
+def test_repair_of_generated_and_damaged_partitions_is_the_same_through_stretches(core, tmp_path: Path) -> None:
+    """Partitions whose stretches are cut by every kind of event (``stretchy_partition``, in segments of 6 or 64 KiB),
+    whole and damaged (``damage``; some with an index cut mid-entry, rebuilt even in a segment the broker trusts),
+    planned for repair at odd index intervals (entries on every batch, mid-stretch, rare), from a recovery point
+    anywhere (the checkpoint's, 0, any offset, the log end: the segment holding it is recovered, its stretches cross
+    it), at two windows, with producers idle for ``producer.id.expiration.ms`` dropped where the broker reloads a
+    snapshot or none: the plans, rebuilt files and loads through stretches are the batch-by-batch ones."""
+    from kafkatool.repair import RepairOptions
+
+    differ, taken, trusted = [], 0, 0
+    for case in range(90):
+        rng = random.Random(case)
+        part = tmp_path / f"c{case}" / "s-0"
+        stretchy_partition(part, rng, segment_bytes=rng.choice((6 * 1024, 64 * 1024)))
+        if case % 3:
+            damage(part, rng)
+        if case % 2 == 0:  # an index cut mid-entry: rebuilt even where the broker trusts its segment
+            index = rng.choice(sorted(part.glob("*.index")) + sorted(part.glob("*.timeindex")))
+            index.write_bytes(index.read_bytes()[:-3])
+        end = load_partition(part, str(part)).on_disk_end_offset
+        for _ in range(3):
+            options = RepairOptions(index_interval_bytes=rng.choice((None, 1, 61, 100, 299, 300, 333, 1000, 4096)),
+                                    recovery_point=rng.choice((None, 0, rng.randint(0, end), end)),
+                                    now_ms=NOW_MS, producer_id_expiration_ms=rng.choice((86_400_000, 3_600_000 - 150)),
+                                    scan=ScanOptions(window=rng.choice((1500, ScanOptions().window))))
+            with native.using(None):
+                pure, _ = rebuilt(part, options)
+            with native.using(core):
+                fast, took = rebuilt(part, options)
+            taken += took
+            trusted += "index is corrupt" in fast
+            if pure != fast:
+                differ.append(f"case {case} {options}")
+    assert not differ, f"repair differs through stretches: {differ[:3]}"
+    assert taken > 1000
+    assert trusted > 10
+
+
+def test_the_index_interval_is_inferred_the_same_through_stretches(core, tmp_path: Path) -> None:
+    """``infer_index_interval`` reads each segment natively as stretches (``RangeFit.stretch``: a search per index
+    entry) and purely one batch at a time: the same interval, bounds and note on every corpus and fixture partition,
+    and on partitions written at odd intervals, in long stretches (``stretchy_partition``) or short, whole and
+    damaged (an index entry moved, to another batch or into one), reading each segment whole or only its first
+    bytes (entries past them not judged)."""
+    from kafkatool.index_interval import infer_index_interval
+    from kafkatool.logwriter import PartitionWriter
+    from kafkatool.walk import partition_dirs
+
+    corpus = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    parts = [found.path for found in partition_dirs([corpus / "kafka", corpus / "real", PROJECT_ROOT / "fixtures"])]
+    cases = [(part, ScanOptions(), 4 << 20) for part in parts]
+    for case in range(60):
+        rng = random.Random(case)
+        part = tmp_path / f"c{case}" / "s-0"
+        if case % 2:
+            stretchy_partition(part, rng, segment_bytes=rng.choice((6 * 1024, 64 * 1024)))
+        else:  # long stretches: one leader epoch, no producer
+            with PartitionWriter(part, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=64 * 1024,
+                                 index_interval_bytes=rng.choice((1, 61, 100, 333, 1000, 4096))) as w:
+                for i in range(rng.randint(50, 400)):
+                    w.append(record_batch(i, [RecordSpec(b"k", bytes(rng.randint(0, 300)), 1_700_000_000_000 + i)]))
+        if case % 3:
+            damage(part, rng)
+        for window in (1500, ScanOptions().window):
+            cases.append((part, ScanOptions(window=window), rng.choice((100, 3000, 20_000, 4 << 20))))
+    differ = []
+    for part, options, scan_bytes in cases:
+        with native.using(None):
+            pure = infer_index_interval(part, options, scan_bytes=scan_bytes)
+        with native.using(core):
+            fast = infer_index_interval(part, options, scan_bytes=scan_bytes)
+        if pure != fast:
+            differ.append((part, options.window, scan_bytes, pure, fast))
+    assert not differ, f"the inferred interval differs through stretches: {differ[:3]}"
+    assert sum(c[0].is_relative_to(tmp_path) and infer_index_interval(c[0]).source == "inferred" for c in cases) > 60
+
+
+def test_an_interval_fit_through_stretches_is_the_batch_by_batch_one(core) -> None:
+    """``RangeFit`` fed a segment's stretches (native) and its batches one at a time (pure), with index entries as
+    Kafka's rule puts them at some interval, or moved (into a batch, onto the next batch, into the last batch read,
+    past it), dropped or added, reading the whole segment or only its first bytes: the same range and last batch."""
+    from kafkatool.index_interval import RangeFit
+    from kafkatool.model import Batch, Stretch
+
+    def fitted(data: bytes, entries: list[int], limit: int, options: ScanOptions) -> tuple:
+        fit, at = RangeFit(entries), 0
+        for item in scan(io.BytesIO(data), "seg.log", end=limit, stretches=True, options=options):
+            if item.__class__ is Stretch:
+                end = item.columns.advance(item.lo, item.hi)[4]
+                fit.stretch(item, at, end)
+                at = end
+            elif item.__class__ is Batch:
+                fit.batch(item.position)
+                at = item.position + item.size
+            else:
+                break
+            if not fit.fits:
+                break
+        return fit.range(), fit.fits and fit.end
+
+    fits = 0
+    for case in range(200):
+        rng = random.Random(case)
+        data = following_segment(case % 50)
+        with native.using(None):
+            batches = [b for b in scan(io.BytesIO(data), "seg.log") if b.__class__ is Batch]
+        interval, last, entries = rng.choice((0, 61, 100, 333, 1000, 4096)), 0, []
+        for b in batches:  # LogSegment.append's rule
+            if b.position - last > interval:
+                entries.append(b.position)
+                last = b.position
+        limit = rng.choice((len(data), rng.randrange(len(data) + 1)))
+        read = [b for b in batches if b.position < limit]
+        kind = rng.randrange(6)
+        if kind == 1 and entries:  # moved by a few bytes: into a batch
+            entries[rng.randrange(len(entries))] += rng.choice((-3, -1, 1, 5))
+        elif kind == 2 and entries:
+            del entries[rng.randrange(len(entries))]
+        elif kind == 3:
+            entries.append(rng.choice(batches).position)
+        elif kind == 4 and read:  # into the last batch read, or just past it
+            entries.append(read[-1].position + rng.choice((1, read[-1].size // 2, read[-1].size, read[-1].size + 1)))
+        options = ScanOptions(window=rng.choice((1500, 9000, 1 << 20)))
+        with native.using(None):
+            pure = fitted(data, entries, limit, options)
+        with native.using(core):
+            fast = fitted(data, entries, limit, options)
+        assert pure == fast, (case, kind, limit, interval)
+        fits += pure[0] is not None
+    assert 50 < fits < 190
