@@ -238,7 +238,11 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink,
     if data is None:
         return empty, IndexVerdict("broken")
     n = len(data) // 8
-    words = array("i", data[: n * 8])
+    # Slots from ``written`` on are all zero bytes (a crashed broker's preallocated ~1.3 M of them): counted, not
+    # decoded. A zero slot is never-written (relative offset 0), so the first never-written slot is among the
+    # decoded ones or is slot ``written``.
+    written = -(-len(data[: n * 8].rstrip(b"\0")) // 8)
+    words = array("i", data[: written * 8])
     if sys.byteorder == "little":
         words.byteswap()  # the file is big-endian int32 pairs (relative offset, position)
     rel, pos = words[0::2], words[1::2]
@@ -247,7 +251,7 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink,
         sink.add(problem)
         verdict.status = "broken"
     # The first never-written slot: relative offset 0 anywhere but slot 0, or slot 0 == (0, 0).
-    used = 0 if n and rel[0] == 0 and pos[0] == 0 else _first(rel, 0, 1, n)
+    used = 0 if n and (not written or (rel[0] == 0 and pos[0] == 0)) else _first(rel, 0, 1, written)
     if used < n:
         tail = data[used * 8: n * 8]
         if tail.count(0) != len(tail):
@@ -293,28 +297,33 @@ def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink,
     data = _read_index(path, sink, open_file)
     if data is None:
         return [], IndexVerdict("broken")
-    slots = list(index_slots(data, FileKind.TIME_INDEX))
-    verdict = IndexVerdict("exact", slots=len(slots))
-    used = len(slots)
+    n = len(data) // 12
+    # Slots from ``written`` on are all zero bytes (a crashed broker's preallocated ~870 k of them): counted, not
+    # decoded. A zero slot is never-written (relative offset 0), so the first never-written slot is in the
+    # decoded ones or is slot ``written``.
+    written = -(-len(data[: n * 12].rstrip(b"\0")) // 12)
+    slots = list(index_slots(data[: written * 12], FileKind.TIME_INDEX))
+    verdict = IndexVerdict("exact", slots=n)
+    used = written if written < n else n
     for i, (timestamp, relative) in enumerate(slots):
         if relative == 0 and (i > 0 or timestamp == 0):
             used = i
             break
-    tail = slots[used:]
-    untrimmed = bool(tail) and all(s == (0, 0) for s in tail)
+    tail = slots[used:]  # the never-written slots among the decoded ones; the rest are zero
+    untrimmed = used < n and all(s == (0, 0) for s in tail)
     problem = time_index_sanity(data, path)
     if problem and not (untrimmed and problem.code == "timeindex-last-timestamp-below-first"):
         # An untrimmed index fails this check by construction (last slot is zero); it is reported as such.
         sink.add(problem)
         verdict.status = "broken"
-    if tail:
+    if used < n:
         if not untrimmed:
             bad = next(i for i, s in enumerate(tail, used) if s != (0, 0))
             sink("error", "timeindex-entries-after-empty-slot", path, bad * 12,
                  f"slot {bad} holds an entry after the never-written slot {used}: the index is scrambled")
             verdict.status = "broken"
         else:
-            _untrimmed(sink, path, used, len(slots), active, "time index")
+            _untrimmed(sink, path, used, n, active, "time index")
     for i, (timestamp, relative) in enumerate(slots[:used]):
         if relative < 0 or timestamp < -1:
             sink("error", "timeindex-entry-invalid", path, i * 12,

@@ -232,6 +232,34 @@ def test_index_entry_pointing_inside_a_batch_is_broken(logdir: Path) -> None:
     assert parts[0].index == "broken"
 
 
+@pytest.mark.parametrize("suffix, width", [(".index", 8), (".timeindex", 12)])
+@pytest.mark.parametrize("stray", [None, "in-the-last-slot", "right-after-the-entries"])
+def test_preallocated_slots_are_counted_and_an_entry_among_them_found(logdir: Path, suffix: str, width: int,
+                                                                      stray: str | None) -> None:
+    """A crashed broker leaves the active segment's indexes preallocated (10 MiB of zero slots): they are counted,
+    not decoded; an entry written among them is found at its slot, wherever it is."""
+    index = logdir / f"orders-0/00000000000000000104{suffix}"
+    entries = index.read_bytes()
+    used = len(entries) // width
+    slots = used + 100_000
+    data = bytearray(entries + bytes((slots - used) * width))
+    bad = {None: None, "in-the-last-slot": slots - 1, "right-after-the-entries": used + 1}[stray]
+    if bad is not None:
+        data[bad * width + width - 1] = 7  # the slot's last byte: a position, or a relative offset
+    index.write_bytes(bytes(data))
+    findings, _, _ = run(logdir / "orders-0")
+    mine = [f for f in findings if Path(f.path).name == index.name]
+    scrambled = f"{suffix[1:]}-entries-after-empty-slot"
+    if bad is None:
+        assert [(f.code, f.severity) for f in mine] == [("index-preallocated", "info")]
+        assert f"uses {used} of {slots} preallocated slots" in mine[0].message
+    else:
+        # (a .timeindex whose last slot is zero also fails Kafka's sanity check: its last timestamp is below the first)
+        hits = [f for f in errors(mine) if f.code == scrambled]
+        assert [f.position for f in hits] == [bad * width]
+        assert f"slot {bad} holds an entry after the never-written slot {used}" in hits[0].message
+
+
 def test_index_entry_beyond_the_log_is_broken(logdir: Path) -> None:
     index = logdir / "orders-0/00000000000000000000.index"
     data = index.read_bytes()
