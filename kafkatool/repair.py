@@ -413,7 +413,8 @@ def _recovery_point(logdir: Path, key: tuple[str, int], leo: int, display: str) 
     if data == path.read_bytes():
         return []
     return [Action(str(path), "write", f"{key[0]}-{key[1]}: recovery point {leo}, the repaired log end (all of it is "
-                   "on disk now): the broker will not recover it again", FileOp("write", path, data=data))]
+                   "on disk now): an unclean restart recovers only the segment holding it, none before it",
+                   FileOp("write", path, data=data))]
 
 
 # --- salvage -------------------------------------------------------------------------------------------------
