@@ -336,11 +336,13 @@ class ProducerReplay:
         return list(findings)
 
 
-def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, next_offset: int) -> list[Batch] | None:
-    """The batches a producer replay of a :class:`Stretch` (its first batch at ``next_offset``) must see: each
-    producer's last batch in the stretch, after its first transactional batch where that begins a transaction; or
-    None when some batch must be replayed on its own: a batch before the replay's ``start``, or one whose epoch is
-    older than its producer's (it is fenced, and counted so).
+def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, next_offset: int,
+                   last_offset: int) -> list[Batch] | None:
+    """The batches a producer replay of a :class:`Stretch` (offsets ``next_offset..last_offset``) must see: none when
+    it ends before the replay's ``start`` (the replay begins at a snapshot taken there); else each producer's last
+    batch in the stretch, after its first transactional batch where that begins a transaction; or None when some
+    batch must be replayed on its own: the stretch begins before ``start`` (only its batches from there on are
+    replayed), or a batch's epoch is older than its producer's (it is fenced, and counted so).
 
     Replaying those leaves the state replaying every batch does (``tests/test_native.py`` holds the two equal): a
     data batch of a current epoch sets its producer's epoch, last batch and timestamp whatever came before, and
@@ -350,7 +352,7 @@ def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, 
     before the stretch (else that batch is left out: it changes nothing its producer's last batch does not). No
     batch is fenced when each producer's epochs never go down in the stretch and its first is not below its epoch
     before. The producers come in the order they first appear, as a new one enters the state."""
-    if replay is None:
+    if replay is None or last_offset < start:
         return []
     columns, lo, hi = stretch
     producers = replay.producers
@@ -709,12 +711,12 @@ class PartitionLoad:
                 # producer state, which each producer's last batch and first transactional batch leave as all of
                 # them do (_producer_runs); taken whole unless a cut came before, or the producer replay would not
                 # take every batch alike.
-                runs = _producer_runs(b, replay, start, next_offset) if kept else None
+                _, last, top, count, end = b.columns.advance(b.lo, b.hi)
+                runs = _producer_runs(b, replay, start, next_offset, last) if kept else None
                 if runs is None:
                     back.extend(reversed(list(b.batches())))
                     continue
                 yield b
-                _, last, top, count, end = b.columns.advance(b.lo, b.hi)
                 if indexes is not None:  # LogSegment.recover: the entries the stretch's batches get
                     try:
                         indexes.append_stretch(b, valid_bytes, end)

@@ -298,3 +298,26 @@ def test_after_a_clean_shutdown_only_snapshots_at_segment_bases_or_the_log_end_c
     loaded = load_partition(d)
     assert loaded.producer_snapshot == 0 and loaded.first_unstable_offset == 0
     assert loaded.open_transactions[20] == 0
+
+
+def test_a_stretch_that_ends_at_the_replay_start_is_replayed_from_there(tmp_path: Path) -> None:
+    """The producer replay starts at a snapshot taken mid-segment, at offset 9 (the only one at or below the base
+    of segment 15, which the recovery point 15 recovers): batch 9, the producer's last, is replayed, though it ends
+    a run of batches that otherwise all lie before the snapshot (the native loader takes the run as one stretch; a
+    new leader epoch ends it)."""
+    from kafkatool.logwriter import PartitionWriter
+
+    path = tmp_path / "t-0"
+    # 69-byte batches: segment 0 holds offsets 0..14, segment 15 the rest
+    with PartitionWriter(path, topic="t", partition=0, topic_id=bytes(range(16)), segment_bytes=15 * 69 + 68) as w:
+        for i in range(9):
+            w.append(_idem(i, pid=5, seq=i))
+        assert w.take_snapshot() == path / f"{9:020d}.snapshot"  # the producer up to offset 8
+        w.append(_idem(9, pid=5, seq=9))
+        for i in range(10, 20):
+            w.append(record_batch(i, [RecordSpec(None, b"x", T0 + i)], partition_leader_epoch=1))
+    assert sorted(p.name for p in path.glob("*.log")) == [f"{0:020d}.log", f"{15:020d}.log"]
+    for later in (15, 20):  # the roll's and the close's snapshots: gone, so the replay starts at 9
+        (path / f"{later:020d}.snapshot").unlink()
+    loaded = load_partition(path, recovery_point=15, clean_shutdown=False)
+    assert loaded.producers[5].last_batch == (9, 9, 0)  # (last sequence, last offset, offset delta)
