@@ -14,6 +14,13 @@ producers write them (``idempotent``: the same data batches, not transactional, 
 are recovered and replayed whole. verify (in process, :func:`kafkatool.verify.verify_paths`) and the load of each,
 and the ratio eos/idempotent: what a transactional partition costs beyond its markers.
 
+Last, two log dirs a broker shut down cleanly (:class:`kafkatool.logwriter.LogDirWriter`, ``close(clean=True)``:
+checkpoints, producer snapshots at every roll and at the log end), each one partition of ``--txn-batches`` 1-record
+batches in 1 MiB segments: ``producers`` written by ``--producers`` idempotent producers taking turns batch by batch
+(many clients writing to one partition; every producer id in Kafka >= 3.0 unless turned off), ``no-producer`` the
+same batches without producer ids. verify of each, in process, and the ratio: what producer ids cost a healthy
+partition (the loader replays nothing below the last snapshot, and should cost about nothing for them).
+
 Every timing is the best of ``--runs`` in this process, all in the same run. Prints the figures and writes
 ``bench/out/verify_results.json``; asserts nothing.
 """
@@ -72,6 +79,32 @@ def generate_producers(root: Path, batches: int, transactional: bool) -> Path:
     return part
 
 
+def generate_clean(root: Path, batches: int, producers: int) -> Path:
+    """The ``producers`` (``producers`` > 0) or ``no-producer`` log dir of the module doc, written once and reused."""
+    import shutil
+
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.logwriter import LogDirWriter
+
+    name = f"clean-{producers}" if producers else "clean-none"
+    logdir, stamp = root / name, root / f"{name}.json"
+    if stamp.exists() and json.loads(stamp.read_text()) == {"batches": batches} and logdir.is_dir():
+        return logdir
+    shutil.rmtree(logdir, ignore_errors=True)
+    w = LogDirWriter(logdir, cluster_id="bench", node_id=1)
+    part = w.partition("bench", 0, bytes(range(16)), segment_bytes=1 << 20)
+    seqs = [0] * max(producers, 1)
+    for offset in range(batches):
+        k = offset % len(seqs)
+        pid = 5000 + k if producers else -1
+        part.append(record_batch(offset, [RecordSpec(b"k", b"v" * 40, T0 + offset)], producer_id=pid,
+                                 producer_epoch=0 if producers else -1, base_sequence=seqs[k] if producers else -1))
+        seqs[k] += 1
+    w.close(clean=True)
+    stamp.write_text(json.dumps({"batches": batches}))
+    return logdir
+
+
 def main() -> None:
     from kafkatool.loader import load_partition
     from kafkatool.verify import verify_paths
@@ -79,12 +112,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batches", type=int, default=114_000)
     ap.add_argument("--txn-batches", type=int, default=100_000)
+    ap.add_argument("--producers", type=int, default=50)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     part = generate(OUT / "loader", args.batches)
     log = part / f"{0:020d}.log"
     eos = generate_producers(OUT / "verify", args.txn_batches, True)
     idempotent = generate_producers(OUT / "verify", args.txn_batches, False)
+    clean = generate_clean(OUT / "verify", args.txn_batches, args.producers)
+    clean_none = generate_clean(OUT / "verify", args.txn_batches, 0)
 
     def verify(path: Path):
         def run() -> None:
@@ -99,6 +135,8 @@ def main() -> None:
     eos_verify_s = best(verify(eos), args.runs)
     idem_load_s = best(lambda: load_partition(idempotent), args.runs)
     eos_load_s = best(lambda: load_partition(eos), args.runs)
+    clean_s = best(verify(clean), args.runs)
+    clean_none_s = best(verify(clean_none), args.runs)
     size = lambda p: sum(f.stat().st_size for f in p.glob("*.log"))  # noqa: E731
     result = {"batches": args.batches, "bytes": log.stat().st_size, "scan_s": scan_s, "load_s": load_s,
               "verify_s": verify_s, "verify_over_scan": verify_s / scan_s, "load_over_scan": load_s / scan_s,
@@ -106,7 +144,9 @@ def main() -> None:
               "eos_verify_s": eos_verify_s, "idempotent_verify_s": idem_verify_s,
               "eos_over_idempotent_verify": eos_verify_s / idem_verify_s,
               "eos_load_s": eos_load_s, "idempotent_load_s": idem_load_s,
-              "eos_over_idempotent_load": eos_load_s / idem_load_s}
+              "eos_over_idempotent_load": eos_load_s / idem_load_s,
+              "clean_producers": args.producers, "clean_producers_verify_s": clean_s,
+              "clean_no_producer_verify_s": clean_none_s, "clean_producers_over_none": clean_s / clean_none_s}
     print(f"{args.batches:,} 1-record idempotent batches, {result['bytes']:,} bytes: header scan {scan_s:.3f} s, "
           f"load {load_s:.3f} s ({result['load_over_scan']:.2f}x), verify {verify_s:.3f} s "
           f"({result['verify_over_scan']:.2f}x the scan)")
@@ -114,6 +154,9 @@ def main() -> None:
           f"({result['eos_bytes']:,} bytes), idempotent {idem_verify_s:.3f} s ({result['idempotent_bytes']:,} bytes): "
           f"{result['eos_over_idempotent_verify']:.2f}x; load eos {eos_load_s:.3f} s, idempotent {idem_load_s:.3f} s: "
           f"{result['eos_over_idempotent_load']:.2f}x")
+    print(f"cleanly shut down, {args.txn_batches:,} 1-record batches: verify with {args.producers} idempotent "
+          f"producers taking turns {clean_s:.3f} s, without producer ids {clean_none_s:.3f} s: "
+          f"{result['clean_producers_over_none']:.2f}x")
     (OUT / "verify_results.json").write_text(json.dumps(result, indent=1))
 
 
