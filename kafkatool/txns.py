@@ -83,7 +83,7 @@ def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | No
     """Per partition under ``paths``: its transactions in offset order, a finding per open transaction holding
     back the LSO, then the ``.txnindex`` findings of ``verify``. ``progress`` is told the bytes of the segments as
     they are read, :func:`txns_bytes` in all."""
-    from .verify import verify_paths
+    from .verify import verify_partition_dir
 
     for pd in partition_dirs(paths):
         yield from pd.findings
@@ -98,7 +98,7 @@ def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | No
                               f"(log end offset {history.leo}): read_committed consumers stop at {t.first_offset}"
                               " until it ends (hanging, if its producer is gone)")
         checked = Tally(progress)
-        yield from (f for f in verify_paths([pd.display], progress=checked if progress is not None else None)
+        yield from (f for f in verify_partition_dir(pd, progress=checked if progress is not None else None)
                     if isinstance(f, Finding) and f.code.startswith("txnindex-"))
         if progress is not None:
             checked.settle(total_bytes([pd.display]))  # the leftovers verify does not read (.deleted, .cleaned)

@@ -168,6 +168,18 @@ def verify_paths(
     yield total
 
 
+def verify_partition_dir(part: PartitionDir, options: VerifyOptions = VerifyOptions(),
+                         progress: Callable[[int], None] | None = None) -> Iterator[Any]:
+    """:func:`verify_paths` of one partition dir already discovered (``walk.partition_dirs``): its findings and
+    its :class:`PartitionSummary`, with its log dir's checkpoints read once for all the partitions that share it
+    (a command that verifies partition after partition; naming each again made each re-read them all)."""
+    runner = _Runner(options, progress)
+    try:
+        yield from (item for item in verify_partition(part, options, runner) if not isinstance(item, _FileCount))
+    finally:
+        runner.close()
+
+
 class _FileCount(NamedTuple):
     """Files looked at (and, for record files named alone, their bytes and batches) for the total summary."""
 
