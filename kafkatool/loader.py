@@ -709,10 +709,19 @@ class PartitionLoad:
                 # Batches that follow each other (model.Stretch): kept, CRC valid, one leader epoch, no marker.
                 # Batch by batch they would only move the counters, the ends, the rebuilt indexes' entries and the
                 # producer state, which each producer's last batch and first transactional batch leave as all of
-                # them do (_producer_runs); taken whole unless a cut came before, or the producer replay would not
-                # take every batch alike.
+                # them do (_producer_runs); taken whole unless the producer replay would not take every batch
+                # alike. Past a cut they are only counted as dropped.
                 _, last, top, count, end = b.columns.advance(b.lo, b.hi)
-                runs = _producer_runs(b, replay, start, next_offset, last) if kept else None
+                if not kept:
+                    yield b
+                    if last >= disk_end:
+                        disk_end = last + 1
+                    seg.dropped_batches += b.hi - b.lo
+                    if seg.first_dropped is None:
+                        seg.first_dropped = b.batch(b.lo)[1]  # base_offset
+                    seg.last_dropped = last
+                    continue
+                runs = _producer_runs(b, replay, start, next_offset, last)
                 if runs is None:
                     back.extend(reversed(list(b.batches())))
                     continue

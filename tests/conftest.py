@@ -137,7 +137,8 @@ def load_essence(loaded: LoadedPartition) -> tuple:
     """What a load found (``kafkatool.loader.LoadedPartition``), comparable with ``==``: with ``rebuild``, also each
     segment's rebuilt ``.txnindex`` entries and the producer state at its base offset."""
     return (loaded.log_start_offset, loaded.log_end_offset, loaded.on_disk_end_offset, loaded.high_watermark,
-            [(s.base_offset, s.next_offset, s.valid_bytes, s.deleted, s.aborted_txns, s.producers_at_base)
+            [(s.base_offset, s.next_offset, s.valid_bytes, s.deleted, s.aborted_txns, s.producers_at_base,
+              s.dropped_batches, s.first_dropped, s.last_dropped)
              for s in loaded.segments],
             [(c.display, c.position, c.next_offset, c.ends_log, c.finding) for c in loaded.cuts],
             loaded.epoch_cache.entries, loaded.epoch_runs, loaded.producer_entries(), list(loaded.producers),
