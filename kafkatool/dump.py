@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify
-from .model import Batch, FileStart, Finding, Record, RecordRun, Trailing
+from .model import Batch, FileStart, Finding, Record, RecordRun, Stretch, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
 from .walk import FoundFile, discover, found_files, partition_of
 
@@ -270,14 +270,16 @@ def _dump_records(
     if wanted.needs_records or (wanted.active and options.records):
         yield from _search_records(f, options, progress, committed, start, decoder)
         return
-    # Every record shown as it is: runs of batches decoded natively go to the output layer as columns.
-    columnar = (options.columnar and options.records and committed is None and decoder is None
+    # Every batch (and record) shown as it is: runs of batches the native core holds as columns go to the output
+    # layer as they are, with their records (RecordRun) or without (Stretch: batches that simply follow each other).
+    columnar = (options.columnar and committed is None and decoder is None and not wanted.active
                 and options.from_offset is None and options.to_offset is None and options.max_batches is None)
     with open(f.path, "rb") as fh:
         batches = 0
         for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=options.records,
-                         decoded=columnar, options=options.scan, progress=progress):
-            if item.__class__ is RecordRun:
+                         decoded=columnar and options.records, stretches=columnar and not options.records,
+                         options=options.scan, progress=progress):
+            if item.__class__ is RecordRun or item.__class__ is Stretch:
                 yield item
                 continue
             if committed is not None and isinstance(item, (RawBatch, Batch)):

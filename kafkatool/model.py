@@ -226,6 +226,11 @@ class Stretch(NamedTuple):
         """Batch ``i`` of the window (``lo <= i < hi``) as a :class:`Batch`."""
         return column_batch(self.columns, i)
 
+    def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object]) -> None:
+        """The batch lines ``dump`` prints for the stretch's batches (``fmt`` text or jsonl; no records), given to
+        ``write`` as UTF-8 bytes in pieces of whole lines; see ``WindowColumns.render``."""
+        self.columns.render(self.lo, self.hi, fmt, values, fallback, write, False)
+
     def seek(self, position: int, i: int, at: int, end: int) -> tuple[int, int, int | None]:
         """Where byte ``position`` falls among batches ``i:hi`` of the stretch, batch ``i`` beginning at byte ``at`` and
         the stretch ending at byte ``end``: ``(j, p, before)``, batch ``j`` the first of them beginning at or after

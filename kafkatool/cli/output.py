@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import Any
 
-from ..model import RecordRun, render_bytes
+from ..model import RecordRun, Stretch, render_bytes
 
 FORMATS = ("text", "jsonl")
 DUMP_FORMATS = (*FORMATS, "dump-log")  # dump only: kafka-dump-log's own text
@@ -165,7 +165,7 @@ class Output:
 
     # -- results -------------------------------------------------------------------------------
     def emit(self, item: Any) -> None:
-        if item.__class__ is RecordRun:
+        if item.__class__ is RecordRun or item.__class__ is Stretch:
             self._run(item)
             return
         d = item if isinstance(item, dict) else item.as_dict()
@@ -181,8 +181,9 @@ class Output:
         else:
             self._text(d)
 
-    def _run(self, run: RecordRun) -> None:
-        """Batches with their records as native columns: rendered in one call where the lines are plain."""
+    def _run(self, run: RecordRun | Stretch) -> None:
+        """Batches as native columns (a RecordRun's with their records, a Stretch's without): rendered in one call
+        where the lines are plain."""
         if self.fmt == "jsonl" or (self.fmt == "text" and self.plain):
             if self.fmt == "text":
                 self._flush_table()
@@ -195,7 +196,7 @@ class Output:
                 write = binary.write
             run.render(self.fmt, self.values, _RENDER_FALLBACK, write)
         else:
-            for item in run.items():
+            for item in run.items() if run.__class__ is RecordRun else run.batches():
                 self.emit(item)
 
     def emit_all(self, items: Iterable[Any]) -> None:

@@ -794,11 +794,11 @@ mod py {
             at(hi).saturating_sub(at(lo))
         }
 
-        /// Batches `lo..hi` and their records rendered as `dump` prints them, handed to `write` as UTF-8
-        /// bytes in pieces of whole lines (about 64 KiB each, see `render::CHUNK`): `fmt` "text" or "jsonl",
-        /// `values` "base64" | "text" | "hex" | "none"; `fallback` is `(text_bytes, key_repr, iso)`,
+        /// Batches `lo..hi` and (with `records`) their records rendered as `dump` prints them, handed to `write`
+        /// as UTF-8 bytes in pieces of whole lines (about 64 KiB each, see `render::CHUNK`): `fmt` "text" or
+        /// "jsonl", `values` "base64" | "text" | "hex" | "none"; `fallback` is `(text_bytes, key_repr, iso)`,
         /// Python's rendering of the rare cases (see `render.rs`).
-        #[pyo3(signature = (lo, hi, fmt, values, fallback, write))]
+        #[pyo3(signature = (lo, hi, fmt, values, fallback, write, records = true))]
         #[allow(clippy::too_many_arguments)]
         fn render<'py>(
             &self,
@@ -809,6 +809,7 @@ mod py {
             values: &str,
             fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
             write: Bound<'py, PyAny>,
+            records: bool,
         ) -> PyResult<()> {
             crate::guarded(|| {
                 let values = match values {
@@ -822,7 +823,7 @@ mod py {
                 let mut fb = PyFallback { text_bytes, key_repr, iso };
                 let mut out = String::with_capacity(render::CHUNK + 4096);
                 let mut sink = |lines: &str| write.call1((PyBytes::new(py, lines.as_bytes()),)).map(drop);
-                render::render(&self.cols, lo, hi, fmt == "jsonl", values, &mut fb, &mut out, &mut sink)
+                render::render(&self.cols, lo, hi, fmt == "jsonl", records, values, &mut fb, &mut out, &mut sink)
             })
         }
 

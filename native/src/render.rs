@@ -35,15 +35,16 @@ pub trait Fallback {
 /// in page faults and copies than the rendering itself.
 pub const CHUNK: usize = 64 * 1024;
 
-/// Render batches `lo..hi` of `cols` (and each one's records) as text (`json == false`) or JSON lines,
-/// handing them to `write` in pieces of whole lines, each of about [`CHUNK`] bytes (the last one shorter,
-/// and none when there is nothing to write). `out` is the buffer the lines gather in (empty on return).
+/// Render batches `lo..hi` of `cols` (and, with `records`, each one's records) as text (`json == false`) or
+/// JSON lines, handing them to `write` in pieces of whole lines, each of about [`CHUNK`] bytes (the last one
+/// shorter, and none when there is nothing to write). `out` is the buffer the lines gather in (empty on return).
 #[allow(clippy::too_many_arguments)]
 pub fn render<F: Fallback>(
     cols: &WindowColumns,
     lo: usize,
     hi: usize,
     json: bool,
+    records: bool,
     values: Values,
     fb: &mut F,
     out: &mut String,
@@ -55,7 +56,8 @@ pub fn render<F: Fallback>(
         } else {
             text_batch(cols, i, fb, out)?;
         }
-        for j in cols.record_range(i) {
+        let shown = if records { cols.record_range(i) } else { 0..0 };
+        for j in shown {
             if out.len() >= CHUNK {
                 write(out)?;
                 out.clear();
