@@ -10,6 +10,8 @@ records per batch). Every figure is a whole process (``kafkatool`` as a user run
   empty file).
 - ``dump --records`` (text and ``--format jsonl``), native and pure (``KAFKATOOL_PURE_PYTHON=1``): records/s of
   the whole process; the issue asks for at least aiokafka's rate (native) and 10x the old ~4k lines/s (pure text).
+- ``dump`` without ``--records`` (text and jsonl, native) of the ``tiny`` segment: its batch lines, one per
+  record there, so the same rate is comparable;
 - ``verify --deep`` of a partition dir holding a segment of ``--verify-size`` bytes (default 256 MiB: the net
   time of a 32 MiB one is within the noise of the fixed cost) with broker-like indexes, net of the command's
   fixed cost (``verify --deep`` of a one-batch partition), for ``tiny``, ``big`` and ``tiny-zstd`` (1-record
@@ -89,6 +91,9 @@ def main() -> None:
                     continue
                 t = timed([*KAFKATOOL, "dump", "--records", "--format", fmt, str(log)], args.repeat, env)
                 r[f"dump {fmt} {mode} rec/s"] = n / t
+            if kind == "tiny":  # batch lines alone (one per record here), natively rendered stretches
+                t = timed([*KAFKATOOL, "dump", "--format", fmt, str(log)], args.repeat, native_env)
+                r[f"dump (batches) {fmt} native"] = n / t
         results[f"dump {kind}"] = r
         print(f"\ndump --records, {kind}: {n:,} records, {meta['bytes']:,} bytes (fastest of {args.repeat}, "
               "whole processes)")
