@@ -186,14 +186,32 @@ def dump_paths(
     separate = name_files or sum(isinstance(f, FoundFile) for f in found) > 1 or any(Path(p).is_dir() for p in paths)
     views: dict[Path, CommittedView] = {}
     starts: dict[Path, tuple[Path, int] | None] = {}
+    offset_starts: dict[Path, tuple[Path, int] | bool] = {}
     wanted = options.filter
+    # a search, or an offset range: only the record files, named only where something is shown
+    selective = wanted.active or options.from_offset is not None or options.to_offset is not None
     for f in found:
         if isinstance(f, Finding):
             yield f
             continue
-        if wanted.active and not f.kind.holds_records:
-            continue  # a search shows matching records only
+        if selective and not f.kind.holds_records:
+            continue
         start = 0
+        if f.kind is FileKind.LOG and (options.from_offset is not None or options.to_offset is not None):
+            base = classify(f.path).base_offset
+            if options.to_offset is not None and base is not None and base > options.to_offset:
+                continue  # the segment begins after the range
+            if options.from_offset is not None:
+                parent = f.path.resolve().parent
+                if parent not in offset_starts:
+                    offset_starts[parent] = _offset_start(parent, options.from_offset)
+                at = offset_starts[parent]
+                if at is False:
+                    continue  # the range begins at or past the log end
+                if isinstance(at, tuple):
+                    if base is not None and base < (classify(at[0]).base_offset or 0):
+                        continue  # every batch of this segment is below --from-offset
+                    start = at[1] if at[0].name == f.path.name else 0
         if wanted.from_time is not None and f.kind is FileKind.LOG:
             parent = f.path.resolve().parent
             if parent not in starts:
@@ -202,7 +220,7 @@ def dump_paths(
             base = classify(f.path).base_offset
             if time_start is None or (base is not None and base < (classify(time_start[0]).base_offset or 0)):
                 continue  # every record of this segment is older than --from-time
-            start = time_start[1] if time_start[0].name == f.path.name else 0
+            start = max(start, time_start[1] if time_start[0].name == f.path.name else 0)
         committed = None
         if options.isolation == "read_committed" and f.kind is FileKind.LOG:
             from .txns import committed_view
@@ -221,6 +239,21 @@ def dump_paths(
         elif separate:
             yield FileStart(f.display)
         yield from items
+
+
+def _offset_start(partition: Path, from_offset: int) -> tuple[Path, int] | bool:
+    """Where the batch holding ``from_offset`` (or the first after it) is (segment, batch position), found as a fetch
+    finds it: the segment by base offset, then its ``.index`` (a missing or broken index: a scan of that segment).
+    False when ``from_offset`` is at or past the log end (nothing to show); True when it cannot be placed (below
+    the log start, or no batch reaches it): every batch is read, and the range filters them."""
+    from .locate import locate_offset
+
+    loc = locate_offset(partition, from_offset)
+    if loc.found and loc.segment is not None and loc.position is not None:
+        return Path(loc.segment), loc.position
+    if loc.log_end_offset is not None and from_offset >= loc.log_end_offset:
+        return False
+    return True
 
 
 def _time_start(partition: Path, from_time: int) -> tuple[Path, int] | None:
@@ -290,6 +323,8 @@ def _dump_records(
                     continue
             if isinstance(item, RawBatch):
                 batch: Batch = item.batch
+                if options.to_offset is not None and batch.base_offset > options.to_offset:
+                    break  # past the range: a fetch of it ends here
                 if not options.wants(batch.base_offset, batch.last_offset):
                     continue
                 yield batch
@@ -300,6 +335,8 @@ def _dump_records(
                     yield from (decode(decoder, r) for r in _in_range(records, options))
                 yield from findings
             elif isinstance(item, Batch):
+                if options.to_offset is not None and (item.base_offset or 0) > options.to_offset:
+                    break  # past the range: a fetch of it ends here
                 if not options.wants(item.base_offset, item.last_offset) or not wanted.batch(item):
                     continue
                 if wanted.active and not _batch_in_time(item, wanted):

@@ -108,6 +108,29 @@ def test_from_time_starts_where_the_time_index_points(tmp_path: Path) -> None:
     assert min(r["timestamp"] for r in out if r["type"] == "record") >= start
 
 
+@pytest.mark.parametrize("rel", PARTITIONS)
+def test_an_offset_range_equals_a_brute_force_filter(rel: str) -> None:
+    """``--from-offset``/``--to-offset``: the batches that reach into the range, with their records in it, exactly as
+    a filter of the full dump keeps them, though the read starts where the offset index puts the first one and
+    stops after the last; only the record files holding them are named."""
+    part = corpus_root() / rel
+    records = everything(part)
+    offsets = sorted(r["offset"] for _b, r in records)
+    leo = offsets[-1] + 1
+    cuts = [offsets[0], offsets[len(offsets) // 3], offsets[2 * len(offsets) // 3], offsets[-1]]
+    for lo, hi in [(cuts[1], cuts[2]), (cuts[2], None), (None, cuts[1]), (cuts[1], cuts[1]), (cuts[3], leo + 10),
+                   (leo, None), (leo + 5, leo + 9), (0, 0)]:
+        args = [*(["--from-offset", str(lo)] if lo is not None else []),
+                *(["--to-offset", str(hi)] if hi is not None else [])]
+        expected = [(b["base_offset"], r["offset"]) for b, r in records
+                    if (lo is None or r["offset"] >= lo) and (hi is None or r["offset"] <= hi)]
+        assert searched(part, "--records", *args) == expected, (rel, args)
+        out = rows("--records", *args, part)
+        named = [Path(r["path"]).name for r in out if r["type"] == "file"]
+        assert all(name.endswith(".log") for name in named), (rel, args, named)
+        assert len(named) == len(set(named)) and (not expected) == (not named), (rel, args, named)
+
+
 def test_inverted_ranges_and_bad_patterns_are_usage_errors() -> None:
     part = corpus_root() / "kafka/logdir/headers-0"
     for args in (["--from-offset", "10", "--to-offset", "5"], ["--from-time", "2023-11-15", "--to-time", "2023-11-14"],

@@ -46,8 +46,11 @@ def dump(
         typer.Option(help="Keys/values as base64, text, hex or none (default: text for text, base64 for jsonl).",
                      metavar="base64|text|hex|none"),
     ] = None,
-    from_offset: Annotated[int | None, typer.Option(help="Skip batches and records before this offset.")] = None,
-    to_offset: Annotated[int | None, typer.Option(help="Skip batches and records after this offset.")] = None,
+    from_offset: Annotated[int | None, typer.Option(
+        help="Show batches and records from this offset on, read from where a fetch of it starts (its segment, "
+             "then the offset index); with either offset only the record files are shown.")] = None,
+    to_offset: Annotated[int | None, typer.Option(
+        help="Show batches and records up to this offset; reading stops at the first batch past it.")] = None,
     max_batches: Annotated[int | None, typer.Option(help="Stop each record file after N batches.", min=1)] = None,
     max_bytes: Annotated[
         int | None, typer.Option(help="Read only the entries starting in the first N bytes of each record file.", min=1)
