@@ -377,9 +377,12 @@ def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, 
 
 
 def segment_items(path: Path, display: str, options: ScanOptions, end: int | None = None,
-                  progress: Callable[[int], None] | None = None) -> Iterator[tuple[Batch, bytes | None] | Finding]:
+                  progress: Callable[[int], None] | None = None, stretches: bool = False
+                  ) -> Iterator[tuple[Batch, bytes | None] | Stretch | Finding]:
     """The batches of a segment file (with the bytes of each control batch) and the scan's findings, in file
-    order, up to byte ``end``: a header scan, records left undecoded; ``progress`` is told the bytes scanned."""
+    order, up to byte ``end``: a header scan, records left undecoded; ``progress`` is told the bytes scanned. With
+    ``stretches`` (and the native core), batches that follow each other come as :class:`Stretch` es (no control
+    batch is in one)."""
     try:
         fh = open(path, "rb", buffering=0)
     except OSError as exc:
@@ -387,10 +390,10 @@ def segment_items(path: Path, display: str, options: ScanOptions, end: int | Non
         return
     with fh:
         fd = fh.fileno()
-        for item in scan(fh, display, end=end, options=options, progress=progress):
+        for item in scan(fh, display, end=end, options=options, progress=progress, stretches=stretches):
             if item.__class__ is Batch:
                 yield item, (os.pread(fd, item[3], item[0]) if item[18] else None)  # type: ignore[index,misc]
-            elif item.__class__ is Finding:
+            elif item.__class__ is Finding or item.__class__ is Stretch:
                 yield item  # type: ignore[misc]
 
 

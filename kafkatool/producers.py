@@ -20,6 +20,13 @@ A producer's first batch in the log is not judged: what came before it may have 
 compaction. Duplicates are detected within one epoch over the whole log (the broker remembers only the last 5
 batches per producer, so it would accept a retry older than that: exactly the case worth finding).
 
+Batches that follow each other (:class:`kafkatool.model.Stretch`, with the native core) are taken a producer at a
+time where nothing can happen past a producer's first batch of the stretch (``_Replay.stretch``): its later batches
+each continue the one before (``WindowColumns.producer_sequences``: same epoch and transactional bit, sequences
+that follow without wrapping), so only that first batch is judged, and the rest are counted in one step and
+remembered as a :class:`_Chain` of sequence ranges for the duplicate lookup. Everything else goes batch by batch;
+``tests/test_native.py`` holds the two replays identical.
+
 The rebuilt state is compared with the newest ``.snapshot`` (state at the snapshot's offset). Expected
 differences: the broker drops a producer from the snapshot it loads when its last write is older than
 ``producer.id.expiration.ms`` (``producer-not-in-snapshot``, info); a snapshot may know producers whose batches
@@ -29,16 +36,17 @@ were all deleted before the log start (``producer-only-in-snapshot``, warning).
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .filetypes import FileKind, classify
 from .loader import LoadedPartition, ProducerReplay, latest_snapshot, load_partition, segment_bytes, segment_items
 from .logdir import LogDir
 from .logwriter import ProducerState, last_sequence
-from .model import Batch, Finding
+from .model import Batch, Finding, Stretch
 from .progress import Tally
 from .records import ScanOptions, decode_records
 from .smallfiles import ProducerEntry, read_producer_entries
@@ -102,6 +110,17 @@ class _Open:
     last_offset: int
     records: int = 0
     batches: int = 0
+
+
+class _Chain(NamedTuple):
+    """Batches of one producer and epoch taken in one step from a stretch (``_Replay.stretch``): each continues the
+    one before it, so their sequences run from ``first`` to ``last`` without a gap or a wrap, batch ``j`` beginning
+    at sequence ``sequences[j]`` and base offset ``offsets[j]`` (``memoryview`` s of native-endian i32 and i64)."""
+
+    first: int
+    last: int
+    sequences: memoryview
+    offsets: memoryview
 
 
 @dataclass
@@ -180,11 +199,20 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
     for seg in live:
         end = seg.valid_bytes if seg.recovered is not None else None
         tally = Tally(progress)
-        for item in segment_items(seg.path, seg.display, ScanOptions(), end=end, progress=tally):
+        for item in segment_items(seg.path, seg.display, ScanOptions(), end=end, progress=tally, stretches=True):
+            if item.__class__ is Stretch:
+                # whole unless a snapshot's offset falls in it (its state is taken between two of its batches)
+                if (pending and pending[0] <= item.columns.advance(item.lo, item.hi)[1]  # type: ignore[union-attr]
+                        or not h.stretch(item, seg.display)):  # type: ignore[arg-type]
+                    for b in item.batches():  # type: ignore[union-attr]
+                        while pending and b.base_offset >= pending[0]:
+                            h.history.states[pending.pop(0)] = h.history.entries()
+                        h.batch(b, None, seg.display)
+                continue
             if isinstance(item, Finding):
                 h.history.findings.append(item)
                 continue
-            b, control_raw = item
+            b, control_raw = item  # type: ignore[misc]
             while pending and b.base_offset >= pending[0]:
                 h.history.states[pending.pop(0)] = h.history.entries()
             h.batch(b, control_raw, seg.display)
@@ -207,6 +235,10 @@ class _Replay:
         history.producers = self.state.producers
         self.open: dict[int, _Open] = {}
         self.seen: dict[int, dict[tuple[int, int, int], int]] = {}  # pid -> (epoch, first, last seq) -> offset
+        # and the batches taken a chain at a time: (pid, epoch) -> (each chain's first sequence, the chains), in
+        # sequence order (a chain is only made above every sequence remembered for its producer and epoch)
+        self.chains: dict[tuple[int, int], tuple[list[int], list[_Chain]]] = {}
+        self.top: dict[tuple[int, int], int] = {}  # (pid, epoch) -> the highest sequence remembered
 
     def find(self, severity: str, code: str, path: str, batch: Batch, message: str) -> None:
         self.history.findings.append(Finding(severity, code, path, batch.position, message))  # type: ignore[arg-type]
@@ -246,8 +278,7 @@ class _Replay:
         self.state.batch(b, control_raw, path)
         self.history.batches[pid] = self.history.batches.get(pid, 0) + 1
         if b.base_sequence >= 0:
-            self.seen.setdefault(pid, {}).setdefault((b.producer_epoch, b.base_sequence, last_sequence(b)),
-                                                     b.base_offset)
+            self.remember(pid, b.producer_epoch, b.base_sequence, last_sequence(b), b.base_offset)
         if b.transactional:
             txn = self.open.get(pid)
             if txn is None:
@@ -255,6 +286,96 @@ class _Replay:
             txn.records += b.record_count
             txn.batches += 1
             txn.last_offset = b.last_offset
+
+    def stretch(self, s: Stretch, path: str) -> bool:
+        """Batches that follow each other (:class:`kafkatool.model.Stretch`: no marker, CRCs valid), a producer at a
+        time: its first batch in the stretch replayed on its own (:meth:`batch`), the rest in one step, or, returning
+        False having changed nothing, none when some batch must be replayed on its own.
+
+        The rest are taken in one step when each continues the one before it (``producer_sequences``: same epoch and
+        transactional bit, base sequence = the previous last sequence + 1, no wrap) and the first is not fenced.
+        Then none of them is fenced or an epoch bump, none starts a producer's first sequence, each follows its
+        producer's last sequence (no gap, not out of order), and none is a non-transactional batch inside a
+        transaction when they are transactional (the first opens one if none is open) or none was open before. Nor
+        can one repeat a batch seen before when they begin above every sequence remembered for the producer and
+        epoch. So they find nothing; they leave the state their producer's last batch does (no marker ends a
+        transaction in a stretch, and the first opened any), and only add to counts. A producer's batches touch
+        only its own state, and only first batches find anything, so the findings come in batch order as the
+        producers come in the order they first appear."""
+        spans = s.columns.producer_sequences(s.lo, s.hi)
+        producers = self.history.producers
+        firsts: list[Batch] = []
+        for pid, first, _last, sequential, _records, sequences, _offsets in spans:
+            if pid < 0:
+                continue
+            if not sequential:
+                return False
+            b = s.batch(first)
+            firsts.append(b)
+            if not sequences:  # its only batch in the stretch
+                continue
+            p = producers.get(pid)
+            if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:  # fenced: each of them
+                return False
+            if not b.transactional and p is not None and p.txn_first_offset >= 0:  # txn-invalid-state: each
+                return False
+            if self.top.get((pid, b.producer_epoch), -1) >= memoryview(sequences).cast("i")[0]:  # maybe repeated
+                return False
+        k = 0
+        for pid, _first, last, _sequential, records, sequences, offsets in spans:
+            if pid < 0:
+                continue
+            b = firsts[k]
+            k += 1
+            self.batch(b, None, path)
+            if not sequences:
+                continue
+            lb = s.batch(last)
+            self.state.batch(lb, None, path)
+            n = len(sequences) // 4
+            self.history.batches[pid] += n
+            seqs = memoryview(sequences).cast("i")
+            chain = _Chain(seqs[0], last_sequence(lb), seqs, memoryview(offsets).cast("q"))
+            key = (pid, lb.producer_epoch)
+            starts, chains = self.chains.setdefault(key, ([], []))
+            starts.append(chain.first)
+            chains.append(chain)
+            self.top[key] = chain.last
+            if lb.transactional:
+                txn = self.open[pid]
+                txn.records += records
+                txn.batches += n
+                txn.last_offset = lb.last_offset
+        return True
+
+    def earlier(self, pid: int, epoch: int, seq: int, last: int) -> int | None:
+        """The base offset of the first batch remembered with this producer id, epoch and sequence range, if any."""
+        found = self.seen.get(pid, {}).get((epoch, seq, last))
+        if found is not None:
+            return found
+        at = self.chains.get((pid, epoch))
+        if at is None:
+            return None
+        starts, chains = at
+        i = bisect_right(starts, seq) - 1
+        if i < 0 or seq > chains[i].last:
+            return None
+        chain = chains[i]
+        seqs = chain.sequences
+        j = bisect_left(seqs, seq)
+        if j == len(seqs) or seqs[j] != seq:
+            return None
+        end = seqs[j + 1] - 1 if j + 1 < len(seqs) else chain.last
+        return chain.offsets[j] if end == last else None
+
+    def remember(self, pid: int, epoch: int, seq: int, last: int, offset: int) -> None:
+        """Remember a batch for the duplicate lookup, unless an earlier one has its sequence range."""
+        if self.earlier(pid, epoch, seq, last) is not None:
+            return
+        self.seen.setdefault(pid, {})[(epoch, seq, last)] = offset
+        top = seq if seq > last else last
+        if top > self.top.get((pid, epoch), -1):
+            self.top[(pid, epoch)] = top
 
     def check_sequence(self, p: ProducerState, b: Batch, path: str) -> None:
         """``checkSequence`` for a known producer, on what a client's append would have been judged.
@@ -273,7 +394,7 @@ class _Replay:
             return
         if seq < 0:
             return
-        earlier = self.seen.get(pid, {}).get((b.producer_epoch, seq, last))
+        earlier = self.earlier(pid, b.producer_epoch, seq, last)
         if earlier is not None:
             self.find("error", "duplicate-batch", path, b,
                       f"{where} repeats sequences {seq}..{last} of the batch at offset {earlier}: its records "

@@ -1098,3 +1098,176 @@ def test_an_interval_fit_through_stretches_is_the_batch_by_batch_one(core) -> No
         assert pure == fast, (case, kind, limit, interval)
         fits += pure[0] is not None
     assert 50 < fits < 190
+
+
+def history_essence(h) -> tuple:
+    """Everything a :class:`kafkatool.producers.PartitionHistory` holds but the loaded partition (compared on its
+    own by the loader's tests): findings in order, producer state, first sequences, batch counts, transactions (in
+    order, with records, batches and last offsets), the states at each snapshot's offset."""
+    return (h.findings, h.entries(), h.first_sequence, h.batches, h.transactions, h.states, h.log_start, h.leo,
+            h.snapshot)
+
+
+AUDIT_PRODUCERS = (30, 31, 32, 33)
+_SEQ_WRAP = 1 << 31
+
+
+def audit_partition(path: Path, rng: random.Random) -> None:
+    """A partition of long stretches of idempotent batches of ``AUDIT_PRODUCERS`` taking turns in bursts, broken by
+    what the idempotence audit must find: a batch written twice (right after itself or a few batches back, inside a
+    stretch, or far apart), sequence gaps, sequences going back (out of order, not a duplicate), epoch bumps (at 0
+    or not), fenced zombies, sequences wrapping around past 2^31 - 1, batches without a producer id, and
+    exactly-once producers' transactions (``eos_run``), some batches of one of them out of its transaction
+    (``out_of_transaction``); segments of 6 or 64 KiB (a producer snapshot at each roll, and one copied to an offset
+    inside a segment), half of them with a recovery point at a later segment."""
+    from kafkatool.logwriter import PartitionWriter
+
+    ts = 1_700_000_000_000
+    epochs = dict.fromkeys(AUDIT_PRODUCERS, 0)
+    seqs = dict.fromkeys(AUDIT_PRODUCERS, 0)
+    written: dict[int, list[tuple[int, int, int]]] = {pid: [] for pid in AUDIT_PRODUCERS}  # (epoch, seq, records)
+    eos_seqs: dict = {}
+    eos_epochs = dict.fromkeys(EOS_PRODUCERS, 0)
+    with PartitionWriter(path, topic="a", partition=0, topic_id=bytes(range(2, 18)),
+                         segment_bytes=rng.choice((6 * 1024, 64 * 1024)), index_interval_bytes=300) as w:
+        offset = 0
+
+        def put(pid: int, epoch: int, seq: int, n: int) -> None:
+            nonlocal offset
+            records = [RecordSpec(f"a{offset + i}".encode(), bytes(rng.randint(0, 20)), ts + offset + i)
+                       for i in range(n)]
+            w.append(record_batch(offset, records, producer_id=pid, producer_epoch=epoch,
+                                  base_sequence=seq % _SEQ_WRAP if pid >= 0 else -1))
+            offset += n
+
+        for _ in range(rng.randint(40, 120)):
+            kind = rng.choices(("burst", "dup-near", "dup-far", "gap", "back", "bump", "zombie", "wrap", "nopid",
+                                "eos"), (60, 4, 4, 3, 3, 2, 2, 2, 2, 8))[0]
+            if kind == "eos":
+                offset = eos_run(w, rng, offset, 0, eos_seqs, eos_epochs, ts)
+                continue
+            if kind == "nopid":
+                put(-1, -1, -1, rng.randint(1, 3))
+                continue
+            pid = rng.choice(AUDIT_PRODUCERS)
+            if kind in ("dup-near", "dup-far") and written[pid]:
+                done = written[pid]
+                epoch, seq, n = done[-rng.randint(1, min(4, len(done)))] if kind == "dup-near" else rng.choice(done)
+                put(pid, epoch, seq, n)
+                continue
+            if kind == "gap":
+                seqs[pid] += rng.randint(1, 5)
+            elif kind == "back":
+                seqs[pid] = max(0, seqs[pid] - rng.randint(1, 3))
+            elif kind == "bump":
+                epochs[pid] += 1
+                seqs[pid] = 0 if rng.random() < 0.7 else rng.randint(1, 9)
+            elif kind == "zombie" and epochs[pid] > 0:
+                put(pid, epochs[pid] - 1, seqs[pid], 1)
+            elif kind == "wrap":
+                seqs[pid] = _SEQ_WRAP - 1 - rng.randint(0, 6)
+            for _ in range(rng.randint(1, 40)):  # a burst of the producer, the others taking turns now and then
+                who = pid if rng.random() < 0.8 else rng.choice(AUDIT_PRODUCERS)
+                n = rng.randint(1, 3)
+                written[who].append((epochs[who], seqs[who] % _SEQ_WRAP, n))
+                put(who, epochs[who], seqs[who], n)
+                seqs[who] = (seqs[who] + n) % _SEQ_WRAP
+    if rng.random() < 0.5:
+        out_of_transaction(path, rng)
+    snapshots = sorted(path.glob("*.snapshot"))
+    if snapshots and rng.random() < 0.7:  # a snapshot in the middle of a segment: its state is taken inside a stretch
+        (path / f"{rng.randrange(1, offset):020d}.snapshot").write_bytes(rng.choice(snapshots).read_bytes())
+    bases = sorted(int(log.name[:20]) for log in path.glob("*.log"))
+    if len(bases) > 1 and rng.random() < 0.5:
+        from kafkatool.formats import checkpoints
+
+        (path.parent / "recovery-point-offset-checkpoint").write_bytes(
+            checkpoints.build_offset_checkpoint([("a", 0, rng.choice(bases[1:]))]))
+
+
+def out_of_transaction(path: Path, rng: random.Random) -> None:
+    """Clears the transactional bit (CRC recomputed) of some of an exactly-once producer's data batches inside its
+    transaction, in each segment from one of them on up to its next marker: what the broker refuses (InvalidTxnState), which the
+    writer does not write."""
+    pid = rng.choice(EOS_PRODUCERS)
+    for log in sorted(path.glob("*.log")):
+        data = bytearray(log.read_bytes())
+        starts, p = [], 0
+        while p + 61 <= len(data):
+            if struct.unpack_from(">q", data, p + 43)[0] == pid:
+                starts.append(p)
+            p += 12 + struct.unpack_from(">i", data, p + 8)[0]
+        if len(starts) < 2:
+            continue
+        for at in starts[rng.randrange(1, len(starts)):]:
+            attributes = struct.unpack_from(">h", data, at + 21)[0]
+            if attributes & 0x20:  # its marker
+                break
+            struct.pack_into(">h", data, at + 21, attributes & ~0x10)
+            end = at + 12 + struct.unpack_from(">i", data, at + 8)[0]
+            struct.pack_into(">I", data, at + 17, crc32c(bytes(data[at + 21:end])))
+        log.write_bytes(bytes(data))
+
+
+def audited(part: Path) -> tuple:
+    """The replay of ``part`` and the ``producers`` and ``txns`` outputs of its log dir."""
+    from kafkatool.producers import producers_paths, replay_partition
+    from kafkatool.txns import txns_paths
+
+    return (history_essence(replay_partition(part, str(part))), list(producers_paths([part.parent])),
+            list(txns_paths([part.parent])))
+
+
+def test_the_idempotence_audit_of_the_corpus_is_the_same_through_stretches(core) -> None:
+    """``replay_partition`` of every corpus and fixture partition, and ``producers``/``txns`` of every log dir: the
+    native core hands the audit's replay stretches (``_Replay.stretch``), the pure reader one batch at a time; the
+    findings, producer state, counts, transactions and snapshot states are the same."""
+    from kafkatool.producers import producers_paths, replay_partition
+    from kafkatool.txns import txns_paths
+    from kafkatool.walk import partition_dirs
+
+    corpus = Path(os.environ.get("KAFKATOOL_CORPUS", PROJECT_ROOT.parent / "shared" / "corpus"))
+    roots = [corpus / "kafka", corpus / "real", PROJECT_ROOT / "fixtures"]
+    parts = [pd.path for pd in partition_dirs(roots)]
+    assert len(parts) > 100
+    differ = []
+    for part in parts:
+        with native.using(None):
+            pure = history_essence(replay_partition(part))
+        with native.using(core):
+            fast = history_essence(replay_partition(part))
+        if pure != fast:
+            differ.append(str(part))
+    for run in (producers_paths, txns_paths):
+        with native.using(None):
+            pure = list(run(roots))
+        with native.using(core):
+            fast = list(run(roots))
+        if pure != fast:
+            differ.append(run.__name__)
+    assert not differ, f"the audit differs through stretches: {differ[:5]}"
+
+
+def test_the_idempotence_audit_of_generated_and_damaged_partitions_is_the_same_through_stretches(
+        core, tmp_path: Path) -> None:
+    """Partitions of every case the audit judges (``audit_partition``) and ``stretchy_partition`` s, whole and
+    damaged (``damage``): the audit's replay through stretches is the batch-by-batch one, and ``producers`` and
+    ``txns`` print the same; every finding the audit makes shows up."""
+    differ = []
+    codes: set[str] = set()
+    for case in range(80):
+        rng = random.Random(1000 + case)
+        part = tmp_path / f"c{case}" / ("a-0" if case % 4 else "s-0")
+        (audit_partition if case % 4 else stretchy_partition)(part, rng)
+        if case % 3 == 2:
+            damage(part, rng)
+        with native.using(None):
+            pure = audited(part)
+        with native.using(core):
+            fast = audited(part)
+        if pure != fast:
+            differ.append(f"case {case}")
+        codes |= {f.code for f in pure[0][0]}
+    assert not differ, f"the audit differs through stretches: {differ[:5]}"
+    assert {"duplicate-batch", "sequence-gap", "sequence-out-of-order", "producer-epoch-bump",
+            "producer-fenced", "txn-invalid-state"} <= codes, codes
