@@ -21,6 +21,10 @@ batches in 1 MiB segments: ``producers`` written by ``--producers`` idempotent p
 same batches without producer ids. verify of each, in process, and the ratio: what producer ids cost a healthy
 partition (the loader replays nothing below the last snapshot, and should cost about nothing for them).
 
+And the idempotence audit (``kafkatool producers``, in process: :func:`kafkatool.producers.producers_paths`, which
+loads each partition and replays it again with its rules) of ``idempotent``, ``eos`` and ``producers``, each against
+verify of the same partition in the same run: what the audit costs beyond the load verify does.
+
 Every timing is the best of ``--runs`` in this process, all in the same run. Prints the figures and writes
 ``bench/out/verify_results.json``; asserts nothing.
 """
@@ -107,6 +111,7 @@ def generate_clean(root: Path, batches: int, producers: int) -> Path:
 
 def main() -> None:
     from kafkatool.loader import load_partition
+    from kafkatool.producers import producers_paths
     from kafkatool.verify import verify_paths
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -128,6 +133,12 @@ def main() -> None:
                 pass
         return run
 
+    def audit(path: Path):
+        def run() -> None:
+            for _ in producers_paths([path]):
+                pass
+        return run
+
     scan_s = best(lambda: bare_scan(log), args.runs)
     load_s = best(lambda: load_partition(part), args.runs)
     verify_s = best(verify(part), args.runs)
@@ -137,6 +148,9 @@ def main() -> None:
     eos_load_s = best(lambda: load_partition(eos), args.runs)
     clean_s = best(verify(clean), args.runs)
     clean_none_s = best(verify(clean_none), args.runs)
+    idem_audit_s = best(audit(idempotent), args.runs)
+    eos_audit_s = best(audit(eos), args.runs)
+    clean_audit_s = best(audit(clean), args.runs)
     size = lambda p: sum(f.stat().st_size for f in p.glob("*.log"))  # noqa: E731
     result = {"batches": args.batches, "bytes": log.stat().st_size, "scan_s": scan_s, "load_s": load_s,
               "verify_s": verify_s, "verify_over_scan": verify_s / scan_s, "load_over_scan": load_s / scan_s,
@@ -146,7 +160,12 @@ def main() -> None:
               "eos_load_s": eos_load_s, "idempotent_load_s": idem_load_s,
               "eos_over_idempotent_load": eos_load_s / idem_load_s,
               "clean_producers": args.producers, "clean_producers_verify_s": clean_s,
-              "clean_no_producer_verify_s": clean_none_s, "clean_producers_over_none": clean_s / clean_none_s}
+              "clean_no_producer_verify_s": clean_none_s, "clean_producers_over_none": clean_s / clean_none_s,
+              "idempotent_producers_s": idem_audit_s, "eos_producers_s": eos_audit_s,
+              "clean_producers_producers_s": clean_audit_s,
+              "idempotent_producers_over_verify": idem_audit_s / idem_verify_s,
+              "eos_producers_over_verify": eos_audit_s / eos_verify_s,
+              "clean_producers_producers_over_verify": clean_audit_s / clean_s}
     print(f"{args.batches:,} 1-record idempotent batches, {result['bytes']:,} bytes: header scan {scan_s:.3f} s, "
           f"load {load_s:.3f} s ({result['load_over_scan']:.2f}x), verify {verify_s:.3f} s "
           f"({result['verify_over_scan']:.2f}x the scan)")
@@ -157,6 +176,11 @@ def main() -> None:
     print(f"cleanly shut down, {args.txn_batches:,} 1-record batches: verify with {args.producers} idempotent "
           f"producers taking turns {clean_s:.3f} s, without producer ids {clean_none_s:.3f} s: "
           f"{result['clean_producers_over_none']:.2f}x")
+    print(f"producers (the idempotence audit) against verify of the same partition: idempotent {idem_audit_s:.3f} s "
+          f"({result['idempotent_producers_over_verify']:.2f}x), eos {eos_audit_s:.3f} s "
+          f"({result['eos_producers_over_verify']:.2f}x), {args.producers} producers taking turns "
+          f"{clean_audit_s:.3f} s "
+          f"({result['clean_producers_producers_over_verify']:.2f}x)")
     (OUT / "verify_results.json").write_text(json.dumps(result, indent=1))
 
 
