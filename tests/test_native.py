@@ -1187,8 +1187,8 @@ def audit_partition(path: Path, rng: random.Random) -> None:
 
 def out_of_transaction(path: Path, rng: random.Random) -> None:
     """Clears the transactional bit (CRC recomputed) of some of an exactly-once producer's data batches inside its
-    transaction, in each segment from one of them on up to its next marker: what the broker refuses (InvalidTxnState), which the
-    writer does not write."""
+    transaction, in each segment from one of them on up to its next marker: what the broker refuses
+    (InvalidTxnState), which the writer does not write."""
     pid = rng.choice(EOS_PRODUCERS)
     for log in sorted(path.glob("*.log")):
         data = bytearray(log.read_bytes())
