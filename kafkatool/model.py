@@ -163,6 +163,15 @@ class Record(NamedTuple):
         return d
 
 
+class Marker(NamedTuple):
+    """An end-transaction marker: the ABORT or COMMIT record of a control batch (Kafka's ``EndTransactionMarker``), what
+    ``verify``'s checks and the producer replay take of it."""
+
+    control_type: str        # "ABORT" | "COMMIT"
+    coordinator_epoch: int
+    timestamp: int           # the record's
+
+
 class RecordRun(NamedTuple):
     """Whole v2 batches in a row with their records decoded natively into columns (no Python object per
     batch or record): what ``scan(decoded=True)`` yields for them with the native core.

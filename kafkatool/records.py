@@ -36,7 +36,7 @@ from .formats.constants import (  # the layouts' numbers, without importing Cons
     RECORD_OVERHEAD_V0,
     RECORD_OVERHEAD_V1,
 )
-from .model import Batch, Finding, Record, RecordRun, Stretch, Trailing, column_batch
+from .model import Batch, Finding, Marker, Record, RecordRun, Stretch, Trailing, column_batch
 
 
 def crc32c(data: bytes | memoryview) -> int:
@@ -411,6 +411,25 @@ def stretch_bounds(columns, lo: int, hi: int, deep: bool) -> Iterator[tuple[int,
         k = hi if k < 0 else k + lo
         yield i, k
         i = k
+
+
+_TXN_MARKERS = ("ABORT", "COMMIT")
+
+
+def stretch_markers(columns, lo: int, hi: int) -> dict[int, Marker]:
+    """The end-transaction markers among batches ``lo:hi`` of a window's columns that a reader may take like any other
+    batch, inside a :class:`Stretch`, by index in the window: control batches whose one record the native core read
+    (``columns.control_records``: uncompressed, declaring one record, decoded whole, a key of 4 bytes or more) and that
+    :func:`decode_records` reads without a finding as an ABORT or a COMMIT (a key version of 0 or more, a value of 6
+    bytes or more), in a transactional batch with a producer id (``verify`` reports a marker in any other). Every
+    other control batch (damaged, compressed, emptied by the cleaner, KRaft's, of a type Kafka does not define) is
+    left for a reader to take on its own and decode here, with its findings."""
+    out = {}
+    for i, pid, attrs, key_version, key_type, value_version, coordinator_epoch, ts in columns.control_records(lo, hi):
+        name = CONTROL_TYPES.get(key_type)
+        if name in _TXN_MARKERS and key_version >= 0 and value_version is not None and pid >= 0 and attrs & 0x10:
+            out[i] = _tuple_new(Marker, (name, coordinator_epoch, ts))
+    return out
 
 
 # Bytes of batches the native core decodes into one set of columns (one call, a RecordRun's columns): small enough

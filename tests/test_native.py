@@ -193,6 +193,104 @@ def test_mutated_inputs_read_the_same(core) -> None:
     assert not differ, f"native and pure differ on mutation cases {differ} (rebuild one with mutate(...))"
 
 
+# -- control batches: the markers the native core reads for every reader ------------------------------
+
+def control_batch(offset: int, key: bytes | None, value: bytes | None, *, producer_id: int = 42,
+                  transactional: bool = True, records: int = 1, **kw) -> bytes:
+    """A control batch of ``records`` records of this key and value (any bytes: a marker, a KRaft record, garbage)."""
+    spec = RecordSpec(key, value, 1_700_000_000_000 + offset)
+    return record_batch(offset, [spec] * records, producer_id=producer_id, producer_epoch=1,
+                        transactional=transactional, control=True, **kw)
+
+
+def emptied(batch: bytes) -> bytes:
+    """``batch`` with its records section removed and a record count of 0 (the cleaner's emptied control batch)."""
+    b = bytearray(batch[:61])
+    struct.pack_into(">i", b, 8, 61 - 12)
+    struct.pack_into(">i", b, 57, 0)
+    struct.pack_into(">I", b, 17, crc32c(bytes(b[21:])))
+    return bytes(b)
+
+
+def control_seed() -> bytes:
+    """Control batches of every shape the readers branch on, each after a transactional data batch: ABORT and COMMIT
+    markers as the coordinator writes them, and with a longer key or value, log-append time or a header; KRaft's
+    control records; a type Kafka does not define; a negative key version; a value too short or null; a key too
+    short or null; a marker in a batch that is not transactional or has no producer id; two records; none
+    (emptied); compressed."""
+    commit, abort = b"\0\0\0\1", b"\0\0\0\0"
+    value = b"\0\0\0\0\0\5"
+    shapes = [
+        dict(key=commit, value=value), dict(key=abort, value=value), dict(key=commit + b"\7\7", value=value + b"\1"),
+        dict(key=abort, value=value, log_append_time=1_700_000_009_999), dict(key=b"\0\0\0\2", value=b"\0\0" * 9),
+        dict(key=b"\0\0\0\5", value=b"\0\0\0\1\0"), dict(key=b"\0\0\0\x09", value=value),
+        dict(key=b"\xff\xff\0\1", value=value), dict(key=commit, value=value[:5]), dict(key=abort, value=None),
+        dict(key=b"\0\0\1", value=value), dict(key=None, value=value),
+        dict(key=commit, value=value, transactional=False), dict(key=commit, value=value, producer_id=-1),
+        dict(key=abort, value=value, records=2),
+        dict(key=commit, value=value, compression="gzip"),
+    ]
+    out, offset = [], 0
+    for shape in shapes:
+        out.append(record_batch(offset, [RecordSpec(b"k", b"v", 1_700_000_000_000)], producer_id=42, producer_epoch=1,
+                                base_sequence=offset, transactional=True))
+        out.append(control_batch(offset + 1, **shape))
+        offset += 2 + shape.get("records", 1) - 1
+    out.append(emptied(control_batch(offset, commit, value)))
+    out.append(control_batch(offset + 1, abort, value, partition_leader_epoch=1))
+    return b"".join(out)
+
+
+def marker_reads(core, data: bytes) -> tuple[list, list]:
+    """For each control batch of the whole v2 batches ``data`` begins with: the end-transaction marker that
+    ``stretch_markers`` finds natively, and the one :func:`decode_records` reads where it gives one without a finding
+    (ABORT/COMMIT, one record, uncompressed, a transactional batch with a producer id); None where there is none."""
+    from kafkatool.model import Marker, column_batch
+    from kafkatool.records import stretch_markers
+
+    native_reads, pure_reads = [], []
+    p, stop = 0, 2
+    while stop == 2:  # a bad CRC stops a walk after its batch; a stretch is never made of it, but it is read
+        p, stop, columns = core.decode_window_columns(data, p, 0, 1 << 62, 1 << 20, False)
+        markers = stretch_markers(columns, 0, len(columns))
+        for i in range(len(columns)):
+            b = column_batch(columns, i)
+            if not b.control:
+                continue
+            recs, problems = decode_records(b, data[b.position:b.position + b.size], "seg.log")
+            plain = (not problems and len(recs) == 1 and b.record_count == 1 and b.compression == "none"
+                     and recs[0].control_type in ("ABORT", "COMMIT") and b.producer_id >= 0 and b.transactional)
+            pure_reads.append(Marker(recs[0].control_type, recs[0].coordinator_epoch, recs[0].timestamp) if plain
+                              else None)
+            native_reads.append(markers.get(i))
+    return native_reads, pure_reads
+
+
+def test_markers_read_natively_are_the_ones_decode_records_reads(core) -> None:
+    """The end-transaction markers a stretch may hold (``records.stretch_markers``, from the record the native core
+    reads of each control batch) are exactly those :func:`decode_records` reads without a finding, with the same type,
+    coordinator epoch and timestamp: on the control batches of every shape (``control_seed``), on every corpus and
+    fixture record file, and on 20,000 mutations of the control batches (bit flips, lengths, varints, header fields)."""
+    native_reads, pure_reads = marker_reads(core, control_seed())
+    assert native_reads == pure_reads
+    assert sum(m is not None for m in pure_reads) == 5, "the seed's plain markers are not all read"
+    markers = 0
+    for path in record_files():
+        native_reads, pure_reads = marker_reads(core, path.read_bytes())
+        assert native_reads == pure_reads, path
+        markers += sum(m is not None for m in pure_reads)
+    assert markers > 100, f"only {markers} markers in the corpus: is KAFKATOOL_CORPUS right?"
+    seed, differ, read = control_seed(), [], 0
+    for case in range(20_000):
+        data = mutate(seed, random.Random(f"control {case}"), case)
+        native_reads, pure_reads = marker_reads(core, data)
+        read += sum(m is not None for m in pure_reads)
+        if native_reads != pure_reads:
+            differ.append(case)
+    assert not differ, f"markers read differently on mutation cases {differ[:5]}"
+    assert read > 20_000, "the mutations leave too few markers to compare"
+
+
 # -- the switch, the build, panics --------------------------------------------------------------------
 
 def test_pure_python_is_forced_by_the_environment() -> None:
