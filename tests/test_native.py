@@ -241,6 +241,14 @@ def control_seed() -> bytes:
     return b"".join(out)
 
 
+def test_the_event_bits_are_the_native_cores(core) -> None:
+    from kafkatool import model
+
+    names = ("FIRST", "BEGINS", "LAST_DATA", "CONTROL", "LAST")
+    assert [getattr(model, f"EVENT_{n}") for n in names] == [getattr(core, f"EVENT_{n}") for n in names]
+    assert model.EVENTS == sum(getattr(core, f"EVENT_{n}") for n in names)
+
+
 def marker_reads(core, data: bytes) -> tuple[list, list]:
     """For each control batch of the whole v2 batches ``data`` begins with: the end-transaction marker that
     ``stretch_markers`` finds natively, and the one :func:`decode_records` reads where it gives one without a finding

@@ -108,8 +108,8 @@ pub mod event {
     pub const FIRST: u8 = 1;
     /// Its producer id's first transactional data batch in the range, or after one of its control batches.
     pub const BEGINS: u8 = 2;
-    /// The batch of its producer id just before one of that producer id's control batches.
-    pub const BEFORE_CONTROL: u8 = 4;
+    /// Its producer id's last data batch in the range.
+    pub const LAST_DATA: u8 = 4;
     /// A control batch.
     pub const CONTROL: u8 = 8;
     /// Its producer id's last batch in the range.
@@ -199,15 +199,15 @@ impl WindowColumns {
     /// The batches of `lo..hi` where a producer-state replay of them may see something happen, in order, each with
     /// why (the [`event`] bits, several at once): its producer id's first batch in the range; the first
     /// transactional data batch (transactional bit `0x10` set, control bit `0x20` clear) of its producer id in the
-    /// range and after each of that producer id's control batches there (where a transaction may begin); a control
-    /// batch, and the batch of the same producer id just before it; its producer id's last batch in the range.
-    /// Between two of these, a producer's batches only repeat what its next one sets (Python decides when that is
-    /// enough: `kafkatool.loader._producer_runs`, and `verify`'s transactions).
+    /// range, and after each of that producer id's control batches there (where a transaction may begin); a control
+    /// batch; its producer id's last data batch, and last batch, in the range. Python decides when these are enough
+    /// (`kafkatool.loader._producer_runs`, and `verify`'s transactions).
     pub fn producer_events(&self, lo: usize, hi: usize) -> Vec<(usize, u8)> {
         let batches = self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default();
         let mut kinds = vec![0u8; batches.len()];
-        // per producer id: its latest batch so far, and whether its next transactional data batch may begin one
-        let mut producers: Vec<(usize, bool)> = Vec::new();
+        // per producer id: its latest batch and latest data batch so far, and whether its next transactional data
+        // batch may begin a transaction
+        let mut producers: Vec<(usize, Option<usize>, bool)> = Vec::new();
         let mut slot_of = std::collections::HashMap::new();
         let mut cached: Option<(i64, usize)> = None; // the last producer id looked up (batches come in bursts)
         for (j, e) in batches.iter().enumerate() {
@@ -217,48 +217,36 @@ impl WindowColumns {
                 Some((p, k)) if p == pid => k,
                 _ => *slot_of.entry(pid).or_insert_with(|| {
                     kind |= event::FIRST;
-                    producers.push((j, true));
+                    producers.push((j, None, true));
                     producers.len() - 1
                 }),
             };
             cached = Some((pid, k));
-            let Some((latest, may_begin)) = producers.get_mut(k) else { continue };
+            let Some((latest, latest_data, may_begin)) = producers.get_mut(k) else { continue };
             if attributes & 0x20 != 0 {
                 kind |= event::CONTROL;
-                if kind & event::FIRST == 0 {
-                    if let Some(before) = kinds.get_mut(*latest) {
-                        *before |= event::BEFORE_CONTROL;
-                    }
-                }
                 *may_begin = true;
-            } else if attributes & 0x10 != 0 && *may_begin {
-                kind |= event::BEGINS;
-                *may_begin = false;
+            } else {
+                if attributes & 0x10 != 0 && *may_begin {
+                    kind |= event::BEGINS;
+                    *may_begin = false;
+                }
+                *latest_data = Some(j);
             }
             *latest = j;
             if let Some(at) = kinds.get_mut(j) {
                 *at |= kind;
             }
         }
-        for (latest, _) in producers {
+        for (latest, latest_data, _) in producers {
+            if let Some(at) = latest_data.and_then(|j| kinds.get_mut(j)) {
+                *at |= event::LAST_DATA;
+            }
             if let Some(at) = kinds.get_mut(latest) {
                 *at |= event::LAST;
             }
         }
         kinds.into_iter().enumerate().filter(|(_, kind)| *kind != 0).map(|(j, kind)| (lo + j, kind)).collect()
-    }
-
-    /// For each producer id, its first transactional data batch in `lo..hi` (transactional bit `0x10` set, control
-    /// bit `0x20` clear), in order: where a producer-state replay of the batches may see a transaction begin.
-    pub fn transaction_starts(&self, lo: usize, hi: usize) -> Vec<usize> {
-        let batches = self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default();
-        let mut seen = std::collections::HashSet::new();
-        batches
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.header.attributes & 0x30 == 0x10 && seen.insert(e.header.producer_id))
-            .map(|(j, _)| lo + j)
-            .collect()
     }
 
     /// Batches `lo..hi` taken together (the loader's view of a stretch).
@@ -649,28 +637,18 @@ mod tests {
 
     #[test]
     fn producer_events_are_where_a_replay_sees_something_happen() {
-        use event::{BEFORE_CONTROL, BEGINS, CONTROL, FIRST, LAST};
+        use event::{BEGINS, CONTROL, FIRST, LAST, LAST_DATA};
         // 7: data, txn, txn, marker, txn, data; 9: txn, marker, marker; then a batch without producer id
         let buf = producer_batches(&[(7, 0, 0), (7, 0, 0x10), (9, 0, 0x10), (7, 0, 0x10), (7, 0, 0x30), (9, 0, 0x30),
                                      (7, 0, 0x10), (9, 0, 0x30), (7, 0, 0), (-1, -1, 0)]);
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
         assert_eq!(cols.producer_events(0, 10), vec![
-            (0, FIRST), (1, BEGINS), (2, FIRST | BEGINS | BEFORE_CONTROL), (3, BEFORE_CONTROL), (4, CONTROL),
-            (5, CONTROL | BEFORE_CONTROL), (6, BEGINS), (7, CONTROL | LAST), (8, LAST), (9, FIRST | LAST)]);
-        assert_eq!(cols.producer_events(4, 7), vec![(4, FIRST | CONTROL), (5, FIRST | CONTROL | LAST), (6, BEGINS | LAST)]);
+            (0, FIRST), (1, BEGINS), (2, FIRST | BEGINS | LAST_DATA), (4, CONTROL), (5, CONTROL), (6, BEGINS),
+            (7, CONTROL | LAST), (8, LAST_DATA | LAST), (9, FIRST | LAST_DATA | LAST)]);
+        assert_eq!(cols.producer_events(4, 7), vec![(4, FIRST | CONTROL), (5, FIRST | CONTROL | LAST),
+                                                    (6, BEGINS | LAST_DATA | LAST)]);
         assert_eq!(cols.producer_events(3, 3), vec![]);
-        assert_eq!(cols.producer_events(9, 99), vec![(9, FIRST | LAST)]);
-    }
-
-    #[test]
-    fn transaction_starts_are_each_producers_first_transactional_data_batch() {
-        let buf = producer_batches(&[(7, 0, 0), (9, 0, 0x30), (9, 0, 0x10), (7, 1, 0x10), (9, 0, 0x10), (7, 1, 0x10),
-                                     (-1, -1, 0x10), (4, 0, 0x10)]);
-        let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
-        assert_eq!(cols.transaction_starts(0, 8), vec![2, 3, 6, 7]); // 1 is a marker, not a data batch
-        assert_eq!(cols.transaction_starts(4, 6), vec![4, 5]);
-        assert_eq!(cols.transaction_starts(0, 2), Vec::<usize>::new());
-        assert_eq!(cols.transaction_starts(7, 99), vec![7]);
+        assert_eq!(cols.producer_events(9, 99), vec![(9, FIRST | LAST_DATA | LAST)]);
     }
 
     #[test]
@@ -838,12 +816,16 @@ mod py {
             c.controls.get(from..).unwrap_or_default().iter().take_while(|(i, _)| *i < hi).filter_map(row).collect()
         }
 
-        /// `(i, producer_id, base_offset, kinds)` of each batch `i` of [`WindowColumns::producer_events`] in `lo..hi`,
-        /// `kinds` its bits (`EVENT_FIRST`, `EVENT_BEGINS`, `EVENT_BEFORE_CONTROL`, `EVENT_CONTROL`, `EVENT_LAST` of
-        /// this module).
-        fn producer_events(&self, lo: usize, hi: usize) -> Vec<(usize, i64, i64, u8)> {
+        /// `(i, producer_id, base_offset, kinds)` of each batch `i` of [`WindowColumns::producer_events`] in `lo..hi`
+        /// with one of the bits `mask` (`EVENT_FIRST`, `EVENT_BEGINS`, `EVENT_LAST_DATA`, `EVENT_CONTROL`,
+        /// `EVENT_LAST` of this module), `kinds` its bits.
+        #[pyo3(signature = (lo, hi, mask=u8::MAX))]
+        fn producer_events(&self, lo: usize, hi: usize, mask: u8) -> Vec<(usize, i64, i64, u8)> {
             let c = &self.cols;
-            let row = |(i, kinds): (usize, u8)| c.batches.get(i).map(|e| (i, e.header.producer_id, e.header.base_offset, kinds));
+            let row = |(i, kinds): (usize, u8)| {
+                let e = c.batches.get(i).filter(|_| kinds & mask != 0)?;
+                Some((i, e.header.producer_id, e.header.base_offset, kinds))
+            };
             c.producer_events(lo, hi).into_iter().filter_map(row).collect()
         }
 
@@ -900,13 +882,6 @@ mod py {
         fn producer_spans(&self, lo: usize, hi: usize) -> Vec<(i64, usize, usize, i16, bool)> {
             let span = |s: ProducerSpan| (s.producer_id, s.first, s.last, s.first_epoch, s.rising);
             self.cols.producer_spans(lo, hi).into_iter().map(span).collect()
-        }
-
-        /// `(i, producer_id)` of each producer id's first transactional data batch `i` in `lo..hi`
-        /// ([`WindowColumns::transaction_starts`]).
-        fn transaction_starts(&self, lo: usize, hi: usize) -> Vec<(usize, i64)> {
-            let producer = |i: usize| self.cols.batches.get(i).map_or(-1, |e| e.header.producer_id);
-            self.cols.transaction_starts(lo, hi).into_iter().map(|i| (i, producer(i))).collect()
         }
 
         /// The bytes of batch `i` (framing included).
@@ -1052,7 +1027,7 @@ mod py {
         m.add_class::<PyWindowColumns>()?;
         m.add("EVENT_FIRST", super::event::FIRST)?;
         m.add("EVENT_BEGINS", super::event::BEGINS)?;
-        m.add("EVENT_BEFORE_CONTROL", super::event::BEFORE_CONTROL)?;
+        m.add("EVENT_LAST_DATA", super::event::LAST_DATA)?;
         m.add("EVENT_CONTROL", super::event::CONTROL)?;
         m.add("EVENT_LAST", super::event::LAST)?;
         m.add_function(wrap_pyfunction!(decode_window_columns, m)?)?;
