@@ -821,14 +821,84 @@ def eos_run(w, rng: random.Random, offset: int, leader_epoch: int, seqs: dict, e
     return offset
 
 
+def control_batches(data: bytes) -> list[int]:
+    """Where the control batches of the whole v2 batches ``data`` begins with are."""
+    out, p = [], 0
+    while p + 61 <= len(data) and data[p + 16] == 2:
+        size = struct.unpack_from(">i", data, p + 8)[0]
+        if size < 49 or p + 12 + size > len(data):
+            break
+        if data[p + 22] & 0x20:
+            out.append(p)
+        p += 12 + size
+    return out
+
+
+def damage_marker(data: bytes, rng: random.Random) -> bytes:
+    """``data`` with one of its control batches (a transaction marker as ``build.end_transaction_marker`` writes it:
+    its one record's key at bytes 66..70, its value at 71..77) damaged or made unusual: bits flipped (its CRC
+    recomputed half the time); another control type (KRaft's, one Kafka does not define) or a negative key version;
+    another value version or coordinator epoch; a record count of 0 or 2; emptied (the cleaner's); two records; its
+    records section cut short; compressed (in name), not transactional, without a producer id or in log-append time;
+    or the file cut inside it. The CRC is recomputed unless said."""
+    starts = control_batches(data)
+    if not starts:
+        return data
+    at = rng.choice(starts)
+    end = at + 12 + struct.unpack_from(">i", data, at + 8)[0]
+    b = bytearray(data[at:end])
+    marker = len(b) == 78 and b[61] == 32 and b[65] == 8 and b[70] == 12  # the layout above
+    kind = rng.randrange(10) if marker else 0
+    crc = True
+    if kind == 0:
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+        crc = rng.random() < 0.5
+    elif kind == 1:
+        struct.pack_into(">hh", b, 66, *rng.choice(((0, 2), (0, 3), (0, 5), (0, 6), (0, 9), (0, -2), (-1, 1),
+                                                     (-1, 0), (1, 0))))
+    elif kind == 2:
+        struct.pack_into(">hi", b, 71, rng.choice((0, 1, -1)), rng.choice((0, 7, -1, 2**31 - 1)))
+    elif kind == 3:
+        struct.pack_into(">i", b, 57, rng.choice((0, 2, -1)))
+    elif kind == 4:
+        b = bytearray(emptied(bytes(b)))
+    elif kind == 5:  # the same record twice, both at offset delta 0
+        b = b[:61] + b[61:] * 2
+        struct.pack_into(">i", b, 57, 2)
+    elif kind == 6:
+        del b[len(b) - rng.randint(1, 16):]
+        crc = rng.random() < 0.5
+    elif kind == 7:
+        attrs = struct.unpack_from(">h", b, 21)[0]
+        attrs = rng.choice((attrs | rng.randint(1, 4), attrs & ~0x10, attrs | 0x08))
+        struct.pack_into(">h", b, 21, attrs)
+        if rng.random() < 0.3:
+            struct.pack_into(">q", b, 43, -1)
+    elif kind == 8:
+        return data[:at + rng.randrange(len(b))]
+    else:  # the timestamp, far ahead or before the batch's
+        struct.pack_into(">q", b, 35, struct.unpack_from(">q", b, 35)[0] + rng.choice((10**12, -5)))
+    struct.pack_into(">i", b, 8, len(b) - 12)
+    if crc:
+        struct.pack_into(">I", b, 17, crc32c(bytes(b[21:])))
+    return data[:at] + bytes(b) + data[end:]
+
+
 def damage(path: Path, rng: random.Random) -> None:
     """One of: a bit flipped in a log, a header field of a batch set (CRC recomputed), an index or time index
-    entry moved, a log cut short."""
+    entry moved, a log cut short, a transaction marker damaged (``damage_marker``)."""
     logs = sorted(path.glob("*.log"))
     log = rng.choice(logs)
+    kind = rng.randrange(6)
+    if kind == 5:
+        logs = [log for log in logs if control_batches(log.read_bytes())] or logs
+        log = rng.choice(logs)
     data = bytearray(log.read_bytes())
-    kind = rng.randrange(5)
-    if kind == 0 and data:
+    if kind == 5:
+        data = bytearray(damage_marker(bytes(data), rng))
+    elif kind == 0 and data:
         i = rng.randrange(len(data))
         data[i] ^= 1 << rng.randrange(8)
     elif kind == 1 and len(data) > 61:
@@ -860,7 +930,7 @@ def damage(path: Path, rng: random.Random) -> None:
             else:  # the timestamp
                 struct.pack_into(">q", entries, i, 1_700_000_000_000 + rng.randrange(-5, 400))
             index.write_bytes(bytes(entries))
-    else:
+    elif kind == 4:
         del data[rng.randrange(len(data) + 1):]
     log.write_bytes(bytes(data))
 
@@ -902,6 +972,44 @@ def test_verify_of_generated_and_damaged_partitions_is_the_same_through_stretche
         transactional += any(p.txn_first_offset >= 0 for p in rebuilt.producers.values())
     assert not differ, f"verify differs through stretches: {differ[:5]}"
     assert transactional > 20, "too few partitions end with a transaction open"
+
+
+def test_verify_and_load_of_damaged_markers_are_the_same_through_stretches(core, tmp_path: Path) -> None:
+    """400 partitions of exactly-once producers' runs (``eos_run``, one segment), each with one transaction marker
+    damaged or made unusual (``damage_marker``): native verify, where the markers the native core reads lie inside
+    stretches and the damaged one breaks them, gives the findings and summaries of pure verify (batch by batch, every
+    marker decoded in Python), and the partition loads the same, fed by verify's scan or reading for itself."""
+    from kafkatool.logwriter import PartitionWriter
+    from kafkatool.model import Stretch
+    from kafkatool.verify import VerifyOptions
+
+    ts = 1_700_000_000_000
+    options = VerifyOptions(CheckOptions(now_ms=ts + 10**9))
+    differ, inside = [], 0
+    for case in range(400):
+        rng = random.Random(f"marker {case}")
+        part = tmp_path / f"m{case}" / "s-0"
+        with PartitionWriter(part, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=1 << 20,
+                             index_interval_bytes=300) as w:
+            offset, seqs, epochs = 0, {}, dict.fromkeys(EOS_PRODUCERS, 0)
+            for _ in range(rng.randint(1, 3)):
+                offset = eos_run(w, rng, offset, 0, seqs, epochs, ts)
+        log = part / f"{0:020d}.log"
+        log.write_bytes(damage_marker(log.read_bytes(), rng))
+        with native.using(None):
+            pure = verified([part.parent], options)
+            alone = load_essence(load_partition(part, str(part)))
+        with native.using(core):
+            fast = verified([part.parent], options)
+            tapped = tapped_load(part, options.check)
+            alone_native = load_essence(load_partition(part, str(part)))
+            with open(log, "rb") as fh:
+                inside += any(any(s.lo <= i < s.hi for i in s.markers)
+                              for s in scan(fh, str(log), stretches=True) if s.__class__ is Stretch)
+        if pure != fast or tapped != alone or alone_native != alone:
+            differ.append(case)
+    assert not differ, f"damaged markers read differently through stretches: cases {differ[:5]}"
+    assert inside > 300, f"only {inside} of the partitions have a marker inside a stretch"
 
 
 def tapped_load(part: Path, options: CheckOptions) -> tuple:
