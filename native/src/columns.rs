@@ -201,8 +201,11 @@ impl WindowColumns {
     /// transactional data batch (transactional bit `0x10` set, control bit `0x20` clear) of its producer id in the
     /// range, and after each of that producer id's control batches there (where a transaction may begin); a control
     /// batch; its producer id's last data batch, and last batch, in the range. Python decides when these are enough
-    /// (`kafkatool.loader._producer_runs`, and `verify`'s transactions).
-    pub fn producer_events(&self, lo: usize, hi: usize) -> Vec<(usize, u8)> {
+    /// (`kafkatool.loader._producer_runs`, and `verify`'s transactions). Only the bits of `mask`, and the events with
+    /// one of them: without
+    /// [`event::FIRST`], [`event::LAST_DATA`] or [`event::LAST`], a batch neither transactional nor a control batch
+    /// is not even looked up (many producers' batches taking turns, none of them transactional, cost nothing).
+    pub fn producer_events(&self, lo: usize, hi: usize, mask: u8) -> Vec<(usize, u8)> {
         let batches = self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default();
         let mut kinds = vec![0u8; batches.len()];
         // per producer id: its latest batch and latest data batch so far, and whether its next transactional data
@@ -210,8 +213,12 @@ impl WindowColumns {
         let mut producers: Vec<(usize, Option<usize>, bool)> = Vec::new();
         let mut slot_of = std::collections::HashMap::new();
         let mut cached: Option<(i64, usize)> = None; // the last producer id looked up (batches come in bursts)
+        let every_batch = mask & (event::FIRST | event::LAST_DATA | event::LAST) != 0;
         for (j, e) in batches.iter().enumerate() {
             let (pid, attributes) = (e.header.producer_id, e.header.attributes);
+            if !every_batch && attributes & 0x30 == 0 {
+                continue;
+            }
             let mut kind = 0;
             let k = match cached {
                 Some((p, k)) if p == pid => k,
@@ -246,7 +253,7 @@ impl WindowColumns {
                 *at |= event::LAST;
             }
         }
-        kinds.into_iter().enumerate().filter(|(_, kind)| *kind != 0).map(|(j, kind)| (lo + j, kind)).collect()
+        kinds.into_iter().enumerate().filter_map(|(j, kind)| (kind & mask != 0).then_some((lo + j, kind & mask))).collect()
     }
 
     /// Batches `lo..hi` taken together (the loader's view of a stretch).
@@ -642,13 +649,21 @@ mod tests {
         let buf = producer_batches(&[(7, 0, 0), (7, 0, 0x10), (9, 0, 0x10), (7, 0, 0x10), (7, 0, 0x30), (9, 0, 0x30),
                                      (7, 0, 0x10), (9, 0, 0x30), (7, 0, 0), (-1, -1, 0)]);
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
-        assert_eq!(cols.producer_events(0, 10), vec![
+        let all = cols.producer_events(0, 10, u8::MAX);
+        assert_eq!(all, vec![
             (0, FIRST), (1, BEGINS), (2, FIRST | BEGINS | LAST_DATA), (4, CONTROL), (5, CONTROL), (6, BEGINS),
             (7, CONTROL | LAST), (8, LAST_DATA | LAST), (9, FIRST | LAST_DATA | LAST)]);
-        assert_eq!(cols.producer_events(4, 7), vec![(4, FIRST | CONTROL), (5, FIRST | CONTROL | LAST),
-                                                    (6, BEGINS | LAST_DATA | LAST)]);
-        assert_eq!(cols.producer_events(3, 3), vec![]);
-        assert_eq!(cols.producer_events(9, 99), vec![(9, FIRST | LAST_DATA | LAST)]);
+        assert_eq!(cols.producer_events(4, 7, u8::MAX), vec![(4, FIRST | CONTROL), (5, FIRST | CONTROL | LAST),
+                                                              (6, BEGINS | LAST_DATA | LAST)]);
+        assert_eq!(cols.producer_events(3, 3, u8::MAX), vec![]);
+        assert_eq!(cols.producer_events(9, 99, u8::MAX), vec![(9, FIRST | LAST_DATA | LAST)]);
+        // a mask: those bits of the same events (without FIRST, LAST_DATA and LAST, plain data batches are skipped)
+        assert_eq!(cols.producer_events(0, 10, BEGINS | CONTROL),
+                   vec![(1, BEGINS), (2, BEGINS), (4, CONTROL), (5, CONTROL), (6, BEGINS), (7, CONTROL)]);
+        for mask in 1..32 {
+            let masked: Vec<(usize, u8)> = all.iter().filter(|(_, k)| k & mask != 0).map(|(i, k)| (*i, k & mask)).collect();
+            assert_eq!(cols.producer_events(0, 10, mask), masked, "mask {mask}");
+        }
     }
 
     #[test]
@@ -733,7 +748,7 @@ mod tests {
                     let (_, _, cols) = decode_window(&bad, start, 0, i64::MAX, i64::MAX);
                     for b in 0..cols.batches.len() + 1 {
                         let _ = (cols.deep_suspect(b), cols.raw(b), cols.record_range(b), cols.control(b));
-                        let _ = (cols.follows(b, false, true), cols.producer_events(b, cols.batches.len() + 1));
+                        let _ = (cols.follows(b, false, true), cols.producer_events(b, cols.batches.len() + 1, u8::MAX));
                     }
                 }
             }
@@ -822,11 +837,8 @@ mod py {
         #[pyo3(signature = (lo, hi, mask=u8::MAX))]
         fn producer_events(&self, lo: usize, hi: usize, mask: u8) -> Vec<(usize, i64, i64, u8)> {
             let c = &self.cols;
-            let row = |(i, kinds): (usize, u8)| {
-                let e = c.batches.get(i).filter(|_| kinds & mask != 0)?;
-                Some((i, e.header.producer_id, e.header.base_offset, kinds))
-            };
-            c.producer_events(lo, hi).into_iter().filter_map(row).collect()
+            let row = |(i, kinds): (usize, u8)| c.batches.get(i).map(|e| (i, e.header.producer_id, e.header.base_offset, kinds));
+            c.producer_events(lo, hi, mask).into_iter().filter_map(row).collect()
         }
 
         /// `(end, last_offset, max_timestamp, records, next_position)` of batches `lo..hi` taken together
