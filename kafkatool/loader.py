@@ -711,11 +711,11 @@ class PartitionLoad:
         back: list[Any] = []  # a stretch taken batch by batch
         for b in pushback(items, back):
             if b.__class__ is Stretch:
-                # Batches that follow each other (model.Stretch): kept, CRC valid, one leader epoch, no marker.
-                # Batch by batch they would only move the counters, the ends, the rebuilt indexes' entries and the
-                # producer state, which each producer's last batch and first transactional batch leave as all of
-                # them do (_producer_runs); taken whole unless the producer replay would not take every batch
-                # alike (then halved). Past a cut they are only counted as dropped.
+                # Batches that follow each other (model.Stretch): CRC valid, one leader epoch, markers only as the
+                # native core read them. Batch by batch they would only move the counters, the ends, the rebuilt
+                # indexes' entries and the producer state, which the batches producer_events names leave as all of
+                # them do (_producer_runs); taken whole unless the producer replay would not take every batch alike
+                # (then halved). Past a cut they are only counted as dropped.
                 columns, lo, hi, markers = b
                 _, last, top, count, end = columns.advance(lo, hi)
                 if not kept:

@@ -219,12 +219,12 @@ class Stretch(NamedTuple):
     Such a batch changes nothing a batch-by-batch reader tracks but counters, the last offset, the largest
     timestamp, where index entries fall, and the producers and their transactions, at the batches
     ``columns.producer_events`` names: where a transaction may begin (a producer's first transactional data batch,
-    and its first after each of its markers) or ends (a marker), and each producer's first, last data and last batch.
-    So a consumer takes the whole stretch at once (``columns.advance``,
-    ``advance_indexed``; :meth:`seek` and :meth:`first_reaching` for the batches an index rebuild names) and looks
-    at a batch on its own only where something happens there. Only the native core makes stretches
-    (:func:`kafkatool.records.scan` with ``stretches``, and ``verify --deep``'s decoded runs); the pure reader is
-    their batch-by-batch reference (``tests/test_native.py``).
+    and its first after each of its markers) or end (a marker), and each producer's first, last data and last batch.
+    So a consumer takes the whole stretch at once (``columns.advance``, ``advance_indexed``; :meth:`seek` and
+    :meth:`first_reaching` for the batches an index rebuild names) and looks at a batch on its own only where
+    something happens there. Only the native core makes stretches (:func:`kafkatool.records.scan` with
+    ``stretches``, and ``verify --deep``'s decoded runs); the pure reader is their batch-by-batch reference
+    (``tests/test_native.py``).
     """
 
     columns: Any
@@ -308,7 +308,6 @@ EVENT_BEGINS = 2           # its producer id's first transactional data batch in
 EVENT_LAST_DATA = 4        # its producer id's last data batch in the range
 EVENT_CONTROL = 8          # a control batch (in a stretch: one of its markers)
 EVENT_LAST = 16            # its producer id's last batch in the range
-EVENTS = EVENT_FIRST | EVENT_BEGINS | EVENT_LAST_DATA | EVENT_CONTROL | EVENT_LAST
 
 
 def column_batches(columns: Any, lo: int, hi: int) -> Iterator[Batch]:
