@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,7 @@ from .errors import InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size
 from .logdir import LogDir
 from .logwriter import ProducerState, java_hashmap_order, last_sequence
-from .model import Batch, Finding, Stretch, pushback
+from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
 from .records import ScanOptions, decode_records, scan
 from .segment_indexes import IndexAppendError, SegmentIndexes
 from .smallfiles import (
@@ -279,8 +279,9 @@ class ProducerReplay:
                 e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp, e.current_txn_first_offset,
                 (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
 
-    def batch(self, b: Batch, control_raw: bytes | None, path: str) -> list[Finding]:
-        """Apply one v2 batch with a producer id; returns the findings of decoding a control batch."""
+    def batch(self, b: Batch, control_raw: bytes | None, path: str, marker: Marker | None = None) -> list[Finding]:
+        """Apply one v2 batch with a producer id; returns the findings of decoding a control batch (its bytes
+        ``control_raw``; or ``marker``, the end-transaction marker it holds as the scan read it)."""
         if not b[6]:  # crc_valid
             return []
         pid, producer_epoch = b[14], b[15]
@@ -289,7 +290,7 @@ class ProducerReplay:
             self.fenced.append((pid, producer_epoch, b[1]))  # type: ignore[arg-type]
             return []
         if b[18]:  # control
-            return self._marker(b, control_raw, path, p)
+            return self._marker(b, control_raw, path, p, marker)
         if p is None:
             p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]
         p.epoch = producer_epoch  # type: ignore[assignment]  # (maybeUpdateProducerEpoch: last_batch is replaced)
@@ -311,14 +312,18 @@ class ProducerReplay:
         """A copy of the producer state (what a snapshot taken now holds)."""
         return {pid: p.copy() for pid, p in self.producers.items()}
 
-    def _marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None) -> list[Finding]:
+    def _marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None,
+                marker: Marker | None) -> list[Finding]:
         """``appendEndTxnMarker``: an ABORT/COMMIT closes the open transaction; an empty control batch does nothing."""
-        if raw is None:
-            return []
-        records, findings = decode_records(b, raw, path)
-        if not records or records[0].control_type not in ("ABORT", "COMMIT"):
-            return list(findings)
-        marker = records[0]
+        findings: Sequence[Finding] = ()
+        if marker is None:
+            if raw is None:
+                return []
+            records, findings = decode_records(b, raw, path)
+            if not records or records[0].control_type not in ("ABORT", "COMMIT"):
+                return list(findings)
+            r = records[0]
+            marker = Marker(r.control_type, r.coordinator_epoch, r.timestamp)  # type: ignore[arg-type]
         pid = b.producer_id
         if p is None:
             p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]
@@ -330,36 +335,37 @@ class ProducerReplay:
                 lso = min(others) if others else b.base_offset + 1
                 self.txn_index.append(AbortedTxn(0, pid, p.txn_first_offset, b.base_offset, lso))  # type: ignore[arg-type]
         p.set_epoch(b.producer_epoch)  # type: ignore[arg-type]
-        p.coordinator_epoch = marker.coordinator_epoch if marker.coordinator_epoch is not None else -1
+        p.coordinator_epoch = marker.coordinator_epoch
         p.txn_first_offset = -1
         p.last_timestamp = marker.timestamp
         return list(findings)
 
 
 def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, next_offset: int,
-                   last_offset: int) -> list[Batch] | None:
-    """The batches a producer replay of a :class:`Stretch` (offsets ``next_offset..last_offset``) must see: none when
-    it ends before the replay's ``start`` (the replay begins at a snapshot taken there); else each producer's last
-    batch in the stretch, after its first transactional batch where that begins a transaction; or None when some
-    batch must be replayed on its own: the stretch begins before ``start`` (only its batches from there on are
-    replayed), or a batch's epoch is older than its producer's (it is fenced, and counted so).
+                   last_offset: int) -> list[tuple[Batch, Marker | None]] | None:
+    """The batches a producer replay of a :class:`Stretch` (offsets ``next_offset..last_offset``) must see, in order,
+    each with the end-transaction marker it holds (None for a data batch): none when it ends before the replay's
+    ``start`` (the replay begins at a snapshot taken there); else the batches ``columns.producer_events`` names; or
+    None when some batch must be replayed on its own: the stretch begins before ``start`` (only its batches from
+    there on are replayed), or a batch's epoch is older than its producer's (it is fenced, and counted so).
 
-    Replaying those leaves the state replaying every batch does (``tests/test_native.py`` holds the two equal): a
+    Replaying those leaves the state replaying every batch does (``tests/test_native.py`` holds the two equal). A
     data batch of a current epoch sets its producer's epoch, last batch and timestamp whatever came before, and
-    touches no other producer, so its producer's last batch in the stretch sets them; and it begins a transaction at
-    its first offset when it is transactional and none is ongoing, which in a stretch (no marker, so no transaction
-    ends there) only its producer's first transactional batch can do, and only when the producer has none ongoing
-    before the stretch (else that batch is left out: it changes nothing its producer's last batch does not). No
-    batch is fenced when each producer's epochs never go down in the stretch and its first is not below its epoch
-    before. The producers come in the order they first appear, as a new one enters the state."""
+    touches no other producer, so its producer's last data batch in the stretch sets what its later markers leave of
+    them (a marker keeps the last batch when its epoch is the same), and its last batch the timestamp; on the way
+    there a producer's state may lag behind, which nothing in the stretch reads (a marker only compares the epoch
+    with its own, and the later data batch sets both again). A data batch begins a transaction at its first offset
+    when it is transactional and none is ongoing, which only the producer's first transactional one after each of
+    its markers can do, or its first in the stretch (when it has none ongoing before; else that batch changes
+    nothing); a marker ends it, and of the other producers reads only where their ongoing transactions began (an
+    ABORT's last stable offset): the batches named, in order, give it that. No batch is fenced when each producer's
+    epochs never go down in the stretch and its first is not below its epoch before. A new producer enters the state
+    at its first batch, named too."""
     if replay is None or last_offset < start:
         return []
-    columns, lo, hi = stretch
+    columns, lo, hi, markers = stretch
     producers = replay.producers
-    starts = {pid: i for i, pid in columns.transaction_starts(lo, hi)
-              if (p := producers.get(pid)) is None or p.txn_first_offset < 0}
-    at: list[int] = []
-    for pid, _first, last, first_epoch, rising in columns.producer_spans(lo, hi):
+    for pid, _first, _last, first_epoch, rising in columns.producer_spans(lo, hi):
         if pid < 0:  # no producer id: nothing to replay
             continue
         if next_offset < start:
@@ -367,10 +373,9 @@ def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, 
         p = producers.get(pid)
         if not rising or (p is not None and p.epoch >= 0 and first_epoch < p.epoch):  # checkProducerEpoch
             return None
-        if pid in starts and starts[pid] != last:
-            at.append(starts[pid])
-        at.append(last)
-    return [stretch.batch(i) for i in at]
+    marker = markers.get
+    return [(column_batch(columns, i), marker(i)) for i, pid, _base, _kinds in columns.producer_events(lo, hi)
+            if pid >= 0]
 
 
 # --- reading one segment -------------------------------------------------------------------------------------------
@@ -709,24 +714,29 @@ class PartitionLoad:
         back: list[Any] = []  # a stretch taken batch by batch
         for b in pushback(items, back):
             if b.__class__ is Stretch:
-                # Batches that follow each other (model.Stretch): kept, CRC valid, one leader epoch, no marker.
-                # Batch by batch they would only move the counters, the ends, the rebuilt indexes' entries and the
-                # producer state, which each producer's last batch and first transactional batch leave as all of
-                # them do (_producer_runs); taken whole unless the producer replay would not take every batch
-                # alike. Past a cut they are only counted as dropped.
-                _, last, top, count, end = b.columns.advance(b.lo, b.hi)
+                # Batches that follow each other (model.Stretch): CRC valid, one leader epoch, markers only as the
+                # native core read them. Batch by batch they would only move the counters, the ends, the rebuilt
+                # indexes' entries and the producer state, which the batches producer_events names leave as all of
+                # them do (_producer_runs); taken whole unless the producer replay would not take every batch alike
+                # (then halved). Past a cut they are only counted as dropped.
+                columns, lo, hi, markers = b
+                _, last, top, count, end = columns.advance(lo, hi)
                 if not kept:
                     yield b
                     if last >= disk_end:
                         disk_end = last + 1
-                    seg.dropped_batches += b.hi - b.lo
+                    seg.dropped_batches += hi - lo
                     if seg.first_dropped is None:
-                        seg.first_dropped = b.batch(b.lo)[1]  # base_offset
+                        seg.first_dropped = b.batch(lo)[1]  # base_offset
                     seg.last_dropped = last
                     continue
                 runs = _producer_runs(b, replay, start, next_offset, last)
                 if runs is None:
-                    back.extend(reversed(list(b.batches())))
+                    if hi - lo > 1:  # halved, until the replay takes each part whole or batch by batch
+                        mid = (lo + hi) // 2
+                        back += (Stretch(columns, mid, hi, markers), Stretch(columns, lo, mid, markers))
+                    else:
+                        back.extend(reversed(list(b.batches())))
                     continue
                 yield b
                 if indexes is not None:  # LogSegment.recover: the entries the stretch's batches get
@@ -743,8 +753,8 @@ class PartitionLoad:
                 records += count
                 if top > max_ts:
                     max_ts = top
-                for seen in runs:  # the state the stretch leaves (_producer_runs)
-                    replay.batch(seen, None, display)  # type: ignore[union-attr]
+                for seen, marker in runs:  # the state the stretch leaves (_producer_runs)
+                    replay.batch(seen, None, display, marker)  # type: ignore[union-attr]
                 continue
             yield b
             if b.__class__ is not Batch:

@@ -7,7 +7,8 @@ Every value has ``as_dict()`` returning exactly the JSON-lines shape of the corp
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 Severity = Literal["info", "warning", "error"]
@@ -163,6 +164,15 @@ class Record(NamedTuple):
         return d
 
 
+class Marker(NamedTuple):
+    """An end-transaction marker: the ABORT or COMMIT record of a control batch (Kafka's ``EndTransactionMarker``), what
+    ``verify``'s checks and the producer replay take of it."""
+
+    control_type: str        # "ABORT" | "COMMIT"
+    coordinator_epoch: int
+    timestamp: int           # the record's
+
+
 class RecordRun(NamedTuple):
     """Whole v2 batches in a row with their records decoded natively into columns (no Python object per
     batch or record): what ``scan(decoded=True)`` yields for them with the native core.
@@ -200,23 +210,27 @@ class Stretch(NamedTuple):
     """Batches ``lo:hi`` of a window's columns (``kafkatool._native.WindowColumns``) of which each *follows* the
     batch before it, the first one following the batch yielded just before the stretch: its CRC matches, its base
     offset is the previous last offset + 1, its record count is ``lastOffsetDelta + 1``, it has the same leader
-    epoch, it is neither a control batch (a transaction marker) nor carries a delete horizon (it may be
-    transactional), and ``-1 <= first timestamp <= max timestamp`` (``WindowColumns.follows``; for ``verify --deep``
-    also decoded natively and clean of the deep checks).
+    epoch, it carries no delete horizon, it is a data batch (it may be transactional) or one of the end-transaction
+    markers in ``markers`` (:func:`kafkatool.records.stretch_markers`: an ABORT or COMMIT read without a finding, of
+    a transactional batch with a producer id), and ``-1 <= first timestamp <= max timestamp``
+    (``WindowColumns.follows``; for ``verify --deep`` also decoded natively and clean of the deep checks, so never a
+    marker).
 
     Such a batch changes nothing a batch-by-batch reader tracks but counters, the last offset, the largest
-    timestamp, where index entries fall, the last batch of each producer (``columns.producer_spans``) and, as no
-    marker ends a transaction inside a stretch, where each producer's transaction may begin: at its first
-    transactional batch (``columns.transaction_starts``). So a consumer takes the whole stretch at once
-    (``columns.advance``, ``advance_indexed``; :meth:`seek` and :meth:`first_reaching` for the batches an index
-    rebuild names) and looks at a batch on its own only where something happens there. Only the native core makes
-    stretches (:func:`kafkatool.records.scan` with ``stretches``, and ``verify --deep``'s decoded runs); the pure
-    reader is their batch-by-batch reference (``tests/test_native.py``).
+    timestamp, where index entries fall, and the producers and their transactions, at the batches
+    ``columns.producer_events`` names: where a transaction may begin (a producer's first transactional data batch,
+    and its first after each of its markers) or end (a marker), and each producer's first, last data and last batch.
+    So a consumer takes the whole stretch at once (``columns.advance``, ``advance_indexed``; :meth:`seek` and
+    :meth:`first_reaching` for the batches an index rebuild names) and looks at a batch on its own only where
+    something happens there. Only the native core makes stretches (:func:`kafkatool.records.scan` with
+    ``stretches``, and ``verify --deep``'s decoded runs); the pure reader is their batch-by-batch reference
+    (``tests/test_native.py``).
     """
 
     columns: Any
     lo: int
     hi: int
+    markers: Mapping[int, Marker]  # the window's markers (by index in it) that its stretches may hold
 
     def batches(self) -> Iterator[Batch]:
         """The stretch's batches as :class:`Batch` tuples, exactly as ``scan()`` makes them."""
@@ -284,6 +298,16 @@ class Stretch(NamedTuple):
             else:
                 lo = m + 1
         return lo
+
+
+NO_MARKERS: Mapping[int, Marker] = MappingProxyType({})  # the markers of stretches that hold none
+
+# Why a batch is among ``WindowColumns.producer_events`` (bits; the native core's ``EVENT_*``, held equal by the tests)
+EVENT_FIRST = 1            # its producer id's first batch in the range
+EVENT_BEGINS = 2           # its producer id's first transactional data batch in the range, or after one of its markers
+EVENT_LAST_DATA = 4        # its producer id's last data batch in the range
+EVENT_CONTROL = 8          # a control batch (in a stretch: one of its markers)
+EVENT_LAST = 16            # its producer id's last batch in the range
 
 
 def column_batches(columns: Any, lo: int, hi: int) -> Iterator[Batch]:

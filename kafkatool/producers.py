@@ -46,7 +46,7 @@ from .filetypes import FileKind, classify
 from .loader import LoadedPartition, ProducerReplay, latest_snapshot, load_partition, segment_bytes, segment_items
 from .logdir import LogDir
 from .logwriter import ProducerState, last_sequence
-from .model import Batch, Finding, Stretch
+from .model import NO_MARKERS, Batch, Finding, Marker, Stretch
 from .progress import Tally
 from .records import ScanOptions, decode_records
 from .smallfiles import ProducerEntry, read_producer_entries
@@ -201,13 +201,20 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
         tally = Tally(progress)
         for item in segment_items(seg.path, seg.display, ScanOptions(), end=end, progress=tally, stretches=True):
             if item.__class__ is Stretch:
-                # whole unless a snapshot's offset falls in it (its state is taken between two of its batches)
-                if (pending and pending[0] <= item.columns.advance(item.lo, item.hi)[1]  # type: ignore[union-attr]
-                        or not h.stretch(item, seg.display)):  # type: ignore[arg-type]
-                    for b in item.batches():  # type: ignore[union-attr]
+                for piece in _between_markers(item):  # type: ignore[arg-type]
+                    if piece.__class__ is not Stretch:  # a marker the scan read: (its batch, the marker)
+                        b, marker = piece  # type: ignore[misc]
                         while pending and b.base_offset >= pending[0]:
                             h.history.states[pending.pop(0)] = h.history.entries()
-                        h.batch(b, None, seg.display)
+                        h.batch(b, None, seg.display, marker)
+                        continue
+                    # whole unless a snapshot's offset falls in it (its state is taken between two of its batches)
+                    if (pending and pending[0] <= piece.columns.advance(piece.lo, piece.hi)[1]  # type: ignore
+                            or not h.stretch(piece, seg.display)):  # type: ignore[arg-type]
+                        for b in piece.batches():  # type: ignore[union-attr]
+                            while pending and b.base_offset >= pending[0]:
+                                h.history.states[pending.pop(0)] = h.history.entries()
+                            h.batch(b, None, seg.display)
                 continue
             if isinstance(item, Finding):
                 h.history.findings.append(item)
@@ -223,6 +230,19 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
         h.history.states[off] = h.history.entries()
     h.finish()
     return h.history
+
+
+def _between_markers(s: Stretch) -> Iterator[Stretch | tuple[Batch, Marker]]:
+    """A stretch's batches as the stretches between its end-transaction markers (holding none), and each marker as
+    (its batch, the marker the scan read): the audit takes a run of data batches whole and a marker on its own."""
+    lo = s.lo
+    for i in sorted(i for i in s.markers if s.lo <= i < s.hi):
+        if i > lo:
+            yield Stretch(s.columns, lo, i, NO_MARKERS)
+        yield s.batch(i), s.markers[i]
+        lo = i + 1
+    if lo < s.hi:
+        yield Stretch(s.columns, lo, s.hi, NO_MARKERS)
 
 
 class _Replay:
@@ -251,14 +271,16 @@ class _Replay:
                 self.open[e.producer_id] = _Open(e.producer_epoch, e.current_txn_first_offset, e.timestamp,
                                                  e.current_txn_first_offset)
 
-    def batch(self, b: Batch, control_raw: bytes | None, path: str) -> None:
-        """One batch of the loaded log. A batch whose CRC does not match changes nothing (the scan reports it)."""
+    def batch(self, b: Batch, control_raw: bytes | None, path: str, read: Marker | None = None) -> None:
+        """One batch of the loaded log. A batch whose CRC does not match changes nothing (the scan reports it).
+        A control batch comes with its bytes (``control_raw``), or as the end-transaction marker the scan read of
+        it (``read``, one ``decode_records`` reads alike and without a finding)."""
         if b.magic < 2 or b.producer_id is None or b.producer_id < 0 or not b.crc_valid:
             return
         pid = b.producer_id
         p = self.history.producers.get(pid)
         if b.control:
-            self.marker(b, control_raw, path, p)
+            self.marker(b, control_raw, path, p, read)
             return
         if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:
             self.find("error", "producer-fenced", path, b,
@@ -413,22 +435,26 @@ class _Replay:
                       f"{where} has sequence {seq}..{last}, not after the last sequence {expected} "
                       "(OutOfOrderSequence)")
 
-    def marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None) -> None:
+    def marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None,
+               read: Marker | None = None) -> None:
         """``appendEndTxnMarker``: close the open transaction (an empty control batch changes nothing)."""
-        if raw is None:
-            return
-        records, findings = decode_records(b, raw, path)
-        self.history.findings.extend(findings)
-        if not records or records[0].control_type not in ("ABORT", "COMMIT"):
-            return
-        marker = records[0]
+        marker = read
+        if marker is None:
+            if raw is None:
+                return
+            records, findings = decode_records(b, raw, path)
+            self.history.findings.extend(findings)
+            if not records or records[0].control_type not in ("ABORT", "COMMIT"):
+                return
+            r = records[0]
+            marker = Marker(r.control_type, r.coordinator_epoch, r.timestamp)  # type: ignore[arg-type]
         pid = b.producer_id
         if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:
             self.find("error", "producer-fenced", path, b,
                       f"producer {pid}: {marker.control_type} marker at offset {b.base_offset} has epoch "
                       f"{b.producer_epoch}, older than its epoch {p.epoch} (the coordinator fences it); it does not "
                       "end the producer's transaction")
-            self.state.batch(b, raw, path)  # counted as fenced there
+            self.state.batch(b, raw, path, marker)  # counted as fenced there
             return
         if p is not None and p.epoch >= 0 and b.producer_epoch > p.epoch:
             self.find("info", "producer-epoch-bump", path, b,
@@ -440,7 +466,7 @@ class _Replay:
                 self.history.display, pid, b.producer_epoch, txn.first_offset, b.base_offset,  # type: ignore[arg-type]
                 marker.control_type, txn.records, txn.batches, marker.coordinator_epoch, txn.first_timestamp,
                 marker.timestamp))
-        self.state.batch(b, raw, path)
+        self.state.batch(b, raw, path, marker)
 
     def finish(self) -> None:
         leo = self.history.leo or 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import repeat
 from typing import BinaryIO, NamedTuple
 
@@ -36,7 +36,7 @@ from .formats.constants import (  # the layouts' numbers, without importing Cons
     RECORD_OVERHEAD_V0,
     RECORD_OVERHEAD_V1,
 )
-from .model import Batch, Finding, Record, RecordRun, Stretch, Trailing, column_batch
+from .model import NO_MARKERS, Batch, Finding, Marker, Record, RecordRun, Stretch, Trailing, column_batch
 
 
 def crc32c(data: bytes | memoryview) -> int:
@@ -388,12 +388,14 @@ def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, pa
 
 def _native_stretches(core, window, p, base, limit, max_batch, path):
     """``_native_walk`` for ``scan(stretches=True)``: the batches at ``p`` as :class:`Batch` es and
-    :class:`Stretch` es (:func:`stretch_bounds`), in file order; the same stops and findings."""
+    :class:`Stretch` es (:func:`stretch_bounds`; the end-transaction markers of :func:`stretch_markers` among them),
+    in file order; the same stops and findings."""
     p, stop, columns = core.decode_window_columns(window, p, base, limit, max_batch, False)
-    for i, k in stretch_bounds(columns, 0, len(columns), False):
+    markers = stretch_markers(columns, 0, len(columns))
+    for i, k in stretch_bounds(columns, 0, len(columns), False, markers):
         yield column_batch(columns, i)
         if k > i + 1:
-            yield _tuple_new(Stretch, (columns, i + 1, k))
+            yield _tuple_new(Stretch, (columns, i + 1, k, markers))
     if stop == 2:
         last = column_batch(columns, len(columns) - 1)
         yield Finding("error", "crc-mismatch", path, last.position,
@@ -401,16 +403,36 @@ def _native_stretches(core, window, p, base, limit, max_batch, path):
     return p, stop
 
 
-def stretch_bounds(columns, lo: int, hi: int, deep: bool) -> Iterator[tuple[int, int]]:
+def stretch_bounds(columns, lo: int, hi: int, deep: bool, markers: Mapping[int, Marker] = NO_MARKERS
+                   ) -> Iterator[tuple[int, int]]:
     """Batches ``lo:hi`` of a window's columns as ``(i, k)`` pairs, in order: batch ``i`` on its own, then
-    ``i + 1:k`` a :class:`Stretch` (none when ``k == i + 1``)."""
-    flags = columns.follows(lo, hi, deep)
+    ``i + 1:k`` a :class:`Stretch` (none when ``k == i + 1``) which may hold the control batches in ``markers``."""
+    flags = columns.follows(lo, hi, deep, list(markers))
     i = lo
     while i < hi:
         k = flags.find(0, i + 1 - lo)
         k = hi if k < 0 else k + lo
         yield i, k
         i = k
+
+
+_TXN_MARKERS = ("ABORT", "COMMIT")
+
+
+def stretch_markers(columns, lo: int, hi: int) -> dict[int, Marker]:
+    """The end-transaction markers among batches ``lo:hi`` of a window's columns that a reader may take like any other
+    batch, inside a :class:`Stretch`, by index in the window: control batches whose one record the native core read
+    (``columns.control_records``: uncompressed, declaring one record, decoded whole, a key of 4 bytes or more) and that
+    :func:`decode_records` reads without a finding as an ABORT or a COMMIT (a key version of 0 or more, a value of 6
+    bytes or more), in a transactional batch with a producer id (``verify`` reports a marker in any other). Every
+    other control batch (damaged, compressed, emptied by the cleaner, KRaft's, of a type Kafka does not define) is
+    left for a reader to take on its own and decode here, with its findings."""
+    out = {}
+    for i, pid, attrs, key_version, key_type, value_version, coordinator_epoch, ts in columns.control_records(lo, hi):
+        name = CONTROL_TYPES.get(key_type)
+        if name in _TXN_MARKERS and key_version >= 0 and value_version is not None and pid >= 0 and attrs & 0x10:
+            out[i] = _tuple_new(Marker, (name, coordinator_epoch, ts))
+    return out
 
 
 # Bytes of batches the native core decodes into one set of columns (one call, a RecordRun's columns): small enough

@@ -44,7 +44,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from .filetypes import FileKind
-from .model import Batch, Finding, RecordRun, Stretch, Trailing, column_batch, pushback
+from .model import (
+    EVENT_BEGINS,
+    EVENT_CONTROL,
+    NO_MARKERS,
+    Batch,
+    Finding,
+    RecordRun,
+    Stretch,
+    Trailing,
+    column_batch,
+    pushback,
+)
 from .records import RawBatch, ScanOptions, decode_records, scan, stretch_bounds
 
 if TYPE_CHECKING:  # the index readers are imported where indexes are read: a segment checked alone needs none
@@ -490,10 +501,10 @@ def _check_log(
                 batch = item
             elif item.__class__ is Stretch:
                 # Batches that follow each other (model.Stretch): the loop below would only count them and note
-                # where a producer's transaction begins (no marker ends one in a stretch), up to the first that
-                # reaches an index entry (by offset or position) or the future; that one comes back as a Batch, the
-                # rest of the stretch after it.
-                columns, lo, hi = item
+                # where a producer's transaction begins and where one of the stretch's markers ends it, up to the
+                # first that reaches an index entry (by offset or position) or the future; that one comes back as a
+                # Batch, the rest of the stretch after it.
+                columns, lo, hi, markers = item
                 k, last, top, count, _end, oi_passed, largest, ti_passed = columns.advance_indexed(
                     lo, hi, pending_exact if time_in_native else next_event, future_limit, base_offset, irel_bytes,
                     ipos_bytes, oi, time_stamps, time_offsets, ti, seg_max)
@@ -512,12 +523,17 @@ def _check_log(
                         ti = ti_passed
                         next_toff = time_entries[ti][1] if ti < n_ti else _NEVER
                         next_event = min(next_toff, pending_exact)
-                    for i, pid in columns.transaction_starts(lo, k):  # each producer's first transactional batch
-                        if pid >= 0 and pid not in ongoing:  # begins its transaction, as below
-                            ongoing[pid] = columns.batch(i)[1]
+                    # in order: each producer's first transactional data batch, and its first after each of its
+                    # markers, begins its transaction, as below; each marker (of a transactional batch with a
+                    # producer id) ends it, as _control_batch
+                    for i, pid, base, kinds in columns.producer_events(lo, k, EVENT_BEGINS | EVENT_CONTROL):
+                        if kinds & EVENT_CONTROL:
+                            _end_transaction(pid, base, markers[i].control_type, ongoing, first_marker, aborts)
+                        elif pid >= 0 and pid not in ongoing:
+                            ongoing[pid] = base
                 if k < hi:
                     if k + 1 < hi:
-                        back.append(_tuple_new(Stretch, (columns, k + 1, hi)))
+                        back.append(_tuple_new(Stretch, (columns, k + 1, hi, markers)))
                     back.append(item.batch(k))
                 else:
                     batch = item  # the last batch seen, made a Batch after the loop if nothing follows
@@ -784,18 +800,24 @@ def _control_batch(path, batch, raw, options, sink, ongoing, first_marker, abort
             sink("error", "control-batch-invalid", path, position,
                  f"{ctype} marker in a batch that is not transactional or has no producer id")
             return
-        pid = batch.producer_id
-        marker = batch.base_offset
-        first = ongoing.pop(pid, None)
-        is_first = pid not in first_marker
-        if is_first:
-            first_marker[pid] = marker
-        if ctype == "ABORT" and (first is not None or is_first):
-            others = [f for p, f in ongoing.items() if p != pid]
-            aborts.append((pid, first, marker, min(others) if others else marker + 1))
+        _end_transaction(batch.producer_id, batch.base_offset, ctype, ongoing, first_marker, aborts)
     elif ctype not in KRAFT_CONTROL:
         sink("error", "control-type-unknown", path, position,
              f"control record type {ctype}: not one Kafka defines")
+
+
+def _end_transaction(pid, marker, ctype, ongoing, first_marker, aborts) -> None:
+    """Producer ``pid``'s ``ctype`` (ABORT or COMMIT) marker at offset ``marker`` ends its ongoing transaction; an
+    ABORT of one begun here, or the producer's first marker of the segment (its transaction may have begun in an
+    earlier one), is an aborted transaction with the last stable offset then (the first offset of another producer's
+    ongoing one, else the offset after the marker)."""
+    first = ongoing.pop(pid, None)
+    is_first = pid not in first_marker
+    if is_first:
+        first_marker[pid] = marker
+    if ctype == "ABORT" and (first is not None or is_first):
+        others = [f for p, f in ongoing.items() if p != pid]
+        aborts.append((pid, first, marker, min(others) if others else marker + 1))
 
 
 def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = True):
@@ -819,7 +841,7 @@ def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = Tr
                     _deep_check(path, batch, cols.raw(i), options, sink)
                 yield batch
                 if k > i + 1:
-                    yield _tuple_new(Stretch, (cols, i + 1, k))
+                    yield _tuple_new(Stretch, (cols, i + 1, k, NO_MARKERS))
         else:
             yield item
 

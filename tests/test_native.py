@@ -193,6 +193,111 @@ def test_mutated_inputs_read_the_same(core) -> None:
     assert not differ, f"native and pure differ on mutation cases {differ} (rebuild one with mutate(...))"
 
 
+# -- control batches: the markers the native core reads for every reader ------------------------------
+
+def control_batch(offset: int, key: bytes | None, value: bytes | None, *, producer_id: int = 42,
+                  transactional: bool = True, records: int = 1, **kw) -> bytes:
+    """A control batch of ``records`` records of this key and value (any bytes: a marker, a KRaft record, garbage)."""
+    spec = RecordSpec(key, value, 1_700_000_000_000 + offset)
+    return record_batch(offset, [spec] * records, producer_id=producer_id, producer_epoch=1,
+                        transactional=transactional, control=True, **kw)
+
+
+def emptied(batch: bytes) -> bytes:
+    """``batch`` with its records section removed and a record count of 0 (the cleaner's emptied control batch)."""
+    b = bytearray(batch[:61])
+    struct.pack_into(">i", b, 8, 61 - 12)
+    struct.pack_into(">i", b, 57, 0)
+    struct.pack_into(">I", b, 17, crc32c(bytes(b[21:])))
+    return bytes(b)
+
+
+def control_seed() -> bytes:
+    """Control batches of every shape the readers branch on, each after a transactional data batch: ABORT and COMMIT
+    markers as the coordinator writes them, and with a longer key or value, log-append time or a header; KRaft's
+    control records; a type Kafka does not define; a negative key version; a value too short or null; a key too
+    short or null; a marker in a batch that is not transactional or has no producer id; two records; none
+    (emptied); compressed."""
+    commit, abort = b"\0\0\0\1", b"\0\0\0\0"
+    value = b"\0\0\0\0\0\5"
+    shapes = [
+        dict(key=commit, value=value), dict(key=abort, value=value), dict(key=commit + b"\7\7", value=value + b"\1"),
+        dict(key=abort, value=value, log_append_time=1_700_000_009_999), dict(key=b"\0\0\0\2", value=b"\0\0" * 9),
+        dict(key=b"\0\0\0\5", value=b"\0\0\0\1\0"), dict(key=b"\0\0\0\x09", value=value),
+        dict(key=b"\xff\xff\0\1", value=value), dict(key=commit, value=value[:5]), dict(key=abort, value=None),
+        dict(key=b"\0\0\1", value=value), dict(key=None, value=value),
+        dict(key=commit, value=value, transactional=False), dict(key=commit, value=value, producer_id=-1),
+        dict(key=abort, value=value, records=2),
+        dict(key=commit, value=value, compression="gzip"),
+    ]
+    out, offset = [], 0
+    for shape in shapes:
+        out.append(record_batch(offset, [RecordSpec(b"k", b"v", 1_700_000_000_000)], producer_id=42, producer_epoch=1,
+                                base_sequence=offset, transactional=True))
+        out.append(control_batch(offset + 1, **shape))
+        offset += 2 + shape.get("records", 1) - 1
+    out.append(emptied(control_batch(offset, commit, value)))
+    out.append(control_batch(offset + 1, abort, value, partition_leader_epoch=1))
+    return b"".join(out)
+
+
+def test_the_event_bits_are_the_native_cores(core) -> None:
+    from kafkatool import model
+
+    names = ("FIRST", "BEGINS", "LAST_DATA", "CONTROL", "LAST")
+    assert [getattr(model, f"EVENT_{n}") for n in names] == [getattr(core, f"EVENT_{n}") for n in names]
+
+
+def marker_reads(core, data: bytes) -> tuple[list, list]:
+    """For each control batch of the whole v2 batches ``data`` begins with: the end-transaction marker that
+    ``stretch_markers`` finds natively, and the one :func:`decode_records` reads where it gives one without a finding
+    (ABORT/COMMIT, one record, uncompressed, a transactional batch with a producer id); None where there is none."""
+    from kafkatool.model import Marker, column_batch
+    from kafkatool.records import stretch_markers
+
+    native_reads, pure_reads = [], []
+    p, stop = 0, 2
+    while stop == 2:  # a bad CRC stops a walk after its batch; a stretch is never made of it, but it is read
+        p, stop, columns = core.decode_window_columns(data, p, 0, 1 << 62, 1 << 20, False)
+        markers = stretch_markers(columns, 0, len(columns))
+        for i in range(len(columns)):
+            b = column_batch(columns, i)
+            if not b.control:
+                continue
+            recs, problems = decode_records(b, data[b.position:b.position + b.size], "seg.log")
+            plain = (not problems and len(recs) == 1 and b.record_count == 1 and b.compression == "none"
+                     and recs[0].control_type in ("ABORT", "COMMIT") and b.producer_id >= 0 and b.transactional)
+            pure_reads.append(Marker(recs[0].control_type, recs[0].coordinator_epoch, recs[0].timestamp) if plain
+                              else None)
+            native_reads.append(markers.get(i))
+    return native_reads, pure_reads
+
+
+def test_markers_read_natively_are_the_ones_decode_records_reads(core) -> None:
+    """The end-transaction markers a stretch may hold (``records.stretch_markers``, from the record the native core
+    reads of each control batch) are exactly those :func:`decode_records` reads without a finding, with the same type,
+    coordinator epoch and timestamp: on the control batches of every shape (``control_seed``), on every corpus and
+    fixture record file, and on 20,000 mutations of the control batches (bit flips, lengths, varints, header fields)."""
+    native_reads, pure_reads = marker_reads(core, control_seed())
+    assert native_reads == pure_reads
+    assert sum(m is not None for m in pure_reads) == 5, "the seed's plain markers are not all read"
+    markers = 0
+    for path in record_files():
+        native_reads, pure_reads = marker_reads(core, path.read_bytes())
+        assert native_reads == pure_reads, path
+        markers += sum(m is not None for m in pure_reads)
+    assert markers > 100, f"only {markers} markers in the corpus: is KAFKATOOL_CORPUS right?"
+    seed, differ, read = control_seed(), [], 0
+    for case in range(20_000):
+        data = mutate(seed, random.Random(f"control {case}"), case)
+        native_reads, pure_reads = marker_reads(core, data)
+        read += sum(m is not None for m in pure_reads)
+        if native_reads != pure_reads:
+            differ.append(case)
+    assert not differ, f"markers read differently on mutation cases {differ[:5]}"
+    assert read > 20_000, "the mutations leave too few markers to compare"
+
+
 # -- the switch, the build, panics --------------------------------------------------------------------
 
 def test_pure_python_is_forced_by_the_environment() -> None:
@@ -715,14 +820,84 @@ def eos_run(w, rng: random.Random, offset: int, leader_epoch: int, seqs: dict, e
     return offset
 
 
+def control_batches(data: bytes) -> list[int]:
+    """Where the control batches of the whole v2 batches ``data`` begins with are."""
+    out, p = [], 0
+    while p + 61 <= len(data) and data[p + 16] == 2:
+        size = struct.unpack_from(">i", data, p + 8)[0]
+        if size < 49 or p + 12 + size > len(data):
+            break
+        if data[p + 22] & 0x20:
+            out.append(p)
+        p += 12 + size
+    return out
+
+
+def damage_marker(data: bytes, rng: random.Random) -> bytes:
+    """``data`` with one of its control batches (a transaction marker as ``build.end_transaction_marker`` writes it:
+    its one record's key at bytes 66..70, its value at 71..77) damaged or made unusual: bits flipped (its CRC
+    recomputed half the time); another control type (KRaft's, one Kafka does not define) or a negative key version;
+    another value version or coordinator epoch; a record count of 0 or 2; emptied (the cleaner's); two records; its
+    records section cut short; compressed (in name), not transactional, without a producer id or in log-append time;
+    or the file cut inside it. The CRC is recomputed unless said."""
+    starts = control_batches(data)
+    if not starts:
+        return data
+    at = rng.choice(starts)
+    end = at + 12 + struct.unpack_from(">i", data, at + 8)[0]
+    b = bytearray(data[at:end])
+    marker = len(b) == 78 and b[61] == 32 and b[65] == 8 and b[70] == 12  # the layout above
+    kind = rng.randrange(10) if marker else 0
+    crc = True
+    if kind == 0:
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+        crc = rng.random() < 0.5
+    elif kind == 1:
+        struct.pack_into(">hh", b, 66, *rng.choice(((0, 2), (0, 3), (0, 5), (0, 6), (0, 9), (0, -2), (-1, 1),
+                                                     (-1, 0), (1, 0))))
+    elif kind == 2:
+        struct.pack_into(">hi", b, 71, rng.choice((0, 1, -1)), rng.choice((0, 7, -1, 2**31 - 1)))
+    elif kind == 3:
+        struct.pack_into(">i", b, 57, rng.choice((0, 2, -1)))
+    elif kind == 4:
+        b = bytearray(emptied(bytes(b)))
+    elif kind == 5:  # the same record twice, both at offset delta 0
+        b = b[:61] + b[61:] * 2
+        struct.pack_into(">i", b, 57, 2)
+    elif kind == 6:
+        del b[len(b) - rng.randint(1, 16):]
+        crc = rng.random() < 0.5
+    elif kind == 7:
+        attrs = struct.unpack_from(">h", b, 21)[0]
+        attrs = rng.choice((attrs | rng.randint(1, 4), attrs & ~0x10, attrs | 0x08))
+        struct.pack_into(">h", b, 21, attrs)
+        if rng.random() < 0.3:
+            struct.pack_into(">q", b, 43, -1)
+    elif kind == 8:
+        return data[:at + rng.randrange(len(b))]
+    else:  # the timestamp, far ahead or before the batch's
+        struct.pack_into(">q", b, 35, struct.unpack_from(">q", b, 35)[0] + rng.choice((10**12, -5)))
+    struct.pack_into(">i", b, 8, len(b) - 12)
+    if crc:
+        struct.pack_into(">I", b, 17, crc32c(bytes(b[21:])))
+    return data[:at] + bytes(b) + data[end:]
+
+
 def damage(path: Path, rng: random.Random) -> None:
     """One of: a bit flipped in a log, a header field of a batch set (CRC recomputed), an index or time index
-    entry moved, a log cut short."""
+    entry moved, a log cut short, a transaction marker damaged (``damage_marker``)."""
     logs = sorted(path.glob("*.log"))
     log = rng.choice(logs)
+    kind = rng.randrange(6)
+    if kind == 5:
+        logs = [log for log in logs if control_batches(log.read_bytes())] or logs
+        log = rng.choice(logs)
     data = bytearray(log.read_bytes())
-    kind = rng.randrange(5)
-    if kind == 0 and data:
+    if kind == 5:
+        data = bytearray(damage_marker(bytes(data), rng))
+    elif kind == 0 and data:
         i = rng.randrange(len(data))
         data[i] ^= 1 << rng.randrange(8)
     elif kind == 1 and len(data) > 61:
@@ -754,7 +929,7 @@ def damage(path: Path, rng: random.Random) -> None:
             else:  # the timestamp
                 struct.pack_into(">q", entries, i, 1_700_000_000_000 + rng.randrange(-5, 400))
             index.write_bytes(bytes(entries))
-    else:
+    elif kind == 4:
         del data[rng.randrange(len(data) + 1):]
     log.write_bytes(bytes(data))
 
@@ -796,6 +971,44 @@ def test_verify_of_generated_and_damaged_partitions_is_the_same_through_stretche
         transactional += any(p.txn_first_offset >= 0 for p in rebuilt.producers.values())
     assert not differ, f"verify differs through stretches: {differ[:5]}"
     assert transactional > 20, "too few partitions end with a transaction open"
+
+
+def test_verify_and_load_of_damaged_markers_are_the_same_through_stretches(core, tmp_path: Path) -> None:
+    """400 partitions of exactly-once producers' runs (``eos_run``, one segment), each with one transaction marker
+    damaged or made unusual (``damage_marker``): native verify, where the markers the native core reads lie inside
+    stretches and the damaged one breaks them, gives the findings and summaries of pure verify (batch by batch, every
+    marker decoded in Python), and the partition loads the same, fed by verify's scan or reading for itself."""
+    from kafkatool.logwriter import PartitionWriter
+    from kafkatool.model import Stretch
+    from kafkatool.verify import VerifyOptions
+
+    ts = 1_700_000_000_000
+    options = VerifyOptions(CheckOptions(now_ms=ts + 10**9))
+    differ, inside = [], 0
+    for case in range(400):
+        rng = random.Random(f"marker {case}")
+        part = tmp_path / f"m{case}" / "s-0"
+        with PartitionWriter(part, topic="s", partition=0, topic_id=bytes(range(1, 17)), segment_bytes=1 << 20,
+                             index_interval_bytes=300) as w:
+            offset, seqs, epochs = 0, {}, dict.fromkeys(EOS_PRODUCERS, 0)
+            for _ in range(rng.randint(1, 3)):
+                offset = eos_run(w, rng, offset, 0, seqs, epochs, ts)
+        log = part / f"{0:020d}.log"
+        log.write_bytes(damage_marker(log.read_bytes(), rng))
+        with native.using(None):
+            pure = verified([part.parent], options)
+            alone = load_essence(load_partition(part, str(part)))
+        with native.using(core):
+            fast = verified([part.parent], options)
+            tapped = tapped_load(part, options.check)
+            alone_native = load_essence(load_partition(part, str(part)))
+            with open(log, "rb") as fh:
+                inside += any(any(s.lo <= i < s.hi for i in s.markers)
+                              for s in scan(fh, str(log), stretches=True) if s.__class__ is Stretch)
+        if pure != fast or tapped != alone or alone_native != alone:
+            differ.append(case)
+    assert not differ, f"damaged markers read differently through stretches: cases {differ[:5]}"
+    assert inside > 300, f"only {inside} of the partitions have a marker inside a stretch"
 
 
 def tapped_load(part: Path, options: CheckOptions) -> tuple:

@@ -17,6 +17,10 @@
 //!   `records.values[j]` (`Some((start, len))` into `data`, `None` for null), and its headers are
 //!   `records.header_keys/header_values[records.header_starts[j]..records.header_starts[j + 1]]`.
 //!
+//! - `controls` holds `(i, record)` for each control batch `i` whose one record was read here
+//!   ([`crate::records::control_record`]; uncompressed, declaring one record), in batch order, whatever `decode`
+//!   says: the facts a reader needs of a transaction marker, so that nobody reads its bytes again.
+//!
 //! A batch is `decoded` when it is uncompressed, not a control batch, its last offset fits 64 bits and
 //! [`crate::records::decode_v2`] decodes all of its records; otherwise it holds no records here and the
 //! Python reader decodes it (`kafkatool.records.decode_records`: decompression, control records and every
@@ -24,7 +28,7 @@
 //! section with `records::decode_v2_into` into its own buffer; today they go to Python.
 
 use crate::frame::{self, Entry, V2Header, RECORD_BATCH_OVERHEAD};
-use crate::records::{self, BatchContext, RecordColumns};
+use crate::records::{self, BatchContext, ControlRecord, RecordColumns};
 
 /// The batches of one window and the records of those decoded natively (see the module docs).
 #[derive(Debug, Default)]
@@ -37,6 +41,8 @@ pub struct WindowColumns {
     /// `len() == batches.len() + 1`.
     pub record_starts: Vec<usize>,
     pub records: RecordColumns,
+    /// `(i, record)` of the control batches whose one record was read (see the module docs), by `i`.
+    pub controls: Vec<(usize, ControlRecord)>,
 }
 
 impl WindowColumns {
@@ -57,6 +63,12 @@ impl WindowColumns {
 
     pub fn slice(&self, s: Option<records::Slice>) -> Option<&[u8]> {
         s.and_then(|(at, len)| self.data.get(at..at.checked_add(len)?))
+    }
+
+    /// The record of control batch `i`, when it was read here (`controls`).
+    pub fn control(&self, i: usize) -> Option<&ControlRecord> {
+        let at = self.controls.binary_search_by_key(&i, |(j, _)| *j).ok()?;
+        self.controls.get(at).map(|(_, record)| record)
     }
 
     /// Whether the deep checks of `verify --deep` (`segment_check._deep_check`) would report anything
@@ -88,6 +100,20 @@ impl WindowColumns {
         let create_time = h.attributes & 0x08 == 0;
         n > 0 && create_time && top != h.max_timestamp
     }
+}
+
+/// Why a batch is among [`WindowColumns::producer_events`] (bits of one byte).
+pub mod event {
+    /// Its producer id's first batch in the range.
+    pub const FIRST: u8 = 1;
+    /// Its producer id's first transactional data batch in the range, or after one of its control batches.
+    pub const BEGINS: u8 = 2;
+    /// Its producer id's last data batch in the range.
+    pub const LAST_DATA: u8 = 4;
+    /// A control batch.
+    pub const CONTROL: u8 = 8;
+    /// Its producer id's last batch in the range.
+    pub const LAST: u8 = 16;
 }
 
 /// What [`WindowColumns::advance`] found: batches `lo..end` of the window pass by.
@@ -142,10 +168,11 @@ impl WindowColumns {
     /// Whether batch `i` follows batch `i - 1` of the window in everything a reader carries from one batch
     /// to the next but the producer and its transaction (`kafkatool.model.Stretch` names the rule for Python): its
     /// CRC matches; its base offset is the previous last offset + 1; its record count is `lastOffsetDelta + 1`; the
-    /// same leader epoch; neither a control batch nor carrying a delete horizon (attributes `0x60`; the
-    /// transactional bit may be set); `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without
-    /// a [`Self::deep_suspect`]. Facts about the bytes only: what they mean is decided in Python.
-    pub fn follows(&self, i: usize, deep: bool) -> bool {
+    /// same leader epoch; no delete horizon (attributes `0x40`); not a control batch (`0x20`) unless `control` (the
+    /// caller takes this one as any other batch: Python decides which, from [`Self::control`]); the transactional
+    /// bit may be set; `-1 <= firstTimestamp <= maxTimestamp`. With `deep`, also decoded here without a
+    /// [`Self::deep_suspect`] (never a control batch). Facts about the bytes only: what they mean is decided in Python.
+    pub fn follows(&self, i: usize, deep: bool, control: bool) -> bool {
         let (Some(prev), Some(e)) = (i.checked_sub(1).and_then(|j| self.batches.get(j)), self.batches.get(i)) else {
             return false;
         };
@@ -156,7 +183,8 @@ impl WindowColumns {
             && h.base_offset.checked_add(i64::from(h.last_offset_delta)).is_some()
             && i64::from(h.records_count) == i64::from(h.last_offset_delta) + 1
             && h.partition_leader_epoch == p.partition_leader_epoch
-            && h.attributes & 0x60 == 0
+            && h.attributes & 0x40 == 0
+            && (control || h.attributes & 0x20 == 0)
             && -1 <= h.base_timestamp
             && h.base_timestamp <= h.max_timestamp
             && (!deep || (self.decoded.get(i) == Some(&true) && !self.deep_suspect(i)))
@@ -244,17 +272,64 @@ impl WindowColumns {
             .collect()
     }
 
-    /// For each producer id, its first transactional data batch in `lo..hi` (transactional bit `0x10` set, control
-    /// bit `0x20` clear), in order: where a producer-state replay of the batches may see a transaction begin.
-    pub fn transaction_starts(&self, lo: usize, hi: usize) -> Vec<usize> {
+    /// The batches of `lo..hi` where a producer-state replay of them may see something happen, in order, each with
+    /// why (the [`event`] bits, several at once): its producer id's first batch in the range; the first
+    /// transactional data batch (transactional bit `0x10` set, control bit `0x20` clear) of its producer id in the
+    /// range, and after each of that producer id's control batches there (where a transaction may begin); a control
+    /// batch; its producer id's last data batch, and last batch, in the range. Python decides when these are enough
+    /// (`kafkatool.loader._producer_runs`, and `verify`'s transactions). Only the bits of `mask`, and the events with
+    /// one of them: without
+    /// [`event::FIRST`], [`event::LAST_DATA`] or [`event::LAST`], a batch neither transactional nor a control batch
+    /// is not even looked up (many producers' batches taking turns, none of them transactional, cost nothing).
+    pub fn producer_events(&self, lo: usize, hi: usize, mask: u8) -> Vec<(usize, u8)> {
         let batches = self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default();
-        let mut seen = std::collections::HashSet::new();
-        batches
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.header.attributes & 0x30 == 0x10 && seen.insert(e.header.producer_id))
-            .map(|(j, _)| lo + j)
-            .collect()
+        let mut kinds = vec![0u8; batches.len()];
+        // per producer id: its latest batch and latest data batch so far, and whether its next transactional data
+        // batch may begin a transaction
+        let mut producers: Vec<(usize, Option<usize>, bool)> = Vec::new();
+        let mut slot_of = std::collections::HashMap::new();
+        let mut cached: Option<(i64, usize)> = None; // the last producer id looked up (batches come in bursts)
+        let every_batch = mask & (event::FIRST | event::LAST_DATA | event::LAST) != 0;
+        for (j, e) in batches.iter().enumerate() {
+            let (pid, attributes) = (e.header.producer_id, e.header.attributes);
+            if !every_batch && attributes & 0x30 == 0 {
+                continue;
+            }
+            let mut kind = 0;
+            let k = match cached {
+                Some((p, k)) if p == pid => k,
+                _ => *slot_of.entry(pid).or_insert_with(|| {
+                    kind |= event::FIRST;
+                    producers.push((j, None, true));
+                    producers.len() - 1
+                }),
+            };
+            cached = Some((pid, k));
+            let Some((latest, latest_data, may_begin)) = producers.get_mut(k) else { continue };
+            if attributes & 0x20 != 0 {
+                kind |= event::CONTROL;
+                *may_begin = true;
+            } else {
+                if attributes & 0x10 != 0 && *may_begin {
+                    kind |= event::BEGINS;
+                    *may_begin = false;
+                }
+                *latest_data = Some(j);
+            }
+            *latest = j;
+            if let Some(at) = kinds.get_mut(j) {
+                *at |= kind;
+            }
+        }
+        for (latest, latest_data, _) in producers {
+            if let Some(at) = latest_data.and_then(|j| kinds.get_mut(j)) {
+                *at |= event::LAST_DATA;
+            }
+            if let Some(at) = kinds.get_mut(latest) {
+                *at |= event::LAST;
+            }
+        }
+        kinds.into_iter().enumerate().filter_map(|(j, kind)| (kind & mask != 0).then_some((lo + j, kind & mask))).collect()
     }
 
     /// Batches `lo..hi` taken together (the loader's view of a stretch).
@@ -458,6 +533,12 @@ pub fn decode_window_until(
                 done
             }
         };
+        if h.attributes & 0x27 == 0x20 {
+            // an uncompressed control batch: its one record, read here once for every reader
+            if let Some(record) = records::control_record(bytes, RECORD_BATCH_OVERHEAD, &context(h)) {
+                cols.controls.push((cols.batches.len(), record));
+            }
+        }
         cols.batches.push(Entry { start: e.start - origin, ..*e });
         cols.decoded.push(ok);
         cols.record_starts.push(cols.records.offsets.len());
@@ -566,11 +647,11 @@ mod tests {
         buf.extend(batch(14, RECORD, 1, 0)); // a gap: does not
         buf.extend(batch(15, RECORD, 1, 4)); // zstd: follows, but not decoded here (deep: does not)
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
-        let flags: Vec<bool> = (0..5).map(|i| cols.follows(i, false)).collect();
+        let flags: Vec<bool> = (0..5).map(|i| cols.follows(i, false, false)).collect();
         assert_eq!(flags, vec![false, true, false, false, true]);
         let none = ProducerSpan { producer_id: -1, first: 0, last: 4, first_epoch: -1, rising: true };
         assert_eq!(cols.producer_spans(0, 5), vec![none]); // one producer (none) throughout
-        assert!(!cols.follows(4, true) && cols.follows(1, true) && !cols.follows(5, false));
+        assert!(!cols.follows(4, true, false) && cols.follows(1, true, false) && !cols.follows(5, false, false));
         let never = i128::from(i64::MAX) + 1;
         let all = cols.advance(0, 5);
         let end = cols.batches[4].position + cols.batches[4].total as i64;
@@ -584,11 +665,11 @@ mod tests {
         let (_, _, headers_only) = decode_window_with(&buf, 0, 0, i64::MAX, i64::MAX, Decode::Nothing);
         assert!(headers_only.decoded.iter().all(|d| !d) && headers_only.records.offsets.is_empty());
         assert!(headers_only.data.is_empty() && headers_only.raw(1).is_empty());
-        assert!(headers_only.follows(1, false) && !headers_only.follows(1, true));
+        assert!(headers_only.follows(1, false, false) && !headers_only.follows(1, true, false));
         let mut horizon = batch(10, RECORD, 1, 0);
         horizon.extend(batch(11, RECORD, 1, 0x40)); // a delete horizon: does not
         let (_, _, cols) = decode_window(&horizon, 0, 0, i64::MAX, i64::MAX);
-        assert!(!cols.follows(1, false));
+        assert!(!cols.follows(1, false, false));
     }
 
     /// Batches at offsets 10, 11, ... of these (producer id, producer epoch, attributes).
@@ -662,16 +743,50 @@ mod tests {
         assert_eq!(cols.producer_sequences(2, 5).into_iter().map(|s| (s.producer_id, s.sequences)).collect::<Vec<_>>(),
                    vec![(7, vec![4]), (9, vec![])]);
     }
+    /// A COMMIT (key version 0, type 1; value version 0, coordinator epoch 5) at timestamp delta 3.
+    const COMMIT: &[u8] = &[32, 0, 6, 0, 8, 0, 0, 0, 1, 12, 0, 0, 0, 0, 0, 5, 0];
 
     #[test]
-    fn transaction_starts_are_each_producers_first_transactional_data_batch() {
-        let buf = producer_batches(&[(7, 0, 0), (9, 0, 0x30), (9, 0, 0x10), (7, 1, 0x10), (9, 0, 0x10), (7, 1, 0x10),
-                                     (-1, -1, 0x10), (4, 0, 0x10)]);
+    fn control_records_are_read_once_for_every_reader() {
+        let mut buf = batch(10, RECORD, 1, 0x10);
+        buf.extend(batch(11, COMMIT, 1, 0x30)); // a COMMIT marker
+        buf.extend(batch(12, COMMIT, 1, 0x34)); // compressed (zstd, in name): left to Python
+        buf.extend(batch(13, RECORD, 1, 0x30)); // a key of one byte: left to Python
+        buf.extend(batch(14, &[COMMIT, COMMIT].concat(), 2, 0x30)); // two records: left to Python
+        buf.extend(batch(16, COMMIT, 1, 0x38)); // LOG_APPEND_TIME: the batch's max timestamp
+        let commit = ControlRecord { key_version: 0, key_type: 1, value: Some((0, 5)), timestamp: 1003 };
+        for decode in [Decode::Nothing, Decode::Uncompressed, Decode::Compressed(1 << 20)] {
+            let (_, _, cols) = decode_window_with(&buf, 0, 0, i64::MAX, i64::MAX, decode);
+            assert_eq!(cols.controls, vec![(1, commit), (5, commit)]);
+            assert_eq!((cols.control(1), cols.control(2), cols.control(0), cols.control(9)), (Some(&commit), None, None, None));
+            // a control batch follows when the caller takes it as any other batch, never for the deep checks
+            assert!(!cols.follows(1, false, false) && cols.follows(1, false, true) && !cols.follows(1, true, true));
+            assert!(cols.follows(2, false, true) && cols.follows(5, false, true));
+        }
+    }
+
+    #[test]
+    fn producer_events_are_where_a_replay_sees_something_happen() {
+        use event::{BEGINS, CONTROL, FIRST, LAST, LAST_DATA};
+        // 7: data, txn, txn, marker, txn, data; 9: txn, marker, marker; then a batch without producer id
+        let buf = producer_batches(&[(7, 0, 0), (7, 0, 0x10), (9, 0, 0x10), (7, 0, 0x10), (7, 0, 0x30), (9, 0, 0x30),
+                                     (7, 0, 0x10), (9, 0, 0x30), (7, 0, 0), (-1, -1, 0)]);
         let (_, _, cols) = decode_window(&buf, 0, 0, i64::MAX, i64::MAX);
-        assert_eq!(cols.transaction_starts(0, 8), vec![2, 3, 6, 7]); // 1 is a marker, not a data batch
-        assert_eq!(cols.transaction_starts(4, 6), vec![4, 5]);
-        assert_eq!(cols.transaction_starts(0, 2), Vec::<usize>::new());
-        assert_eq!(cols.transaction_starts(7, 99), vec![7]);
+        let all = cols.producer_events(0, 10, u8::MAX);
+        assert_eq!(all, vec![
+            (0, FIRST), (1, BEGINS), (2, FIRST | BEGINS | LAST_DATA), (4, CONTROL), (5, CONTROL), (6, BEGINS),
+            (7, CONTROL | LAST), (8, LAST_DATA | LAST), (9, FIRST | LAST_DATA | LAST)]);
+        assert_eq!(cols.producer_events(4, 7, u8::MAX), vec![(4, FIRST | CONTROL), (5, FIRST | CONTROL | LAST),
+                                                              (6, BEGINS | LAST_DATA | LAST)]);
+        assert_eq!(cols.producer_events(3, 3, u8::MAX), vec![]);
+        assert_eq!(cols.producer_events(9, 99, u8::MAX), vec![(9, FIRST | LAST_DATA | LAST)]);
+        // a mask: those bits of the same events (without FIRST, LAST_DATA and LAST, plain data batches are skipped)
+        assert_eq!(cols.producer_events(0, 10, BEGINS | CONTROL),
+                   vec![(1, BEGINS), (2, BEGINS), (4, CONTROL), (5, CONTROL), (6, BEGINS), (7, CONTROL)]);
+        for mask in 1..32 {
+            let masked: Vec<(usize, u8)> = all.iter().filter(|(_, k)| k & mask != 0).map(|(i, k)| (*i, k & mask)).collect();
+            assert_eq!(cols.producer_events(0, 10, mask), masked, "mask {mask}");
+        }
     }
 
     #[test]
@@ -747,7 +862,7 @@ mod tests {
 
     #[test]
     fn damage_never_panics() {
-        let good = [batch(0, RECORD, 1, 0), batch(1, RECORD, 1, 0)].concat();
+        let good = [batch(0, RECORD, 1, 0), batch(1, RECORD, 1, 0), batch(2, COMMIT, 1, 0x30)].concat();
         for i in 0..good.len() {
             for bit in 0..8 {
                 let mut bad = good.clone();
@@ -755,7 +870,8 @@ mod tests {
                 for start in [0, i] {
                     let (_, _, cols) = decode_window(&bad, start, 0, i64::MAX, i64::MAX);
                     for b in 0..cols.batches.len() + 1 {
-                        let _ = (cols.deep_suspect(b), cols.raw(b), cols.record_range(b));
+                        let _ = (cols.deep_suspect(b), cols.raw(b), cols.record_range(b), cols.control(b));
+                        let _ = (cols.follows(b, false, true), cols.producer_events(b, cols.batches.len() + 1, u8::MAX));
                     }
                 }
             }
@@ -813,11 +929,39 @@ mod py {
             (lo..hi.min(self.cols.batches.len())).filter(|i| self.cols.deep_suspect(*i)).collect()
         }
 
-        /// One byte per batch of `lo..hi`: 1 where it follows the batch before it ([`WindowColumns::follows`]).
-        #[pyo3(signature = (lo, hi, deep))]
-        fn follows<'py>(&self, py: Python<'py>, lo: usize, hi: usize, deep: bool) -> Bound<'py, PyBytes> {
-            let flags: Vec<u8> = (lo..hi.min(self.cols.batches.len())).map(|i| u8::from(self.cols.follows(i, deep))).collect();
+        /// One byte per batch of `lo..hi`: 1 where it follows the batch before it ([`WindowColumns::follows`]), the
+        /// control batches named in `controls` (ascending) taken as any other batch.
+        #[pyo3(signature = (lo, hi, deep, controls=Vec::new()))]
+        fn follows<'py>(&self, py: Python<'py>, lo: usize, hi: usize, deep: bool, controls: Vec<usize>) -> Bound<'py, PyBytes> {
+            let taken = |i: usize| controls.binary_search(&i).is_ok();
+            let flags: Vec<u8> =
+                (lo..hi.min(self.cols.batches.len())).map(|i| u8::from(self.cols.follows(i, deep, taken(i)))).collect();
             PyBytes::new(py, &flags)
+        }
+
+        /// `(i, producer_id, attributes, key_version, key_type, value_version, coordinator_epoch, timestamp)` of each
+        /// control batch `i` in `lo..hi` whose one record was read here ([`WindowColumns::control`]; the value's two
+        /// words None when it has fewer than 6 bytes).
+        #[allow(clippy::type_complexity)]
+        fn control_records(&self, lo: usize, hi: usize) -> Vec<(usize, i64, i16, i16, i16, Option<i16>, Option<i32>, i64)> {
+            let c = &self.cols;
+            let from = c.controls.partition_point(|(i, _)| *i < lo);
+            let row = |(i, r): &(usize, crate::records::ControlRecord)| {
+                let h = c.batches.get(*i).map(|e| e.header)?;
+                let (version, epoch) = r.value.unzip();
+                Some((*i, h.producer_id, h.attributes, r.key_version, r.key_type, version, epoch, r.timestamp))
+            };
+            c.controls.get(from..).unwrap_or_default().iter().take_while(|(i, _)| *i < hi).filter_map(row).collect()
+        }
+
+        /// `(i, producer_id, base_offset, kinds)` of each batch `i` of [`WindowColumns::producer_events`] in `lo..hi`
+        /// with one of the bits `mask` (`EVENT_FIRST`, `EVENT_BEGINS`, `EVENT_LAST_DATA`, `EVENT_CONTROL`,
+        /// `EVENT_LAST` of this module), `kinds` its bits.
+        #[pyo3(signature = (lo, hi, mask=u8::MAX))]
+        fn producer_events(&self, lo: usize, hi: usize, mask: u8) -> Vec<(usize, i64, i64, u8)> {
+            let c = &self.cols;
+            let row = |(i, kinds): (usize, u8)| c.batches.get(i).map(|e| (i, e.header.producer_id, e.header.base_offset, kinds));
+            c.producer_events(lo, hi, mask).into_iter().filter_map(row).collect()
         }
 
         /// `(end, last_offset, max_timestamp, records, next_position)` of batches `lo..hi` taken together
@@ -896,13 +1040,6 @@ mod py {
                      PyBytes::new(py, &offsets))
                 })
                 .collect()
-        }
-
-        /// `(i, producer_id)` of each producer id's first transactional data batch `i` in `lo..hi`
-        /// ([`WindowColumns::transaction_starts`]).
-        fn transaction_starts(&self, lo: usize, hi: usize) -> Vec<(usize, i64)> {
-            let producer = |i: usize| self.cols.batches.get(i).map_or(-1, |e| e.header.producer_id);
-            self.cols.transaction_starts(lo, hi).into_iter().map(|i| (i, producer(i))).collect()
         }
 
         /// The bytes of batch `i` (framing included).
@@ -1046,6 +1183,11 @@ mod py {
 
     pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_class::<PyWindowColumns>()?;
+        m.add("EVENT_FIRST", super::event::FIRST)?;
+        m.add("EVENT_BEGINS", super::event::BEGINS)?;
+        m.add("EVENT_LAST_DATA", super::event::LAST_DATA)?;
+        m.add("EVENT_CONTROL", super::event::CONTROL)?;
+        m.add("EVENT_LAST", super::event::LAST)?;
         m.add_function(wrap_pyfunction!(decode_window_columns, m)?)?;
         Ok(())
     }

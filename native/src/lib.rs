@@ -26,6 +26,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 pub mod arrow;
@@ -110,7 +111,8 @@ fn scan_batches<'py>(
     })
 }
 
-/// The Python strings a batch row shares (interned once per call, not per batch).
+/// The Python strings a batch row shares (interned once per process: a reader asking for one batch at a time,
+/// `WindowColumns.batch`, paid a third of its cost interning them again).
 pub(crate) struct RowNames<'py> {
     codecs: Vec<Bound<'py, PyString>>,
     log_append: Bound<'py, PyString>,
@@ -118,12 +120,19 @@ pub(crate) struct RowNames<'py> {
     none: Bound<'py, PyAny>,
 }
 
+/// [`CODECS`], then "log_append" and "create", interned.
+static ROW_NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+
 impl<'py> RowNames<'py> {
     pub(crate) fn new(py: Python<'py>) -> Self {
+        let names = ROW_NAMES.get_or_init(py, || {
+            CODECS.iter().chain(&["log_append", "create"]).map(|c| PyString::intern(py, c).unbind()).collect()
+        });
+        let name = |i: usize| names.get(i).map_or_else(|| PyString::intern(py, "?"), |n| n.bind(py).clone());
         RowNames {
-            codecs: CODECS.iter().map(|c| PyString::intern(py, c)).collect(),
-            log_append: PyString::intern(py, "log_append"),
-            create: PyString::intern(py, "create"),
+            codecs: (0..CODECS.len()).map(name).collect(),
+            log_append: name(CODECS.len()),
+            create: name(CODECS.len() + 1),
             none: py.None().into_bound(py),
         }
     }

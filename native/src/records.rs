@@ -194,6 +194,43 @@ fn decode_records(data: &[u8], start: usize, ctx: &BatchContext, cols: &mut Reco
     Ok(())
 }
 
+/// What the one record of a control batch holds, as bytes: the key as Kafka's `ControlRecordType` reads it
+/// (int16 version, int16 type), the value's first 6 bytes as `EndTransactionMarker` reads them (int16 version,
+/// int32 coordinator epoch), and the record's timestamp (`formats/control.py` declares both). What they mean (which
+/// types exist, which need that value, whether a version is valid) is for the Python reader
+/// (`kafkatool.records.stretch_markers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlRecord {
+    pub key_version: i16,
+    pub key_type: i16,
+    /// `(version, coordinator epoch)`; `None` when the value is null or shorter than 6 bytes.
+    pub value: Option<(i16, i32)>,
+    pub timestamp: i64,
+}
+
+/// The record of a control batch's uncompressed records section `data[start..]` declared to hold one
+/// (`ctx.count == 1`): `Some` when [`decode_v2`] decodes it (so the section is exactly that record) and its key
+/// has at least the 4 bytes of a version and a type (more are ignored, as Kafka and the Python reader ignore them);
+/// `None` for anything else, which the Python reader decodes and words.
+pub fn control_record(data: &[u8], start: usize, ctx: &BatchContext) -> Option<ControlRecord> {
+    if ctx.count != 1 {
+        return None;
+    }
+    let cols = decode_v2(data, start, ctx).ok()?;
+    let bytes = |s: Option<Slice>| s.and_then(|(at, len)| data.get(at..at.checked_add(len)?));
+    let key = bytes(*cols.keys.first()?)?;
+    let word = |b: &[u8], at: usize| Some(i16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?));
+    let value = bytes(*cols.values.first()?).and_then(|v| {
+        Some((word(v, 0)?, i32::from_be_bytes(v.get(2..6)?.try_into().ok()?)))
+    });
+    Some(ControlRecord {
+        key_version: word(key, 0)?,
+        key_type: word(key, 2)?,
+        value,
+        timestamp: *cols.timestamps.first()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +321,37 @@ mod tests {
                 .timestamps,
             vec![7, 7]
         );
+    }
+
+    #[test]
+    fn a_control_record_gives_its_key_and_value_words() {
+        let marker = record(0, 3, Some(&[0, 0, 0, 1][..]), &[0, 0, 0, 0, 0, 9], &[]);
+        let read = control_record(&marker, 0, &ctx(1));
+        assert_eq!(read, Some(ControlRecord { key_version: 0, key_type: 1, value: Some((0, 9)), timestamp: 5003 }));
+        // a longer key and value: the words are their first bytes; a short or null value gives none
+        let long = record(0, 3, Some(&[0, 1, 0, 5, 7][..]), &[0, 2, 0xFF, 0xFF, 0xFF, 0xFE, 1, 2], &[]);
+        let read = control_record(&long, 0, &ctx(1)).expect("reads");
+        assert_eq!((read.key_version, read.key_type, read.value), (1, 5, Some((2, -2))));
+        let short = record(0, 3, Some(&[0xFF, 0xFF, 0, 0][..]), &[0, 0, 0], &[]);
+        assert_eq!(control_record(&short, 0, &ctx(1)).map(|r| (r.key_version, r.value)), Some((-1, None)));
+        let log_append = BatchContext { log_append_time: Some(7), ..ctx(1) };
+        assert_eq!(control_record(&marker, 0, &log_append).map(|r| r.timestamp), Some(7));
+        // not for the Python reader to word: a key under 4 bytes or null, another count, damage
+        assert_eq!(control_record(&record(0, 3, Some(&[0, 0, 0][..]), &[0; 6], &[]), 0, &ctx(1)), None);
+        assert_eq!(control_record(&record(0, 3, None, &[0; 6], &[]), 0, &ctx(1)), None);
+        let two = [marker.clone(), marker.clone()].concat();
+        assert_eq!((control_record(&two, 0, &ctx(2)), control_record(&two, 0, &ctx(1))), (None, None));
+        assert_eq!(control_record(&marker, 0, &ctx(0)), None);
+        for cut in 0..marker.len() {
+            assert_eq!(control_record(&marker[..cut], 0, &ctx(1)), None);
+        }
+        for i in 0..marker.len() {
+            for bit in 0..8 {
+                let mut bad = marker.clone();
+                bad[i] ^= 1 << bit;
+                let _ = control_record(&bad, 0, &ctx(1));
+            }
+        }
     }
 
     #[test]
