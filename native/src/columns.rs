@@ -199,9 +199,14 @@ impl WindowColumns {
         // each span with the epoch of its latest batch so far, and where each producer id's span is
         let mut spans: Vec<(ProducerSpan, i16)> = Vec::new();
         let mut at = std::collections::HashMap::new();
+        let mut cached: Option<(i64, usize)> = None; // the last producer id looked up: batches come in runs of one
         for (j, e) in batches.iter().enumerate() {
             let (i, pid, epoch) = (lo + j, e.header.producer_id, e.header.producer_epoch);
-            let k = *at.entry(pid).or_insert(spans.len());
+            let k = match cached {
+                Some((p, k)) if p == pid => k,
+                _ => *at.entry(pid).or_insert(spans.len()),
+            };
+            cached = Some((pid, k));
             if k == spans.len() {
                 let first = ProducerSpan { producer_id: pid, first: i, last: i, first_epoch: epoch, rising: true };
                 spans.push((first, epoch));
@@ -229,9 +234,14 @@ impl WindowColumns {
         };
         let mut spans: Vec<(ProducerSequences, V2Header)> = Vec::new();
         let mut at = std::collections::HashMap::new();
+        let mut cached: Option<(i64, usize)> = None; // the last producer id looked up: batches come in runs of one
         for (j, e) in batches.iter().enumerate() {
             let (i, h) = (lo + j, e.header);
-            let k = *at.entry(h.producer_id).or_insert(spans.len());
+            let k = match cached {
+                Some((p, k)) if p == h.producer_id => k,
+                _ => *at.entry(h.producer_id).or_insert(spans.len()),
+            };
+            cached = Some((h.producer_id, k));
             if k == spans.len() {
                 let first = ProducerSequences {
                     producer_id: h.producer_id,
