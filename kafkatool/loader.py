@@ -335,7 +335,8 @@ class ProducerReplay:
                 lso = min(others) if others else b.base_offset + 1
                 self.txn_index.append(AbortedTxn(0, pid, p.txn_first_offset, b.base_offset, lso))  # type: ignore[arg-type]
         p.set_epoch(b.producer_epoch)  # type: ignore[arg-type]
-        p.coordinator_epoch = marker.coordinator_epoch
+        epoch = marker.coordinator_epoch
+        p.coordinator_epoch = epoch if epoch is not None else -1
         p.txn_first_offset = -1
         p.last_timestamp = marker.timestamp
         return list(findings)
@@ -386,8 +387,8 @@ def segment_items(path: Path, display: str, options: ScanOptions, end: int | Non
                   ) -> Iterator[tuple[Batch, bytes | None] | Stretch | Finding]:
     """The batches of a segment file (with the bytes of each control batch) and the scan's findings, in file
     order, up to byte ``end``: a header scan, records left undecoded; ``progress`` is told the bytes scanned. With
-    ``stretches`` (and the native core), batches that follow each other come as :class:`Stretch` es (no control
-    batch is in one)."""
+    ``stretches`` (and the native core), batches that follow each other come as :class:`Stretch` es (the only control
+    batches in one are the end-transaction markers the scan read, in its ``markers``)."""
     try:
         fh = open(path, "rb", buffering=0)
     except OSError as exc:
