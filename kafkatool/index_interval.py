@@ -22,6 +22,7 @@ each batch.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +119,23 @@ class RangeFit:
             self.low = max(self.low, tail - self.last)
         self.end = tail
 
+    def feed(self, items: Iterable[object]) -> None:
+        """A segment's scan (:func:`kafkatool.records.scan`, with or without ``stretches``) in file order, up to its
+        first damage (what follows is not evidence) or the first batch no interval fits."""
+        at = 0  # where the next batch begins: a stretch's first batch follows the batch before it
+        for item in items:
+            if item.__class__ is Stretch:
+                end = item.columns.advance(item.lo, item.hi)[4]
+                self.stretch(item, at, end)
+                at = end
+            elif item.__class__ is Batch:
+                self.batch(item.position)
+                at = item.position + item.size
+            else:
+                break
+            if not self.fits:
+                break
+
     def range(self) -> tuple[int, int | None] | None:
         """``(low, high)`` as :func:`segment_range` gives it for the batches fed."""
         if not self.fits or self.high is not None and self.low >= self.high:
@@ -130,19 +148,7 @@ def _fit(log: Path, options: ScanOptions, limit: int, entry_positions: list[int]
     stretches where the native core finds them)."""
     fit = RangeFit(entry_positions)
     with open(log, "rb") as fh:
-        at = 0
-        for item in scan(fh, str(log), end=limit, stretches=True, options=options):
-            if item.__class__ is Stretch:
-                end = item.columns.advance(item.lo, item.hi)[4]
-                fit.stretch(item, at, end)
-                at = end
-            elif item.__class__ is Batch:
-                fit.batch(item.position)
-                at = item.position + item.size
-            else:
-                break  # the first damage: what follows is not evidence
-            if not fit.fits:
-                break
+        fit.feed(scan(fh, str(log), end=limit, stretches=True, options=options))
     return fit
 
 

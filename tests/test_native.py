@@ -1263,22 +1263,11 @@ def test_an_interval_fit_through_stretches_is_the_batch_by_batch_one(core) -> No
     Kafka's rule puts them at some interval, or moved (into a batch, onto the next batch, into the last batch read,
     past it), dropped or added, reading the whole segment or only its first bytes: the same range and last batch."""
     from kafkatool.index_interval import RangeFit
-    from kafkatool.model import Batch, Stretch
+    from kafkatool.model import Batch
 
     def fitted(data: bytes, entries: list[int], limit: int, options: ScanOptions) -> tuple:
-        fit, at = RangeFit(entries), 0
-        for item in scan(io.BytesIO(data), "seg.log", end=limit, stretches=True, options=options):
-            if item.__class__ is Stretch:
-                end = item.columns.advance(item.lo, item.hi)[4]
-                fit.stretch(item, at, end)
-                at = end
-            elif item.__class__ is Batch:
-                fit.batch(item.position)
-                at = item.position + item.size
-            else:
-                break
-            if not fit.fits:
-                break
+        fit = RangeFit(entries)
+        fit.feed(scan(io.BytesIO(data), "seg.log", end=limit, stretches=True, options=options))
         return fit.range(), fit.fits and fit.end
 
     fits = 0
