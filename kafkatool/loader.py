@@ -64,7 +64,7 @@ from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size
 from .logdir import LogDir
 from .logwriter import ProducerState, java_hashmap_order, last_sequence
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
-from .records import ScanOptions, decode_records, scan
+from .records import ScanOptions, read_marker, scan
 from .segment_indexes import IndexAppendError, SegmentIndexes
 from .smallfiles import (
     AbortedTxn,
@@ -319,11 +319,9 @@ class ProducerReplay:
         if marker is None:
             if raw is None:
                 return []
-            records, findings = decode_records(b, raw, path)
-            if not records or records[0].control_type not in ("ABORT", "COMMIT"):
+            marker, findings = read_marker(b, raw, path)
+            if marker is None:
                 return list(findings)
-            r = records[0]
-            marker = Marker(r.control_type, r.coordinator_epoch, r.timestamp)  # type: ignore[arg-type]
         pid = b.producer_id
         if p is None:
             p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]

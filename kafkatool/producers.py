@@ -48,7 +48,7 @@ from .logdir import LogDir
 from .logwriter import ProducerState, last_sequence
 from .model import NO_MARKERS, Batch, Finding, Marker, Stretch
 from .progress import Tally
-from .records import ScanOptions, decode_records
+from .records import ScanOptions, read_marker
 from .smallfiles import ProducerEntry, read_producer_entries
 from .walk import partition_dirs
 
@@ -196,6 +196,12 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
         h.history.snapshot = loaded.snapshot_files[max(loaded.snapshot_files)]
     h.history.log_start, h.history.leo = loaded.log_start_offset, loaded.log_end_offset
     pending = sorted(loaded.snapshot_files)
+
+    def reach(b: Batch) -> None:
+        """The state at each snapshot's offset, taken when the replay reaches it (before batch ``b``)."""
+        while pending and b.base_offset >= pending[0]:
+            h.history.states[pending.pop(0)] = h.history.entries()
+
     for seg in live:
         end = seg.valid_bytes if seg.recovered is not None else None
         tally = Tally(progress)
@@ -204,24 +210,21 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
                 for piece in _between_markers(item):  # type: ignore[arg-type]
                     if piece.__class__ is not Stretch:  # a marker the scan read: (its batch, the marker)
                         b, marker = piece  # type: ignore[misc]
-                        while pending and b.base_offset >= pending[0]:
-                            h.history.states[pending.pop(0)] = h.history.entries()
+                        reach(b)
                         h.batch(b, None, seg.display, marker)
                         continue
                     # whole unless a snapshot's offset falls in it (its state is taken between two of its batches)
                     if (pending and pending[0] <= piece.columns.advance(piece.lo, piece.hi)[1]  # type: ignore
                             or not h.stretch(piece, seg.display)):  # type: ignore[arg-type]
                         for b in piece.batches():  # type: ignore[union-attr]
-                            while pending and b.base_offset >= pending[0]:
-                                h.history.states[pending.pop(0)] = h.history.entries()
+                            reach(b)
                             h.batch(b, None, seg.display)
                 continue
             if isinstance(item, Finding):
                 h.history.findings.append(item)
                 continue
             b, control_raw = item  # type: ignore[misc]
-            while pending and b.base_offset >= pending[0]:
-                h.history.states[pending.pop(0)] = h.history.entries()
+            reach(b)
             h.batch(b, control_raw, seg.display)
         tally.settle(seg.size)  # the tail past a cut
     if progress is not None:
@@ -442,12 +445,10 @@ class _Replay:
         if marker is None:
             if raw is None:
                 return
-            records, findings = decode_records(b, raw, path)
+            marker, findings = read_marker(b, raw, path)
             self.history.findings.extend(findings)
-            if not records or records[0].control_type not in ("ABORT", "COMMIT"):
+            if marker is None:
                 return
-            r = records[0]
-            marker = Marker(r.control_type, r.coordinator_epoch, r.timestamp)  # type: ignore[arg-type]
         pid = b.producer_id
         if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:
             self.find("error", "producer-fenced", path, b,

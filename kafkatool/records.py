@@ -435,6 +435,17 @@ def stretch_markers(columns, lo: int, hi: int) -> dict[int, Marker]:
     return out
 
 
+def read_marker(batch: Batch, raw: bytes, path: str) -> tuple[Marker | None, Sequence[Finding]]:
+    """The end-transaction marker a control batch holds, decoded here (:func:`decode_records`): its first record when
+    that is an ABORT or a COMMIT, else None; and the findings of decoding it. The one reading of a marker from its
+    bytes for the producer replays (the loader's and the audit's); :func:`stretch_markers` reads alike."""
+    records, findings = decode_records(batch, raw, path)
+    if not records or records[0].control_type not in _TXN_MARKERS:
+        return None, findings
+    r = records[0]
+    return _tuple_new(Marker, (r.control_type, r.coordinator_epoch, r.timestamp)), findings
+
+
 # Bytes of batches the native core decodes into one set of columns (one call, a RecordRun's columns): small enough
 # that the columns stay in the caches and their memory is reused from call to call. A whole window's columns (three
 # times its bytes for small batches) were fresh pages every time, and faulting them in cost more than the decoding.
