@@ -185,11 +185,13 @@ def dump_paths(
     found = list(found_files(discover(paths)))
     separate = name_files or sum(isinstance(f, FoundFile) for f in found) > 1 or any(Path(p).is_dir() for p in paths)
     views: dict[Path, CommittedView] = {}
-    starts: dict[Path, tuple[Path, int] | None] = {}
-    offset_starts: dict[Path, tuple[Path, int] | bool] = {}
     wanted = options.filter
     # a search, or an offset range: only the record files, named only where something is shown
     selective = wanted.active or options.from_offset is not None or options.to_offset is not None
+    # where the first batch of --from-offset's and of --from-time's range is, per partition dir (found once)
+    seeks = [(find, value) for find, value in ((_offset_start, options.from_offset), (_time_start, wanted.from_time))
+             if value is not None]
+    firsts: dict[tuple[Callable, Path], tuple[Path, int] | bool] = {}
     for f in found:
         if isinstance(f, Finding):
             yield f
@@ -197,30 +199,18 @@ def dump_paths(
         if selective and not f.kind.holds_records:
             continue
         start = 0
-        if f.kind is FileKind.LOG and (options.from_offset is not None or options.to_offset is not None):
+        if f.kind is FileKind.LOG:
             base = classify(f.path).base_offset
             if options.to_offset is not None and base is not None and base > options.to_offset:
                 continue  # the segment begins after the range
-            if options.from_offset is not None:
-                parent = f.path.resolve().parent
-                if parent not in offset_starts:
-                    offset_starts[parent] = _offset_start(parent, options.from_offset)
-                at = offset_starts[parent]
-                if at is False:
-                    continue  # the range begins at or past the log end
-                if isinstance(at, tuple):
-                    if base is not None and base < (classify(at[0]).base_offset or 0):
-                        continue  # every batch of this segment is below --from-offset
-                    start = at[1] if at[0].name == f.path.name else 0
-        if wanted.from_time is not None and f.kind is FileKind.LOG:
             parent = f.path.resolve().parent
-            if parent not in starts:
-                starts[parent] = _time_start(parent, wanted.from_time)
-            time_start = starts[parent]
-            base = classify(f.path).base_offset
-            if time_start is None or (base is not None and base < (classify(time_start[0]).base_offset or 0)):
-                continue  # every record of this segment is older than --from-time
-            start = max(start, time_start[1] if time_start[0].name == f.path.name else 0)
+            for find, value in seeks:
+                if (find, parent) not in firsts:
+                    firsts[find, parent] = find(parent, value)
+            ats = [_start_in(firsts[find, parent], f.path, base) for find, _ in seeks]
+            if None in ats:
+                continue
+            start = max(ats, default=0)  # type: ignore[type-var]
         committed = None
         if options.isolation == "read_committed" and f.kind is FileKind.LOG:
             from .txns import committed_view
@@ -241,6 +231,21 @@ def dump_paths(
         yield from items
 
 
+def _start_in(first: tuple[Path, int] | bool, log: Path, base: int | None) -> int | None:
+    """Where to begin reading segment ``log`` (base offset ``base``) for a range whose first batch is ``first``
+    (:func:`_offset_start`, :func:`_time_start`): at that batch in its segment, at 0 in the later ones and where it
+    could not be placed (True); None, skipping the segment, in the earlier ones and where nothing is in range
+    (False)."""
+    if first is True:
+        return 0
+    if first is False:
+        return None
+    segment, position = first
+    if base is not None and base < (classify(segment).base_offset or 0):
+        return None  # every batch of this segment comes before the range
+    return position if segment.name == log.name else 0
+
+
 def _offset_start(partition: Path, from_offset: int) -> tuple[Path, int] | bool:
     """Where the batch holding ``from_offset`` (or the first after it) is (segment, batch position), found as a fetch
     finds it: the segment by base offset, then its ``.index`` (a missing or broken index: a scan of that segment).
@@ -256,15 +261,15 @@ def _offset_start(partition: Path, from_offset: int) -> tuple[Path, int] | bool:
     return True
 
 
-def _time_start(partition: Path, from_time: int) -> tuple[Path, int] | None:
+def _time_start(partition: Path, from_time: int) -> tuple[Path, int] | bool:
     """Where the first record at or after ``from_time`` is (segment, batch position), found as Kafka's ListOffsets
     finds it: through each segment's ``.timeindex`` and ``.index`` (a missing or broken index: a scan of that
-    segment); None when every record is older."""
+    segment); False when every record is older."""
     from .locate import locate_timestamp
 
     loc = locate_timestamp(partition, from_time)
     if not loc.found or loc.segment is None or loc.position is None:
-        return None
+        return False
     return Path(loc.segment), loc.position
 
 
