@@ -220,7 +220,7 @@ def dump_paths(
                 views[parent] = committed_view(parent)
             committed = views[parent]
         items = dump_file(f, options, progress, committed, start=start)
-        if separate and wanted.active:  # a search names only the files where it found something
+        if separate and selective:  # a search or a range names only the files where it shows something
             first = next(items, None)
             if first is None:
                 continue
