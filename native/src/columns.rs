@@ -131,6 +131,29 @@ pub struct Advance {
     pub next_position: Option<i64>,
 }
 
+/// Each producer id's slot in a list of one entry per producer id, slots given in the order the ids first appear:
+/// a hash map, with the last id looked up remembered (a log's batches come in runs of one producer).
+#[derive(Debug, Default)]
+struct ProducerSlots {
+    at: std::collections::HashMap<i64, usize>,
+    last: Option<(i64, usize)>,
+}
+
+impl ProducerSlots {
+    /// The slot of producer id `pid`, and whether it is new (the next one: the entry to push for it).
+    fn slot(&mut self, pid: i64) -> (usize, bool) {
+        if let Some((p, k)) = self.last {
+            if p == pid {
+                return (k, false);
+            }
+        }
+        let next = self.at.len();
+        let k = *self.at.entry(pid).or_insert(next);
+        self.last = Some((pid, k));
+        (k, k == next)
+    }
+}
+
 /// One producer id's batches in a range ([`WindowColumns::producer_spans`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerSpan {
@@ -198,16 +221,11 @@ impl WindowColumns {
         let batches = self.batches.get(lo..hi.min(self.batches.len())).unwrap_or_default();
         // each span with the epoch of its latest batch so far, and where each producer id's span is
         let mut spans: Vec<(ProducerSpan, i16)> = Vec::new();
-        let mut at = std::collections::HashMap::new();
-        let mut cached: Option<(i64, usize)> = None; // the last producer id looked up: batches come in runs of one
+        let mut slots = ProducerSlots::default();
         for (j, e) in batches.iter().enumerate() {
             let (i, pid, epoch) = (lo + j, e.header.producer_id, e.header.producer_epoch);
-            let k = match cached {
-                Some((p, k)) if p == pid => k,
-                _ => *at.entry(pid).or_insert(spans.len()),
-            };
-            cached = Some((pid, k));
-            if k == spans.len() {
+            let (k, new) = slots.slot(pid);
+            if new {
                 let first = ProducerSpan { producer_id: pid, first: i, last: i, first_epoch: epoch, rising: true };
                 spans.push((first, epoch));
             }
@@ -233,16 +251,11 @@ impl WindowColumns {
                 && i64::from(h.base_sequence) + i64::from(h.last_offset_delta) <= i64::from(i32::MAX)
         };
         let mut spans: Vec<(ProducerSequences, V2Header)> = Vec::new();
-        let mut at = std::collections::HashMap::new();
-        let mut cached: Option<(i64, usize)> = None; // the last producer id looked up: batches come in runs of one
+        let mut slots = ProducerSlots::default();
         for (j, e) in batches.iter().enumerate() {
             let (i, h) = (lo + j, e.header);
-            let k = match cached {
-                Some((p, k)) if p == h.producer_id => k,
-                _ => *at.entry(h.producer_id).or_insert(spans.len()),
-            };
-            cached = Some((h.producer_id, k));
-            if k == spans.len() {
+            let (k, new) = slots.slot(h.producer_id);
+            if new {
                 let first = ProducerSequences {
                     producer_id: h.producer_id,
                     first: i,
@@ -297,8 +310,7 @@ impl WindowColumns {
         // per producer id: its latest batch and latest data batch so far, and whether its next transactional data
         // batch may begin a transaction
         let mut producers: Vec<(usize, Option<usize>, bool)> = Vec::new();
-        let mut slot_of = std::collections::HashMap::new();
-        let mut cached: Option<(i64, usize)> = None; // the last producer id looked up (batches come in bursts)
+        let mut slots = ProducerSlots::default();
         let every_batch = mask & (event::FIRST | event::LAST_DATA | event::LAST) != 0;
         for (j, e) in batches.iter().enumerate() {
             let (pid, attributes) = (e.header.producer_id, e.header.attributes);
@@ -306,15 +318,11 @@ impl WindowColumns {
                 continue;
             }
             let mut kind = 0;
-            let k = match cached {
-                Some((p, k)) if p == pid => k,
-                _ => *slot_of.entry(pid).or_insert_with(|| {
-                    kind |= event::FIRST;
-                    producers.push((j, None, true));
-                    producers.len() - 1
-                }),
-            };
-            cached = Some((pid, k));
+            let (k, new) = slots.slot(pid);
+            if new {
+                kind |= event::FIRST;
+                producers.push((j, None, true));
+            }
             let Some((latest, latest_data, may_begin)) = producers.get_mut(k) else { continue };
             if attributes & 0x20 != 0 {
                 kind |= event::CONTROL;
