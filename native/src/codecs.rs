@@ -4,7 +4,8 @@
 //! refusing to hold more than `limit` bytes of output (plus one decoder step: a 1 MiB chunk, one lz4 block
 //! of at most 4 MiB or nothing for snappy, whose blocks declare their length first). The decoders are
 //! kept per thread and reset between payloads, never built per batch ([`Decompressor`]), and
-//! [`with_decompressed`] also reuses one output buffer per thread.
+//! [`with_decompressed`] also reuses one output buffer per thread. A payload refused for its limit is
+//! refused again at once, not decompressed a second time, when the same bytes come back ([`Bomb`]).
 //!
 //! The stream rules are those of the pure reader, `kafkatool/codecs.py` (Kafka's own readers), with
 //! the same decoding libraries underneath: zlib's inflate (zlib-rs is a port of it; Python's `zlib`),
@@ -17,6 +18,7 @@
 //! holds the two identical over the corpus and seeded mutations (bit flips, cuts, bombs).
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 
 /// Why a payload was not decompressed here (the pure reader then decides, and words the finding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,11 +39,31 @@ const CHUNK: usize = 1 << 20;
 /// Output buffers above this are given back to the allocator after use (a bomb's buffer is not kept).
 const KEEP_CAPACITY: usize = 16 << 20;
 
-/// One reusable decoder per codec (lz4 and snappy need no state beyond the output buffer).
+/// One reusable decoder per codec (lz4 and snappy need no state beyond the output buffer), and the payloads
+/// refused for passing their limit.
 pub struct Decompressor {
     inflate: Option<zlib_rs::Inflate>,
     zstd: Option<zstd_safe::DCtx<'static>>,
     snappy: snap::raw::Decoder,
+    bombs: HashSet<Bomb>,
+}
+
+/// Most payloads [`Decompressor`] remembers as refused (then it forgets them all): more than a 4 MiB window
+/// holds of the smallest bombs of the default limit (~4 KiB of zstd for 128 MiB), in ~150 KiB.
+const MAX_BOMBS: usize = 4096;
+
+/// A payload refused with [`Fail::Limit`], by what it was asked with and its bytes' CRC32C. A refused batch
+/// comes back for the same work (the window decoder leaves it to the per-batch path, which asks again
+/// before handing it to the pure reader), and a bomb costs its whole limit in fresh output pages each time
+/// (~1 ms a MiB): the same bytes asked the same way are refused at once. A wrong match (equal CRC and
+/// length, other bytes) costs nothing but speed: every refusal goes to the pure reader, which decides.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Bomb {
+    codec: u8,
+    limit: usize,
+    legacy_lz4: bool,
+    len: usize,
+    crc: u32,
 }
 
 impl Default for Decompressor {
@@ -56,6 +78,7 @@ impl Decompressor {
             inflate: None,
             zstd: None,
             snappy: snap::raw::Decoder::new(),
+            bombs: HashSet::new(),
         }
     }
 
@@ -73,14 +96,26 @@ impl Decompressor {
         if payload.is_empty() {
             return Err(Fail::Refused);
         }
-        let limit = limit.saturating_add(out.len());
-        match codec {
-            GZIP => self.gunzip(payload, limit, out),
-            SNAPPY => self.unsnappy(payload, limit, out),
-            LZ4 => unlz4(payload, limit, legacy_lz4, out),
-            ZSTD => self.unzstd(payload, limit, out),
-            _ => Err(Fail::Refused),
+        // the CRC only once a payload was refused: nothing on the path of input without bombs
+        let asked = || Bomb { codec, limit, legacy_lz4, len: payload.len(), crc: crc32c::crc32c(payload) };
+        if !self.bombs.is_empty() && self.bombs.contains(&asked()) {
+            return Err(Fail::Limit);
         }
+        let total = limit.saturating_add(out.len());
+        let result = match codec {
+            GZIP => self.gunzip(payload, total, out),
+            SNAPPY => self.unsnappy(payload, total, out),
+            LZ4 => unlz4(payload, total, legacy_lz4, out),
+            ZSTD => self.unzstd(payload, total, out),
+            _ => Err(Fail::Refused),
+        };
+        if result == Err(Fail::Limit) {
+            if self.bombs.len() >= MAX_BOMBS {
+                self.bombs.clear();
+            }
+            self.bombs.insert(asked());
+        }
+        result
     }
 
     /// gzip as `GZIPInputStream` (via `zlib.decompressobj(wbits=31)` in the pure reader): members back
@@ -389,6 +424,49 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(decompress_into(LZ4, &legacy, 5, true, &mut out), Ok(()));
         assert_eq!(out, b"hello");
+    }
+
+    #[test]
+    fn a_refused_payload_is_refused_again_and_only_it() {
+        let frame = |text: &[u8; 5]| {
+            let mut f = vec![0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82];
+            f.extend_from_slice(&(0x8000_0005u32).to_le_bytes());
+            f.extend_from_slice(text);
+            f.extend_from_slice(&[0, 0, 0, 0]);
+            f
+        };
+        let (bomb, other) = (frame(b"hello"), frame(b"world"));
+        let mut d = Decompressor::new();
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            assert_eq!(d.decompress_into(LZ4, &bomb, 4, false, &mut out), Err(Fail::Limit));
+        }
+        // after it, each time: the same length with other bytes, the same bytes with a limit they fit in, and
+        // read as legacy lz4 are decompressed as ever
+        for (payload, limit, legacy, text) in
+            [(&other, 5, false, b"world"), (&bomb, 5, false, b"hello"), (&other, 5, true, b"world")]
+        {
+            assert_eq!(d.decompress_into(LZ4, &bomb, 4, false, &mut Vec::new()), Err(Fail::Limit));
+            out.clear();
+            assert_eq!(d.decompress_into(LZ4, payload, limit, legacy, &mut out), Ok(()));
+            assert_eq!(&out, text);
+        }
+        // the limit counts the payload's output only, remembered or not
+        out = b"xxxxxxx".to_vec();
+        assert_eq!(d.decompress_into(LZ4, &bomb, 4, false, &mut out), Err(Fail::Limit));
+        out.truncate(7);
+        assert_eq!(d.decompress_into(LZ4, &bomb, 5, false, &mut out), Ok(()));
+        assert_eq!(out, b"xxxxxxxhello");
+        // many bombs, past what is remembered: each still refused, and what fits still read
+        for i in 0..MAX_BOMBS as u32 + 10 {
+            let text = [b'a', (i >> 24) as u8, (i >> 16) as u8, (i >> 8) as u8, i as u8];
+            assert_eq!(d.decompress_into(LZ4, &frame(&text), 4, false, &mut Vec::new()), Err(Fail::Limit));
+        }
+        assert!(d.bombs.len() <= MAX_BOMBS);
+        assert_eq!(d.decompress_into(LZ4, &other, 4, false, &mut Vec::new()), Err(Fail::Limit));
+        out.clear();
+        assert_eq!(d.decompress_into(LZ4, &other, 5, false, &mut out), Ok(()));
+        assert_eq!(out, b"world");
     }
 
     #[test]
