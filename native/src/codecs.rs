@@ -5,7 +5,7 @@
 //! of at most 4 MiB or nothing for snappy, whose blocks declare their length first). The decoders are
 //! kept per thread and reset between payloads, never built per batch ([`Decompressor`]), and
 //! [`with_decompressed`] also reuses one output buffer per thread. A payload refused for its limit is
-//! refused again at once, not decompressed a second time, when the same bytes come back ([`Bomb`]).
+//! refused again at once, not decompressed a second time, when the same bytes come back.
 //!
 //! The stream rules are those of the pure reader, `kafkatool/codecs.py` (Kafka's own readers), with
 //! the same decoding libraries underneath: zlib's inflate (zlib-rs is a port of it; Python's `zlib`),

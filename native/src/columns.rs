@@ -10,7 +10,8 @@
 //! `(next_p, stop, WindowColumns)` ([`decode_window_until`] stops as [`crate::frame::scan_v2_until`] does,
 //! a piece of the window at a time). In [`WindowColumns`]:
 //!
-//! - `data` is a copy of `buf[origin..next_p]`, every slice below is relative to it;
+//! - `data` is a copy of `buf[origin..next_p]`, then the records sections of the batches decompressed here;
+//!   every slice below is relative to it;
 //! - per batch `i`: `batches[i]` (its [`Entry`], `start` relative to `data`), `decoded[i]`, and its
 //!   records are `records.*[record_starts[i]..record_starts[i + 1]]`;
 //! - per record `j`: `records.offsets[j]`, `records.timestamps[j]` (absolute), `records.keys[j]` /
@@ -21,11 +22,11 @@
 //!   ([`crate::records::control_record`]; uncompressed, declaring one record), in batch order, whatever `decode`
 //!   says: the facts a reader needs of a transaction marker, so that nobody reads its bytes again.
 //!
-//! A batch is `decoded` when it is uncompressed, not a control batch, its last offset fits 64 bits and
-//! [`crate::records::decode_v2`] decodes all of its records; otherwise it holds no records here and the
-//! Python reader decodes it (`kafkatool.records.decode_records`: decompression, control records and every
-//! finding live there). Hook for compressed batches: a native decompressor can decode the decompressed
-//! section with `records::decode_v2_into` into its own buffer; today they go to Python.
+//! A batch is `decoded` when it is not a control batch, its last offset fits 64 bits, it is uncompressed or
+//! (with [`Decode::Compressed`]) decompressed here within the limit ([`crate::codecs::with_decompressed`];
+//! its records section is then appended to `data`), and [`crate::records::decode_v2`] decodes all of its
+//! records; otherwise it holds no records here (`pending`) and the Python reader decodes it
+//! (`kafkatool.records.decode_records`: control records, damage, bombs and every finding live there).
 
 use crate::frame::{self, Entry, V2Header, RECORD_BATCH_OVERHEAD};
 use crate::records::{self, BatchContext, ControlRecord, RecordColumns};

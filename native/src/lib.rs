@@ -1,24 +1,33 @@
 //! `kafkatool._native`: the byte level of kafkatool's record reader, for CPython (PyO3, abi3).
 //!
-//! Bytes here, meaning in Python. Three functions over a buffer the caller owns (the reader's window,
-//! a batch's bytes, a decompressed records section):
+//! Bytes here, meaning in Python. Over a buffer the caller owns (the reader's window, a batch's bytes, a
+//! decompressed records section), the module gives Python:
 //!
 //! - [`scan_batches`]: the whole v2 batches of a window as columns, one per field of
 //!   `kafkatool.model.Batch` (CRC32C checked), optionally with each batch's bytes;
 //! - [`scan_headers`]: the same walk for the columnar scan (`HeaderRun`): positions, raw 61-byte
 //!   headers, CRC verdicts and the bytes of control batches;
-//! - [`decode_v2`]: every record of a v2 records section as columns, or `None`.
+//! - [`decode_v2`]: every record of a v2 records section as columns, or `None`;
 //! - `decompress`, `decode_v2_compressed` ([`codecs`]): bounded one-pass decompression of a payload,
-//!   and of a compressed v2 batch straight into those columns.
+//!   and of a compressed v2 batch straight into those columns;
+//! - `decode_window_columns` ([`columns`]): many batches and their records (decompressed here, bounded)
+//!   in one set of columns, `WindowColumns`, which also answers the per-batch questions of the checks, the
+//!   loader's replay and the producers audit over a run of batches (`follows`, `advance`, `producer_spans`,
+//!   `producer_events`, `control_records`, ...) and renders dump's lines ([`render`]);
+//! - `RecordsBuilder` ([`arrow`]): the Spark records level's Arrow buffers, handed to pyarrow without a copy.
 //!
 //! Each stops where the bytes stop being the common case and hands over to the Python reader, which
 //! owns every check and finding (`kafkatool/records.py`); the Python reader is the reference and
 //! `tests/test_native.py` holds the two identical. Untrusted bytes never panic here (no unchecked
 //! indexing, every length bounded by the bytes present); should a panic happen anyway, it reaches
 //! Python as `NativePanic`, a `RuntimeError`, which the CLI turns into its internal-error exit (70).
+//!
+//! These docs are for the crate's maintainers, private items included: `cargo doc --document-private-items`.
 
 // Untrusted bytes: no indexing that can panic, no unwrap/expect outside the tests.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+// The docs link the private items they describe (read them with --document-private-items).
+#![allow(rustdoc::private_intra_doc_links)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
