@@ -9,6 +9,7 @@ batch, reason); reading goes on.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -57,8 +58,25 @@ class _Undecodable(Exception):
     pass
 
 
+# Readers derived from the declarations of the records a partition holds by the million (kafkatool.fastparse):
+# built on first use, by the id of the declaration (module constants, alive as long as the process).
+_FAST_DECLS = (it.CoordinatorKeyVersion, it.OffsetCommitKey, it.GroupMetadataKey, it.OffsetCommitValue,
+               it.TransactionLogKey)
+_fast: dict[int, Callable[[bytes], Any]] | None = None
+
+
 def _parse(decl: Any, data: bytes, what: str) -> Any:
-    """Parse ``data`` whole with ``decl``: a short read or bytes left over is an error."""
+    """Parse ``data`` whole with ``decl``: a short read or bytes left over is an error. The declarations of
+    ``_FAST_DECLS`` are read by their derived :func:`kafkatool.fastparse.reader` first (the same result), and
+    by Construct where it gives up, to word the error."""
+    global _fast
+    if _fast is None:
+        from .fastparse import reader
+
+        _fast = {id(d): r for d in _FAST_DECLS if (r := reader(d)) is not None}
+    fast = _fast.get(id(decl))
+    if fast is not None and data.__class__ is bytes and (value := fast(data)) is not None:
+        return value
     stream = io.BytesIO(data)
     try:
         value = decl.parse_stream(stream)
@@ -237,6 +255,13 @@ class OtherKey:
     version: int
 
 
+# Keys repeat: a group commits the same (group, topic, partition) over and over, and a transactional id's state is
+# rewritten at every transition. Decoded keys are immutable, so each distinct key is decoded once (a key that does
+# not decode raises again, every time: exceptions are not cached).
+_KEYS_CACHED = 1 << 16
+
+
+@functools.lru_cache(maxsize=_KEYS_CACHED)
 def decode_offsets_key(key: bytes) -> OffsetKey | GroupKey | OtherKey:
     version = _parse(it.CoordinatorKeyVersion, key[:2], "key version").version
     if version in it.KEY_OFFSET_COMMIT:
@@ -477,6 +502,7 @@ class TransactionLogEntry:
         }
 
 
+@functools.lru_cache(maxsize=_KEYS_CACHED)
 def decode_transaction_key(key: bytes) -> str:
     version = _parse(it.CoordinatorKeyVersion, key[:2], "TransactionLogKey version").version
     if version != 0:
