@@ -9,10 +9,11 @@ fields present, an overlong varint), and then the caller parses with the declara
 error. So the declaration stays the one source of the layout and of every finding; ``tests/test_fastparse.py``
 holds the two equal on every internal-topic record of the corpus and on mutated and generated ones.
 
-Shapes taken (any other field in a declaration: no reader, the declaration parses every time): fixed-size
-integers (``FormatField``), the nullable strings of both encodings (``string16``, ``compact_nullable_string``),
-``tagged_fields`` when there are none, a nested ``Struct`` of these, and ``Switch`` on an earlier field whose
-cases are such Structs and whose default is ``Pass`` (``OffsetCommitValue``'s version).
+Shapes taken (any other field in a declaration: no reader, the declaration parses every time): big-endian
+fixed-size integers (``FormatField``), the nullable strings and bytes of both encodings (``string16``,
+``bytes32``, ``compact_nullable_string``, ``compact_bytes``), the arrays of both (``array32``, ``compact_array``)
+of integers or of Structs taken here, ``tagged_fields``, a nested ``Struct`` of these, and ``Switch`` on an
+earlier field whose cases are such Structs and whose default is ``Pass`` (the version of a value).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from construct import Container, FormatField, ListContainer, Pass, Renamed, Struct, Switch
+from construct import Array, Container, FormatField, IfThenElse, ListContainer, Pass, Renamed, Struct, Switch
 
 from .formats import internal_topics as it
-from .formats.primitives import tagged_fields
+from .formats.primitives import compact_length, tagged_fields
 
 # A step reads one field of ``data`` at ``pos`` into ``out`` and returns where the next begins; it raises
 # _Miss for bytes it does not take (the declaration then parses them).
@@ -37,6 +38,7 @@ class _Miss(Exception):
 
 
 _INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
 
 
 def _ints_step(names: list[str], fmt: struct.Struct) -> Step:
@@ -75,13 +77,26 @@ def _string(data: bytes, pos: int, n: int) -> str | None:
         raise _Miss from None
 
 
-def _string16_step(name: str) -> Step:
+def _bytes(data: bytes, pos: int, n: int) -> bytes | None:
+    """``n`` bytes at ``pos`` (None when ``n`` is negative: null)."""
+    if n < 0:
+        return None
+    end = pos + n
+    if end > len(data):
+        raise _Miss
+    return data[pos:end]
+
+
+def _fixed_length_step(name: str, fmt: struct.Struct, body: Callable[[bytes, int, int], Any]) -> Step:
+    """A nullable string or bytes field of a signed fixed-size length (-1: null)."""
+    unpack, size = fmt.unpack_from, fmt.size
+
     def step(data: bytes, pos: int, out: Container) -> int:
-        if pos + 2 > len(data):
+        if pos + size > len(data):
             raise _Miss
-        n = _INT16.unpack_from(data, pos)[0]
-        out[name] = Container(length=n, value=_string(data, pos + 2, n))
-        return pos + 2 + n if n > 0 else pos + 2
+        n = unpack(data, pos)[0]
+        out[name] = Container(length=n, value=body(data, pos + size, n))
+        return pos + size + n if n > 0 else pos + size
 
     return step
 
@@ -98,22 +113,103 @@ def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
     raise _Miss
 
 
-def _compact_string_step(name: str) -> Step:
+def _compact_step(name: str, body: Callable[[bytes, int, int], Any]) -> Step:
+    """A nullable compact string or bytes field: uvarint ``length + 1`` (0: null)."""
+
     def step(data: bytes, pos: int, out: Container) -> int:
         n, pos = _uvarint(data, pos)
         n -= 1
-        out[name] = Container(length=n, value=_string(data, pos, n))
+        out[name] = Container(length=n, value=body(data, pos, n))
         return pos + n if n > 0 else pos
 
     return step
 
 
-def _no_tags_step(name: str) -> Step:
+def _tags_step(name: str) -> Step:
+    """Tagged fields: uvarint count, then per field uvarint tag, uvarint size and ``size`` bytes."""
+
     def step(data: bytes, pos: int, out: Container) -> int:
-        if pos >= len(data) or data[pos] != 0:
+        count, pos = _uvarint(data, pos)
+        fields = ListContainer()
+        for _ in range(count):
+            tag, pos = _uvarint(data, pos)
+            size, pos = _uvarint(data, pos)
+            end = pos + size
+            if end > len(data):
+                raise _Miss
+            fields.append(Container(tag=tag, size=size, data=data[pos:end]))
+            pos = end
+        out[name] = Container(count=count, fields=fields)
+        return pos
+
+    return step
+
+
+def _array_steps(decl: Any) -> tuple[Step, Callable[[bytes, int], tuple[Any, int]]] | None:
+    """The two fields of ``array32(element)`` / ``compact_array(element)``: the count's step, and a reader of one
+    element; None for any other Struct."""
+    subs = decl.subcons
+    if len(subs) != 2 or [getattr(x, "name", None) for x in subs] != ["count", "entries"]:
+        return None
+    count, entries = subs[0].subcon, subs[1].subcon
+    if not (isinstance(entries, IfThenElse) and entries.elsesubcon is Pass
+            and repr(entries.condfunc) == "(this['count'] >= 0)" and isinstance(entries.thensubcon, Array)
+            and repr(entries.thensubcon.count) == "this['count']"):
+        return None
+    if isinstance(count, FormatField) and count.fmtstr[0] == ">":
+        count_step = _ints_step(["count"], struct.Struct(count.fmtstr))
+    elif count is compact_length:
+        count_step = _uvarint_minus_one_step("count")
+    else:
+        return None
+    element = entries.thensubcon.subcon
+    if isinstance(element, FormatField):
+        fmt = struct.Struct(element.fmtstr)
+
+        def read_int(data: bytes, pos: int) -> tuple[Any, int]:
+            if pos + fmt.size > len(data):
+                raise _Miss
+            return fmt.unpack_from(data, pos)[0], pos + fmt.size
+
+        return count_step, read_int
+    steps = _struct_steps(element) if isinstance(element, Struct) else None
+    if steps is None:
+        return None
+
+    def read_struct(data: bytes, pos: int) -> tuple[Any, int]:
+        item = Container()
+        for s in steps:
+            pos = s(data, pos, item)
+        return item, pos
+
+    return count_step, read_struct
+
+
+def _uvarint_minus_one_step(name: str) -> Step:
+    def step(data: bytes, pos: int, out: Container) -> int:
+        n, pos = _uvarint(data, pos)
+        out[name] = n - 1
+        return pos
+
+    return step
+
+
+def _array_step(name: str, count_step: Step, read: Callable[[bytes, int], tuple[Any, int]]) -> Step:
+    def step(data: bytes, pos: int, out: Container) -> int:
+        inner = Container()
+        pos = count_step(data, pos, inner)
+        n = inner["count"]
+        if n > len(data) - pos:  # every element takes a byte or more: a count past the end is damage
             raise _Miss
-        out[name] = Container(count=0, fields=ListContainer())
-        return pos + 1
+        entries = None
+        if n >= 0:
+            entries = ListContainer()
+            for _ in range(n):
+                item, pos = read(data, pos)
+                entries.append(item)
+        inner["entries"] = entries
+        out[name] = inner
+        return pos
 
     return step
 
@@ -188,14 +284,21 @@ def _field_step(name: str, sub: Any) -> Step | None:
     if isinstance(sub, FormatField):
         return _ints_step([name], struct.Struct(sub.fmtstr))
     if sub is it.string16:
-        return _string16_step(name)
+        return _fixed_length_step(name, _INT16, _string)
+    if sub is it.bytes32:
+        return _fixed_length_step(name, _INT32, _bytes)
     if sub is it.compact_nullable_string:
-        return _compact_string_step(name)
+        return _compact_step(name, _string)
+    if sub is it.compact_bytes:
+        return _compact_step(name, _bytes)
     if sub is tagged_fields:
-        return _no_tags_step(name)
+        return _tags_step(name)
     if isinstance(sub, Switch):
         return _switch_step(name, sub)
     if isinstance(sub, Struct):
+        array = _array_steps(sub)
+        if array is not None:
+            return _array_step(name, *array)
         steps = _struct_steps(sub)
         return None if steps is None else _nested_step(name, steps)
     return None

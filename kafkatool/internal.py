@@ -61,7 +61,7 @@ class _Undecodable(Exception):
 # Readers derived from the declarations of the records a partition holds by the million (kafkatool.fastparse):
 # built on first use, by the id of the declaration (module constants, alive as long as the process).
 _FAST_DECLS = (it.CoordinatorKeyVersion, it.OffsetCommitKey, it.GroupMetadataKey, it.OffsetCommitValue,
-               it.TransactionLogKey)
+               it.GroupMetadataValue, it.TransactionLogKey, it.TransactionLogValue)
 _fast: dict[int, Callable[[bytes], Any]] | None = None
 
 

@@ -4,8 +4,8 @@ For every declaration ``internal._parse`` reads with a derived reader: on every 
 corpus's ``__consumer_offsets`` and ``__transaction_state`` partitions, on values of every version built from
 random fields, and on seeded mutations of all of them (bit flips, cuts, bytes added, absurd lengths), the reader
 gives either ``None`` (the declaration then parses, and words any error) or exactly ``decl.parse(data)``; and it
-gives ``None`` only where the declaration fails, leaves bytes over, or meets a shape the reader leaves to it
-(tagged fields present, an overlong varint).
+gives ``None`` only where the declaration fails or leaves bytes over, or for a varint longer than the reader
+takes (5 bytes).
 """
 
 from __future__ import annotations
@@ -14,19 +14,24 @@ import functools
 import io
 import random
 import struct
+from pathlib import Path
 from typing import Any
 
 import pytest
 from construct import ConstructError
 
 from kafkatool import internal
+from kafkatool.build import RecordSpec, record_batch
 from kafkatool.fastparse import reader
 from kafkatool.formats import internal_topics as it
 
-from .conftest import corpus_root
+from .conftest import PROJECT_ROOT, corpus_root
+
+FIXTURES = PROJECT_ROOT / "fixtures"
 
 DECLS = {name: getattr(it, name) for name in ("CoordinatorKeyVersion", "OffsetCommitKey", "GroupMetadataKey",
-                                               "OffsetCommitValue", "TransactionLogKey")}
+                                               "OffsetCommitValue", "GroupMetadataValue", "TransactionLogKey",
+                                               "TransactionLogValue")}
 
 
 def _declared(decl: Any, data: bytes) -> Any:
@@ -39,15 +44,6 @@ def _declared(decl: Any, data: bytes) -> Any:
     return value if stream.tell() == len(data) else None
 
 
-def _left_to_the_declaration(value: Any) -> bool:
-    """Whether a reading holds a shape the derived reader leaves to the declaration: tagged fields present."""
-    if hasattr(value, "items"):
-        if "fields" in value and "count" in value and value["count"]:
-            return True
-        return any(_left_to_the_declaration(v) for k, v in value.items() if not str(k).startswith("_"))
-    return False
-
-
 def check(decl: Any, data: bytes) -> bool:
     """Assert the reader of ``decl`` agrees with ``decl`` on ``data``; True when the reader read it."""
     fast = reader(decl)(data)
@@ -55,7 +51,7 @@ def check(decl: Any, data: bytes) -> bool:
     if fast is not None:
         assert declared is not None and fast == declared, (data.hex(), fast, declared)
         return True
-    assert declared is None or _left_to_the_declaration(declared) or _overlong_varint(data), (data.hex(), declared)
+    assert declared is None or _overlong_varint(data), (data.hex(), declared)
     return False
 
 
@@ -91,15 +87,18 @@ def test_every_declaration_internal_reads_first_has_a_reader() -> None:
 
 
 def test_declarations_with_shapes_it_does_not_take_have_no_reader() -> None:
-    # arrays (members, partitions), bytes: every reading is Construct's
-    for decl in (it.GroupMetadataValue, it.TransactionLogValue):
+    # a Uuid (16 bytes), a varint record header: every reading is Construct's
+    for decl in (it.TopicRecord, it.MetadataFrame):
         assert reader(decl) is None
 
 
 def _applicable(kind: str, key: bytes, value: bytes | None) -> list[tuple[Any, bytes]]:
     pairs: list[tuple[Any, bytes]] = [(it.CoordinatorKeyVersion, key[:2])]
     if kind == "__transaction_state":
-        return [*pairs, (it.TransactionLogKey, key)]
+        pairs += [(it.TransactionLogKey, key)]
+        if value is not None:
+            pairs += [(it.CoordinatorKeyVersion, value[:2]), (it.TransactionLogValue, value)]
+        return pairs
     version = struct.unpack_from(">h", key)[0] if len(key) >= 2 else None
     if version in it.KEY_OFFSET_COMMIT:
         pairs += [(it.OffsetCommitKey, key)]
@@ -107,6 +106,8 @@ def _applicable(kind: str, key: bytes, value: bytes | None) -> list[tuple[Any, b
             pairs += [(it.CoordinatorKeyVersion, value[:2]), (it.OffsetCommitValue, value)]
     elif version == it.KEY_GROUP_METADATA:
         pairs += [(it.GroupMetadataKey, key)]
+        if value is not None:
+            pairs += [(it.CoordinatorKeyVersion, value[:2]), (it.GroupMetadataValue, value)]
     return pairs
 
 
@@ -118,8 +119,8 @@ def test_corpus_records_read_alike() -> None:
         for decl, data in _applicable(kind, key, value):
             read[names[id(decl)]] += check(decl, data)
     # the corpus's records are the common case: the readers read them (the corpus has no __transaction_state
-    # record: the generated test has transactional ids)
-    assert len(records) > 1000 and all(n for name, n in read.items() if name != "TransactionLogKey"), read
+    # record: the generated test has transactional ids and states)
+    assert len(records) > 1000 and all(n for name, n in read.items() if not name.startswith("Transaction")), read
 
 
 def _s16(s: str | None) -> bytes:
@@ -133,19 +134,15 @@ def _compact(s: str | None) -> bytes:
     if s is None:
         return b"\x00"
     b = s.encode()
-    n, out = len(b) + 1, bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    return bytes(out) + bytes([n]) + b
+    return _uvarint(len(b) + 1) + b
 
 
 _TEXTS = [None, "", "m", "grüße", "日本語", "x" * 200, "emoji-\U0001F600"]
 
 
 def offset_commit_value(rng: random.Random, version: int) -> bytes:
-    """An ``OffsetCommitValue`` of ``version`` from its JSON schema, packed by hand (with tagged fields for v4 at
-    times: the declaration's alone)."""
+    """An ``OffsetCommitValue`` of ``version`` from its JSON schema, packed by hand (v4 with tagged fields at
+    times)."""
     out = struct.pack(">hq", version, rng.randrange(-1, 1 << 62))
     if version >= 3:
         out += struct.pack(">i", rng.randrange(-1, 1 << 20))
@@ -154,9 +151,75 @@ def offset_commit_value(rng: random.Random, version: int) -> bytes:
     out += struct.pack(">q", rng.randrange(-1, 1 << 42))
     if version == 1:
         out += struct.pack(">q", rng.randrange(-1, 1 << 42))
-    if version >= 4:
-        out += b"\x01\x05\x02ab" if rng.random() < 0.2 else b"\x00"
+    return out + (_tags(rng) if version >= 4 else b"")
+
+
+def _i32s(values: list[int], flexible: bool) -> bytes:
+    count = _uvarint(len(values) + 1) if flexible else struct.pack(">i", len(values))
+    return count + b"".join(struct.pack(">i", v) for v in values)
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out) + bytes([n])
+
+
+def _tags(rng: random.Random) -> bytes:
+    """Tagged fields: none at most times, else one to three (tags 0-2 of TransactionLogValue v1, say)."""
+    if rng.random() < 0.5:
+        return b"\x00"
+    tags = sorted(rng.sample(range(4), rng.randint(1, 3)))
+    out = _uvarint(len(tags))
+    for t in tags:
+        data = bytes(rng.randrange(256) for _ in range(rng.choice((2, 8))))
+        out += _uvarint(t) + _uvarint(len(data)) + data
     return out
+
+
+def transaction_log_value(rng: random.Random, version: int) -> bytes:
+    """A ``TransactionLogValue`` of ``version`` (0, or 1 flexible with tags) from its JSON schema."""
+    flexible = version >= 1
+    out = struct.pack(">hqhib", version, rng.randrange(-1, 1 << 40), rng.randrange(-1, 1 << 15),
+                      rng.randrange(1 << 20), rng.randrange(8))
+    partitions = [(rng.choice(_TEXTS[1:]), [rng.randrange(100) for _ in range(rng.randrange(4))])
+                  for _ in range(rng.randrange(4))]
+    out += _uvarint(len(partitions) + 1) if flexible else struct.pack(">i", len(partitions))
+    for topic, ids in partitions:
+        out += (_compact(topic) if flexible else _s16(topic)) + _i32s(ids, flexible) + (_tags(rng) if flexible else b"")
+    out += struct.pack(">qq", rng.randrange(1 << 42), rng.randrange(-1, 1 << 42))
+    return out + (_tags(rng) if flexible else b"")
+
+
+def group_metadata_value(rng: random.Random, version: int) -> bytes:
+    """A ``GroupMetadataValue`` of ``version`` (0..4; 4 flexible) with 0-3 members, from its JSON schema."""
+    flexible = version >= 4
+
+    def text(t: str | None) -> bytes:
+        return _compact(t) if flexible else _s16(t)
+
+    def blob(b: bytes | None) -> bytes:
+        if flexible:
+            return b"\x00" if b is None else _uvarint(len(b) + 1) + b
+        return struct.pack(">i", -1) if b is None else struct.pack(">i", len(b)) + b
+
+    out = struct.pack(">h", version) + text(rng.choice(_TEXTS)) + struct.pack(">i", rng.randrange(-1, 500))
+    out += text(rng.choice(_TEXTS)) + text(rng.choice(_TEXTS))
+    if version >= 2:
+        out += struct.pack(">q", rng.randrange(-1, 1 << 42))
+    members = rng.randrange(4)
+    out += _uvarint(members + 1) if flexible else struct.pack(">i", members)
+    for _ in range(members):
+        out += text(rng.choice(_TEXTS)) + (text(rng.choice(_TEXTS)) if version >= 3 else b"")
+        out += text(rng.choice(_TEXTS)) + text(rng.choice(_TEXTS))
+        out += struct.pack(">i", rng.randrange(1 << 20)) if version >= 1 else b""
+        out += struct.pack(">i", rng.randrange(1 << 20))
+        out += blob(rng.choice((None, b"", bytes(range(rng.randrange(40))))))
+        out += blob(rng.choice((None, b"", bytes(range(rng.randrange(40))))))
+        out += _tags(rng) if flexible else b""
+    return out + (_tags(rng) if flexible else b"")
 
 
 def offset_commit_key(rng: random.Random) -> bytes:
@@ -193,9 +256,12 @@ def test_generated_and_mutated_records_read_alike(seed: int) -> None:
             kind, key, value = rng.choice(corpus)
         elif i % 3 == 1:
             kind, key, value = "__transaction_state", struct.pack(">h", rng.choice((0, 0, 1))) + _s16(
-                rng.choice(_TEXTS)), None
-        else:
+                rng.choice(_TEXTS)), transaction_log_value(rng, rng.randrange(2))
+        elif i % 2:
             kind, key, value = "__consumer_offsets", offset_commit_key(rng), offset_commit_value(rng, rng.randrange(5))
+        else:
+            kind, key, value = "__consumer_offsets", struct.pack(">h", 2) + _s16(rng.choice(_TEXTS)), \
+                group_metadata_value(rng, rng.randrange(5))
         for decl, data in _applicable(kind, key, value):
             read += check(decl, data)
             check(decl, mutate(data, rng))
@@ -218,3 +284,26 @@ def test_offsets_replay_is_the_same_with_the_declarations_alone(monkeypatch: pyt
     monkeypatch.setattr(internal, "_fast", {})
     declared = replay()
     assert len(fast) > 20 and fast == declared
+
+
+def test_transaction_state_replay_is_the_same_with_the_declarations_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7)
+    records = [RecordSpec(struct.pack(">h", 0) + _s16(f"tx-{rng.randrange(40)}"),
+                          transaction_log_value(rng, rng.randrange(2)) if rng.random() < 0.9 else None,
+                          1_700_000_000_000 + i)
+               for i in range(3000)]
+    part = tmp_path / "__transaction_state-5"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(b"".join(record_batch(i, [r]) for i, r in enumerate(records)))
+    dirs = [part, *sorted(Path(FIXTURES).rglob("__transaction_state-*"))]
+
+    def replay() -> list:
+        internal.decode_transaction_key.cache_clear()
+        return [x for d in dirs for x in internal.transaction_state_partition(
+            [(p, str(p)) for p in sorted(d.iterdir())], d.name)]
+
+    fast = replay()
+    monkeypatch.setattr(internal, "_fast", {})
+    declared = replay()
+    assert len(fast) > 40 and fast == declared

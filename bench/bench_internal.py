@@ -1,0 +1,165 @@
+"""The commands that read Kafka's internal topics record by record, on generated partitions, against the same
+commands reading every key and value with the Construct declarations alone (``make bench``).
+
+The partitions (under ``bench/out/internal/``, written once and reused while their stamp matches):
+
+- ``offsets``: ``__consumer_offsets-7``, what a group coordinator writes for ``--groups`` consumer groups of 20
+  partitions each committing ``--rounds`` times: one uncompressed batch of 20 ``OffsetCommitKey`` v1 /
+  ``OffsetCommitValue`` v3 records per commit (what Kafka 2.1+ writes), the group-metadata record of each first;
+- ``txn-state``: ``__transaction_state-3``, ``--transitions`` ``TransactionLogValue`` v0 records of 500
+  transactional ids (a third of them with no partitions, the rest with three of two topics), one per batch.
+
+Each side is a whole process, best of ``--repeat`` (``kafkatool offsets DIR`` / ``kafkatool txn-state DIR`` to
+/dev/null):
+
+- ``kafkatool``: as installed (keys and values read by the readers ``kafkatool.fastparse`` derives from the
+  declarations; each distinct key decoded once);
+- ``declarations alone``: the same command with those readers switched off and the key caches gone, so that every
+  key and value is parsed by Construct's interpreter, as before the readers.
+
+Both outputs must be byte-identical (checked). Prints a row each and writes ``bench/out/internal_results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+T0 = 1_700_000_000_000
+PARTITIONS = 20
+
+# a command with the derived readers off and every key decoded again (what it did before them)
+DECLARED = """import sys
+from kafkatool import internal
+internal._fast = {}
+internal.decode_offsets_key = internal.decode_offsets_key.__wrapped__
+internal.decode_transaction_key = internal.decode_transaction_key.__wrapped__
+from kafkatool.cli.main import main
+sys.argv = ["kafkatool", *sys.argv[1:]]
+main()
+"""
+
+
+def _s(text: str) -> dict:
+    return {"length": len(text.encode()), "value": text}
+
+
+def _stamped(root: Path, meta: dict) -> bool:
+    """Whether ``root`` holds what ``meta`` describes (else it is to be written, and ``meta`` is stamped after)."""
+    stamp = root / "stamp.json"
+    return stamp.exists() and json.loads(stamp.read_text()) == meta
+
+
+def generate_offsets(root: Path, groups: int, rounds: int) -> int:
+    """Write the ``offsets`` partition under ``root`` (unless there); its record count."""
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.formats import internal_topics as it
+
+    meta = {"groups": groups, "rounds": rounds, "partitions": PARTITIONS, "version": 1}
+    records = groups + groups * rounds * PARTITIONS
+    if _stamped(root, meta):
+        return records
+    s = _s
+    part = root / "__consumer_offsets-7"
+    part.mkdir(parents=True, exist_ok=True)
+    out = bytearray()
+    offset, t = 0, T0
+    for g in range(groups):
+        key = it.GroupMetadataKey.build({"version": 2, "group": s(f"group-{g}")})
+        value = it.GroupMetadataValue.build({"version": 0, "body": {
+            "protocol_type": s("consumer"), "generation": 1, "protocol": s("range"), "leader": s("member-0"),
+            "members": {"count": 0, "entries": []}}})
+        out += record_batch(offset, [RecordSpec(key, value, t)])
+        offset += 1
+    keys = [[it.OffsetCommitKey.build({"version": 1, "group": s(f"group-{g}"), "topic": s(f"topic-{g % 5}"),
+                                       "partition": p}) for p in range(PARTITIONS)] for g in range(groups)]
+    for r in range(rounds):
+        for g in range(groups):
+            records = [RecordSpec(keys[g][p], it.OffsetCommitValue.build(
+                {"version": 3, "body": {"offset": r * 1000 + p, "leader_epoch": 5, "metadata": s(""),
+                                        "commit_timestamp": t}}), t) for p in range(PARTITIONS)]
+            out += record_batch(offset, records)
+            offset += PARTITIONS
+            t += 7
+    (part / "00000000000000000000.log").write_bytes(out)
+    (root / "stamp.json").write_text(json.dumps(meta))
+    return offset
+
+
+def generate_txn_state(root: Path, transitions: int) -> int:
+    """Write the ``txn-state`` partition under ``root`` (unless there); its record count."""
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.formats import internal_topics as it
+
+    meta = {"transitions": transitions, "ids": 500, "version": 1}
+    if _stamped(root, meta):
+        return transitions
+    part = root / "__transaction_state-3"
+    part.mkdir(parents=True, exist_ok=True)
+    out = bytearray()
+    t = T0
+    for i in range(transitions):
+        key = it.TransactionLogKey.build({"version": 0, "transactional_id": _s(f"app-{i % 500}-txn")})
+        partitions = [("payments", [i % 12]), ("ledger", [0, 1])] if i % 3 else []
+        value = it.TransactionLogValue.build({"version": 0, "body": {
+            "producer_id": 7000 + i % 500, "producer_epoch": i // 500, "transaction_timeout_ms": 60_000,
+            "transaction_status": i % 6 + 1,
+            "transaction_partitions": {"count": len(partitions), "entries": [
+                {"topic": _s(topic), "partition_ids": {"count": len(ids), "entries": ids}}
+                for topic, ids in partitions]},
+            "transaction_last_update_timestamp_ms": t, "transaction_start_timestamp_ms": t}})
+        out += record_batch(i, [RecordSpec(key, value, t)])
+        t += 3
+    (part / "00000000000000000000.log").write_bytes(out)
+    (root / "stamp.json").write_text(json.dumps(meta))
+    return transitions
+
+
+def timed(argv: list[str], repeat: int) -> tuple[float, bytes]:
+    best, out = None, b""
+    for _ in range(repeat):
+        t = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, check=False)
+        seconds = time.perf_counter() - t
+        if proc.returncode != 0:
+            sys.exit(f"{argv} exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
+        best, out = (seconds, proc.stdout) if best is None or seconds < best else (best, out)
+    return best, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--groups", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=200, help="commits per group (default 200: 200,050 records)")
+    ap.add_argument("--transitions", type=int, default=100_000, help="__transaction_state records")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    kafkatool = str(Path(sys.executable).with_name("kafkatool"))
+    cases = [("offsets", generate_offsets(OUT / "internal" / "offsets", args.groups, args.rounds)),
+             ("txn-state", generate_txn_state(OUT / "internal" / "txn-state", args.transitions))]
+    results = {}
+    print("| command, generated partition | kafkatool | declarations alone, same run | ratio |\n|---|---|---|---|")
+    for command, records in cases:
+        root = OUT / "internal" / command
+        size = sum(p.stat().st_size for p in root.rglob("*.log"))
+        fast, fast_out = timed([kafkatool, command, str(root)], args.repeat)
+        declared, declared_out = timed([sys.executable, "-c", DECLARED, command, str(root)], max(1, args.repeat - 2))
+        if fast_out != declared_out:
+            sys.exit(f"kafkatool {command}: the output differs with the declarations alone")
+        results[command] = {"records": records, "bytes": size, "kafkatool_s": round(fast, 3),
+                            "declarations_alone_s": round(declared, 3), "records_per_s": round(records / fast),
+                            "speedup": round(declared / fast, 2)}
+        r = results[command]
+        print(f"| `{command}`, {records:,} records ({size / 1e6:.1f} MB) | {fast:.2f} s ({r['records_per_s']:,} "
+              f"records/s) | {declared:.2f} s | {r['speedup']}x |")
+    OUT.mkdir(exist_ok=True)
+    (OUT / "internal_results.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
