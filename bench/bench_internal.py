@@ -7,15 +7,18 @@ The partitions (under ``bench/out/internal/``, written once and reused while the
   partitions each committing ``--rounds`` times: one uncompressed batch of 20 ``OffsetCommitKey`` v1 /
   ``OffsetCommitValue`` v3 records per commit (what Kafka 2.1+ writes), the group-metadata record of each first;
 - ``txn-state``: ``__transaction_state-3``, ``--transitions`` ``TransactionLogValue`` v0 records of 500
-  transactional ids (a third of them with no partitions, the rest with three of two topics), one per batch.
+  transactional ids (a third of them with no partitions, the rest with three of two topics), one per batch;
+- ``metadata``: ``__cluster_metadata-0``, ``--metadata-records`` records of a KRaft controller's log, 10 a
+  batch: a broker registration and a topic of 50 partitions first, then NoOpRecords (the controller's heartbeat,
+  every 500 ms) with, one in five, a PartitionChangeRecord moving a leader and the ISR (tags).
 
 Each side is a whole process, best of ``--repeat`` (``kafkatool offsets DIR`` / ``kafkatool txn-state DIR`` to
 /dev/null):
 
 - ``kafkatool``: as installed (keys and values read by the readers ``kafkatool.fastparse`` derives from the
   declarations; each distinct key decoded once);
-- ``declarations alone``: the same command with those readers switched off and the key caches gone, so that every
-  key and value is parsed by Construct's interpreter, as before the readers.
+- ``declarations alone``: the same command with those readers switched off and the key and layout caches gone, so
+  that every key and value is parsed by Construct's interpreter, as before the readers.
 
 Both outputs must be byte-identical (checked). Prints a row each and writes ``bench/out/internal_results.json``.
 """
@@ -39,6 +42,8 @@ from kafkatool import internal
 internal._fast = {}
 internal.decode_offsets_key = internal.decode_offsets_key.__wrapped__
 internal.decode_transaction_key = internal.decode_transaction_key.__wrapped__
+internal._METADATA_FRAME = lambda value: None
+internal._metadata_layout = lambda record_type, version: internal.it.METADATA_RECORDS[record_type][2](version)
 from kafkatool.cli.main import main
 sys.argv = ["kafkatool", *sys.argv[1:]]
 main()
@@ -132,16 +137,62 @@ def timed(argv: list[str], repeat: int) -> tuple[float, bytes]:
     return best, out
 
 
+def generate_metadata(root: Path, records: int) -> int:
+    """Write the ``metadata`` log under ``root`` (unless there); its record count."""
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.formats import internal_topics as it
+
+    meta = {"records": records, "version": 1}
+    if _stamped(root, meta):
+        return records
+    part = root / "__cluster_metadata-0"
+    part.mkdir(parents=True, exist_ok=True)
+    topic_id = bytes(range(16))
+
+    def framed(record_type: int, version: int, body: bytes) -> bytes:
+        return it.MetadataFrame.build({"frame_version": 1, "record_type": record_type, "version": version}) + body
+
+    def tags(fields: list[tuple[int, bytes]]) -> dict:
+        return {"count": len(fields), "fields": [{"tag": t, "size": len(d), "data": d} for t, d in fields]}
+
+    def ints(values: list[int]) -> bytes:
+        return it.int32_array.build({"count": len(values), "entries": values})
+
+    first = [framed(it.TOPIC, 0, it.TopicRecord.build({"name": _s("orders"), "topic_id": topic_id,
+                                                        "tagged_fields": tags([])}))]
+    first += [framed(it.PARTITION, 0, it.partition_record(0).build({
+        "partition_id": p, "topic_id": topic_id, "replicas": {"count": 3, "entries": [1, 2, 3]},
+        "isr": {"count": 3, "entries": [1, 2, 3]}, "removing_replicas": {"count": 0, "entries": []},
+        "adding_replicas": {"count": 0, "entries": []}, "leader": 1 + p % 3, "leader_epoch": 0, "partition_epoch": 0,
+        "tagged_fields": tags([])})) for p in range(50)]
+    noop = framed(it.NO_OP, 0, it.NoOpRecord.build({"tagged_fields": tags([])}))
+    values = first + [framed(it.PARTITION_CHANGE, 0, it.PartitionChangeRecord.build({
+        "partition_id": i % 50, "topic_id": topic_id,
+        "tagged_fields": tags([(0, ints([1 + i % 3, 1 + (i + 1) % 3])),
+                               (1, (1 + i % 3).to_bytes(4, "big"))])})) if i % 5 == 0 else noop
+        for i in range(records - len(first))]
+    out = bytearray()
+    t = T0
+    for at in range(0, len(values), 10):
+        out += record_batch(at, [RecordSpec(None, v, t) for v in values[at:at + 10]], partition_leader_epoch=1)
+        t += 500
+    (part / "00000000000000000000.log").write_bytes(out)
+    (root / "stamp.json").write_text(json.dumps(meta))
+    return records
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--groups", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=200, help="commits per group (default 200: 200,050 records)")
     ap.add_argument("--transitions", type=int, default=100_000, help="__transaction_state records")
+    ap.add_argument("--metadata-records", type=int, default=200_000, help="__cluster_metadata records")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     kafkatool = str(Path(sys.executable).with_name("kafkatool"))
     cases = [("offsets", generate_offsets(OUT / "internal" / "offsets", args.groups, args.rounds)),
-             ("txn-state", generate_txn_state(OUT / "internal" / "txn-state", args.transitions))]
+             ("txn-state", generate_txn_state(OUT / "internal" / "txn-state", args.transitions)),
+             ("metadata", generate_metadata(OUT / "internal" / "metadata", args.metadata_records))]
     results = {}
     print("| command, generated partition | kafkatool | declarations alone, same run | ratio |\n|---|---|---|---|")
     for command, records in cases:

@@ -1,19 +1,20 @@
 """Readers derived from Construct declarations, for the records a command reads by the million.
 
 ``__consumer_offsets`` holds one record per committed partition per commit: a busy cluster writes millions a
-day, and Construct's interpreter takes ~25 µs for an ``OffsetCommitKey`` and ~40 µs for its value. The reader
+day, and Construct's interpreter takes ~25 µs for an ``OffsetCommitKey`` and ~40 µs for its value; a KRaft
+controller's ``__cluster_metadata`` log holds a NoOpRecord every 500 ms besides the cluster's changes. The reader
 :func:`reader` derives from a declaration walks the same fields in the same order with ``struct``, and gives the
 very ``Container`` Construct's ``parse`` gives (``==``, which ignores Construct's private ``_io`` entries), or
-``None``: for anything it does not take (a short field, a length past the end, bytes left over, bad UTF-8, tagged
-fields present, an overlong varint), and then the caller parses with the declaration itself, which words the
-error. So the declaration stays the one source of the layout and of every finding; ``tests/test_fastparse.py``
-holds the two equal on every internal-topic record of the corpus and on mutated and generated ones.
+``None``: for anything it does not take (a short field, a length past the end, bytes left over, bad UTF-8, a
+varint over 5 bytes), and then the caller parses with the declaration itself, which words the error. So the
+declaration stays the one source of the layout and of every finding; ``tests/test_fastparse.py`` holds the two
+equal on every internal-topic record of the corpus and on mutated and generated ones.
 
-Shapes taken (any other field in a declaration: no reader, the declaration parses every time): big-endian
-fixed-size integers (``FormatField``), the nullable strings and bytes of both encodings (``string16``,
-``bytes32``, ``compact_nullable_string``, ``compact_bytes``), the arrays of both (``array32``, ``compact_array``)
-of integers or of Structs taken here, ``tagged_fields``, a nested ``Struct`` of these, and ``Switch`` on an
-earlier field whose cases are such Structs and whose default is ``Pass`` (the version of a value).
+Shapes taken (any other field in a declaration: no reader, the declaration parses every time): fixed-size
+integers (``FormatField``), ``Flag``, ``VarInt``, ``Bytes`` of a fixed length (a Uuid), the nullable strings and
+bytes of both encodings (``string16``, ``bytes32``, ``compact_nullable_string``, ``compact_bytes``), the arrays
+of both (``array32``, ``compact_array``) of any of these, ``tagged_fields``, a nested ``Struct`` of these, and
+``Switch`` on an earlier field whose cases are such Structs and whose default is ``Pass`` (a value's version).
 """
 
 from __future__ import annotations
@@ -22,7 +23,20 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from construct import Array, Container, FormatField, IfThenElse, ListContainer, Pass, Renamed, Struct, Switch
+from construct import (
+    Array,
+    Bytes,
+    Container,
+    Flag,
+    FormatField,
+    IfThenElse,
+    ListContainer,
+    Pass,
+    Renamed,
+    Struct,
+    Switch,
+    VarInt,
+)
 
 from .formats import internal_topics as it
 from .formats.primitives import compact_length, tagged_fields
@@ -30,7 +44,7 @@ from .formats.primitives import compact_length, tagged_fields
 # A step reads one field of ``data`` at ``pos`` into ``out`` and returns where the next begins; it raises
 # _Miss for bytes it does not take (the declaration then parses them).
 Step = Callable[[bytes, int, Container], int]
-Reader = Callable[[bytes], Container | None]
+Reader = Callable[[bytes], Any]
 
 
 class _Miss(Exception):
@@ -162,27 +176,16 @@ def _array_steps(decl: Any) -> tuple[Step, Callable[[bytes, int], tuple[Any, int
         count_step = _uvarint_minus_one_step("count")
     else:
         return None
-    element = entries.thensubcon.subcon
-    if isinstance(element, FormatField):
-        fmt = struct.Struct(element.fmtstr)
-
-        def read_int(data: bytes, pos: int) -> tuple[Any, int]:
-            if pos + fmt.size > len(data):
-                raise _Miss
-            return fmt.unpack_from(data, pos)[0], pos + fmt.size
-
-        return count_step, read_int
-    steps = _struct_steps(element) if isinstance(element, Struct) else None
-    if steps is None:
+    element = _field_step("item", entries.thensubcon.subcon)
+    if element is None:
         return None
 
-    def read_struct(data: bytes, pos: int) -> tuple[Any, int]:
-        item = Container()
-        for s in steps:
-            pos = s(data, pos, item)
-        return item, pos
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        slot: dict[str, Any] = {}
+        pos = element(data, pos, slot)  # type: ignore[arg-type]
+        return slot["item"], pos
 
-    return count_step, read_struct
+    return count_step, read
 
 
 def _uvarint_minus_one_step(name: str) -> Step:
@@ -280,9 +283,44 @@ def _switch_step(name: str, switch: Switch) -> Step | None:
     return step
 
 
+def _fixed_bytes_step(name: str, n: int) -> Step:
+    def step(data: bytes, pos: int, out: Container) -> int:
+        end = pos + n
+        if end > len(data):
+            raise _Miss
+        out[name] = data[pos:end]
+        return end
+
+    return step
+
+
+def _flag_step(name: str) -> Step:
+    def step(data: bytes, pos: int, out: Container) -> int:
+        if pos >= len(data):
+            raise _Miss
+        out[name] = data[pos] != 0
+        return pos + 1
+
+    return step
+
+
+def _uvarint_step(name: str) -> Step:
+    def step(data: bytes, pos: int, out: Container) -> int:
+        out[name], pos = _uvarint(data, pos)
+        return pos
+
+    return step
+
+
 def _field_step(name: str, sub: Any) -> Step | None:
     if isinstance(sub, FormatField):
         return _ints_step([name], struct.Struct(sub.fmtstr))
+    if sub is Flag:
+        return _flag_step(name)
+    if sub is VarInt:
+        return _uvarint_step(name)
+    if isinstance(sub, Bytes) and isinstance(sub.length, int):
+        return _fixed_bytes_step(name, sub.length)
     if sub is it.string16:
         return _fixed_length_step(name, _INT16, _string)
     if sub is it.bytes32:
@@ -305,23 +343,36 @@ def _field_step(name: str, sub: Any) -> Step | None:
 
 
 def reader(decl: Any) -> Reader | None:
-    """A reader of ``decl`` (a Construct ``Struct``) for whole byte strings, or None where ``decl`` has a field of
-    a shape not taken here. The reader gives what ``decl.parse(data)`` gives, or None (see the module's help)."""
-    steps = _struct_steps(decl) if isinstance(decl, Struct) else None
-    if steps is None:
+    """A reader of ``decl`` (a Construct ``Struct``, or one field of a shape taken here) for whole byte strings,
+    or None where ``decl`` has a field of a shape not taken here. The reader gives what ``decl.parse(data)``
+    gives, or None (see the module's help)."""
+    read = prefix_reader(decl)
+    if read is None:
         return None
 
-    def read(data: bytes) -> Container | None:
-        out = Container()
-        pos = 0
+    def whole(data: bytes) -> Any:
+        got = read(data)
+        return got[0] if got is not None and got[1] == len(data) else None
+
+    return whole
+
+
+def prefix_reader(decl: Any) -> Callable[[bytes], tuple[Any, int] | None] | None:
+    """Like :func:`reader`, for the first bytes of a byte string (a header the rest follows): what
+    ``decl.parse(data)`` gives and where it stopped, or None."""
+    step = _field_step("value", decl)
+    if step is None:
+        return None
+
+    def read(data: bytes) -> tuple[Any, int] | None:
+        slot: dict[str, Any] = {}
         try:
-            for s in steps:
-                pos = s(data, pos, out)
+            pos = step(data, 0, slot)  # type: ignore[arg-type]
         except _Miss:
             return None
-        return out if pos == len(data) else None
+        return slot["value"], pos
 
     return read
 
 
-__all__ = ["Reader", "reader"]
+__all__ = ["Reader", "prefix_reader", "reader"]

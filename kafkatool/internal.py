@@ -59,7 +59,8 @@ class _Undecodable(Exception):
 
 
 # Readers derived from the declarations of the records a partition holds by the million (kafkatool.fastparse):
-# built on first use, by the id of the declaration (module constants, alive as long as the process).
+# built on first use, by the id of the declaration (module constants, and the metadata layouts _metadata_layout
+# keeps: alive as long as the process).
 _FAST_DECLS = (it.CoordinatorKeyVersion, it.OffsetCommitKey, it.GroupMetadataKey, it.OffsetCommitValue,
                it.GroupMetadataValue, it.TransactionLogKey, it.TransactionLogValue)
 _fast: dict[int, Callable[[bytes], Any]] | None = None
@@ -67,13 +68,13 @@ _fast: dict[int, Callable[[bytes], Any]] | None = None
 
 def _parse(decl: Any, data: bytes, what: str) -> Any:
     """Parse ``data`` whole with ``decl``: a short read or bytes left over is an error. The declarations of
-    ``_FAST_DECLS`` are read by their derived :func:`kafkatool.fastparse.reader` first (the same result), and
-    by Construct where it gives up, to word the error."""
+    ``_FAST_DECLS`` and the metadata layouts are read by their derived :func:`kafkatool.fastparse.reader` first
+    (the same result), and by Construct where it gives up, to word the error."""
     global _fast
     if _fast is None:
         from .fastparse import reader
 
-        _fast = {id(d): r for d in _FAST_DECLS if (r := reader(d)) is not None}
+        _fast = {id(d): r for d in (*_FAST_DECLS, *_metadata_layouts()) if (r := reader(d)) is not None}
     fast = _fast.get(id(decl))
     if fast is not None and data.__class__ is bytes and (value := fast(data)) is not None:
         return value
@@ -685,24 +686,55 @@ def _uuid(b: bytes) -> str:
     return base64.urlsafe_b64encode(b).decode("ascii").rstrip("=")
 
 
+@functools.cache
+def _metadata_layout(record_type: int, version: int) -> Any:
+    """The declaration of a version of a metadata record type: one object for each (the factories of
+    ``it.METADATA_RECORDS`` build some anew at every call), so that its derived reader is made once."""
+    return it.METADATA_RECORDS[record_type][2](version)  # type: ignore[operator]
+
+
+def _metadata_layouts() -> list[Any]:
+    """Every metadata record layout and tag layout declared here (for the derived readers of ``_parse``)."""
+    tags = (it.PARTITION_RECORD_TAGS, it.PARTITION_CHANGE_TAGS, it.BROKER_REGISTRATION_CHANGE_TAGS,
+            it.METADATA_TRANSACTION_TAGS)
+    return [it.MetadataFrame, it.PARTITION_RECORD_V1_PRERELEASE,
+            *(_metadata_layout(t, v) for t, (_name, versions, _f) in it.METADATA_RECORDS.items() for v in versions),
+            *(decl for table in tags for _name, decl in table.values())]
+
+
+_METADATA_FRAME: Callable[[bytes], Any] | None = None
+
+
+def _metadata_frame(value: bytes) -> tuple[Any, int]:
+    """A metadata record's frame (frame version, record type, version) and where its body begins."""
+    global _METADATA_FRAME
+    if _METADATA_FRAME is None:
+        from .fastparse import prefix_reader
+
+        _METADATA_FRAME = prefix_reader(it.MetadataFrame)
+    got = _METADATA_FRAME(value) if value.__class__ is bytes else None  # type: ignore[misc]
+    return got if got is not None else (it.MetadataFrame.parse(value), _frame_len(value))
+
+
 def decode_metadata_record(value: bytes) -> tuple[int, int, str, dict[str, Any] | None]:
     """(record type, version, name, fields or None when the type/version is not declared here)."""
-    frame = it.MetadataFrame.parse(value)
-    if frame.frame_version != it.METADATA_FRAME_VERSION:
-        raise _Undecodable(f"metadata frame version {frame.frame_version} is not {it.METADATA_FRAME_VERSION}")
-    body = value[_frame_len(value):]
-    known = it.METADATA_RECORDS.get(frame.record_type)
-    if known is None or frame.version not in known[1]:
-        name = it.METADATA_RECORD_NAMES.get(frame.record_type, f"type {frame.record_type}")
-        return frame.record_type, frame.version, name, None
-    name, _versions, factory = known
+    frame, body_at = _metadata_frame(value)
+    if frame["frame_version"] != it.METADATA_FRAME_VERSION:
+        raise _Undecodable(f"metadata frame version {frame['frame_version']} is not {it.METADATA_FRAME_VERSION}")
+    record_type, version = frame["record_type"], frame["version"]
+    body = value[body_at:]
+    known = it.METADATA_RECORDS.get(record_type)
+    if known is None or version not in known[1]:
+        name = it.METADATA_RECORD_NAMES.get(record_type, f"type {record_type}")
+        return record_type, version, name, None
+    name = known[0]
     try:
-        v = _parse(factory(frame.version), body, f"{name} v{frame.version}")  # type: ignore[operator]
+        v = _parse(_metadata_layout(record_type, version), body, f"{name} v{version}")
     except _Undecodable:
-        if (frame.record_type, frame.version) != (it.PARTITION, 1):
+        if (record_type, version) != (it.PARTITION, 1):
             raise
         v = _parse(it.PARTITION_RECORD_V1_PRERELEASE, body, f"{name} v1 (pre-release layout)")
-    return frame.record_type, frame.version, name, _metadata_fields(frame.record_type, v)
+    return record_type, version, name, _metadata_fields(record_type, v)
 
 
 def _frame_len(value: bytes) -> int:

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from construct import ConstructError
+from construct import ConstructError, Struct
 
 from kafkatool import internal
 from kafkatool.build import RecordSpec, record_batch
-from kafkatool.fastparse import reader
+from kafkatool.fastparse import prefix_reader, reader
 from kafkatool.formats import internal_topics as it
+from kafkatool.formats import primitives
 
 from .conftest import PROJECT_ROOT, corpus_root
 
@@ -87,8 +88,8 @@ def test_every_declaration_internal_reads_first_has_a_reader() -> None:
 
 
 def test_declarations_with_shapes_it_does_not_take_have_no_reader() -> None:
-    # a Uuid (16 bytes), a varint record header: every reading is Construct's
-    for decl in (it.TopicRecord, it.MetadataFrame):
+    # a Rebuild'ed length and a PaddedString; a zig-zag varint length and an Adapter: every reading is Construct's
+    for decl in (primitives.compact_string, Struct("key" / primitives.varint_bytes())):
         assert reader(decl) is None
 
 
@@ -307,3 +308,90 @@ def test_transaction_state_replay_is_the_same_with_the_declarations_alone(
     monkeypatch.setattr(internal, "_fast", {})
     declared = replay()
     assert len(fast) > 40 and fast == declared
+
+
+@functools.cache
+def corpus_metadata_values() -> list[bytes]:
+    """The value of every record of the corpus's KRaft metadata logs and snapshots (control records aside)."""
+    out = []
+    for d in sorted(corpus_root().rglob("__cluster_metadata-*")):
+        for f in sorted([*d.glob("*.log"), *d.glob("*.checkpoint")]):
+            for item in internal._records(f, str(f)):
+                if isinstance(item, tuple) and item[1].control_type is None and item[1].value is not None:
+                    out.append(item[1].value)
+    return out
+
+
+def _metadata_pairs(value: bytes) -> list[tuple[Any, bytes]]:
+    """(declaration, bytes) for a metadata record's body, and for each tag it declares."""
+    frame = _declared_prefix(it.MetadataFrame, value)
+    if frame is None:
+        return []
+    parsed, at = frame
+    known = it.METADATA_RECORDS.get(parsed.record_type)
+    if known is None or parsed.version not in known[1]:
+        return []
+    layout = internal._metadata_layout(parsed.record_type, parsed.version)
+    pairs = [(layout, value[at:])]
+    body = _declared(layout, value[at:])
+    tables = {it.PARTITION: it.PARTITION_RECORD_TAGS, it.PARTITION_CHANGE: it.PARTITION_CHANGE_TAGS,
+              it.BROKER_REGISTRATION_CHANGE: it.BROKER_REGISTRATION_CHANGE_TAGS,
+              it.BEGIN_TRANSACTION: it.METADATA_TRANSACTION_TAGS, it.ABORT_TRANSACTION: it.METADATA_TRANSACTION_TAGS}
+    table = tables.get(parsed.record_type, {})
+    for f in (body.tagged_fields.fields if body is not None else ()):
+        if f.tag in table:
+            pairs.append((table[f.tag][1], f.data))
+    return pairs
+
+
+def _declared_prefix(decl: Any, data: bytes) -> tuple[Any, int] | None:
+    stream = io.BytesIO(data)
+    try:
+        return decl.parse_stream(stream), stream.tell()
+    except (ConstructError, UnicodeDecodeError):
+        return None
+
+
+def check_prefix(decl: Any, data: bytes) -> bool:
+    fast = prefix_reader(decl)(data)
+    declared = _declared_prefix(decl, data)
+    if fast is not None:
+        assert declared is not None and fast[1] == declared[1] and fast[0] == declared[0], (data.hex(), fast, declared)
+        return True
+    assert declared is None or _overlong_varint(data), (data.hex(), declared)
+    return False
+
+
+def test_every_metadata_layout_has_a_reader() -> None:
+    for decl in internal._metadata_layouts():
+        assert reader(decl) is not None, decl
+    # one object per type and version: what the readers are found by
+    assert internal._metadata_layout(it.PARTITION, 2) is internal._metadata_layout(it.PARTITION, 2)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_metadata_records_read_alike(seed: int) -> None:
+    rng = random.Random(seed)
+    values = corpus_metadata_values()
+    assert len(values) > 5000
+    read = set()
+    for value in values if seed == 0 else rng.sample(values, 2000):
+        for data in (value, *(mutate(value, rng) for _ in range(seed))):
+            if check_prefix(it.MetadataFrame, data):
+                read.add("frame")
+            for decl, body in _metadata_pairs(data):
+                if check(decl, body):
+                    read.add(id(decl))
+                for _ in range(seed):
+                    check(decl, mutate(body, rng))
+    # the corpus has records of most declared types, and tags: the readers read them
+    assert len(read) >= 10, len(read)
+
+
+def test_flags_and_varints_read_alike_for_every_byte() -> None:
+    from construct import Flag, VarInt
+
+    decl = Struct("flag" / Flag, "n" / VarInt)
+    for b in range(256):
+        for tail in (b"", b"\x00", b"\x7f", b"\x80\x01", b"\xff\xff\xff\xff\x0f", b"\x80"):
+            check(decl, bytes([b]) + tail)
