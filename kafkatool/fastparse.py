@@ -78,19 +78,6 @@ def _ints_step(names: list[str], fmt: struct.Struct) -> Step:
     return step
 
 
-def _string(data: bytes, pos: int, n: int) -> str | None:
-    """``n`` bytes at ``pos`` as UTF-8 (None when ``n`` is negative: null)."""
-    if n < 0:
-        return None
-    end = pos + n
-    if end > len(data):
-        raise _Miss
-    try:
-        return data[pos:end].decode("utf-8")
-    except UnicodeDecodeError:
-        raise _Miss from None
-
-
 def _bytes(data: bytes, pos: int, n: int) -> bytes | None:
     """``n`` bytes at ``pos`` (None when ``n`` is negative: null)."""
     if n < 0:
@@ -99,6 +86,15 @@ def _bytes(data: bytes, pos: int, n: int) -> bytes | None:
     if end > len(data):
         raise _Miss
     return data[pos:end]
+
+
+def _string(data: bytes, pos: int, n: int) -> str | None:
+    """``n`` bytes at ``pos`` as UTF-8 (None when ``n`` is negative: null)."""
+    raw = _bytes(data, pos, n)
+    try:
+        return None if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Miss from None
 
 
 def _fixed_length_step(name: str, fmt: struct.Struct, body: Callable[[bytes, int, int], Any]) -> Step:
