@@ -63,7 +63,7 @@ class _Undecodable(Exception):
 # keeps: alive as long as the process).
 _FAST_DECLS = (it.CoordinatorKeyVersion, it.OffsetCommitKey, it.GroupMetadataKey, it.OffsetCommitValue,
                it.GroupMetadataValue, it.TransactionLogKey, it.TransactionLogValue)
-_fast: dict[int, Callable[[bytes], Any]] | None = None
+_fast: dict[int, tuple[Any, Callable[[bytes], Any]]] | None = None  # id -> (the declaration, kept alive; reader)
 
 
 def _parse(decl: Any, data: bytes, what: str) -> Any:
@@ -74,9 +74,9 @@ def _parse(decl: Any, data: bytes, what: str) -> Any:
     if _fast is None:
         from .fastparse import reader
 
-        _fast = {id(d): r for d in (*_FAST_DECLS, *_metadata_layouts()) if (r := reader(d)) is not None}
+        _fast = {id(d): (d, r) for d in (*_FAST_DECLS, *_metadata_layouts()) if (r := reader(d)) is not None}
     fast = _fast.get(id(decl))
-    if fast is not None and data.__class__ is bytes and (value := fast(data)) is not None:
+    if fast is not None and data.__class__ is bytes and (value := fast[1](data)) is not None:
         return value
     stream = io.BytesIO(data)
     try:
