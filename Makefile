@@ -55,8 +55,8 @@ fixtures: install
 	$(PY) fixtures/generate.py --incident fixtures/incident
 
 ## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; loader
-## against a bare header scan; repair
-## against verify and its backup size; Spark scan
+## against a bare header scan; repair against verify and its backup size; offsets, txn-state and metadata against
+## the Construct declarations alone; start-up; Spark scan
 bench: install
 	$(PY) bench/bench_scan.py
 	$(PY) bench/bench_dump.py
