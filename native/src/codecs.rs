@@ -46,10 +46,11 @@ pub struct Decompressor {
     zstd: Option<zstd_safe::DCtx<'static>>,
     snappy: snap::raw::Decoder,
     bombs: HashSet<Bomb>,
+    bomb_lengths: HashSet<usize>,
 }
 
 /// Most payloads [`Decompressor`] remembers as refused (then it forgets them all): more than a 4 MiB window
-/// holds of the smallest bombs of the default limit (~4 KiB of zstd for 128 MiB), in ~150 KiB.
+/// holds of the smallest bombs of the default limit (~4 KiB of zstd for 128 MiB), in ~200 KiB.
 const MAX_BOMBS: usize = 4096;
 
 /// A payload refused with [`Fail::Limit`], by what it was asked with and its bytes' CRC32C. A refused batch
@@ -79,6 +80,7 @@ impl Decompressor {
             zstd: None,
             snappy: snap::raw::Decoder::new(),
             bombs: HashSet::new(),
+            bomb_lengths: HashSet::new(),
         }
     }
 
@@ -96,9 +98,9 @@ impl Decompressor {
         if payload.is_empty() {
             return Err(Fail::Refused);
         }
-        // the CRC only once a payload was refused: nothing on the path of input without bombs
+        // the CRC only for a payload as long as one refused: nothing on the path of other input
         let asked = || Bomb { codec, limit, legacy_lz4, len: payload.len(), crc: crc32c::crc32c(payload) };
-        if !self.bombs.is_empty() && self.bombs.contains(&asked()) {
+        if self.bomb_lengths.contains(&payload.len()) && self.bombs.contains(&asked()) {
             return Err(Fail::Limit);
         }
         let total = limit.saturating_add(out.len());
@@ -112,8 +114,10 @@ impl Decompressor {
         if result == Err(Fail::Limit) {
             if self.bombs.len() >= MAX_BOMBS {
                 self.bombs.clear();
+                self.bomb_lengths.clear();
             }
             self.bombs.insert(asked());
+            self.bomb_lengths.insert(payload.len());
         }
         result
     }
