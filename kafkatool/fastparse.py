@@ -254,27 +254,23 @@ def _switch_step(name: str, switch: Switch) -> Step | None:
     if not (key.startswith("this['") and key.endswith("']")):
         return None
     field = key[6:-2]
-    cases: dict[Any, list[Step]] = {}
+    cases: dict[Any, Step] = {}
     for value, case in switch.cases.items():
         steps = _struct_steps(case) if isinstance(case, Struct) else None
         if steps is None:
             return None
-        cases[value] = steps
+        cases[value] = _nested_step(name, steps)
 
     default_is_pass = switch.default is Pass
 
     def step(data: bytes, pos: int, out: Container) -> int:
-        steps = cases.get(out.get(field))
-        if steps is None:  # a version without a case: Pass reads nothing, as None; any other default is Construct's
+        case = cases.get(out.get(field))
+        if case is None:  # a version without a case: Pass reads nothing, as None; any other default is Construct's
             if default_is_pass:
                 out[name] = None
                 return pos
             raise _Miss
-        inner = Container()
-        for s in steps:
-            pos = s(data, pos, inner)
-        out[name] = inner
-        return pos
+        return case(data, pos, out)
 
     return step
 
