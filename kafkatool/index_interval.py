@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .filetypes import FileKind, classify
 from .logwriter import segment_file
-from .model import Batch, Stretch
+from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
 from .smallfiles import offset_index_sanity, read_offset_index
 
@@ -122,15 +122,11 @@ class RangeFit:
     def feed(self, items: Iterable[object]) -> None:
         """A segment's scan (:func:`kafkatool.records.scan`, with or without ``stretches``) in file order, up to its
         first damage (what follows is not evidence) or the first batch no interval fits."""
-        at = 0  # where the next batch begins: a stretch's first batch follows the batch before it
-        for item in items:
+        for item, start, end in placed(items):
             if item.__class__ is Stretch:
-                end = item.columns.advance(item.lo, item.hi)[4]
-                self.stretch(item, at, end)
-                at = end
+                self.stretch(item, start, end)
             elif item.__class__ is Batch:
-                self.batch(item.position)
-                at = item.position + item.size
+                self.batch(start)
             else:
                 break
             if not self.fits:

@@ -7,7 +7,7 @@ Every value has ``as_dict()`` returning exactly the JSON-lines shape of the corp
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
@@ -301,6 +301,25 @@ class Stretch(NamedTuple):
 
 
 NO_MARKERS: Mapping[int, Marker] = MappingProxyType({})  # the markers of stretches that hold none
+
+
+def placed(items: Iterable[Any]) -> Iterator[tuple[Any, int, int]]:
+    """A segment's scan (:func:`kafkatool.records.scan`, with or without ``stretches``) in file order, each item with
+    the bytes ``start:end`` it spans: a :class:`Batch` its own, a :class:`Stretch` from where the item before it
+    ended (its first batch follows that one; 0 at the start) to the end of its last batch; anything else (a finding,
+    trailing bytes) where the item before it ended, spanning nothing."""
+    at = 0
+    for item in items:
+        if item.__class__ is Stretch:
+            end = item.columns.advance(item.lo, item.hi)[4]
+            yield item, at, end
+            at = end
+        elif item.__class__ is Batch:
+            start = item.position
+            at = start + item.size
+            yield item, start, at
+        else:
+            yield item, at, at
 
 # Why a batch is among ``WindowColumns.producer_events`` (bits; the native core's ``EVENT_*``, held equal by the tests)
 EVENT_FIRST = 1            # its producer id's first batch in the range

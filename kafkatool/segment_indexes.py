@@ -28,7 +28,7 @@ from typing import Any
 
 from .errors import KafkaToolError
 from .formats import index as index_format
-from .model import Batch, Stretch
+from .model import Batch, Stretch, placed
 
 
 class IndexAppendError(KafkaToolError):
@@ -98,15 +98,11 @@ class SegmentIndexes:
         """Every batch of a segment's scan (:func:`kafkatool.records.scan`, with or without ``stretches``: its
         :class:`Batch` es and :class:`Stretch` es in file order; findings and anything else passed over), as
         :meth:`append` and :meth:`append_stretch` take them: the indexes of a segment kept whole."""
-        at = 0  # where the next batch begins: a stretch's first batch follows the batch before it
-        for item in items:
+        for item, start, end in placed(items):
             if item.__class__ is Stretch:
-                end = item.columns.advance(item.lo, item.hi)[4]
-                self.append_stretch(item, at, end)
-                at = end
+                self.append_stretch(item, start, end)
             elif item.__class__ is Batch:
-                self.append(item.position, item.size, item.last_offset, item.max_timestamp, item.last_offset)
-                at = item.position + item.size
+                self.append(start, item.size, item.last_offset, item.max_timestamp, item.last_offset)
 
     def _entry(self, last_offset: int, position: int) -> None:
         """``OffsetIndex.append`` of the batch at ``position`` (its last offset), and ``TimeIndex.maybeAppend`` of the
