@@ -737,8 +737,12 @@ class PartitionLoad:
                 # (then halved). Past a cut they are only counted as dropped.
                 columns, lo, hi, markers = b
                 _, last, top, count, end = columns.advance(lo, hi)
-                if last > limit:  # a batch that does not fit the segment: taken on its own below
-                    back.extend(reversed(list(b.batches())))
+                if last > limit:  # a batch that does not fit the segment: halved until it is taken on its own below
+                    if hi - lo > 1:
+                        mid = (lo + hi) // 2
+                        back += (Stretch(columns, mid, hi, markers), Stretch(columns, lo, mid, markers))
+                    else:
+                        back.append(b.batch(lo))
                     continue
                 if not kept:
                     yield b
