@@ -186,6 +186,37 @@ def test_last_offset_past_the_segment_every_command(part: Path, new_base: int) -
     converge(part, 195)
 
 
+@pytest.mark.parametrize("moved", [False, True], ids=["past-2^31-above-base", "past-2^63"])
+def test_run_of_following_batches_passing_the_segment(part: Path, moved: bool) -> None:
+    """Segment 0's batches shifted together (base offsets only: the CRCs hold), so they still follow each other (a
+    native stretch) and only the last ones pass what the segment can hold: 2^31-1 above its base 0 (shifted by
+    2^31-80: batches from offset 80 on), or, the segment moved to base 2^63-93, 2^63-1 (its last batch). Recovery
+    cuts at the first batch past it."""
+    shift = 2**63 - 93 if moved else 2**31 - 80
+    base = shift if moved else 0
+    if moved:
+        for ext in ("log", "index", "timeindex"):
+            (part / f"{0:020d}.{ext}").rename(part / f"{base:020d}.{ext}")
+    log = seg(part, base)
+    for _pos, b in batches(log):
+        patch(log, b, new_base=shift + b)
+    first_bad = 90 if moved else 80
+    pos = next(p for p, b in batches(log) if b == shift + first_bad)
+    leo = shift + first_bad  # the cut ends the log (every segment is recovered; later ones are deleted)
+    code, items = jsonl("repair", str(part))
+    assert code == 1 and next(i for i in items if i.get("action") == "truncate")["bad_position"] == pos
+    code, items = jsonl("verify", "--deep", str(part))
+    assert code == 1 and leo_of(items) == leo
+    code, items = jsonl("repair", "--apply", str(part))
+    assert code == 0
+    assert_no_file_past_int64(part)
+    code, items = jsonl("verify", str(part))
+    assert leo_of(items) == leo and leo <= INT64_MAX
+    assert not codes(items) & {"offset-beyond-segment-range", "recovery-truncates-log"}
+    code, items = jsonl("repair", "--apply", str(part))
+    assert code == 0 and next(i for i in items if i["type"] == "partition")["actions"] == 0
+
+
 def test_last_offset_delta_beyond_the_segment_with_a_valid_crc(part: Path) -> None:
     """lastOffsetDelta is inside the CRC: a valid batch (CRC recomputed) whose last offset is 2^31 past the base."""
     pos = patch(seg(part, 190), 195, delta=2**31 - 1)
