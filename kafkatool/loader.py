@@ -46,7 +46,14 @@ Where this deliberately differs from the broker (say so when you read the number
 - producers idle longer than ``producer.id.expiration.ms`` are not expired from the snapshot loaded (expiry
   never removes a producer with an open transaction, so the first unstable offset is the broker's);
 - a segment swapped in from a ``.swap`` file is recovered like one with a missing index (as ``repair`` rebuilds
-  its indexes); the broker gives it the empty index files it opened with the ``.swap`` suffix and trusts it.
+  its indexes); the broker gives it the empty index files it opened with the ``.swap`` suffix and trusts it;
+- a batch whose last offset does not fit its segment (below the base offset, more than 2^31-1 above it, or with
+  no next offset below 2^63: :func:`kafkatool.segment_indexes.offset_misfit`) is an invalid batch: recovery cuts
+  the segment there. ``LogSegment.recover`` throws ``LogSegmentOffsetOverflowException`` (``ensureOffsetInRange``)
+  and ``LogLoader.retryOnOffsetOverflow`` splits the segment at it (KAFKA-6264, for segments written before
+  KAFKA-5413), which on a damaged disk (one flipped bit of a base offset, outside the CRC) would move the log end
+  to the damaged offset or past 2^63-1. In a segment the broker trusts such a batch is a finding and its offsets
+  are left out (no log end offset above 2^63-1).
 """
 
 from __future__ import annotations
@@ -65,7 +72,7 @@ from .logdir import LogDir
 from .logwriter import ProducerState, java_hashmap_order, last_sequence
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
 from .records import ScanOptions, read_marker, scan
-from .segment_indexes import IndexAppendError, SegmentIndexes
+from .segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes, last_offset_limit, offset_misfit
 from .smallfiles import (
     AbortedTxn,
     EpochEntry,
@@ -461,6 +468,7 @@ class _Files:
     epoch_checkpoint: Path | None = None
     swapped: set[int] = field(default_factory=set)
     leftovers: Leftovers = field(default_factory=Leftovers)
+    unnamed: list[Finding] = field(default_factory=list)  # files named with an offset above 2^63-1, left out
 
 
 def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None) -> list[tuple[Path, str]]:
@@ -482,6 +490,12 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
         if info.base_offset is None and info.kind is not FileKind.EPOCH_CHECKPOINT:
             continue
         if info.leftover is not None or p in gone:
+            continue
+        if info.base_offset is not None and info.base_offset > INT64_MAX:
+            out.unnamed.append(Finding("error", "base-offset-overflow", d, None, f"named with offset "
+                                       f"{info.base_offset}, above 2^63-1: the broker cannot parse the name "
+                                       "(LogFileUtils.offsetFromFileName, Long.parseLong) and fails to load the "
+                                       "partition; left out here"))
             continue
         if info.kind is FileKind.LOG:
             out.segments[info.base_offset] = LoadedSegment(info.base_offset, p, d, file_size(p))  # type: ignore[arg-type]
@@ -519,10 +533,10 @@ def log_start_offset(checkpoint: int | None, first_base: int | None, log_end: in
 
 def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> int:
     """``LogSegment.readNextOffset``: after the last whole batch, or the base offset."""
-    end = base
+    end, limit = base, last_offset_limit(base)
     for item in segment_items(path, display, options):
-        if not isinstance(item, Finding):  # (batch, control bytes)
-            end = item[0].last_offset + 1
+        if not isinstance(item, Finding) and base <= item[0].last_offset <= limit:  # (batch, control bytes)
+            end = item[0].last_offset + 1  # (a batch that does not fit the segment: see PartitionLoad._segment)
     return end
 
 
@@ -595,6 +609,7 @@ class PartitionLoad:
         loaded.epoch_checkpoint_file = sorted_files.epoch_checkpoint
         loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
         loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
+        loaded.findings.extend(sorted_files.unnamed)
 
         # Steps 2 and 3: which segments the broker recovers, and why.
         self.load_phase = load_phase = set()
@@ -706,6 +721,8 @@ class PartitionLoad:
         indexes = seg.indexes
         epochs = self.seg_epochs.setdefault(seg.base_offset, [])
         next_offset, valid_bytes, disk_end = seg.base_offset, 0, seg.base_offset
+        seg_base, limit = seg.base_offset, last_offset_limit(seg.base_offset)  # the offsets a batch may end at
+        misfit_seen = False
         batches = records = 0
         max_ts = -1
         seg_epoch: int | None = None
@@ -720,6 +737,13 @@ class PartitionLoad:
                 # (then halved). Past a cut they are only counted as dropped.
                 columns, lo, hi, markers = b
                 _, last, top, count, end = columns.advance(lo, hi)
+                if last > limit:  # a batch that does not fit the segment: halved until it is taken on its own below
+                    if hi - lo > 1:
+                        mid = (lo + hi) // 2
+                        back += (Stretch(columns, mid, hi, markers), Stretch(columns, lo, mid, markers))
+                    else:
+                        back.append(b.batch(lo))
+                    continue
                 if not kept:
                     yield b
                     if last >= disk_end:
@@ -768,22 +792,45 @@ class PartitionLoad:
                     loaded.findings.append(f)
                 continue
             last = b[2]  # last_offset
-            if last >= disk_end:
+            fits = seg_base <= last <= limit  # else: not an offset of this segment (see below)
+            if fits and last >= disk_end:
                 disk_end = last + 1
             if not kept:
                 seg.dropped_batches += 1
-                if seg.first_dropped is None:
-                    seg.first_dropped = b[1]
-                seg.last_dropped = last
+                if fits:
+                    if seg.first_dropped is None:
+                        seg.first_dropped = b[1]
+                    seg.last_dropped = last
                 continue
             if recovering and not b[6]:  # crc_valid; LogSegment.recover: batch.ensureValid() fails
                 kept = False
-                seg.dropped_batches, seg.first_dropped, seg.last_dropped = 1, b[1], last
+                seg.dropped_batches = 1
+                seg.first_dropped, seg.last_dropped = (b[1], last) if fits else (None, None)
                 finding = Finding("error", "crc-mismatch", display, b[0],
                                   f"batch at offsets {b[1]}..{last}: stored CRC32C {b[5]} does not match its "
                                   "contents; recovery cuts the segment here")
                 loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
                                                finding))
+                continue
+            if not fits:
+                # LogSegment.recover, after ensureValid: ensureOffsetInRange throws; the broker would split the segment
+                # there (retryOnOffsetOverflow, KAFKA-6264, for segments older than KAFKA-5413), here it is an invalid
+                # batch (module doc).
+                why = offset_misfit(seg_base, last)
+                code = "offset-below-segment-base" if last < seg_base else "offset-beyond-segment-range"
+                if recovering:
+                    kept = False
+                    seg.dropped_batches, seg.first_dropped, seg.last_dropped = 1, None, None
+                    finding = Finding("error", code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; "
+                                      "recovery cuts the segment here")
+                    loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
+                                                   finding))
+                elif not misfit_seen:
+                    misfit_seen = True
+                    loaded.findings.append(Finding(
+                        "error", code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; the broker trusts "
+                        "this segment (before the recovery point) and would misread it; its offsets are left out here "
+                        "(recovering it, e.g. repair --recovery-point at or below its base offset, cuts it there)"))
                 continue
             next_offset, valid_bytes = last + 1, b[0] + b[3]
             if indexes is not None:  # LogSegment.recover: the indexes rebuilt batch by batch

@@ -61,6 +61,7 @@ from .filetypes import FileKind, classify
 from .formats.index import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 from .model import Batch, Finding, Record
 from .records import ScanOptions, decode_records, scan
+from .segment_indexes import offset_misfit
 from .smallfiles import offset_index_sanity, time_index_sanity
 from .walk import LogDir, PartitionDir, discover
 
@@ -680,7 +681,12 @@ class _Search:
                 last = None
                 sc = _Scan(self, seg, start, entry)
                 for batch in sc:
-                    last = batch
+                    if (why := offset_misfit(seg.base_offset, batch.last_offset)) is None:
+                        last = batch
+                    else:  # the loader's rule: no log end from a batch the segment cannot hold (past 2^63-1)
+                        self.findings.append(Finding("error", "offset-beyond-segment-range", seg.display,
+                                                     batch.position, f"batch at offsets {batch.base_offset}.."
+                                                     f"{batch.last_offset}: {why}; not counted for the log end"))
             finally:
                 self.quiet = quiet
             self._leo = last.next_offset if last is not None else seg.base_offset

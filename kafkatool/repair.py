@@ -29,8 +29,10 @@ The plan follows Kafka's ``LogLoader`` (storage module) step by step, and every 
    its ``.txnindex`` from the aborts the replay completes, and the producer state is kept at each segment boundary
    and at the log end (the snapshots the broker takes there; producers expired by ``now_ms`` are dropped where the
    broker reloads a snapshot). A segment being recovered is cut at its first batch failing
-   ``DefaultRecordBatch.ensureValid`` (CRC mismatch, size below the v2 header) or the framing (torn tail,
-   zero-filled tail, impossible size); a magic byte from 3 to 127 is not among them
+   ``DefaultRecordBatch.ensureValid`` (CRC mismatch, size below the v2 header), the framing (torn tail,
+   zero-filled tail, impossible size) or a last offset the segment cannot hold (``LogSegment.ensureOffsetInRange``;
+   the broker would split the segment there, see :mod:`kafkatool.loader`; such a batch in a segment it trusts is a
+   finding that refuses the apply); a magic byte from 3 to 127 is not among them
    (``FileLogInputStream`` reads it as v2, the CRC does not cover it). A cut in a segment recovered at load
    leaves the later segments (an offset gap remains); a cut found by ``recoverLog`` ends the log: every
    later segment is deleted with its files, and so is every producer snapshot past the new log end offset.
@@ -71,11 +73,14 @@ from .logwriter import segment_file, snapshot_bytes, txn_index_bytes
 from .model import Finding
 from .records import ScanOptions, scan
 from .safewrite import FileOp
-from .segment_indexes import IndexAppendError, SegmentIndexes
+from .segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes
 from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
 from .walk import partition_dirs
 
 _V2_MIN = 61
+# the loader's findings that refuse an apply: a batch whose offsets do not fit a segment the broker trusts, a file
+# named with an offset above 2^63-1 (the broker fails to load the partition)
+_MISFIT_CODES = ("offset-beyond-segment-range", "offset-below-segment-base", "base-offset-overflow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +188,10 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
     bad = [f for f in loaded.findings if f.code == "index-rebuild-impossible"]
     if bad:
         raise PlanError(f"{bad[0].path}: {bad[0].message}")
+    # A batch whose offsets do not fit its segment (LogSegment.ensureOffsetInRange) in a segment the broker trusts:
+    # its recovery would not read it, so the plan leaves it and refuses to apply (--recovery-point recovers it).
+    # A file named past 2^63-1: the broker would not load the partition at all.
+    result.findings.extend(f for f in loaded.findings if f.code in _MISFIT_CODES)
 
     # A present .index/.timeindex failing the broker's sanity checks in a segment it trusts (LogSegment.sanityCheck
     # does not check them at load; the broker would keep and misuse them) is rebuilt, its segment not cut.
@@ -201,6 +210,11 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
     if recovered:
         result.actions.extend(_recovery_point(part.parent, (loaded.topic, loaded.partition), loaded.log_end_offset,
                                               display))
+    for action in result.actions:  # never a file named past 2^63-1 (the loader reports no such offset: a bug)
+        op = action.op
+        if op is not None and op.kind == "write" and (stem := op.path.name.split(".")[0]).isdigit() \
+                and int(stem) > INT64_MAX:
+            raise PlanError(f"{action.path}: refusing to name a file with an offset above 2^63-1")
     cut = loaded.cut
     if cut is not None:
         result.cut = (cut.path, cut.position)

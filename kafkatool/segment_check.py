@@ -62,7 +62,8 @@ if TYPE_CHECKING:  # the index readers are imported where indexes are read: a se
     from .smallfiles import AbortedTxn
 
 _INT32_MAX = 2**31 - 1
-_NEVER = 1 << 63  # an offset or position no batch reaches
+_INT64_MAX = 2**63 - 1
+_NEVER = 1 << 64  # an offset or position no batch reaches (a last offset can pass 2^63: a base near it + delta)
 _tuple_new = tuple.__new__
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # segment.index.bytes is 10 MiB by default; beyond this is not an index
 TXN_MARKERS = ("ABORT", "COMMIT")
@@ -391,6 +392,12 @@ def check_segment(
     report = SegmentReport(task)
     sink = _Sink(report.findings, options.max_findings_per_code)
     base = task.base_offset
+    if base > _INT64_MAX and not task.standalone:
+        sink("error", "base-offset-overflow", task.log or task.index or task.timeindex, None,
+             f"named with offset {base}, above 2^63-1: the broker cannot parse the name (LogFileUtils."
+             "offsetFromFileName, Long.parseLong) and fails to load the partition; not checked")
+        sink.close()
+        return report
     offset_entries = OffsetEntries(base, array("i"), array("i"))
     time_entries: list[tuple[int, int]] = []
     if not task.standalone:
@@ -649,6 +656,9 @@ def _check_log(
                 sink("error", "offset-beyond-segment-range", path, batch.position,
                      f"offsets up to {prev_last} are more than 2^31-1 above the segment base {base_offset}: "
                      "the index cannot address them")
+            elif prev_last >= _INT64_MAX:
+                sink("error", "offset-beyond-segment-range", path, batch.position,
+                     f"offsets up to {prev_last}: the next offset passes 2^63-1 (offsets are signed 64-bit)")
 
     irel_bytes.release()
     ipos_bytes.release()

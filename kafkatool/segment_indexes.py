@@ -30,6 +30,32 @@ from .errors import KafkaToolError
 from .formats import index as index_format
 from .model import Batch, Stretch, placed
 
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1  # offsets are Java longs: a batch ending here has no next offset (lastOffset + 1 wraps)
+
+
+def last_offset_limit(base_offset: int) -> int:
+    """The largest last offset a batch of the segment based at ``base_offset`` may have: one its indexes can address
+    (``OffsetIndex.canAppendOffset``: ``offset - baseOffset`` in ``[0, Integer.MAX_VALUE]``, which
+    ``LogSegment.append`` and ``LogSegment.recover`` require of each batch's last offset, ``ensureOffsetInRange``)
+    and whose next offset is still a signed 64-bit offset. The lower bound is ``base_offset`` itself."""
+    return min(base_offset + INT32_MAX, INT64_MAX - 1)
+
+
+def offset_misfit(base_offset: int, last_offset: int) -> str | None:
+    """Why a batch ending at ``last_offset`` does not fit the segment based at ``base_offset``
+    (:func:`last_offset_limit`), or None. Kafka throws ``LogSegmentOffsetOverflowException`` there."""
+    if last_offset < base_offset:
+        return (f"its last offset {last_offset} is below the segment base offset {base_offset}: a negative "
+                "offset relative to the segment (LogSegment.ensureOffsetInRange)")
+    if last_offset > INT64_MAX - 1:
+        return (f"its last offset {last_offset} leaves no next offset below 2^63 (offsets are signed 64-bit; "
+                "lastOffset + 1 would wrap)")
+    if last_offset - base_offset > INT32_MAX:
+        return (f"its last offset {last_offset} is more than 2^31-1 above the segment base offset {base_offset}: "
+                "the indexes cannot address it (LogSegment.ensureOffsetInRange)")
+    return None
+
 
 class IndexAppendError(KafkaToolError):
     """An entry Kafka's index would refuse (``InvalidOffsetException``, ``IllegalStateException``): offsets or
@@ -107,6 +133,7 @@ class SegmentIndexes:
     def _entry(self, last_offset: int, position: int) -> None:
         """``OffsetIndex.append`` of the batch at ``position`` (its last offset), and ``TimeIndex.maybeAppend`` of the
         max timestamp so far."""
+        self._relative(last_offset, position)
         if self.offsets and last_offset <= self.offsets[-1][0]:
             raise IndexAppendError(f"offset index entry {last_offset} at byte {position} is not above the last "
                                    f"one ({self.offsets[-1][0]}): InvalidOffsetException", position)
@@ -123,9 +150,18 @@ class SegmentIndexes:
                 raise IndexAppendError(f"time index entry ({timestamp}, {offset}) goes back from ({last_timestamp}, "
                                        f"{last_offset})", position)
             if timestamp > last_timestamp:
+                self._relative(offset, position)
                 times.append((timestamp, offset))
         elif timestamp > -1:
+            self._relative(offset, position)
             times.append((timestamp, offset))
+
+    def _relative(self, offset: int, position: int | None) -> None:
+        """``AbstractIndex.relativeOffset``: an entry's offset must fit 32 bits above the base
+        (``IndexOffsetOverflowException``), so the index files can be written at all."""
+        if not 0 <= offset - self.base_offset <= INT32_MAX:
+            raise IndexAppendError(f"index entry offset {offset} does not fit 32 bits relative to the segment base "
+                                   f"offset {self.base_offset}: IndexOffsetOverflowException", position)
 
     def close(self) -> None:
         """``onBecomeInactiveSegment`` / ``LogSegment.close``: the last time-index entry."""
@@ -156,4 +192,4 @@ assert _OFFSET_ENTRY.size == index_format.OFFSET_INDEX_ENTRY_SIZE
 assert _TIME_ENTRY.size == index_format.TIME_INDEX_ENTRY_SIZE
 
 
-__all__ = ["IndexAppendError", "SegmentIndexes"]
+__all__ = ["INT32_MAX", "INT64_MAX", "IndexAppendError", "SegmentIndexes", "last_offset_limit", "offset_misfit"]

@@ -48,9 +48,11 @@ def dump(
     ] = None,
     from_offset: Annotated[int | None, typer.Option(
         help="Show batches and records from this offset on, read from where a fetch of it starts (its segment, "
-             "then the offset index); with either offset only the record files are shown.")] = None,
+             "then the offset index); with either offset only the record files are shown.",
+        min=0, max=2**63 - 1)] = None,  # offsets are signed 64-bit
     to_offset: Annotated[int | None, typer.Option(
-        help="Show batches and records up to this offset; reading stops at the first batch past it.")] = None,
+        help="Show batches and records up to this offset; reading stops at the first batch past it.",
+        min=0, max=2**63 - 1)] = None,
     max_batches: Annotated[int | None, typer.Option(help="Stop each record file after N batches.", min=1)] = None,
     max_bytes: Annotated[
         int | None, typer.Option(help="Read only the entries starting in the first N bytes of each record file.", min=1)

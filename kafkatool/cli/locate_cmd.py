@@ -23,7 +23,8 @@ EXAMPLES = """
 
 def locate(
     path: Annotated[Path, typer.Argument(help="A partition dir (or one .log segment).", show_default=False)],
-    offset: Annotated[int | None, typer.Option("--offset", "-o", help="The offset to find.")] = None,
+    offset: Annotated[int | None, typer.Option("--offset", "-o", help="The offset to find.", min=0,
+                                               max=2**63 - 1)] = None,  # offsets are signed 64-bit
     timestamp: Annotated[
         str | None,
         typer.Option("--timestamp", "-t", help="Find the first record at or after this time: milliseconds since the"
