@@ -30,6 +30,8 @@ import heapq
 import io
 import json
 import os
+import re
+import reprlib
 import sys
 import tempfile
 from array import array
@@ -48,15 +50,141 @@ SINK_COLUMNS = ("topic", "partition", "offset")
 
 # --- the sink -----------------------------------------------------------------------------------------------
 
+# The row rules, one set for CSV, JSON lines and Parquet. A column is found by its name ignoring case and blanks
+# around it (a header, a JSON object's keys, a Parquet schema); a BOM before a text sink is skipped.
+OFFSET_MAX = (1 << 63) - 1      # an offset is a Java long, never negative
+PARTITION_MAX = (1 << 31) - 1   # a partition is a Java int
+# org.apache.kafka.common.internals.Topic.validate: 1 to 249 of these characters, and neither "." nor ".."
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+MAX_ROW_CHARS = 1 << 20         # a longer text row is refused unread: it bounds what one row costs to parse
+MAX_ROW_FINDINGS = 100          # per sink file: past these, invalid rows are counted in one last finding
+MAX_PARTITIONS_ABSENT = 100     # topic-partitions of the sink not under the paths, named one by one
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 40
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict = 1, 3, 3
+
+
+def sink_columns(names: Iterable[Any]) -> dict[str, Any] | str:
+    """The name that stands for each of topic, partition and offset among a sink's column names (its CSV header,
+    a JSON object's keys, its Parquet schema): the one equal to it ignoring case and surrounding blanks. The
+    reason, when one is missing or named twice."""
+    found: dict[str, list[Any]] = {c: [] for c in SINK_COLUMNS}
+    for name in names:
+        key = name.strip().lower() if isinstance(name, str) else None
+        if key in found:
+            found[key].append(name)
+    missing = [c for c, n in found.items() if not n]
+    twice = [c for c, n in found.items() if len(n) > 1]
+    if missing or twice:
+        return "; ".join(([f"no {' / '.join(missing)} column"] if missing else [])
+                         + ([f"{' / '.join(twice)} named more than once"] if twice else []))
+    return {c: n[0] for c, n in found.items()}
+
+
+def sink_row(topic: Any, partition: Any, offset: Any) -> tuple[str, int, int] | str:
+    """(topic, partition, offset) of one row, or why it is not one: the topic a string that is a valid Kafka topic
+    name, the partition an integer 0..2^31-1 and the offset an integer 0..2^63-1, each given as an integer or as
+    a string of digits, never as a float, a bool or anything else."""
+    if type(topic) is not str:
+        return f"the topic {_shown(topic)} is not a string"
+    if topic not in _TOPICS_SEEN:
+        if not (_TOPIC.fullmatch(topic) and topic not in (".", "..")):
+            return f"the topic {_shown(topic)} is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)"
+        if len(_TOPICS_SEEN) >= 1024:  # a sink names few topics: the cache stays small whatever it holds
+            _TOPICS_SEEN.clear()
+        _TOPICS_SEEN.add(topic)
+    part = _integer(partition, "partition", PARTITION_MAX)
+    if isinstance(part, str):
+        return part
+    off = _integer(offset, "offset", OFFSET_MAX)
+    if isinstance(off, str):
+        return off
+    return topic, part, off
+
+
+_TOPICS_SEEN: set[str] = set()
+
+
+def _integer(value: Any, name: str, top: int) -> int | str:
+    if type(value) is int:  # never a bool (a subclass of int), a float or a Decimal
+        n = value
+    elif type(value) is str and value.isascii() and value.isdigit():  # ASCII digits only, no sign, no blank
+        digits = value if len(value) <= 19 else value.lstrip("0") or "0"  # never int() of a long string
+        n = int(digits) if len(digits) <= 19 else top + 1
+    else:
+        return f"the {name} {_shown(value)} is not an integer"
+    return n if 0 <= n <= top else f"the {name} {_shown(value)} is not in 0..{top}"
+
+
+def _shown(value: Any) -> str:
+    """A hostile value in a message: bounded, with its control characters escaped."""
+    return "nothing" if value is None else _SHOWN.repr(value)
+
+
+class _RowTooLong(Exception):
+    pass
+
+
+class _JsonNumber(str):
+    """A JSON number with a fraction or an exponent, kept as written (``1e400`` is not turned into ``inf``):
+    never an integer, whatever its value, and shown as given."""
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
+class _Lines:
+    """The lines of a text sink (universal newlines, as a file opened with ``newline=""``), each bounded by
+    :data:`MAX_ROW_CHARS`: a longer one is read through in bounded pieces and raises :class:`_RowTooLong`."""
+
+    def __init__(self, fh: Any) -> None:
+        self.fh, self.number, self.back, self.head = fh, 0, None, ""
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        if self.back is not None:
+            line, self.back = self.back, None
+            return line
+        line = self.fh.readline(MAX_ROW_CHARS + 1)
+        if not line:
+            raise StopIteration
+        self.number += 1
+        if len(line) > MAX_ROW_CHARS and not line.endswith(("\n", "\r")):
+            self.head = line[:64]
+            while (more := self.fh.readline(1 << 16)) and not more.endswith(("\n", "\r")):
+                pass
+            raise _RowTooLong(f"longer than {MAX_ROW_CHARS:,} characters")
+        return line
+
 
 def read_sink(source: str, stdin: BinaryIO | None = None) -> Iterator[tuple[str, int, int] | Finding]:
-    """(topic, partition, offset) of every row of one sink file (``-``: standard input); a row that does not
-    have them is a finding naming the file and line (for Parquet: the row number), and reading goes on."""
+    """(topic, partition, offset) of every row of one sink file (``-``: standard input), read as it streams; a
+    row that does not follow :func:`sink_row` is a finding naming the file and line (for Parquet: the row
+    number), and reading goes on. Past :data:`MAX_ROW_FINDINGS` of them, the rest are counted in one finding."""
+    where = "<stdin>" if source == "-" else source
+    invalid = 0
+    for item in _rows(source, stdin):
+        if isinstance(item, Finding):
+            invalid += 1
+            if invalid > MAX_ROW_FINDINGS:
+                continue
+        yield item
+    if invalid > MAX_ROW_FINDINGS:
+        yield Finding("error", "sink-row-invalid", where, None,
+                      f"{invalid - MAX_ROW_FINDINGS:,} more invalid rows (the first {MAX_ROW_FINDINGS} are above)")
+
+
+def _rows(source: str, stdin: BinaryIO | None) -> Iterator[tuple[str, int, int] | Finding]:
+    # utf-8-sig: a BOM is skipped; newline="": CR, LF and CRLF all end a line, and CSV sees them as they are
+    text = {"encoding": "utf-8-sig", "errors": "replace", "newline": ""}
     if source == "-":
-        data = (stdin or sys.stdin.buffer).read()
-        head = data.lstrip()[:1]
-        text = io.StringIO(data.decode("utf-8", "replace"))
-        yield from (_jsonl(text, "<stdin>") if head == b"{" else _csv(text, "<stdin>"))
+        fh = io.TextIOWrapper(stdin or sys.stdin.buffer, **text)
+        try:
+            yield from _text(fh, "<stdin>", "")
+        finally:
+            fh.detach()  # standard input stays open
         return
     path = Path(source)
     if not path.is_file():
@@ -66,80 +194,138 @@ def read_sink(source: str, stdin: BinaryIO | None = None) -> Iterator[tuple[str,
         yield from _parquet(path)
         return
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            first = fh.read(1)
-            while first and first.isspace():
-                first = fh.read(1)
-            fh.seek(0)
-            jsonl = suffix in (".jsonl", ".ndjson", ".json") or first == "{"
-            yield from (_jsonl(fh, source) if jsonl else _csv(fh, source))
+        with open(path, **text) as fh:
+            yield from _text(fh, source, suffix)
     except OSError as exc:
         raise InputIOError(f"cannot read sink {source}: {exc.strerror or exc}") from exc
 
 
-def _row(get: Callable[[str], Any], where: str, line: int) -> tuple[str, int, int] | Finding:
+def _text(fh: Any, where: str, suffix: str) -> Iterator[tuple[str, int, int] | Finding]:
+    """CSV or JSON lines, told by the suffix or else by the first line that is not blank (``{``: JSON)."""
+    lines = _Lines(fh)
+    jsonl = suffix in (".jsonl", ".ndjson", ".json")
+    while True:
+        try:
+            first = next(lines, "")
+        except _RowTooLong as exc:
+            if jsonl or lines.head.lstrip().startswith("{"):
+                jsonl = True
+                yield _bad(where, f"line {lines.number}", exc)
+                continue
+            yield Finding("error", "sink-header-invalid", where, None, f"line {lines.number}: {exc}")
+            return
+        if not first or first.strip():
+            break
+    lines.back = first or None
+    if jsonl or first.lstrip().startswith("{"):
+        yield from _jsonl(lines, where)
+    else:
+        yield from _csv(lines, where)
+
+
+def _bad(where: str, at: str, reason: object) -> Finding:
+    return Finding("error", "sink-row-invalid", where, None, f"{at}: {reason}")
+
+
+def _csv(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding]:
+    reader = csv.reader(lines)
     try:
-        topic, partition, offset = (get(c) for c in SINK_COLUMNS)
-        if topic is None or topic == "":
-            raise ValueError("no topic")
-        part, off = int(partition), int(offset)
-        if part < 0 or off < 0:
-            raise ValueError("negative partition or offset")
-        return str(topic), part, off
-    except (KeyError, TypeError, ValueError) as exc:
-        return Finding("error", "sink-row-invalid", where, None, f"line {line}: not a topic/partition/offset row "
-                                                                  f"({type(exc).__name__}: {exc})")
-
-
-def _csv(fh: Any, where: str) -> Iterator[tuple[str, int, int] | Finding]:
-    reader = csv.DictReader(fh)
-    missing = [c for c in SINK_COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        yield Finding("error", "sink-header-invalid", where, None,
-                      f"the CSV header {reader.fieldnames} does not name {', '.join(missing)}")
+        header = next(reader, [])
+    except (csv.Error, _RowTooLong) as exc:
+        yield Finding("error", "sink-header-invalid", where, None, f"line {lines.number}: {exc}")
         return
-    for row in reader:
-        yield _row(row.__getitem__, where, reader.line_num)
+    columns = sink_columns(header)
+    if isinstance(columns, str):
+        yield Finding("error", "sink-header-invalid", where, None,
+                      f"line {lines.number}: the CSV header {_shown(header)}: {columns}")
+        return
+    topic, partition, offset = (header.index(columns[c]) for c in SINK_COLUMNS)
+    width = max(topic, partition, offset) + 1
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except (csv.Error, _RowTooLong) as exc:  # csv.Error: a field over csv.field_size_limit, a stray quote
+            yield _bad(where, f"line {lines.number}", exc)
+            continue
+        if not fields:
+            continue
+        if len(fields) < width:
+            yield _bad(where, f"line {lines.number}", f"{len(fields)} fields, the header has {len(header)}")
+            continue
+        row = sink_row(fields[topic], fields[partition], fields[offset])
+        yield _bad(where, f"line {lines.number}", row) if isinstance(row, str) else row
 
 
-def _jsonl(fh: Any, where: str) -> Iterator[tuple[str, int, int] | Finding]:
-    for n, line in enumerate(fh, 1):
+def _jsonl(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding]:
+    keys: tuple[Any, ...] = ()
+    columns: dict[str, Any] | str = ""
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except _RowTooLong as exc:
+            yield _bad(where, f"line {lines.number}", exc)
+            continue
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            yield Finding("error", "sink-row-invalid", where, None, f"line {n}: not JSON ({exc})")
+            obj = json.loads(line, parse_float=_JsonNumber, parse_constant=_JsonNumber)
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the interpreter's stack
+            yield _bad(where, f"line {lines.number}", f"not JSON ({type(exc).__name__}: {_shown(str(exc))})")
             continue
-        yield (_row(obj.__getitem__, where, n) if isinstance(obj, dict)
-               else Finding("error", "sink-row-invalid", where, None, f"line {n}: not a JSON object"))
+        if not isinstance(obj, dict):
+            yield _bad(where, f"line {lines.number}", "not a JSON object")
+            continue
+        if tuple(obj) != keys:  # the rows of a sink mostly have the same keys: match them once
+            keys, columns = tuple(obj), sink_columns(obj)
+        if isinstance(columns, str):
+            yield _bad(where, f"line {lines.number}", columns)
+            continue
+        row = sink_row(*(obj[columns[c]] for c in SINK_COLUMNS))
+        yield _bad(where, f"line {lines.number}", row) if isinstance(row, str) else row
 
 
 def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
     try:
-        import pyarrow.parquet as pq  # noqa: TID251 - optional: the [spark] extra brings pyarrow
+        import pyarrow as pa  # noqa: TID251 - optional: the [spark] extra brings pyarrow
+        import pyarrow.parquet as pq  # noqa: TID251
     except ImportError as exc:
         raise UsageError(f"{path}: reading Parquet needs pyarrow (pip install 'kafkatool[spark]')") from exc
+
+    def text(t: Any) -> bool:
+        return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+                    or (pa.types.is_dictionary(t) and text(t.value_type)))
+
     try:
         pf = pq.ParquetFile(path)
-        names = set(pf.schema_arrow.names)
-        missing = [c for c in SINK_COLUMNS if c not in names]
-        if missing:
+        schema = pf.schema_arrow
+        columns = sink_columns(schema.names)
+        if isinstance(columns, str):
+            yield Finding("error", "sink-header-invalid", str(path), None, f"the Parquet schema: {columns}")
+            return
+        # a column of a type no valid value has (binary, float, bool, list, ...) refuses every row: said once
+        wrong = [f"{c} is {schema.field(columns[c]).type}" for c in SINK_COLUMNS
+                 if not (text(t := schema.field(columns[c]).type)
+                         or (c != "topic" and pa.types.is_integer(t)))]
+        if wrong:
             yield Finding("error", "sink-header-invalid", str(path), None,
-                          f"the Parquet schema has no column {', '.join(missing)}")
+                          f"the Parquet column {'; '.join(wrong)}: every row refused (topic: a string; partition, "
+                          "offset: integers)")
             return
         n = 0
-        for batch in pf.iter_batches(columns=list(SINK_COLUMNS), batch_size=65536):
-            cols = [batch.column(c).to_pylist() for c in SINK_COLUMNS]
-            for topic, partition, offset in zip(*cols, strict=True):
+        for batch in pf.iter_batches(columns=[columns[c] for c in SINK_COLUMNS], batch_size=65536):
+            for topic, partition, offset in zip(*(c.to_pylist() for c in batch.columns), strict=True):
                 n += 1
-                row = {"topic": topic, "partition": partition, "offset": offset}
-                yield _row(row.__getitem__, str(path), n)
-    except OSError as exc:
-        raise InputIOError(f"cannot read sink {path}: {exc}") from exc
+                row = sink_row(topic, partition, offset)
+                yield _bad(str(path), f"row {n}", row) if isinstance(row, str) else row
     except Exception as exc:  # pyarrow's ArrowInvalid and friends: a damaged file is a finding
         if type(exc).__module__.startswith("pyarrow"):
             yield Finding("error", "sink-unreadable", str(path), None, f"not a readable Parquet file: {exc}")
+        elif isinstance(exc, OSError):
+            raise InputIOError(f"cannot read sink {path}: {exc}") from exc
         else:
             raise
 
@@ -423,4 +609,5 @@ def _counted(offsets: Iterator[int], lo: int, hi: int, result: PartitionDelivery
             result.outside_range += 1
 
 
-__all__ = ["ISOLATIONS", "PartitionDelivery", "SortedRuns", "compare", "delivery_paths", "log_offsets", "read_sink"]
+__all__ = ["ISOLATIONS", "PartitionDelivery", "SortedRuns", "compare", "delivery_paths", "log_offsets", "read_sink",
+           "sink_columns", "sink_row"]
