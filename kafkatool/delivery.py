@@ -19,8 +19,11 @@ With a consumer group, its committed offset (``__consumer_offsets``) says what a
 processed at or past it are delivered again (``redelivered_on_restart``), expected records below it that the
 sink lacks were committed but never processed (``committed_not_processed``).
 
-Memory stays bounded whatever the sink's size: each partition's offsets are kept in sorted runs of at most
-``run_size`` offsets, spilled to temporary files and merged in one streaming pass against the log.
+Memory stays bounded whatever the sink's size or content: a row is read as it streams, checked by one set of
+rules (:func:`sink_row`) whatever its format, and refused as a finding when it breaks them; the offsets of the
+partitions under the paths wait in sorted runs (at most ``run_size`` in memory, all partitions together),
+spilled to temporary files and merged in one streaming pass against the log; what is missing, duplicated or
+unexpected is kept as ranges, the first :data:`MAX_RANGES` of each kind listed and all of them counted.
 """
 
 from __future__ import annotations
@@ -331,11 +334,12 @@ def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
 
 
 class SortedRuns:
-    """The offsets of one partition in sorted runs of at most ``run_size``, spilled to temporary files: memory
-    stays bounded by one run whatever the number of rows. :meth:`merged` streams them back in order."""
+    """The offsets of one partition in sorted runs, spilled to temporary files when the caller says so (all
+    partitions' buffers share one budget, :func:`delivery_paths`' ``run_size``). :meth:`merged` streams them back
+    in order."""
 
-    def __init__(self, tmpdir: str, run_size: int = 1 << 22) -> None:
-        self.tmpdir, self.run_size = tmpdir, run_size
+    def __init__(self, tmpdir: str) -> None:
+        self.tmpdir = tmpdir
         self.buffer = array("q")
         self.files: list[str] = []
         self.count = 0
@@ -344,11 +348,12 @@ class SortedRuns:
     def add(self, offset: int) -> None:
         self.buffer.append(offset)
         self.count += 1
-        self.highest = max(self.highest, offset)
-        if len(self.buffer) >= self.run_size:
-            self._spill()
+        if offset > self.highest:
+            self.highest = offset
 
-    def _spill(self) -> None:
+    def spill(self) -> None:
+        if not self.buffer:
+            return
         run = array("q", sorted(self.buffer))
         fd, name = tempfile.mkstemp(dir=self.tmpdir, suffix=".run")
         with os.fdopen(fd, "wb") as fh:
@@ -359,7 +364,7 @@ class SortedRuns:
     def merged(self) -> Iterator[int]:
         def read(name: str) -> Iterator[int]:
             with open(name, "rb") as fh:
-                while chunk := fh.read(1 << 20):
+                while chunk := fh.read(1 << 16):  # one chunk per run in memory at a time
                     yield from array("q", chunk)
 
         in_memory = iter(sorted(self.buffer))
@@ -369,20 +374,37 @@ class SortedRuns:
 # --- the log ------------------------------------------------------------------------------------------------
 
 
+MAX_RANGES = 1000  # ranges a delivery line lists of each kind; all are counted
+
+
 class _Ranges:
-    """Ascending offsets as inclusive ``[lo, hi]`` ranges."""
+    """Ascending offsets as inclusive ``[lo, hi]`` ranges (``[lo, hi, times]`` for offsets processed ``times``
+    times), the first :data:`MAX_RANGES` kept and every one counted: memory and a line stay bounded whatever the
+    sink or the log holds."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_RANGES) -> None:
         self.items: list[list[int]] = []
+        self.limit = limit
+        self.offsets = self.ranges = self.extra = 0  # extra: processings past the first, of duplicates
+        self.hi = -2
+        self.times: int | None = None
 
-    def add(self, offset: int) -> None:
-        if self.items and self.items[-1][1] + 1 == offset:
-            self.items[-1][1] = offset
+    def add(self, offset: int, times: int | None = None) -> None:
+        self.offsets += 1
+        self.extra += times - 1 if times else 0
+        if offset == self.hi + 1 and times == self.times:
+            if self.ranges <= self.limit:
+                self.items[-1][1] = offset
         else:
-            self.items.append([offset, offset])
+            self.ranges += 1
+            self.times = times
+            if self.ranges <= self.limit:
+                self.items.append([offset, offset] if times is None else [offset, offset, times])
+        self.hi = offset
 
-    def total(self) -> int:
-        return sum(hi - lo + 1 for lo, hi in self.items)
+    def fields(self, name: str) -> dict[str, Any]:
+        """``name`` (the ranges listed), ``name_count`` (offsets) and ``name_ranges`` (ranges, listed or not)."""
+        return {name: self.items, f"{name}_count": self.offsets, f"{name}_ranges": self.ranges}
 
 
 DATA, ABORTED, CONTROL = "data", "aborted", "control"
@@ -459,7 +481,7 @@ class PartitionDelivery:
     expected: int = 0
     delivered: int = 0                      # sink rows of this partition in the range
     missing: _Ranges = field(default_factory=_Ranges)
-    duplicates: list[list[int]] = field(default_factory=list)   # [offset, times processed]
+    duplicates: _Ranges = field(default_factory=_Ranges)       # [lo, hi, times processed]
     aborted_delivered: _Ranges = field(default_factory=_Ranges)
     unexpected: _Ranges = field(default_factory=_Ranges)
     group: str | None = None
@@ -470,27 +492,28 @@ class PartitionDelivery:
 
     @property
     def verdict(self) -> str:
-        lost, twice = bool(self.missing.items), bool(self.duplicates)
+        lost, twice = bool(self.missing.offsets), bool(self.duplicates.offsets)
         return ("loss-and-duplicates" if lost and twice else "at-most-once" if lost
                 else "at-least-once" if twice else "exactly-once")
 
     @property
     def clean(self) -> bool:
-        return not (self.missing.items or self.duplicates or self.aborted_delivered.items or self.unexpected.items)
+        return not (self.missing.offsets or self.duplicates.offsets or self.aborted_delivered.offsets
+                    or self.unexpected.offsets)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "type": "delivery", "topic": self.topic, "partition": self.partition, "path": self.path,
             "isolation": self.isolation, "from_offset": self.from_offset, "to_offset": self.to_offset,
-            "expected": self.expected, "delivered": self.delivered, "missing": self.missing.items,
-            "missing_count": self.missing.total(), "duplicates": self.duplicates,
-            "aborted_delivered": self.aborted_delivered.items, "unexpected": self.unexpected.items,
+            "expected": self.expected, "delivered": self.delivered, **self.missing.fields("missing"),
+            **self.duplicates.fields("duplicates"), "duplicates_extra": self.duplicates.extra,
+            **self.aborted_delivered.fields("aborted_delivered"), **self.unexpected.fields("unexpected"),
             "verdict": self.verdict,
         }
         if self.group is not None:
             d.update(group=self.group, committed_offset=self.committed_offset,
-                     redelivered_on_restart=self.redelivered_on_restart.items,
-                     committed_not_processed=self.committed_not_processed.items)
+                     **self.redelivered_on_restart.fields("redelivered_on_restart"),
+                     **self.committed_not_processed.fields("committed_not_processed"))
         return d
 
 
@@ -513,7 +536,7 @@ def compare(expected: Iterator[tuple[int, str]], delivered: Iterator[int], resul
                 if commit is not None and offset < commit:
                     result.committed_not_processed.add(offset)
             elif times > 1:
-                result.duplicates.append([offset, times])
+                result.duplicates.add(offset, times)
         elif times:
             result.aborted_delivered.add(offset)
         if times and commit is not None and offset >= commit:
@@ -535,9 +558,11 @@ def _skip_equal(value: int, it: Iterator[int], result: PartitionDelivery) -> int
 def delivery_paths(
     sinks: list[str], paths: Iterable[str | Path], *, isolation: str = "read_committed",
     from_offset: int | None = None, to_offset: int | None = None, group: str | None = None,
-    run_size: int = 1 << 22, progress: Callable[[int], None] | None = None,
+    run_size: int = 1 << 20, progress: Callable[[int], None] | None = None,
 ) -> Iterator[PartitionDelivery | Finding]:
-    """Per topic-partition of the sinks (in topic, partition order): findings, then its :class:`PartitionDelivery`."""
+    """Per topic-partition of the sinks (in topic, partition order): findings, then its :class:`PartitionDelivery`.
+    At most ``run_size`` sink offsets are held in memory, all partitions together; the rest wait in sorted runs
+    on disk."""
     from .internal import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
     from .walk import partition_dirs
 
@@ -564,29 +589,46 @@ def delivery_paths(
             elif isinstance(item, Finding) and item.severity != "info":
                 yield item
     with tempfile.TemporaryDirectory(prefix="kafkatool-delivery-") as tmp:
+        # only partitions on disk keep their offsets; the others are counted, the first few by name: memory is
+        # bounded by run_size offsets and the partitions under the paths, whatever the sink names
         runs: dict[tuple[str, int], SortedRuns] = {}
-        rows = 0
+        absent: dict[tuple[str, int], int] = {}
+        absent_other = rows = buffered = 0
         for sink in sinks:
             for row in read_sink(sink):
                 if isinstance(row, Finding):
                     yield row
                     continue
-                key = (row[0], row[1])
-                if key not in runs:
-                    runs[key] = SortedRuns(tmp, run_size)
-                runs[key].add(row[2])
                 rows += 1
                 if progress is not None and rows % 4096 == 0:
                     progress(4096)
-        if not runs:
+                key = (row[0], row[1])
+                sink_runs = runs.get(key)
+                if sink_runs is None:
+                    if key not in parts:
+                        if key in absent or len(absent) < MAX_PARTITIONS_ABSENT:
+                            absent[key] = absent.get(key, 0) + 1
+                        else:
+                            absent_other += 1
+                        continue
+                    sink_runs = runs[key] = SortedRuns(tmp)
+                sink_runs.add(row[2])
+                buffered += 1
+                if buffered >= run_size:  # one budget for all partitions' buffers
+                    for r in runs.values():
+                        r.spill()
+                    buffered = 0
+        if not runs and not absent and not absent_other:
             raise UsageError(f"no topic/partition/offset row to check in {', '.join(sinks)}")
-        for (topic, partition), sink_runs in sorted(runs.items()):
-            pd = parts.get((topic, partition))
-            if pd is None:
+        for topic, partition in sorted(runs.keys() | absent.keys()):
+            sink_runs = runs.get((topic, partition))
+            if sink_runs is None:
+                count = absent[(topic, partition)]
                 yield Finding("error", "delivery-partition-missing", f"{topic}-{partition}", None,
-                              f"the sink has {sink_runs.count} rows of {topic}-{partition} but no partition dir of it "
+                              f"the sink has {count:,} rows of {topic}-{partition} but no partition dir of it "
                               "is under the paths given")
                 continue
+            pd = parts[(topic, partition)]
             commit = commits.get((topic, partition))
             lo = log_start_offset(pd.path) if from_offset is None else from_offset
             # a commit past the sink's last row claims everything below it was processed: check up to it
@@ -598,6 +640,10 @@ def delivery_paths(
             compare(log_offsets(pd.path, pd.display, lo, hi, isolation, findings), in_range, result)
             yield from findings
             yield result
+        if absent_other:
+            yield Finding("error", "delivery-partition-missing", ", ".join(sinks), None,
+                          f"the sink has {absent_other:,} more rows of topic-partitions not under the paths given, "
+                          f"past the {MAX_PARTITIONS_ABSENT} named above")
 
 
 def _counted(offsets: Iterator[int], lo: int, hi: int, result: PartitionDelivery) -> Iterator[int]:
@@ -609,5 +655,5 @@ def _counted(offsets: Iterator[int], lo: int, hi: int, result: PartitionDelivery
             result.outside_range += 1
 
 
-__all__ = ["ISOLATIONS", "PartitionDelivery", "SortedRuns", "compare", "delivery_paths", "log_offsets", "read_sink",
-           "sink_columns", "sink_row"]
+__all__ = ["ISOLATIONS", "MAX_RANGES", "PartitionDelivery", "SortedRuns", "compare", "delivery_paths", "log_offsets",
+           "read_sink", "sink_columns", "sink_row"]
