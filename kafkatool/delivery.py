@@ -124,6 +124,12 @@ def _shown(value: Any) -> str:
     return "nothing" if value is None else _SHOWN.repr(value)
 
 
+def _said(text: str, limit: int = 200) -> str:
+    """A reader's error message (it may quote the file): bounded, with its control characters escaped."""
+    cut = text.strip()[:limit] + ("..." if len(text.strip()) > limit else "")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+
+
 class _RowTooLong(Exception):
     pass
 
@@ -277,7 +283,7 @@ def _jsonl(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding
         try:
             obj = json.loads(line, parse_float=_JsonNumber, parse_constant=_JsonNumber)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the interpreter's stack
-            yield _bad(where, f"line {lines.number}", f"not JSON ({type(exc).__name__}: {_shown(str(exc))})")
+            yield _bad(where, f"line {lines.number}", f"not JSON ({type(exc).__name__}: {_said(str(exc))})")
             continue
         if not isinstance(obj, dict):
             yield _bad(where, f"line {lines.number}", "not a JSON object")
@@ -325,10 +331,11 @@ def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
                 row = sink_row(topic, partition, offset)
                 yield _bad(str(path), f"row {n}", row) if isinstance(row, str) else row
     except Exception as exc:  # pyarrow's ArrowInvalid and friends: a damaged file is a finding
-        if type(exc).__module__.startswith("pyarrow"):
-            yield Finding("error", "sink-unreadable", str(path), None, f"not a readable Parquet file: {exc}")
-        elif isinstance(exc, OSError):
-            raise InputIOError(f"cannot read sink {path}: {exc}") from exc
+        if isinstance(exc, OSError) and exc.errno is not None:  # the system's (pyarrow's own carry no errno)
+            raise InputIOError(f"cannot read sink {path}: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError) or type(exc).__module__.startswith("pyarrow"):
+            yield Finding("error", "sink-unreadable", str(path), None,
+                          f"not a readable Parquet file: {_said(str(exc))}")
         else:
             raise
 

@@ -147,6 +147,27 @@ def test_parquet_rows_and_columns(tmp_path: Path, committed: list[int]) -> None:
     assert code == 1 and delivery[0]["delivered"] == 72 and "internal error" not in err
 
 
+def test_damaged_parquet_is_a_finding(tmp_path: Path, committed: list[int]) -> None:
+    """A flipped byte in a Parquet footer (the thrift metadata pyarrow reports as an OSError without errno) is a
+    sink-unreadable finding, never an I/O error (exit 3) nor an internal one; the other sinks are still read."""
+    import pyarrow as pa  # noqa: TID251 - writing the Parquet sink (the [spark] extra)
+    import pyarrow.parquet as pq  # noqa: TID251
+
+    pq.write_table(pa.table({"topic": ["payments"] * 72, "partition": [0] * 72, "offset": committed}),
+                   tmp_path / "ok.parquet")
+    data = (tmp_path / "ok.parquet").read_bytes()
+    footer = int.from_bytes(data[-8:-4], "little")
+    damaged = bytearray(data)
+    damaged[len(data) - 8 - footer] ^= 0xFF  # the footer's first byte: its thrift field header
+    (tmp_path / "damaged.parquet").write_bytes(bytes(damaged))
+    (tmp_path / "torn.parquet").write_bytes(data[: len(data) // 2])
+    code, findings, [d], err = run(tmp_path / "damaged.parquet", tmp_path / "torn.parquet", tmp_path / "ok.parquet")
+    assert code == 1 and "internal error" not in err and d["delivered"] == 72
+    assert [(f["code"], f["path"]) for f in findings] == [
+        ("sink-unreadable", str(tmp_path / "damaged.parquet")), ("sink-unreadable", str(tmp_path / "torn.parquet"))]
+    assert "thrift" in findings[0]["message"]
+
+
 def test_stdin_streams_with_cr_line_ends(committed: list[int]) -> None:
     """Standard input, read as it streams: CR, LF and CRLF each end a row as in a file; a BOM is skipped."""
     rows = [f"payments,0,{o}" for o in committed]
