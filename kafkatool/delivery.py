@@ -59,6 +59,7 @@ OFFSET_MAX = (1 << 63) - 1      # an offset is a Java long, never negative
 PARTITION_MAX = (1 << 31) - 1   # a partition is a Java int
 # org.apache.kafka.common.internals.Topic.validate: 1 to 249 of these characters, and neither "." nor ".."
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_TOPICS_SEEN: set[str] = set()  # names that passed _TOPIC: a sink names few topics, each is matched once
 MAX_ROW_CHARS = 1 << 20         # a longer text row is refused unread: it bounds what one row costs to parse
 MAX_ROW_FINDINGS = 100          # per sink file: past these, invalid rows are counted in one last finding
 MAX_PARTITIONS_ABSENT = 100     # topic-partitions of the sink not under the paths, named one by one
@@ -93,7 +94,7 @@ def sink_row(topic: Any, partition: Any, offset: Any) -> tuple[str, int, int] | 
     if topic not in _TOPICS_SEEN:
         if not (_TOPIC.fullmatch(topic) and topic not in (".", "..")):
             return f"the topic {_shown(topic)} is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)"
-        if len(_TOPICS_SEEN) >= 1024:  # a sink names few topics: the cache stays small whatever it holds
+        if len(_TOPICS_SEEN) >= 1024:  # small whatever the sink holds
             _TOPICS_SEEN.clear()
         _TOPICS_SEEN.add(topic)
     part = _integer(partition, "partition", PARTITION_MAX)
@@ -103,9 +104,6 @@ def sink_row(topic: Any, partition: Any, offset: Any) -> tuple[str, int, int] | 
     if isinstance(off, str):
         return off
     return topic, part, off
-
-
-_TOPICS_SEEN: set[str] = set()
 
 
 def _integer(value: Any, name: str, top: int) -> int | str:
@@ -340,6 +338,9 @@ def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
             raise
 
 
+MAX_RUNS = 64  # run files of one partition: past these they are merged into one, so a merge opens few files
+
+
 class SortedRuns:
     """The offsets of one partition in sorted runs, spilled to temporary files when the caller says so (all
     partitions' buffers share one budget, :func:`delivery_paths`' ``run_size``). :meth:`merged` streams them back
@@ -361,24 +362,34 @@ class SortedRuns:
     def spill(self) -> None:
         if not self.buffer:
             return
-        run = array("q", sorted(self.buffer))
+        self.files.append(self._write(sorted(self.buffer)))
+        self.buffer = array("q")
+        if len(self.files) >= MAX_RUNS:
+            merged = self._write(heapq.merge(*(self._read(f) for f in self.files)))
+            for name in self.files:
+                os.unlink(name)
+            self.files = [merged]
+
+    def _write(self, offsets: Iterable[int]) -> str:
         fd, name = tempfile.mkstemp(dir=self.tmpdir, suffix=".run")
         with os.fdopen(fd, "wb") as fh:
-            run.tofile(fh)
-        self.files.append(name)
-        self.buffer = array("q")
+            chunk = array("q")
+            for offset in offsets:
+                chunk.append(offset)
+                if len(chunk) >= 1 << 13:
+                    chunk.tofile(fh)
+                    chunk = array("q")
+            chunk.tofile(fh)
+        return name
+
+    @staticmethod
+    def _read(name: str) -> Iterator[int]:
+        with open(name, "rb") as fh:
+            while chunk := fh.read(1 << 16):  # one chunk per run in memory at a time
+                yield from array("q", chunk)
 
     def merged(self) -> Iterator[int]:
-        def read(name: str) -> Iterator[int]:
-            with open(name, "rb") as fh:
-                while chunk := fh.read(1 << 16):  # one chunk per run in memory at a time
-                    yield from array("q", chunk)
-
-        in_memory = iter(sorted(self.buffer))
-        return heapq.merge(in_memory, *(read(f) for f in self.files))
-
-
-# --- the log ------------------------------------------------------------------------------------------------
+        return heapq.merge(iter(sorted(self.buffer)), *(self._read(f) for f in self.files))
 
 
 MAX_RANGES = 1000  # ranges a delivery line lists of each kind; all are counted
