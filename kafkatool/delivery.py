@@ -194,8 +194,9 @@ def _rows(source: str, stdin: BinaryIO | None) -> Iterator[tuple[str, int, int] 
             fh.detach()  # standard input stays open
         return
     path = Path(source)
-    if not path.is_file():
-        raise UsageError(f"sink not found: {source}")
+    if not path.is_file():  # a FIFO, a device or a socket is never opened: it could block or never end
+        raise UsageError(f"sink not found: {_said(source)}" if not path.exists() else
+                         f"sink {_said(source)} is not a regular file (for a pipe: --sink -)")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         yield from _parquet(path)

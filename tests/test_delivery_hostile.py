@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -192,6 +193,13 @@ def test_headers_refused(tmp_path: Path) -> None:
     assert [(f["code"], f["path"]) for f in findings] == [
         ("sink-header-invalid", str(tmp_path / n)) for n in ("twice.csv", "none.csv", "empty.csv")]
     assert "topic named more than once" in findings[0]["message"] and "no partition column" in findings[1]["message"]
+
+
+def test_a_fifo_sink_is_refused_unopened(tmp_path: Path) -> None:
+    """A FIFO given as a sink is never opened (nothing writes to it: opening would block): a usage error."""
+    os.mkfifo(tmp_path / "fifo")
+    p = kt("delivery", "--sink", str(tmp_path / "fifo"), str(FIXTURES))
+    assert p.returncode == 2 and b"is not a regular file (for a pipe: --sink -)" in p.stderr
 
 
 def test_invalid_rows_are_counted_past_the_first_ones(tmp_path: Path, committed: list[int]) -> None:
