@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -261,6 +262,23 @@ def test_duplicate_runs_are_ranges(tmp_path: Path) -> None:
     [d] = [x.as_dict() for x in delivery_paths([str(sink)], [tmp_path / "logdir"], run_size=1000)
            if hasattr(x, "verdict")]
     assert (d["duplicates"], d["duplicates_count"], d["duplicates_extra"]) == ([[0, 4999, 3]], 5000, 10000)
+
+
+def test_a_record_count_no_bytes_could_hold_is_decoded_not_counted_to(tmp_path: Path) -> None:
+    """A one-record batch whose last offset delta and record count say 2^31-1 records (in 70 bytes): delivery
+    decodes it (a record-invalid finding, the one real record) instead of walking 2^31 offsets."""
+    part = partition_of(tmp_path / "logdir", 1)
+    seg = part / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    struct.pack_into(">i", data, 23, (1 << 31) - 2)  # lastOffsetDelta
+    struct.pack_into(">i", data, 57, (1 << 31) - 1)  # recordsCount
+    seg.write_bytes(bytes(data))
+    sink = tmp_path / "sink.csv"
+    sink.write_text("topic,partition,offset\nbig,0,0\nbig,0,5000000000\n")
+    items = list(delivery_paths([str(sink)], [tmp_path / "logdir"], isolation="read_uncommitted"))
+    [d] = [x.as_dict() for x in items if hasattr(x, "verdict")]
+    assert "record-invalid" in [getattr(f, "code", None) for f in items]
+    assert (d["expected"], d["missing_count"], d["unexpected"]) == (1, 0, [[5000000000, 5000000000]])
 
 
 PEAK_MB = 200  # README: 10^7 rows the log does not hold peak at about 100 MB; before the bound, 1.26 GB
