@@ -19,8 +19,11 @@ With a consumer group, its committed offset (``__consumer_offsets``) says what a
 processed at or past it are delivered again (``redelivered_on_restart``), expected records below it that the
 sink lacks were committed but never processed (``committed_not_processed``).
 
-Memory stays bounded whatever the sink's size: each partition's offsets are kept in sorted runs of at most
-``run_size`` offsets, spilled to temporary files and merged in one streaming pass against the log.
+Memory stays bounded whatever the sink's size or content: a row is read as it streams, checked by one set of
+rules (:func:`sink_row`) whatever its format, and refused as a finding when it breaks them; the offsets of the
+partitions under the paths wait in sorted runs (at most ``run_size`` in memory, all partitions together),
+spilled to temporary files and merged in one streaming pass against the log; what is missing, duplicated or
+unexpected is kept as ranges, the first :data:`MAX_RANGES` of each kind listed and all of them counted.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import heapq
 import io
 import json
 import os
+import re
+import reprlib
 import sys
 import tempfile
 from array import array
@@ -40,7 +45,7 @@ from typing import Any, BinaryIO
 
 from .errors import InputIOError, UsageError
 from .model import Finding
-from .records import RawBatch, decode_records, scan
+from .records import DEFAULT_MAX_DECOMPRESSED, RECORD_BATCH_OVERHEAD, RawBatch, decode_records, scan
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 SINK_COLUMNS = ("topic", "partition", "offset")
@@ -48,108 +53,302 @@ SINK_COLUMNS = ("topic", "partition", "offset")
 
 # --- the sink -----------------------------------------------------------------------------------------------
 
+# The row rules, one set for CSV, JSON lines and Parquet. A column is found by its name ignoring case and blanks
+# around it (a header, a JSON object's keys, a Parquet schema); a BOM before a text sink is skipped.
+OFFSET_MAX = (1 << 63) - 1      # an offset is a Java long, never negative
+PARTITION_MAX = (1 << 31) - 1   # a partition is a Java int
+# org.apache.kafka.common.internals.Topic.validate: 1 to 249 of these characters, and neither "." nor ".."
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_TOPICS_SEEN: set[str] = set()  # names that passed _TOPIC: a sink names few topics, each is matched once
+MAX_ROW_CHARS = 1 << 20         # a longer text row is refused unread: it bounds what one row costs to parse
+MAX_ROW_FINDINGS = 100          # per sink file: past these, invalid rows are counted in one last finding
+MAX_PARTITIONS_ABSENT = 100     # topic-partitions of the sink not under the paths, named one by one
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 40
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict = 1, 3, 3
+
+
+def sink_columns(names: Iterable[Any]) -> dict[str, Any] | str:
+    """The name that stands for each of topic, partition and offset among a sink's column names (its CSV header,
+    a JSON object's keys, its Parquet schema): the one equal to it ignoring case and surrounding blanks. The
+    reason, when one is missing or named twice."""
+    found: dict[str, list[Any]] = {c: [] for c in SINK_COLUMNS}
+    for name in names:
+        key = name.strip().lower() if isinstance(name, str) else None
+        if key in found:
+            found[key].append(name)
+    missing = [c for c, n in found.items() if not n]
+    twice = [c for c, n in found.items() if len(n) > 1]
+    if missing or twice:
+        return "; ".join(([f"no {' / '.join(missing)} column"] if missing else [])
+                         + ([f"{' / '.join(twice)} named more than once"] if twice else []))
+    return {c: n[0] for c, n in found.items()}
+
+
+def sink_row(topic: Any, partition: Any, offset: Any) -> tuple[str, int, int] | str:
+    """(topic, partition, offset) of one row, or why it is not one: the topic a string that is a valid Kafka topic
+    name, the partition an integer 0..2^31-1 and the offset an integer 0..2^63-1, each given as an integer or as
+    a string of digits, never as a float, a bool or anything else."""
+    if type(topic) is not str:
+        return f"the topic {_shown(topic)} is not a string"
+    if topic not in _TOPICS_SEEN:
+        if not (_TOPIC.fullmatch(topic) and topic not in (".", "..")):
+            return f"the topic {_shown(topic)} is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)"
+        if len(_TOPICS_SEEN) >= 1024:  # small whatever the sink holds
+            _TOPICS_SEEN.clear()
+        _TOPICS_SEEN.add(topic)
+    part = _integer(partition, "partition", PARTITION_MAX)
+    if isinstance(part, str):
+        return part
+    off = _integer(offset, "offset", OFFSET_MAX)
+    if isinstance(off, str):
+        return off
+    return topic, part, off
+
+
+def _integer(value: Any, name: str, top: int) -> int | str:
+    if type(value) is int:  # never a bool (a subclass of int), a float or a Decimal
+        n = value
+    elif type(value) is str and value.isascii() and value.isdigit():  # ASCII digits only, no sign, no blank
+        digits = value if len(value) <= 19 else value.lstrip("0") or "0"  # never int() of a long string
+        n = int(digits) if len(digits) <= 19 else top + 1
+    else:
+        return f"the {name} {_shown(value)} is not an integer"
+    return n if 0 <= n <= top else f"the {name} {_shown(value)} is not in 0..{top}"
+
+
+def _shown(value: Any) -> str:
+    """A hostile value in a message: bounded, with its control characters escaped."""
+    return "nothing" if value is None else _SHOWN.repr(value)
+
+
+def _said(text: str, limit: int = 200) -> str:
+    """A reader's error message (it may quote the file): bounded, with its control characters escaped."""
+    cut = text.strip()[:limit] + ("..." if len(text.strip()) > limit else "")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+
+
+class _RowTooLong(Exception):
+    pass
+
+
+class _JsonNumber(str):
+    """A JSON number with a fraction or an exponent, kept as written (``1e400`` is not turned into ``inf``):
+    never an integer, whatever its value, and shown as given."""
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
+class _Lines:
+    """The lines of a text sink (universal newlines, as a file opened with ``newline=""``), each bounded by
+    :data:`MAX_ROW_CHARS`: a longer one is read through in bounded pieces and raises :class:`_RowTooLong`."""
+
+    def __init__(self, fh: Any) -> None:
+        self.fh, self.number, self.back, self.head = fh, 0, None, ""
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        if self.back is not None:
+            line, self.back = self.back, None
+            return line
+        line = self.fh.readline(MAX_ROW_CHARS + 1)
+        if not line:
+            raise StopIteration
+        self.number += 1
+        if len(line) > MAX_ROW_CHARS and not line.endswith(("\n", "\r")):
+            self.head = line[:64]
+            while (more := self.fh.readline(1 << 16)) and not more.endswith(("\n", "\r")):
+                pass
+            raise _RowTooLong(f"longer than {MAX_ROW_CHARS:,} characters")
+        return line
+
 
 def read_sink(source: str, stdin: BinaryIO | None = None) -> Iterator[tuple[str, int, int] | Finding]:
-    """(topic, partition, offset) of every row of one sink file (``-``: standard input); a row that does not
-    have them is a finding naming the file and line (for Parquet: the row number), and reading goes on."""
+    """(topic, partition, offset) of every row of one sink file (``-``: standard input), read as it streams; a
+    row that does not follow :func:`sink_row` is a finding naming the file and line (for Parquet: the row
+    number), and reading goes on. Past :data:`MAX_ROW_FINDINGS` of them, the rest are counted in one finding."""
+    where = "<stdin>" if source == "-" else source
+    invalid = 0
+    for item in _rows(source, stdin):
+        if isinstance(item, Finding):
+            invalid += 1
+            if invalid > MAX_ROW_FINDINGS:
+                continue
+        yield item
+    if invalid > MAX_ROW_FINDINGS:
+        yield Finding("error", "sink-row-invalid", where, None,
+                      f"{invalid - MAX_ROW_FINDINGS:,} more invalid rows (the first {MAX_ROW_FINDINGS} are above)")
+
+
+def _rows(source: str, stdin: BinaryIO | None) -> Iterator[tuple[str, int, int] | Finding]:
+    # utf-8-sig: a BOM is skipped; newline="": CR, LF and CRLF all end a line, and CSV sees them as they are
+    text = {"encoding": "utf-8-sig", "errors": "replace", "newline": ""}
     if source == "-":
-        data = (stdin or sys.stdin.buffer).read()
-        head = data.lstrip()[:1]
-        text = io.StringIO(data.decode("utf-8", "replace"))
-        yield from (_jsonl(text, "<stdin>") if head == b"{" else _csv(text, "<stdin>"))
+        fh = io.TextIOWrapper(stdin or sys.stdin.buffer, **text)
+        try:
+            yield from _text(fh, "<stdin>", "")
+        finally:
+            fh.detach()  # standard input stays open
         return
     path = Path(source)
-    if not path.is_file():
-        raise UsageError(f"sink not found: {source}")
+    if not path.is_file():  # a FIFO, a device or a socket is never opened: it could block or never end
+        raise UsageError(f"sink not found: {_said(source)}" if not path.exists() else
+                         f"sink {_said(source)} is not a regular file (for a pipe: --sink -)")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         yield from _parquet(path)
         return
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            first = fh.read(1)
-            while first and first.isspace():
-                first = fh.read(1)
-            fh.seek(0)
-            jsonl = suffix in (".jsonl", ".ndjson", ".json") or first == "{"
-            yield from (_jsonl(fh, source) if jsonl else _csv(fh, source))
+        with open(path, **text) as fh:
+            yield from _text(fh, source, suffix)
     except OSError as exc:
         raise InputIOError(f"cannot read sink {source}: {exc.strerror or exc}") from exc
 
 
-def _row(get: Callable[[str], Any], where: str, line: int) -> tuple[str, int, int] | Finding:
+def _text(fh: Any, where: str, suffix: str) -> Iterator[tuple[str, int, int] | Finding]:
+    """CSV or JSON lines, told by the suffix or else by the first line that is not blank (``{``: JSON)."""
+    lines = _Lines(fh)
+    jsonl = suffix in (".jsonl", ".ndjson", ".json")
+    while True:
+        try:
+            first = next(lines, "")
+        except _RowTooLong as exc:
+            if jsonl or lines.head.lstrip().startswith("{"):
+                jsonl = True
+                yield _bad(where, f"line {lines.number}", exc)
+                continue
+            yield Finding("error", "sink-header-invalid", where, None, f"line {lines.number}: {exc}")
+            return
+        if not first or first.strip():
+            break
+    lines.back = first or None
+    if jsonl or first.lstrip().startswith("{"):
+        yield from _jsonl(lines, where)
+    else:
+        yield from _csv(lines, where)
+
+
+def _bad(where: str, at: str, reason: object) -> Finding:
+    return Finding("error", "sink-row-invalid", where, None, f"{at}: {reason}")
+
+
+def _csv(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding]:
+    reader = csv.reader(lines)
     try:
-        topic, partition, offset = (get(c) for c in SINK_COLUMNS)
-        if topic is None or topic == "":
-            raise ValueError("no topic")
-        part, off = int(partition), int(offset)
-        if part < 0 or off < 0:
-            raise ValueError("negative partition or offset")
-        return str(topic), part, off
-    except (KeyError, TypeError, ValueError) as exc:
-        return Finding("error", "sink-row-invalid", where, None, f"line {line}: not a topic/partition/offset row "
-                                                                  f"({type(exc).__name__}: {exc})")
-
-
-def _csv(fh: Any, where: str) -> Iterator[tuple[str, int, int] | Finding]:
-    reader = csv.DictReader(fh)
-    missing = [c for c in SINK_COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        yield Finding("error", "sink-header-invalid", where, None,
-                      f"the CSV header {reader.fieldnames} does not name {', '.join(missing)}")
+        header = next(reader, [])
+    except (csv.Error, _RowTooLong) as exc:
+        yield Finding("error", "sink-header-invalid", where, None, f"line {lines.number}: {exc}")
         return
-    for row in reader:
-        yield _row(row.__getitem__, where, reader.line_num)
+    columns = sink_columns(header)
+    if isinstance(columns, str):
+        yield Finding("error", "sink-header-invalid", where, None,
+                      f"line {lines.number}: the CSV header {_shown(header)}: {columns}")
+        return
+    topic, partition, offset = (header.index(columns[c]) for c in SINK_COLUMNS)
+    width = max(topic, partition, offset) + 1
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except (csv.Error, _RowTooLong) as exc:  # csv.Error: a field over csv.field_size_limit, a stray quote
+            yield _bad(where, f"line {lines.number}", exc)
+            continue
+        if not fields:
+            continue
+        if len(fields) < width:
+            yield _bad(where, f"line {lines.number}", f"{len(fields)} fields, the header has {len(header)}")
+            continue
+        row = sink_row(fields[topic], fields[partition], fields[offset])
+        yield _bad(where, f"line {lines.number}", row) if isinstance(row, str) else row
 
 
-def _jsonl(fh: Any, where: str) -> Iterator[tuple[str, int, int] | Finding]:
-    for n, line in enumerate(fh, 1):
+def _jsonl(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding]:
+    keys: tuple[Any, ...] = ()
+    columns: dict[str, Any] | str = ""
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except _RowTooLong as exc:
+            yield _bad(where, f"line {lines.number}", exc)
+            continue
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            yield Finding("error", "sink-row-invalid", where, None, f"line {n}: not JSON ({exc})")
+            obj = json.loads(line, parse_float=_JsonNumber, parse_constant=_JsonNumber)
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the interpreter's stack
+            yield _bad(where, f"line {lines.number}", f"not JSON ({type(exc).__name__}: {_said(str(exc))})")
             continue
-        yield (_row(obj.__getitem__, where, n) if isinstance(obj, dict)
-               else Finding("error", "sink-row-invalid", where, None, f"line {n}: not a JSON object"))
+        if not isinstance(obj, dict):
+            yield _bad(where, f"line {lines.number}", "not a JSON object")
+            continue
+        if tuple(obj) != keys:  # the rows of a sink mostly have the same keys: match them once
+            keys, columns = tuple(obj), sink_columns(obj)
+        if isinstance(columns, str):
+            yield _bad(where, f"line {lines.number}", columns)
+            continue
+        row = sink_row(*(obj[columns[c]] for c in SINK_COLUMNS))
+        yield _bad(where, f"line {lines.number}", row) if isinstance(row, str) else row
 
 
 def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
     try:
-        import pyarrow.parquet as pq  # noqa: TID251 - optional: the [spark] extra brings pyarrow
+        import pyarrow as pa  # noqa: TID251 - optional: the [spark] extra brings pyarrow
+        import pyarrow.parquet as pq  # noqa: TID251
     except ImportError as exc:
         raise UsageError(f"{path}: reading Parquet needs pyarrow (pip install 'kafkatool[spark]')") from exc
+
+    def text(t: Any) -> bool:
+        return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+                    or (pa.types.is_dictionary(t) and text(t.value_type)))
+
     try:
         pf = pq.ParquetFile(path)
-        names = set(pf.schema_arrow.names)
-        missing = [c for c in SINK_COLUMNS if c not in names]
-        if missing:
+        schema = pf.schema_arrow
+        columns = sink_columns(schema.names)
+        if isinstance(columns, str):
+            yield Finding("error", "sink-header-invalid", str(path), None, f"the Parquet schema: {columns}")
+            return
+        # a column of a type no valid value has (binary, float, bool, list, ...) refuses every row: said once
+        wrong = [f"{c} is {schema.field(columns[c]).type}" for c in SINK_COLUMNS
+                 if not (text(t := schema.field(columns[c]).type)
+                         or (c != "topic" and pa.types.is_integer(t)))]
+        if wrong:
             yield Finding("error", "sink-header-invalid", str(path), None,
-                          f"the Parquet schema has no column {', '.join(missing)}")
+                          f"the Parquet column {'; '.join(wrong)}: every row refused (topic: a string; partition, "
+                          "offset: integers)")
             return
         n = 0
-        for batch in pf.iter_batches(columns=list(SINK_COLUMNS), batch_size=65536):
-            cols = [batch.column(c).to_pylist() for c in SINK_COLUMNS]
-            for topic, partition, offset in zip(*cols, strict=True):
+        for batch in pf.iter_batches(columns=[columns[c] for c in SINK_COLUMNS], batch_size=65536):
+            for topic, partition, offset in zip(*(c.to_pylist() for c in batch.columns), strict=True):
                 n += 1
-                row = {"topic": topic, "partition": partition, "offset": offset}
-                yield _row(row.__getitem__, str(path), n)
-    except OSError as exc:
-        raise InputIOError(f"cannot read sink {path}: {exc}") from exc
+                row = sink_row(topic, partition, offset)
+                yield _bad(str(path), f"row {n}", row) if isinstance(row, str) else row
     except Exception as exc:  # pyarrow's ArrowInvalid and friends: a damaged file is a finding
-        if type(exc).__module__.startswith("pyarrow"):
-            yield Finding("error", "sink-unreadable", str(path), None, f"not a readable Parquet file: {exc}")
+        if isinstance(exc, OSError) and exc.errno is not None:  # the system's (pyarrow's own carry no errno)
+            raise InputIOError(f"cannot read sink {path}: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError) or type(exc).__module__.startswith("pyarrow"):
+            yield Finding("error", "sink-unreadable", str(path), None,
+                          f"not a readable Parquet file: {_said(str(exc))}")
         else:
             raise
 
 
-class SortedRuns:
-    """The offsets of one partition in sorted runs of at most ``run_size``, spilled to temporary files: memory
-    stays bounded by one run whatever the number of rows. :meth:`merged` streams them back in order."""
+MAX_RUNS = 64  # run files of one partition: past these they are merged into one, so a merge opens few files
 
-    def __init__(self, tmpdir: str, run_size: int = 1 << 22) -> None:
-        self.tmpdir, self.run_size = tmpdir, run_size
+
+class SortedRuns:
+    """The offsets of one partition in sorted runs, spilled to temporary files when the caller says so (all
+    partitions' buffers share one budget, :func:`delivery_paths`' ``run_size``). :meth:`merged` streams them back
+    in order."""
+
+    def __init__(self, tmpdir: str) -> None:
+        self.tmpdir = tmpdir
         self.buffer = array("q")
         self.files: list[str] = []
         self.count = 0
@@ -158,45 +357,73 @@ class SortedRuns:
     def add(self, offset: int) -> None:
         self.buffer.append(offset)
         self.count += 1
-        self.highest = max(self.highest, offset)
-        if len(self.buffer) >= self.run_size:
-            self._spill()
+        if offset > self.highest:
+            self.highest = offset
 
-    def _spill(self) -> None:
-        run = array("q", sorted(self.buffer))
+    def spill(self) -> None:
+        if not self.buffer:
+            return
+        self.files.append(self._write(sorted(self.buffer)))
+        self.buffer = array("q")
+        if len(self.files) >= MAX_RUNS:
+            merged = self._write(heapq.merge(*(self._read(f) for f in self.files)))
+            for name in self.files:
+                os.unlink(name)
+            self.files = [merged]
+
+    def _write(self, offsets: Iterable[int]) -> str:
         fd, name = tempfile.mkstemp(dir=self.tmpdir, suffix=".run")
         with os.fdopen(fd, "wb") as fh:
-            run.tofile(fh)
-        self.files.append(name)
-        self.buffer = array("q")
+            chunk = array("q")
+            for offset in offsets:
+                chunk.append(offset)
+                if len(chunk) >= 1 << 13:
+                    chunk.tofile(fh)
+                    chunk = array("q")
+            chunk.tofile(fh)
+        return name
+
+    @staticmethod
+    def _read(name: str) -> Iterator[int]:
+        with open(name, "rb") as fh:
+            while chunk := fh.read(1 << 16):  # one chunk per run in memory at a time
+                yield from array("q", chunk)
 
     def merged(self) -> Iterator[int]:
-        def read(name: str) -> Iterator[int]:
-            with open(name, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    yield from array("q", chunk)
-
-        in_memory = iter(sorted(self.buffer))
-        return heapq.merge(in_memory, *(read(f) for f in self.files))
+        return heapq.merge(iter(sorted(self.buffer)), *(self._read(f) for f in self.files))
 
 
-# --- the log ------------------------------------------------------------------------------------------------
+MAX_RANGES = 1000  # ranges a delivery line lists of each kind; all are counted
 
 
 class _Ranges:
-    """Ascending offsets as inclusive ``[lo, hi]`` ranges."""
+    """Ascending offsets as inclusive ``[lo, hi]`` ranges (``[lo, hi, times]`` for offsets processed ``times``
+    times), the first :data:`MAX_RANGES` kept and every one counted: memory and a line stay bounded whatever the
+    sink or the log holds."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_RANGES) -> None:
         self.items: list[list[int]] = []
+        self.limit = limit
+        self.offsets = self.ranges = self.extra = 0  # extra: processings past the first, of duplicates
+        self.hi = -2
+        self.times: int | None = None
 
-    def add(self, offset: int) -> None:
-        if self.items and self.items[-1][1] + 1 == offset:
-            self.items[-1][1] = offset
+    def add(self, offset: int, times: int | None = None) -> None:
+        self.offsets += 1
+        self.extra += times - 1 if times else 0
+        if offset == self.hi + 1 and times == self.times:
+            if self.ranges <= self.limit:
+                self.items[-1][1] = offset
         else:
-            self.items.append([offset, offset])
+            self.ranges += 1
+            self.times = times
+            if self.ranges <= self.limit:
+                self.items.append([offset, offset] if times is None else [offset, offset, times])
+        self.hi = offset
 
-    def total(self) -> int:
-        return sum(hi - lo + 1 for lo, hi in self.items)
+    def fields(self, name: str) -> dict[str, Any]:
+        """``name`` (the ranges listed), ``name_count`` (offsets) and ``name_ranges`` (ranges, listed or not)."""
+        return {name: self.items, f"{name}_count": self.offsets, f"{name}_ranges": self.ranges}
 
 
 DATA, ABORTED, CONTROL = "data", "aborted", "control"
@@ -235,9 +462,9 @@ def log_offsets(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
                 if b.base_offset > hi or (limit is not None and b.base_offset >= limit):
                     return
                 kind = CONTROL if b.control else DATA if delivers(b) else ABORTED
-                if b.magic >= 2 and b.record_count == b.last_offset - b.base_offset + 1:
+                if b.magic >= 2 and b.record_count == b.last_offset - b.base_offset + 1 and _plausible(b):
                     offsets: Iterable[int] = range(max(b.base_offset, lo), min(b.last_offset, hi) + 1)
-                else:  # compacted (offsets missing inside the batch) or a v0/v1 message set
+                else:  # compacted (offsets missing inside the batch), a v0/v1 message set, or a count to check
                     records, problems = decode_records(b, item.raw, shown)
                     findings.extend(problems)
                     offsets = [r.offset for r in records if lo <= r.offset <= hi]
@@ -245,6 +472,15 @@ def log_offsets(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
                     if limit is not None and offset >= limit:
                         return
                     yield offset, kind
+
+
+def _plausible(b: Any) -> bool:
+    """Whether a v2 batch's record count can be taken without decoding it: each record takes at least 7 bytes
+    (``DefaultRecord``: length, attributes, timestamp and offset deltas, key and value lengths, header count), in
+    the batch or, compressed, within the decompression limit. A count no bytes could hold (a crafted 2^31 in a
+    60-byte batch) is decoded instead, where what is really there is found, rather than counted to."""
+    room = b.size - RECORD_BATCH_OVERHEAD if b.compression == "none" else DEFAULT_MAX_DECOMPRESSED
+    return b.record_count * 7 <= room
 
 
 def log_start_offset(part_dir: Path) -> int:
@@ -273,7 +509,7 @@ class PartitionDelivery:
     expected: int = 0
     delivered: int = 0                      # sink rows of this partition in the range
     missing: _Ranges = field(default_factory=_Ranges)
-    duplicates: list[list[int]] = field(default_factory=list)   # [offset, times processed]
+    duplicates: _Ranges = field(default_factory=_Ranges)       # [lo, hi, times processed]
     aborted_delivered: _Ranges = field(default_factory=_Ranges)
     unexpected: _Ranges = field(default_factory=_Ranges)
     group: str | None = None
@@ -284,27 +520,28 @@ class PartitionDelivery:
 
     @property
     def verdict(self) -> str:
-        lost, twice = bool(self.missing.items), bool(self.duplicates)
+        lost, twice = bool(self.missing.offsets), bool(self.duplicates.offsets)
         return ("loss-and-duplicates" if lost and twice else "at-most-once" if lost
                 else "at-least-once" if twice else "exactly-once")
 
     @property
     def clean(self) -> bool:
-        return not (self.missing.items or self.duplicates or self.aborted_delivered.items or self.unexpected.items)
+        return not (self.missing.offsets or self.duplicates.offsets or self.aborted_delivered.offsets
+                    or self.unexpected.offsets)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "type": "delivery", "topic": self.topic, "partition": self.partition, "path": self.path,
             "isolation": self.isolation, "from_offset": self.from_offset, "to_offset": self.to_offset,
-            "expected": self.expected, "delivered": self.delivered, "missing": self.missing.items,
-            "missing_count": self.missing.total(), "duplicates": self.duplicates,
-            "aborted_delivered": self.aborted_delivered.items, "unexpected": self.unexpected.items,
+            "expected": self.expected, "delivered": self.delivered, **self.missing.fields("missing"),
+            **self.duplicates.fields("duplicates"), "duplicates_extra": self.duplicates.extra,
+            **self.aborted_delivered.fields("aborted_delivered"), **self.unexpected.fields("unexpected"),
             "verdict": self.verdict,
         }
         if self.group is not None:
             d.update(group=self.group, committed_offset=self.committed_offset,
-                     redelivered_on_restart=self.redelivered_on_restart.items,
-                     committed_not_processed=self.committed_not_processed.items)
+                     **self.redelivered_on_restart.fields("redelivered_on_restart"),
+                     **self.committed_not_processed.fields("committed_not_processed"))
         return d
 
 
@@ -327,7 +564,7 @@ def compare(expected: Iterator[tuple[int, str]], delivered: Iterator[int], resul
                 if commit is not None and offset < commit:
                     result.committed_not_processed.add(offset)
             elif times > 1:
-                result.duplicates.append([offset, times])
+                result.duplicates.add(offset, times)
         elif times:
             result.aborted_delivered.add(offset)
         if times and commit is not None and offset >= commit:
@@ -349,9 +586,11 @@ def _skip_equal(value: int, it: Iterator[int], result: PartitionDelivery) -> int
 def delivery_paths(
     sinks: list[str], paths: Iterable[str | Path], *, isolation: str = "read_committed",
     from_offset: int | None = None, to_offset: int | None = None, group: str | None = None,
-    run_size: int = 1 << 22, progress: Callable[[int], None] | None = None,
+    run_size: int = 1 << 20, progress: Callable[[int], None] | None = None,
 ) -> Iterator[PartitionDelivery | Finding]:
-    """Per topic-partition of the sinks (in topic, partition order): findings, then its :class:`PartitionDelivery`."""
+    """Per topic-partition of the sinks (in topic, partition order): findings, then its :class:`PartitionDelivery`.
+    At most ``run_size`` sink offsets are held in memory, all partitions together; the rest wait in sorted runs
+    on disk."""
     from .internal import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
     from .walk import partition_dirs
 
@@ -378,29 +617,46 @@ def delivery_paths(
             elif isinstance(item, Finding) and item.severity != "info":
                 yield item
     with tempfile.TemporaryDirectory(prefix="kafkatool-delivery-") as tmp:
+        # only partitions on disk keep their offsets; the others are counted, the first few by name: memory is
+        # bounded by run_size offsets and the partitions under the paths, whatever the sink names
         runs: dict[tuple[str, int], SortedRuns] = {}
-        rows = 0
+        absent: dict[tuple[str, int], int] = {}
+        absent_other = rows = buffered = 0
         for sink in sinks:
             for row in read_sink(sink):
                 if isinstance(row, Finding):
                     yield row
                     continue
-                key = (row[0], row[1])
-                if key not in runs:
-                    runs[key] = SortedRuns(tmp, run_size)
-                runs[key].add(row[2])
                 rows += 1
                 if progress is not None and rows % 4096 == 0:
                     progress(4096)
-        if not runs:
+                key = (row[0], row[1])
+                sink_runs = runs.get(key)
+                if sink_runs is None:
+                    if key not in parts:
+                        if key in absent or len(absent) < MAX_PARTITIONS_ABSENT:
+                            absent[key] = absent.get(key, 0) + 1
+                        else:
+                            absent_other += 1
+                        continue
+                    sink_runs = runs[key] = SortedRuns(tmp)
+                sink_runs.add(row[2])
+                buffered += 1
+                if buffered >= run_size:  # one budget for all partitions' buffers
+                    for r in runs.values():
+                        r.spill()
+                    buffered = 0
+        if not runs and not absent and not absent_other:
             raise UsageError(f"no topic/partition/offset row to check in {', '.join(sinks)}")
-        for (topic, partition), sink_runs in sorted(runs.items()):
-            pd = parts.get((topic, partition))
-            if pd is None:
+        for topic, partition in sorted(runs.keys() | absent.keys()):
+            sink_runs = runs.get((topic, partition))
+            if sink_runs is None:
+                count = absent[(topic, partition)]
                 yield Finding("error", "delivery-partition-missing", f"{topic}-{partition}", None,
-                              f"the sink has {sink_runs.count} rows of {topic}-{partition} but no partition dir of it "
+                              f"the sink has {count:,} rows of {topic}-{partition} but no partition dir of it "
                               "is under the paths given")
                 continue
+            pd = parts[(topic, partition)]
             commit = commits.get((topic, partition))
             lo = log_start_offset(pd.path) if from_offset is None else from_offset
             # a commit past the sink's last row claims everything below it was processed: check up to it
@@ -412,6 +668,10 @@ def delivery_paths(
             compare(log_offsets(pd.path, pd.display, lo, hi, isolation, findings), in_range, result)
             yield from findings
             yield result
+        if absent_other:
+            yield Finding("error", "delivery-partition-missing", ", ".join(sinks), None,
+                          f"the sink has {absent_other:,} more rows of topic-partitions not under the paths given, "
+                          f"past the {MAX_PARTITIONS_ABSENT} named above")
 
 
 def _counted(offsets: Iterator[int], lo: int, hi: int, result: PartitionDelivery) -> Iterator[int]:
@@ -423,4 +683,5 @@ def _counted(offsets: Iterator[int], lo: int, hi: int, result: PartitionDelivery
             result.outside_range += 1
 
 
-__all__ = ["ISOLATIONS", "PartitionDelivery", "SortedRuns", "compare", "delivery_paths", "log_offsets", "read_sink"]
+__all__ = ["ISOLATIONS", "MAX_RANGES", "PartitionDelivery", "SortedRuns", "compare", "delivery_paths", "log_offsets",
+           "read_sink", "sink_columns", "sink_row"]

@@ -86,6 +86,17 @@ def ranges(offsets: list[int]) -> list[list[int]]:
     return out
 
 
+def dup_runs(times: dict[int, int]) -> list[list[int]]:
+    """``[lo, hi, times]``: consecutive offsets processed the same number of times, as the JSONL lists them."""
+    out: list[list[int]] = []
+    for o in sorted(times):
+        if out and out[-1][1] + 1 == o and out[-1][2] == times[o]:
+            out[-1][1] = o
+        else:
+            out.append([o, o, times[o]])
+    return out
+
+
 def test_exactly_once(tmp_path: Path, truth: dict) -> None:
     code, d = check(tmp_path, truth["committed"])
     assert code == 0
@@ -99,7 +110,8 @@ def test_reprocessing_after_a_crash_is_at_least_once(tmp_path: Path, truth: dict
     again = truth["committed"][30:40]
     code, d = check(tmp_path, truth["committed"] + again)
     assert code == 1 and d["verdict"] == "at-least-once"
-    assert d["duplicates"] == [[o, 2] for o in again] and d["missing"] == []
+    assert d["duplicates"] == dup_runs({o: 2 for o in again}) and d["missing"] == []
+    assert (d["duplicates_count"], d["duplicates_extra"]) == (10, 10)
 
 
 def test_commit_before_processing_is_at_most_once(tmp_path: Path, truth: dict) -> None:
@@ -117,7 +129,7 @@ def test_loss_and_duplicates(tmp_path: Path, truth: dict) -> None:
     c = truth["committed"]
     code, d = check(tmp_path, c[:20] + c[25:] + c[50:52])
     assert code == 1 and d["verdict"] == "loss-and-duplicates"
-    assert d["missing"] == ranges(c[20:25]) and d["duplicates"] == [[o, 2] for o in c[50:52]]
+    assert d["missing"] == ranges(c[20:25]) and d["duplicates"] == dup_runs({o: 2 for o in c[50:52]})
 
 
 def test_read_uncommitted_consumer_received_aborted_transactions(tmp_path: Path, truth: dict) -> None:
@@ -207,4 +219,4 @@ def test_sorted_runs_spill_and_agree(tmp_path: Path, truth: dict) -> None:
     small = [d.as_dict() for d in delivery_paths([str(path)], [FIXTURES], run_size=7) if hasattr(d, "verdict")]
     big = [d.as_dict() for d in delivery_paths([str(path)], [FIXTURES]) if hasattr(d, "verdict")]
     assert small == big and small[0]["verdict"] == "at-least-once"
-    assert small[0]["duplicates"] == [[o, 3] if o in c[10:12] else [o, 2] for o in c[5:30]]
+    assert small[0]["duplicates"] == dup_runs({o: 3 if o in c[10:12] else 2 for o in c[5:30]})

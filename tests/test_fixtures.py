@@ -199,5 +199,5 @@ def test_incident_sink_is_loss_and_duplicates() -> None:
     code, rows = kt_jsonl("delivery", "--group", "billing", "--sink", SINK, INCIDENT)
     (d,) = [r for r in rows if r["type"] == "delivery"]
     assert code == 1 and d["verdict"] == "loss-and-duplicates"
-    assert d["duplicates"] == [[o, 2] for o in twice]
+    assert twice == list(range(twice[0], twice[-1] + 1)) and d["duplicates"] == [[twice[0], twice[-1], 2]]
     assert d["missing"] == [[never[0], never[-1]]] == d["committed_not_processed"]

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+OFFSET_MAX = (1 << 63) - 1  # kafkatool.delivery.OFFSET_MAX, written out: the command is built without importing it
+
 EXAMPLES = """
 [bold]Examples[/bold]
 
@@ -35,9 +37,10 @@ def delivery(
         help="The consumer's isolation.level: read_committed (no aborted records, stops at the LSO) or "
              "read_uncommitted.", metavar="read_committed|read_uncommitted")] = "read_committed",
     from_offset: Annotated[int | None, typer.Option(
-        "--from-offset", min=0, help="First offset expected (default: the log start).", show_default=False)] = None,
+        "--from-offset", min=0, max=OFFSET_MAX, help="First offset expected (default: the log start).",
+        show_default=False)] = None,
     to_offset: Annotated[int | None, typer.Option(
-        "--to-offset", min=0, help="Last offset expected (default: the highest offset in the sink).",
+        "--to-offset", min=0, max=OFFSET_MAX, help="Last offset expected (default: the highest offset in the sink).",
         show_default=False)] = None,
     group: Annotated[str | None, typer.Option(
         "--group", "-g", help="The consumer group: its committed offset says what a restart re-delivers and what "

@@ -665,39 +665,45 @@ def _partition_state(o: Output, d: dict[str, Any]) -> str:
             f"{marker.get(d['min_isr'], '')}")
 
 
-def _ranges(items: list[list[int]], limit: int = 8) -> str:
-    shown = ", ".join(str(lo) if lo == hi else f"{lo}..{hi}" for lo, hi in items[:limit])
-    return shown + (f", ... ({len(items) - limit} more ranges)" if len(items) > limit else "")
+def _ranges(items: list[list[int]], limit: int = 8, total: int | None = None) -> str:
+    """``lo..hi`` ranges (``lo..hi xN`` with a times), the first ``limit``; ``total``: how many there are in all,
+    when the list itself was cut."""
+    def one(r: list[int]) -> str:
+        return (str(r[0]) if r[0] == r[1] else f"{r[0]}..{r[1]}") + (f" x{r[2]}" if len(r) > 2 else "")
+
+    more = (len(items) if total is None else total) - limit
+    return ", ".join(one(r) for r in items[:limit]) + (f", ... ({more:,} more ranges)" if more > 0 else "")
 
 
 def _delivery(o: Output, d: dict[str, Any]) -> str:
-    """``delivery``: one partition's verdict, then what is wrong with it."""
+    """``delivery``: one partition's verdict, then what is wrong with it, each kind as at most 8 ranges."""
+    def listed(kind: str) -> str:
+        return _ranges(d[kind], total=d[f"{kind}_ranges"])
+
     style = "green" if d["verdict"] == "exactly-once" else "bold red"
     lines = [f"[bold]{escape(d['topic'])}-{d['partition']}[/bold]  offsets {d['from_offset']}..{d['to_offset']}  "
              f"{d['isolation']}  expected {d['expected']:,}  processed {d['delivered']:,}  "
              f"[{style}]{d['verdict']}[/{style}]"]
-    if d["missing"]:
-        lines.append(f"    missing {d['missing_count']:,}: {_ranges(d['missing'])}")
-    if d["duplicates"]:
-        extra = sum(n - 1 for _o, n in d["duplicates"])
-        first = ", ".join(f"{off} x{n}" for off, n in d["duplicates"][:8])
-        more = f", ... ({len(d['duplicates']) - 8} more)" if len(d["duplicates"]) > 8 else ""
-        lines.append(f"    duplicates: {len(d['duplicates']):,} offsets processed more than once ({extra:,} extra "
-                     f"times): {first}{more}")
-    if d["aborted_delivered"]:
-        lines.append("    [bold red]aborted or control records processed[/bold red]: "
-                     + _ranges(d["aborted_delivered"]))
-    if d["unexpected"]:
-        lines.append(f"    offsets the log does not hold for this consumer: {_ranges(d['unexpected'])}")
+    if d["missing_count"]:
+        lines.append(f"    missing {d['missing_count']:,}: {listed('missing')}")
+    if d["duplicates_count"]:
+        lines.append(f"    duplicates: {d['duplicates_count']:,} offsets processed more than once "
+                     f"({d['duplicates_extra']:,} extra times): {listed('duplicates')}")
+    if d["aborted_delivered_count"]:
+        lines.append(f"    [bold red]aborted or control records processed[/bold red] "
+                     f"{d['aborted_delivered_count']:,}: {listed('aborted_delivered')}")
+    if d["unexpected_count"]:
+        lines.append(f"    offsets the log does not hold for this consumer {d['unexpected_count']:,}: "
+                     f"{listed('unexpected')}")
     if d.get("group") is not None:
         commit = "-" if d["committed_offset"] is None else d["committed_offset"]
         lines.append(f"    group {escape(d['group'])}: committed offset {commit}")
-        if d["redelivered_on_restart"]:
-            lines.append(f"      processed at or past the commit, delivered again on restart: "
-                         f"{_ranges(d['redelivered_on_restart'])}")
-        if d["committed_not_processed"]:
-            lines.append(f"      [bold red]committed but never processed (lost)[/bold red]: "
-                         f"{_ranges(d['committed_not_processed'])}")
+        if d["redelivered_on_restart_count"]:
+            lines.append(f"      processed at or past the commit, delivered again on restart "
+                         f"{d['redelivered_on_restart_count']:,}: {listed('redelivered_on_restart')}")
+        if d["committed_not_processed_count"]:
+            lines.append(f"      [bold red]committed but never processed (lost)[/bold red] "
+                         f"{d['committed_not_processed_count']:,}: {listed('committed_not_processed')}")
     return "\n".join(lines)
 
 
