@@ -341,3 +341,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::OwnedBuffer>()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod fuzz_tests;
