@@ -377,13 +377,10 @@ def _offset_case(tmp_path: Path, last_offset: int) -> tuple[Path, Path]:
     return logdir, logdir / "codecs-0"
 
 
-NEAR_2_63 = pytest.mark.xfail(strict=True, reason="issue 24: offsets near 2^63 (segment_indexes.py, repair.py)")
-
-
 @pytest.mark.parametrize("last_offset", [
-    pytest.param(4294967386 + 4, id="bit-32-flipped", marks=NEAR_2_63),
-    pytest.param(2**63 - 1, id="last-2^63-1", marks=NEAR_2_63),
-    pytest.param(2**63 + 3, id="last-past-2^63", marks=NEAR_2_63),
+    pytest.param(4294967386 + 4, id="bit-32-flipped"),
+    pytest.param(2**63 - 1, id="last-2^63-1"),
+    pytest.param(2**63 + 3, id="last-past-2^63"),
 ])
 def test_repair_apply_on_offsets_near_2_63_names_no_file_past_it(tmp_path: Path, last_offset: int) -> None:
     """A base offset no CRC covers, set so the batch's last offset is near or past 2^63 - 1: the repair refuses or
