@@ -60,7 +60,9 @@ PARTITION_MAX = (1 << 31) - 1   # a partition is a Java int
 # org.apache.kafka.common.internals.Topic.validate: 1 to 249 of these characters, and neither "." nor ".."
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _TOPICS_SEEN: set[str] = set()  # names that passed _TOPIC: a sink names few topics, each is matched once
-MAX_ROW_CHARS = 1 << 20         # a longer text row is refused unread: it bounds what one row costs to parse
+# A longer text row (or CSV field) is refused unread: it bounds what one row costs to parse. A sink may carry the
+# record's value beside its coordinates: 16 MiB holds a record of Kafka's largest usual sizes, base64-encoded.
+MAX_ROW_CHARS = 16 << 20
 MAX_ROW_FINDINGS = 100          # per sink file: past these, invalid rows are counted in one last finding
 MAX_PARTITIONS_ABSENT = 100     # topic-partitions of the sink not under the paths, named one by one
 _SHOWN = reprlib.Repr()
@@ -236,6 +238,8 @@ def _bad(where: str, at: str, reason: object) -> Finding:
 
 
 def _csv(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding]:
+    if csv.field_size_limit() < MAX_ROW_CHARS:  # csv's own 131,072 would refuse a row the row rule takes
+        csv.field_size_limit(MAX_ROW_CHARS)
     reader = csv.reader(lines)
     try:
         header = next(reader, [])
