@@ -242,3 +242,19 @@ def test_a_file_name_that_is_not_utf8_shows_its_bytes(tmp_path: Path) -> None:
         rc, out, err = run(*args)
         assert rc in (0, 1), err
         assert "broker\\xff\\xfe" in out and RAW.findall(out + err) == []
+
+
+@pytest.mark.spark
+def test_spark_scan_table_shows_the_topic_escaped(spark, tmp_path: Path) -> None:
+    """(No ``[`` in the name: spark scan takes a path holding one as a glob.)"""
+    from typer.testing import CliRunner
+
+    from kafkatool.cli.main import app
+
+    topic = "s\x1b]0;pwned\x07\rERROR fake-finding\u202eevil\x85"
+    with LogDirWriter(tmp_path / "in", cluster_id="c1", node_id=1) as logdir:
+        _data(logdir.partition(topic, 0, TOPIC_ID), [1])
+    done = CliRunner().invoke(app, ["spark", "scan", str(tmp_path / "in" / f"{topic}-0"), "--out",
+                                    str(tmp_path / f"out{topic}")])
+    assert done.exit_code == 0, printable(done.output)
+    shown_safely(done.stdout, f"{topic}-0", str(tmp_path / f"out{topic}"))
