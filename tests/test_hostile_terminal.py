@@ -201,6 +201,17 @@ def test_on_a_colour_terminal_only_kafkatools_own_colours_are_escape_codes(broke
     shown_safely(SGR.sub("", out), *expected)
 
 
+@pytest.mark.parametrize("values", ["text", "hex", "none"])
+def test_native_and_pure_records_escape_alike(brokers: tuple[Path, Path], values: str) -> None:
+    """The native core renders text record lines itself (native/src/render.rs: what is not printable ASCII goes back
+    to Python's repr): byte for byte what the pure reader's lines are."""
+    p1 = partition(brokers[0])
+    native = run("dump", "-r", "--values", values, p1)
+    pure = run("dump", "-r", "--values", values, p1, env={"KAFKATOOL_PURE_PYTHON": "1"})
+    assert native == pure
+    shown_safely(native[1], str(p1), *([EVIL] if values == "text" else []))
+
+
 def test_dump_log_escapes_what_kafka_dump_log_prints_raw(brokers: tuple[Path, Path]) -> None:
     b1, _b2 = brokers
     rc, out, err = run("dump", "-f", "dump-log", "-r", partition(b1))
