@@ -38,6 +38,8 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> None:
         debug = os.environ.get("KAFKATOOL_DEBUG", "") not in ("", "0")
+        from .output import printable  # a message may quote a hostile file name: no raw control character
+
         try:
             code = fn(*args, **kwargs)
         except BrokenPipeError:
@@ -51,18 +53,18 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
         except KafkaToolError as exc:
             if debug:
                 raise
-            sys.stderr.write(f"kafkatool: error: {exc}\n")
+            sys.stderr.write(f"kafkatool: error: {printable(str(exc))}\n")
             code = exc.exit_code
         except OSError as exc:
             if debug:
                 raise
-            where = f" {exc.filename}:" if exc.filename else ""
-            sys.stderr.write(f"kafkatool: I/O error:{where} {exc.strerror or exc}\n")
+            where = f" {printable(str(exc.filename))}:" if exc.filename else ""
+            sys.stderr.write(f"kafkatool: I/O error:{where} {printable(str(exc.strerror or exc))}\n")
             code = EXIT_IO
         except Exception as exc:  # a bug: one line, not a traceback, unless debugging
             if debug:
                 raise
-            sys.stderr.write(f"kafkatool: internal error: {type(exc).__name__}: {exc}"
+            sys.stderr.write(f"kafkatool: internal error: {type(exc).__name__}: {printable(str(exc))}"
                              " (set KAFKATOOL_DEBUG=1 for the traceback; please report it)\n")
             code = EXIT_INTERNAL
         raise typer.Exit(code or EXIT_OK)

@@ -3,6 +3,8 @@
 - ``jsonl``: one plain ``json.dumps`` object per line on stdout (never through rich, which wraps).
 - ``text``: a readable line per batch / record / entry, small files as tables, findings coloured.
 Warnings, errors and progress go to stderr. Presentation only: nothing here parses files.
+What a person reads (text, dump-log) never holds a raw control character: every string of a value is made
+:func:`printable` as the value comes in (``Output._text``, ``Output._dump_log``), before any renderer sees it.
 Lines are plain strings (rich's markup rendered by :func:`_markup`); rich itself is imported only when a stream
 may be a terminal, for its colours, width and progress bars (:func:`console`).
 """
@@ -105,6 +107,46 @@ class PlainConsole:
 
     def print(self, text: str = "", highlight: bool = False) -> None:
         self.file.write(_markup(text, False) + "\n")
+
+
+def printable(text: str) -> str:
+    """``text`` with each character a terminal could act on written as ``repr`` writes it inside a string
+    (``\\x1b``, ``\\r``, ``\\n``, ``\\x85``, ``\\u202e``): C0 and C1 controls, DEL, bidi overrides and other format
+    characters, line and paragraph separators; whatever ``str.isprintable`` rejects. A byte of a file name that is
+    not UTF-8 (a surrogate of ``os.fsdecode``) shows as the byte it is (``\\xff``). The text format's keys and values
+    are ``repr``'d (:func:`_text_bytes`, native/src/render.rs), so every human-readable output escapes by this one
+    rule. Other characters, backslash included, stay as they are: a path reads as typed."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(c: str) -> str:
+    return f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else repr(c)[1:-1]
+
+
+def _printable(v: Any) -> Any:
+    """``v`` (a value's dict) with every string in it, dict keys too, made :func:`printable`."""
+    if isinstance(v, str):
+        return v if v.isprintable() else printable(v)
+    if isinstance(v, dict):
+        return {_printable(k): _printable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_printable(x) for x in v]
+    if isinstance(v, tuple):
+        items = [_printable(x) for x in v]
+        return v._make(items) if hasattr(v, "_make") else tuple(items)
+    return v
+
+
+def _shown(d: dict[str, Any]) -> dict[str, Any]:
+    """What a human-readable format shows of ``d``: every string :func:`printable`, but a record's header keys as
+    they are: the text format ``repr``s them, dump-log makes them printable as it writes them (once more here would
+    show ``\\x1b`` as ``\\\\x1b``)."""
+    shown = _printable(d)
+    if d.get("type") == "record" and "headers" in d:
+        shown["headers"] = d["headers"]
+    return shown
 
 
 def escape(text: str) -> str:
@@ -236,6 +278,9 @@ class Output:
     def _dump_log(self, d: dict[str, Any]) -> None:
         t = d.get("type")
         line: str | None
+        raw = d
+        if t != "record" and t != "batch":  # a batch holds no string; a record's are made printable as written
+            d = _printable(d)
         if t == "file":
             name = os.path.basename(d["path"])
             line = f"Dumping {d['path']}"
@@ -256,7 +301,7 @@ class Output:
             self.err.print(_finding(self, d), highlight=False)
             return
         else:
-            line = _json(d)
+            line = _json(raw)  # JSON escapes its own
         if t == "file":
             self.current_file = d["path"]
         self._out.write(line + "\n")
@@ -270,6 +315,7 @@ class Output:
 
     def _text(self, d: dict[str, Any]) -> None:
         t = d.get("type")
+        raw, d = d, _shown(d)  # every name, path and message a person reads, escaped here (JSON escapes its own)
         if t == "summary":
             self._summaries.append(d)
             return
@@ -283,7 +329,7 @@ class Output:
         if self.plain and (t == "batch" or (t == "record" and "decoded" not in d)):
             self._out.write(render(self, d) + "\n")  # type: ignore[misc]
         elif render is None:
-            self._print(escape(_json(d)))
+            self._print(escape(_json(raw)))
         else:
             self._print(render(self, d))
 
@@ -519,8 +565,8 @@ def _dump_log_record(d: dict[str, Any], batch: dict[str, Any] | None) -> str:
     def size(v: str | None) -> int:
         return -1 if v is None else len(base64.b64decode(v))
 
-    def utf8(v: str) -> str:
-        return base64.b64decode(v).decode("utf-8", "replace")
+    def utf8(v: str) -> str:  # StringDecoder's text, made printable (Kafka prints an ESC or a CR as it is)
+        return printable(base64.b64decode(v).decode("utf-8", "replace"))
 
     ts_type = _TIMESTAMP_TYPES.get(batch["timestamp_type"], "NoTimestampType") if batch else "CreateTime"
     line = (f"| offset: {d['offset']} {ts_type}: {d['timestamp']} keySize: {size(d.get('key'))} "
@@ -528,7 +574,7 @@ def _dump_log_record(d: dict[str, Any], batch: dict[str, Any] | None) -> str:
     if batch is not None and batch["magic"] >= 2:
         base_seq = batch["base_sequence"]
         seq = -1 if base_seq < 0 else (base_seq + d["offset"] - batch["base_offset"]) % (_INT32_MAX + 1)
-        line += f" sequence: {seq} headerKeys: [{','.join(k for k, _v in d['headers'])}]"
+        line += f" sequence: {seq} headerKeys: [{','.join(printable(k) for k, _v in d['headers'])}]"
     if "control_type" in d:
         if d["control_type"] in ("COMMIT", "ABORT"):
             line += f" endTxnMarker: {d['control_type']} coordinatorEpoch: {d.get('coordinator_epoch')}"

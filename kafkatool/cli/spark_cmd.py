@@ -204,6 +204,7 @@ def scan(
         from rich.table import Table
 
         from .console import QuietConsole
+        from .output import escape, printable
 
         table = Table(box=None, pad_edge=False)
         for col in ("partition", "dirs", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
@@ -211,6 +212,7 @@ def scan(
             table.add_column(col, justify="right" if col not in ("partition", "offsets", "time", "codecs") else "left")
         for p in result.partitions:
             name = f"{p['topic']}-{p['partition']}" if p["topic"] is not None else f"(flat)-{p['partition']}"
+            name = escape(printable(name))  # a dir name read from disk: no control character, no markup
             offsets = "-" if p.get("first_offset") is None else f"{p['first_offset']}..{p['last_offset']}"
             times = f"{_ms(p.get('first_timestamp'))}..{_ms(p.get('max_timestamp'))}"
             table.add_row(name, str(p["dirs"]), f"{p['bytes']:,}", f"{p['batches']:,}", f"{p['records']:,}", offsets,
@@ -224,5 +226,5 @@ def scan(
         tables = "batches, findings" + (", records" if records else "")
         console.print(f"{t['partitions']} partitions, {t['bytes']:,} bytes, {t['batches']:,} batches, "
                       f"{t['records']:,} records; {t['crc_failures']} CRC failures, {t['errors']} errors, "
-                      f"{t['warnings']} warnings; Parquet ({tables}) and summary.json in {out}")
+                      f"{t['warnings']} warnings; Parquet ({tables}) and summary.json in {escape(printable(out))}")
     return 1 if result.total["errors"] else 0
