@@ -1,0 +1,255 @@
+"""Writes on a hostile disk: ``--out`` never replaces what is not a regular file, never leaves a temp file behind;
+``repair --restore`` writes only inside the partition dirs of its own log dir, whatever its manifest says.
+
+Every case runs the CLI in a subprocess on corpus data (read in place, or copied to ``tmp_path`` when it is
+changed). Device nodes are made in ``tmp_path`` with ``mknod`` (the numbers of /dev/full, /dev/null), so a
+kafkatool that replaced them would damage nothing of the machine's.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PART = "kafka/logdir/codecs-0"   # about 64 KB of CSV
+TEMP_SUFFIXES = (".tmp", ".kafkatool-tmp")
+
+
+def kt(*args: str | Path, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
+                          check=False, **kw)
+
+
+def temps(*dirs: Path) -> list[str]:
+    return sorted(str(p) for d in dirs for p in d.rglob("*") if p.name.endswith(TEMP_SUFFIXES))
+
+
+def device(path: Path, kind: int, major: int, minor: int) -> Path:
+    try:
+        os.mknod(path, kind | 0o666, os.makedev(major, minor))
+    except PermissionError:
+        pytest.skip("mknod needs root (CAP_MKNOD)")
+    return path
+
+
+@pytest.fixture
+def expected_csv(corpus: Path, tmp_path: Path) -> bytes:
+    """What ``dump -f csv --out`` writes into a new regular file."""
+    out = tmp_path / "reference.csv"
+    done = kt("dump", "-f", "csv", "--out", out, corpus / PART)
+    assert done.returncode == 0 and out.stat().st_size > 10_000, done.stderr
+    data = out.read_bytes()
+    out.unlink()
+    return data
+
+
+# --- --out to something that is not a regular file ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_out_to_a_full_device_is_an_io_error_and_the_device_stays(corpus: Path, tmp_path: Path, fmt: str) -> None:
+    full = device(tmp_path / "full", stat.S_IFCHR, 1, 7)  # /dev/full: every write fails with ENOSPC
+    done = kt("dump", "-f", fmt, "--out", full, corpus / PART)
+    assert done.returncode == 3, done.stderr
+    assert f"{full}: No space left on device" in done.stderr and "Traceback" not in done.stderr
+    st = full.lstat()
+    assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 7)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_out_to_a_null_device_writes_in_place(corpus: Path, tmp_path: Path, fmt: str) -> None:
+    null = device(tmp_path / "null", stat.S_IFCHR, 1, 3)
+    done = kt("dump", "-f", fmt, "--out", null, corpus / PART)
+    assert done.returncode == 0, done.stderr
+    st = null.lstat()
+    assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1"])
+def test_out_to_stdout_appends_to_what_the_shell_opened(corpus: Path, tmp_path: Path, expected_csv: bytes,
+                                                         name: str) -> None:
+    """``--out /dev/stdout >> file``: the rows go where stdout goes, after what was there (an append stays one)."""
+    target = tmp_path / "shell.csv"
+    target.write_bytes(b"kept\n")
+    with open(target, "ab") as stdout:
+        done = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "-f", "csv", "--out", name,
+                               str(corpus / PART)], stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert target.read_bytes() == b"kept\n" + expected_csv
+    assert os.path.islink("/dev/stdout") and temps(tmp_path) == []
+
+
+def fifo_with_reader(path: Path) -> int:
+    """A FIFO with a reader already there (us; opened read-write, which never blocks on Linux), 1 MiB of pipe."""
+    os.mkfifo(path)
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+    fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    return fd
+
+
+def drain(fd: int) -> bytes:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_out_to_a_fifo_with_a_reader_writes_into_it(corpus: Path, tmp_path: Path, expected_csv: bytes,
+                                                     fmt: str) -> None:
+    fifo = tmp_path / "fifo"
+    fd = fifo_with_reader(fifo)
+    try:
+        done = kt("dump", "-f", fmt, "--out", fifo, corpus / PART)
+        data = drain(fd)
+    finally:
+        os.close(fd)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+    if fmt == "csv":
+        assert data == expected_csv
+    else:
+        import pyarrow as pa  # noqa: TID251 - the test reads the Parquet written through the FIFO
+        import pyarrow.parquet as pq  # noqa: TID251
+
+        ref = tmp_path / "ref.parquet"
+        assert kt("dump", "-f", "parquet", "--out", ref, corpus / PART).returncode == 0
+        assert pq.read_table(pa.BufferReader(data)).equals(pq.read_table(ref))
+
+
+def test_out_to_a_fifo_without_a_reader_is_refused_without_waiting(corpus: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = kt("dump", "-f", "csv", "--out", fifo, corpus / PART, timeout=120)
+    assert done.returncode == 3 and "no reader" in done.stderr, done.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+@pytest.mark.parametrize("what", ["directory", "block device", "dangling symlink", "symlink loop", "socket"])
+def test_out_refused_changes_nothing(corpus: Path, tmp_path: Path, what: str) -> None:
+    out = tmp_path / "out"
+    if what == "directory":
+        out.mkdir()
+        (out / "inside").write_bytes(b"x")
+    elif what == "block device":
+        device(out, stat.S_IFBLK, 7, 250)  # a loop device number no loop device has
+    elif what == "dangling symlink":
+        out.symlink_to(tmp_path / "elsewhere" / "nothing.csv")
+    elif what == "symlink loop":
+        out.symlink_to(out)
+    else:
+        import socket
+
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(out))
+        sock.close()
+    before = {p.name: (p.lstat().st_mode, p.lstat().st_ino) for p in tmp_path.rglob("*")}
+    for fmt in ("csv", "parquet"):
+        done = kt("dump", "-f", fmt, "--out", out, corpus / PART)
+        assert done.returncode == 2 and f"--out {out}: " in done.stderr, (fmt, done.stderr)
+    assert {p.name: (p.lstat().st_mode, p.lstat().st_ino) for p in tmp_path.rglob("*")} == before
+
+
+def test_out_through_a_symlink_replaces_its_target_in_the_target_dir(corpus: Path, tmp_path: Path,
+                                                                    expected_csv: bytes) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "links").mkdir()
+    target = tmp_path / "real" / "rows.csv"
+    target.write_bytes(b"old\n")
+    target.chmod(0o640)
+    link = tmp_path / "links" / "out.csv"
+    link.symlink_to("../real/rows.csv")
+    done = kt("dump", "-f", "csv", "--out", link, corpus / PART)
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and os.readlink(link) == "../real/rows.csv"
+    assert target.read_bytes() == expected_csv and stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["links", "out.csv", "real", "rows.csv"]
+
+
+def test_spark_scan_refuses_an_out_that_is_no_directory(corpus: Path, tmp_path: Path) -> None:
+    """``spark scan --out`` is a directory of tables: anything else is refused before a Spark session starts."""
+    pytest.importorskip("pyspark")
+    full = device(tmp_path / "full", stat.S_IFCHR, 1, 7)
+    (tmp_path / "file").write_bytes(b"mine")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nothing")
+    for out in (full, tmp_path / "file", tmp_path / "dangling"):
+        done = kt("spark", "scan", corpus / PART, "--out", out)
+        assert done.returncode == 2 and f"--out {out}: " in done.stderr, done.stderr
+    assert stat.S_ISCHR(full.lstat().st_mode) and (tmp_path / "file").read_bytes() == b"mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "file", "full"]
+
+
+# --- failures while writing: the temp file goes, the old file stays ---------------------------------------------
+
+
+def small_fsize_limit() -> None:
+    """In the child: files may not grow past 16 KiB (writes past it fail with EFBIG), SIGXFSZ ignored."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 10, 16 << 10))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_failed_write_leaves_no_temp_file_and_the_old_output(corpus: Path, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / f"rows.{fmt}"
+    out.write_bytes(b"the previous output\n")
+    done = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "-f", fmt, "--out", str(out),
+                           str(corpus / "kafka/logdir")], capture_output=True, text=True, check=False,
+                          preexec_fn=small_fsize_limit)
+    assert done.returncode == 3 and "File too large" in done.stderr, done.stderr
+    assert out.read_bytes() == b"the previous output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def findings_after_the_rows(corpus: Path, tmp_path: Path) -> Path:
+    """A copy of a partition whose rows are all written before 400 findings (5-byte indexes named after its
+    segments), which go to stderr: a child whose stderr pipe is not read stops there, its temp file open."""
+    part = tmp_path / "in" / "codecs-0"
+    shutil.copytree(corpus / PART, part)
+    for i in range(400):
+        (part / f"{10_000 + i:020d}.index").write_bytes(b"12345")
+    return part
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_write_leaves_no_temp_file_and_the_old_output(corpus: Path, tmp_path: Path,
+                                                                      sig: signal.Signals) -> None:
+    part = findings_after_the_rows(corpus, tmp_path)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    out = outdir / "rows.csv"
+    out.write_bytes(b"the previous output\n")
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)  # the findings fill it: the child waits, its temp file open
+    child = subprocess.Popen([sys.executable, "-m", "kafkatool", "dump", "-f", "csv", "--out", str(out), str(part)],
+                             stdout=subprocess.DEVNULL, stderr=write_end)
+    os.close(write_end)
+    try:
+        while not glob.glob(f"{out}.*") and child.poll() is None:  # until its temp file is there
+            time.sleep(0.01)
+        assert child.poll() is None, "the child ended before its stderr filled"
+        child.send_signal(sig)
+        with os.fdopen(read_end, "rb") as stderr:
+            err = stderr.read()
+        child.wait(timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == 130 and b"interrupted" in err, err[-500:]
+    assert out.read_bytes() == b"the previous output\n"
+    assert sorted(p.name for p in outdir.iterdir()) == ["rows.csv"]
