@@ -68,6 +68,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import struct
@@ -629,7 +630,7 @@ def _load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
         return entries
     except FileNotFoundError:
         return []
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ApplyRefused(f"{path}: unreadable ({exc}); use a new backup dir") from None
 
 
@@ -1078,11 +1079,18 @@ class RestoreStep:
                 "reason": f"{what} (apply {self.apply})", "apply": self.apply}
 
 
-def restore(backup_dir: Path, *, apply: bool = False) -> list[RestoreStep]:
+def restore(backup_dir: Path, *, apply: bool = False, log_dir: Path | None = None) -> list[RestoreStep]:
     """Put back every file as it was before the applies recorded in ``backup_dir``'s manifest (the earliest state
     of each file): a whole copy is copied back, the bytes cut from a file are appended back, files an apply
     created are deleted. Returns the steps; only with ``apply`` are they carried out. A restored file is
     byte-identical to the original: the manifest holds the sha256 of each original and of what each apply left.
+
+    The manifest is not trusted for where to write (:func:`_restore_roots`, :func:`_check_entry`): its log dir
+    must be the backup's own, derived from where the backup dir lives (beside it: a sibling, named as in the
+    backup dir's default name when it has it) or named by the caller (``log_dir``, for a ``--backup-dir``
+    elsewhere); each entry must name a partition's file in an existing partition dir of that log dir (or a
+    log-dir checkpoint), with no ``..``, no absolute path and no symlink on the way, and its copy the name the
+    apply gives copies of that file. Otherwise :class:`RestoreRefused` before anything is written.
 
     For each log dir (``root``) in the manifest, with ``apply`` its ``.lock`` is held throughout (a live broker's
     lock refuses it: :class:`LogDirLocked`) and an interrupted apply there is completed first (:func:`resume`).
@@ -1097,15 +1105,17 @@ def restore(backup_dir: Path, *, apply: bool = False) -> list[RestoreStep]:
         raise UsageError(f"{backup_dir}: no {MANIFEST_NAME}: not a kafkatool backup dir")
     by_root: dict[str, list[dict[str, Any]]] = {}
     for entry in _load_manifest(backup_dir):
-        if "apply" not in entry or "before" not in entry:
+        if "apply" not in entry or "before" not in entry or "after" not in entry:
             raise RestoreRefused(f"{backup_dir / MANIFEST_NAME}: written by an older kafkatool (no before/after "
                                  "states); copy the originals back by hand from the paths it lists")
-        by_root.setdefault(entry["root"], []).append(entry)
+        by_root.setdefault(entry["root"] if isinstance(entry["root"], str) else repr(entry["root"]), []).append(entry)
+    roots = _restore_roots(backup_dir, list(by_root), log_dir)
+    for root_name, entries in by_root.items():
+        for entry in entries:
+            _check_entry(roots[root_name], entry, backup_dir)
     steps: list[RestoreStep] = []
     for root_name, entries in sorted(by_root.items()):
-        root = Path(root_name)
-        if not root.is_dir():
-            raise RestoreRefused(f"{root}: the log dir the backup was taken from is gone")
+        root = roots[root_name]
         if not apply:
             steps.extend(_plan_restore(root, entries, backup_dir))
             continue
@@ -1116,6 +1126,119 @@ def restore(backup_dir: Path, *, apply: bool = False) -> list[RestoreStep]:
                 _undo(root, step, backup_dir)
             steps.extend(planned)
     return steps
+
+
+_DEFAULT_BACKUP_NAME = re.compile(r"^kafkatool-backup-(?P<log_dir>.+)-\d{8}T\d{6}Z$")  # repair.default_backup_dir
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _restore_roots(backup_dir: Path, names: list[Any], log_dir: Path | None) -> dict[Any, Path]:
+    """The log dir of each root the manifest names, checked against the backup's own log dir, which is derived
+    from where the backup dir lives, never taken from the manifest: a dir beside the backup dir (where ``repair
+    --apply`` puts it; with the default name ``kafkatool-backup-<log dir>-<time>``, that very ``<log dir>``), or
+    ``log_dir`` when the caller names it (a backup made with ``--backup-dir`` elsewhere)."""
+    manifest = backup_dir / MANIFEST_NAME
+    home = backup_dir.resolve()
+    default = _DEFAULT_BACKUP_NAME.match(home.name)
+    if log_dir is not None:
+        try:
+            own: Path | None = Path(log_dir).resolve(strict=True)
+        except OSError as exc:
+            raise UsageError(f"{log_dir}: {exc.strerror or exc}") from None
+        where = f"the log dir named ({own})"
+    elif default:
+        own = home.parent / default["log_dir"]
+        where = f"the dir its name says, beside it ({own})"
+    else:
+        own, where = None, f"a dir beside it, in {home.parent}"
+    roots = {}
+    for name in names:
+        if not isinstance(name, str) or not os.path.isabs(name) or os.path.normpath(name) != name or "\0" in name:
+            raise RestoreRefused(f"{manifest}: the log dir {name!r} is not an absolute, normal path; nothing was "
+                                 "restored")
+        root = Path(name)
+        try:
+            real = root.resolve(strict=True)
+        except OSError:
+            raise RestoreRefused(f"{root}: the log dir the backup was taken from is gone") from None
+        if real != root or not stat.S_ISDIR(os.lstat(root).st_mode):
+            raise RestoreRefused(f"{manifest}: the log dir {root} is reached through a symlink ({real}) or is no "
+                                 "directory; nothing was restored")
+        mine = real == own if own is not None else real.parent == home.parent
+        if not mine or _inside(home, real) or _inside(real, home):
+            hint = "" if log_dir is not None else (
+                "; a backup kept away from its log dir restores with the log dir named: kafkatool repair "
+                f"--restore {backup_dir} LOG_DIR")
+            raise RestoreRefused(f"{manifest}: names the log dir {root}, which is not this backup's own ({where}); "
+                                 f"nothing was restored{hint}")
+        roots[name] = real
+    return roots
+
+
+_RESTORABLE = ("log", "index", "timeindex", "txnindex", "producer_snapshot", "leader_epoch_checkpoint",
+               "partition_metadata", "kraft_snapshot")
+
+
+def _check_entry(root: Path, e: dict[str, Any], backup_dir: Path) -> None:
+    """Refuse (:class:`RestoreRefused`) an entry that could make a restore write anywhere but a partition's file in
+    an existing partition dir of ``root`` (or a log-dir offset checkpoint), or read anything but that file's copy
+    in the backup dir, or whose fields are not of the shapes an apply writes."""
+    from .filetypes import OFFSET_CHECKPOINT_NAMES, classify
+    from .walk import partition_of
+
+    manifest = backup_dir / MANIFEST_NAME
+    rel = e.get("path")
+
+    def refuse(why: str) -> RestoreRefused:
+        return RestoreRefused(f"{manifest}: entry {rel!r}: {why}; nothing was restored")
+
+    parts = rel.split("/") if isinstance(rel, str) else []
+    if not parts or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        raise refuse("not a relative path without '..'")
+    if len(parts) == 1:
+        if parts[0] not in OFFSET_CHECKPOINT_NAMES:
+            raise refuse("in the log dir itself, a restore puts back only its offset checkpoints")
+    elif len(parts) != 2 or partition_of(parts[0]) is None:
+        raise refuse("not a file of a partition dir (<topic>-<partition>/<file>)")
+    elif classify(parts[1], by_extension=True).kind.value not in _RESTORABLE:
+        raise refuse("not a partition's file (segment, index, snapshot, checkpoint, partition.metadata)")
+    else:
+        try:
+            st = os.lstat(root / parts[0])
+        except FileNotFoundError:
+            raise refuse(f"no partition dir {root / parts[0]} (a restore never creates one)") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise refuse(f"{root / parts[0]} is not a directory (a symlink is not followed)")
+
+    def is_state(v: Any) -> bool:
+        return (isinstance(v, dict) and isinstance(v.get("size"), int) and not isinstance(v["size"], bool)
+                and v["size"] >= 0 and isinstance(v.get("sha256"), str) and bool(_SHA256.match(v["sha256"])))
+
+    kind, copy = e.get("backup"), e.get("copy")
+    number = e.get("apply")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise refuse("no apply number")
+    if kind not in ("whole", "tail", "zeros", None):
+        raise refuse(f"unknown backup kind {kind!r}")
+    if not all(v is None or is_state(v) for v in (e["before"], e["after"])):
+        raise refuse("its states before and after are not a size and a sha256")
+    if kind is None:
+        if e["before"] is not None or copy is not None:
+            raise refuse("a file the apply created has no original")
+        return
+    if e["before"] is None or not is_state(e):
+        raise refuse("no state before the apply, or its copy has no size and sha256")
+    if kind != "whole":
+        offset = e.get("offset")
+        if (not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= e["before"]["size"]
+                or e["after"] is None or not isinstance(e.get("kept_sha256"), str)):
+            raise refuse("a cut without where it was, or what was kept")
+    stem = rel if kind == "whole" else f"{rel}{REMOVED_SUFFIX}"
+    if kind == "zeros":
+        if copy is not None:
+            raise refuse("the zero bytes cut have no copy")
+    elif not isinstance(copy, str) or not re.fullmatch(re.escape(stem) + r"(\.~[0-9]{1,9}~)?", copy):
+        raise refuse(f"its copy {copy!r} is not the name the apply gives it ({stem})")
 
 
 def _plan_restore(root: Path, entries: list[dict[str, Any]], backup_dir: Path) -> list[RestoreStep]:
@@ -1159,6 +1282,9 @@ def _check_copy(entry: dict[str, Any], backup_dir: Path) -> None:
         return
     copy = backup_dir / entry["copy"]
     try:
+        if not (stat.S_ISDIR(os.lstat(copy.parent).st_mode) and stat.S_ISREG(os.lstat(copy).st_mode)):
+            raise RestoreRefused(f"{copy}: the backup copy is not a regular file in a directory of the backup dir "
+                                 "(a symlink is not followed); nothing was restored")
         ok = _hash_file(copy) == (entry["size"], entry["sha256"])
     except OSError as exc:
         raise RestoreRefused(f"{copy}: the backup copy cannot be read ({exc.strerror or exc}); nothing was "
