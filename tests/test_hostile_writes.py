@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import glob
+import hashlib
+import json
 import os
 import resource
 import shutil
@@ -253,3 +255,130 @@ def test_an_interrupted_write_leaves_no_temp_file_and_the_old_output(corpus: Pat
     assert child.returncode == 130 and b"interrupted" in err, err[-500:]
     assert out.read_bytes() == b"the previous output\n"
     assert sorted(p.name for p in outdir.iterdir()) == ["rows.csv"]
+
+
+# --- repair --restore with a hostile manifest -------------------------------------------------------------------
+
+CASE = "kafka/recovery/torn-tail/before"   # a log dir whose repair cuts a segment and rebuilds its indexes
+
+
+def snapshot(top: Path) -> dict[str, object]:
+    """Everything under ``top``: each path's kind and content (a link's target, a file's bytes)."""
+    seen: dict[str, object] = {}
+    for p in sorted(top.rglob("*")):
+        rel = p.relative_to(top).as_posix()
+        seen[rel] = ("link", os.readlink(p)) if p.is_symlink() else ("dir",) if p.is_dir() else p.read_bytes()
+    return seen
+
+
+@pytest.fixture
+def applied(corpus: Path, tmp_path: Path) -> tuple[Path, Path, dict]:
+    """A writable copy of a corpus log dir, repaired with ``repair --apply`` (its backup dir beside it, by the
+    default name); the backup dir and its manifest."""
+    logdir = tmp_path / "logdir"
+    shutil.copytree(corpus / CASE, logdir)
+    for p in logdir.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    logdir.chmod(0o755)
+    done = kt("repair", "--apply", logdir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (backup,) = tmp_path.glob("kafkatool-backup-logdir-*")
+    (tmp_path / "outside").mkdir()
+    return logdir, backup, json.loads((backup / "MANIFEST.json").read_bytes())
+
+
+def hostile(backup: Path, manifest: dict, /, **change: object) -> None:
+    """The manifest with one more entry: the real whole copy's, changed as told; after the apply the file was
+    absent (so a restore writes the copy there)."""
+    whole = next(e for e in manifest["files"] if e["backup"] == "whole")
+    entry = {**whole, "after": None, **change}
+    doc = {**manifest, "files": [*manifest["files"], entry]}
+    (backup / "MANIFEST.json").write_text(json.dumps(doc))
+
+
+def assert_refused(tmp_path: Path, backup: Path, *extra: str | Path, says: str) -> None:
+    before = snapshot(tmp_path)
+    for args in (["--restore", backup, *extra], ["--restore", backup, *extra, "--apply"]):
+        done = kt("repair", *args)
+        assert done.returncode == 2 and says in done.stderr and "nothing was restored" in done.stderr, (
+            args, done.stdout, done.stderr)
+        assert snapshot(tmp_path) == before, args
+
+
+@pytest.mark.parametrize("where", ["dotdot", "absolute", "deep dotdot"])
+def test_restore_refuses_an_entry_outside_the_log_dir(tmp_path: Path, applied: tuple[Path, Path, dict],
+                                                      where: str) -> None:
+    logdir, backup, manifest = applied
+    path = {"dotdot": "../outside/pwned", "absolute": str(tmp_path / "outside" / "pwned"),
+            "deep dotdot": "rtopic-0/../../outside/pwned"}[where]
+    hostile(backup, manifest, path=path)
+    assert_refused(tmp_path, backup, says="not a relative path without '..'")
+    assert not (tmp_path / "outside" / "pwned").exists()
+
+
+def test_restore_refuses_a_symlink_on_the_way(tmp_path: Path, applied: tuple[Path, Path, dict]) -> None:
+    logdir, backup, manifest = applied
+    (logdir / "evil-0").symlink_to(tmp_path / "outside")
+    hostile(backup, manifest, path="evil-0/00000000000000000000.log")
+    assert_refused(tmp_path, backup, says="is not a directory (a symlink is not followed)")
+
+
+@pytest.mark.parametrize("name", ["rtopic-0/authorized_keys", "meta.properties", "rtopic-0/x/00000000000000000000.log",
+                                  "no-partition/00000000000000000000.log", "rtopic-1/00000000000000000000.log"])
+def test_restore_refuses_an_entry_that_is_no_partition_file(tmp_path: Path, applied: tuple[Path, Path, dict],
+                                                            name: str) -> None:
+    logdir, backup, manifest = applied
+    hostile(backup, manifest, path=name)
+    assert_refused(tmp_path, backup, says=f"entry {name!r}: ")
+
+
+def test_restore_refuses_a_copy_outside_the_backup_dir(tmp_path: Path, applied: tuple[Path, Path, dict]) -> None:
+    """A copy named ``../outside/secret`` (its true size and sha256 given) would be read into the log dir."""
+    logdir, backup, manifest = applied
+    secret = tmp_path / "outside" / "secret"
+    secret.write_bytes(b"not kafka's\n")
+    state = {"size": secret.stat().st_size, "sha256": hashlib.sha256(secret.read_bytes()).hexdigest()}
+    hostile(backup, manifest, path="rtopic-0/00000000000000000300.log", copy="../outside/secret", before=state,
+            **state)
+    assert_refused(tmp_path, backup, says="is not the name the apply gives it")
+
+
+def test_restore_refuses_a_log_dir_that_is_not_the_backups_own(tmp_path: Path,
+                                                               applied: tuple[Path, Path, dict]) -> None:
+    """The manifest's root names another log dir (a copy of this one, where its files are as the apply left
+    them): beside the backup dir but not the one its name says, or elsewhere; and the backup dir copied away
+    from its log dir (an incident's disk) no longer restores into it."""
+    logdir, backup, manifest = applied
+    for other in (tmp_path / "other", tmp_path / "far" / "logdir"):
+        shutil.copytree(logdir, other)
+        doc = {**manifest, "files": [{**e, "root": str(other)} for e in manifest["files"]]}
+        (backup / "MANIFEST.json").write_text(json.dumps(doc))
+        assert_refused(tmp_path, backup, says="which is not this backup's own")
+    (backup / "MANIFEST.json").write_text(json.dumps(manifest))
+    away = tmp_path / "incident" / backup.name
+    shutil.copytree(backup, away)
+    assert_refused(tmp_path, away, says="which is not this backup's own")
+
+
+def test_restore_refuses_a_malformed_entry(tmp_path: Path, applied: tuple[Path, Path, dict]) -> None:
+    logdir, backup, manifest = applied
+    for change in ({"apply": "1"}, {"before": [1, 2]}, {"backup": "all"}, {"copy": None}, {"root": ["x"]},
+                   {"sha256": "../x"}):
+        hostile(backup, manifest, path="rtopic-0/00000000000000000300.log", **change)
+        assert_refused(tmp_path, backup, says="MANIFEST.json")
+
+
+def test_a_backup_kept_elsewhere_restores_into_the_log_dir_named(corpus: Path, tmp_path: Path) -> None:
+    logdir = tmp_path / "logdir"
+    shutil.copytree(corpus / CASE, logdir)
+    for p in logdir.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    originals = snapshot(logdir)
+    backup = tmp_path / "far" / "bk"
+    assert kt("repair", "--apply", "--backup-dir", backup, logdir).returncode == 0
+    assert snapshot(logdir) != originals
+    assert_refused(tmp_path, backup, says="kafkatool repair --restore")
+    assert_refused(tmp_path, backup, tmp_path / "far", says="which is not this backup's own")
+    done = kt("repair", "--restore", backup, logdir, "--apply")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {k: v for k, v in snapshot(logdir).items() if k != ".lock"} == originals  # the lock a repair takes stays
