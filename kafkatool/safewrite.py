@@ -208,6 +208,17 @@ def _tmp_of(path: Path) -> Path:
     return path.with_name(path.name + TMP_SUFFIX)
 
 
+def _create_temp(tmp: Path, perm: int) -> int:
+    """A new, empty ``tmp`` open for writing. Whatever has that name (ours by its suffix) is removed first: a
+    partial copy of a killed run, or a symlink or FIFO planted on a hostile disk, which an open would follow
+    (truncating a file anywhere) or block on. The create is exclusive and follows no link."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, perm)
+
+
 def _makedirs(path: Path, *, sync: bool = True) -> None:
     """``mkdir -p``; with ``sync`` each new directory is made durable (its parent fsynced)."""
     missing = []
@@ -239,7 +250,7 @@ def _take_owner(fd: int, like: os.stat_result | None, mode: bool) -> None:
 
 
 def _write_temp(tmp: Path, data: bytes, like: os.stat_result | None, mode: bool) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    fd = _create_temp(tmp, 0o666)
     try:
         _take_owner(fd, like, mode)
         view = memoryview(data)
@@ -663,7 +674,7 @@ def _backup_copy(src: Path, dst: Path) -> tuple[int, str]:
     size = 0
     buf = bytearray(_CHUNK)
     with open(src, "rb", buffering=0) as fin:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = _create_temp(tmp, 0o600)
         try:
             while n := fin.readinto(buf):
                 chunk = memoryview(buf)[:n]
@@ -711,7 +722,7 @@ def _backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> _Tail:
             left -= n
         kept = h_all.copy().hexdigest()
         _makedirs(tmp.parent, sync=False)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = _create_temp(tmp, 0o600)
         try:
             while n := fin.readinto(buf):
                 chunk = view[:n]
@@ -930,6 +941,8 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
         _unlink(tmp)
         _fsync_dir(tmp.parent)
     try:
+        if not stat.S_ISREG(os.lstat(journal).st_mode):  # a FIFO would block the read, a link lead anywhere
+            raise JournalError(f"{journal}: not a regular file; a kafkatool journal never is anything else")
         text = journal.read_bytes()
     except FileNotFoundError:
         return None
@@ -939,7 +952,8 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
         if header.get("format") != _JOURNAL_FORMAT or header.get("version") != _VERSION:
             raise ValueError("not a kafkatool apply journal of a known version")
         records = header["ops"]
-    except (ValueError, KeyError, TypeError) as exc:
+        _check_journal(root, header)
+    except (ValueError, KeyError, TypeError, RecursionError, AttributeError) as exc:
         raise JournalError(f"{journal}: unreadable ({exc}); the originals are in the apply's backup dir") from None
     done = 0
     for raw in lines[1:]:
@@ -968,8 +982,9 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
             raise JournalError(f"{journal}: the new content of {record['path']} ({staged}) is damaged")
         data_of[i] = data
     # A journal resumed in a copy of the tree it was written for: the staged contents may still be needed by the
-    # original's resume, so they are left in place.
-    _run(root, journal, header, done, data_of, clean_staged=header.get("root") == str(root))
+    # original's resume, so they are left in place (as they are when the staged dir is not this journal's own).
+    _run(root, journal, header, done, data_of, clean_staged=header.get("root") == str(root)
+         and staged_dir == _staged_dir(Path(header["backup_dir"]), journal))
     backup_dir = Path(header["backup_dir"])
     ops = tuple(FileOp(r["kind"], root / r["path"], size=r.get("size"), reason=r.get("reason", ""),
                        dest=root / r["dest"] if "dest" in r else None) for r in records)
@@ -978,12 +993,55 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
     return ApplyReport(ops, len(records) - done, backups, 0, backup_dir, True)
 
 
+def _safe_rel(root: Path, rel: Any) -> bool:
+    """``rel`` is a relative path under ``root`` with no ``.``/``..`` and no symlink among its existing dirs."""
+    parts = rel.split("/") if isinstance(rel, str) else []
+    if not parts or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        return False
+    here = root
+    for part in parts[:-1]:
+        here = here / part
+        try:
+            if not stat.S_ISDIR(os.lstat(here).st_mode):
+                return False
+        except FileNotFoundError:
+            return True  # a write makes the rest, as real dirs
+    return True
+
+
+def _check_journal(root: Path, header: dict[str, Any]) -> None:
+    """A journal is read from the disk it is about, which may be hostile: every path it names must stay under
+    ``root`` (no ``..``, no absolute path, no symlinked dir), its staged contents in ``<backup dir>/staged/<id>``
+    under numbered names. Else ValueError (the journal is refused, nothing done)."""
+    backup_dir, staged_dir = header["backup_dir"], header["staged_dir"]
+    if not (isinstance(backup_dir, str) and os.path.isabs(backup_dir) and os.path.normpath(backup_dir) == backup_dir
+            and isinstance(staged_dir, str) and re.fullmatch(re.escape(os.path.join(backup_dir, STAGED_DIR))
+                                                             + "/[0-9a-f]{16}", staged_dir)):
+        raise ValueError("its backup or staged dir is not <backup dir>/staged/<id>")
+    if not isinstance(header["ops"], list) or not isinstance(header["backups"], list):
+        raise ValueError("no list of ops or backups")
+    for r in header["ops"]:
+        if r["kind"] not in KINDS or not _safe_rel(root, r["path"]):
+            raise ValueError(f"op {r!r}: not an op on a path under {root}")
+        if r["kind"] == "rename" and not _safe_rel(root, r["dest"]):
+            raise ValueError(f"rename to {r['dest']!r}: not under {root}")
+        if r["kind"] == "write" and not (isinstance(r["staged"], str) and re.fullmatch("[0-9]{6,}", r["staged"])
+                                         and isinstance(r["length"], int) and isinstance(r["sha256"], str)):
+            raise ValueError(f"write {r['path']!r}: its staged content is not named as an apply names it")
+        if r["kind"] == "truncate" and not (isinstance(r["size"], int) and r["size"] >= 0):
+            raise ValueError(f"truncate {r['path']!r}: no size")
+    for b in header["backups"]:
+        if not (isinstance(b["path"], str) and (b["copy"] is None or isinstance(b["copy"], str))
+                and isinstance(b["size"], int) and isinstance(b["sha256"], str)):
+            raise ValueError(f"backup {b!r}: not as an apply records it")
+
+
 def _run(root: Path, journal: Path, header: dict[str, Any], start: int, data_of: dict[int, bytes], *,
          clean_staged: bool = True) -> None:
     """Execute the journal's ops from ``start`` (marking each done), then clean up: staged contents, journal."""
     for i in range(start, len(header["ops"])):
         _execute(root, journal, header["ops"][i], data_of.get(i))
-        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             os.write(fd, b'{"done":%d}\n' % i)
             _fsync(fd)
@@ -1011,7 +1069,7 @@ def _execute(root: Path, journal: Path, record: dict[str, Any], data: bytes | No
         atomic_write(path, data)
     elif kind == "truncate":
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             raise JournalError(f"{journal}: truncate {path}: the file is gone (changed by something else?)") from None
         try:
@@ -1327,7 +1385,7 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
         tmp = _tmp_of(path)
         buf = bytearray(_CHUNK)
         with open(backup_dir / e["copy"], "rb", buffering=0) as fin:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            fd = _create_temp(tmp, 0o644)
             try:
                 _take_owner(fd, like, mode)
                 while n := fin.readinto(buf):
@@ -1340,7 +1398,7 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
         _replace(tmp, path)
         _fsync_dir(path.parent)
     else:  # append / zeros: the original bytes after the kept prefix go back
-        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             if os.fstat(fd).st_size > e["before"]["size"] or e["after"]["size"] != e["offset"]:
                 # the apply rewrote bytes after the kept prefix (an index rebuilt over its zeros): cut them first
