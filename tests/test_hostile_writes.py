@@ -267,7 +267,9 @@ def snapshot(top: Path) -> dict[str, object]:
     seen: dict[str, object] = {}
     for p in sorted(top.rglob("*")):
         rel = p.relative_to(top).as_posix()
-        seen[rel] = ("link", os.readlink(p)) if p.is_symlink() else ("dir",) if p.is_dir() else p.read_bytes()
+        mode = p.lstat().st_mode
+        seen[rel] = (("link", os.readlink(p)) if stat.S_ISLNK(mode) else p.read_bytes() if stat.S_ISREG(mode)
+                     else (stat.S_IFMT(mode),))
     return seen
 
 
@@ -382,3 +384,64 @@ def test_a_backup_kept_elsewhere_restores_into_the_log_dir_named(corpus: Path, t
     done = kt("repair", "--restore", backup, logdir, "--apply")
     assert done.returncode == 0, done.stdout + done.stderr
     assert {k: v for k, v in snapshot(logdir).items() if k != ".lock"} == originals  # the lock a repair takes stays
+
+
+# --- repair --apply on a disk with planted temp names and journals -----------------------------------------------
+
+
+@pytest.fixture
+def damaged(corpus: Path, tmp_path: Path) -> Path:
+    """A writable copy of a corpus log dir that ``repair --apply`` changes, and a dir beside it with a file."""
+    logdir = tmp_path / "logdir"
+    shutil.copytree(corpus / CASE, logdir)
+    for p in logdir.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "precious").write_bytes(b"not the log dir's\n")
+    return logdir
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_repair_never_writes_through_a_planted_temp_name(tmp_path: Path, damaged: Path, plant: str) -> None:
+    """``<file>.kafkatool-tmp`` is ours by its name: one found there (a symlink out, a FIFO) is removed, never
+    opened: the rebuilt time index is written in the partition dir, nothing outside changes."""
+    tmp = damaged / "rtopic-0" / "00000000000000000259.timeindex.kafkatool-tmp"
+    if plant == "symlink":
+        tmp.symlink_to(tmp_path / "outside" / "precious")
+    else:
+        os.mkfifo(tmp)
+    done = kt("repair", "--apply", damaged, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "outside" / "precious").read_bytes() == b"not the log dir's\n"
+    index = damaged / "rtopic-0" / "00000000000000000259.timeindex"
+    assert stat.S_ISREG(index.lstat().st_mode) and not tmp.exists()
+    assert kt("verify", damaged).returncode == 0
+
+
+def journal(**header: object) -> str:
+    return json.dumps({"format": "kafkatool-apply-journal", "version": 1, "ops": [], "backups": [], **header})
+
+
+@pytest.mark.parametrize("case", ["delete outside", "staged dir outside", "rename outside", "fifo"])
+def test_repair_refuses_a_hostile_journal(tmp_path: Path, damaged: Path, case: str) -> None:
+    """A journal left in the log dir is completed before planning; one that names paths outside the log dir, or
+    whose staged contents (deleted once done) are not in a backup dir's ``staged/<id>``, is refused: nothing
+    outside changes, and a FIFO in its place is never opened."""
+    outside = tmp_path / "outside"
+    backup = tmp_path / "bk"
+    staged = backup / "staged" / ("0" * 16)
+    path = damaged / ".kafkatool-apply.journal"
+    common = {"root": str(damaged), "backup_dir": str(backup), "staged_dir": str(staged)}
+    if case == "delete outside":
+        path.write_text(journal(**common, ops=[{"kind": "delete", "path": "../outside/precious", "reason": ""}]))
+    elif case == "staged dir outside":
+        path.write_text(journal(**{**common, "backup_dir": str(tmp_path), "staged_dir": str(outside)}))
+    elif case == "rename outside":
+        path.write_text(journal(**common, ops=[{"kind": "rename", "path": "rtopic-0/partition.metadata",
+                                                "dest": "../outside/precious", "reason": ""}]))
+    else:
+        os.mkfifo(path)
+    before = snapshot(tmp_path)
+    done = kt("repair", "--apply", damaged, timeout=120)
+    assert done.returncode not in (0, 70) and ".kafkatool-apply.journal" in done.stderr, done.stdout + done.stderr
+    assert snapshot(tmp_path) == {**before, "logdir/.lock": b""}  # the lock a repair takes, nothing else
