@@ -15,6 +15,7 @@ offset and time ranges, the search options, ``--isolation``. CSV needs nothing m
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -81,8 +82,9 @@ def _cell(v: str | None) -> str:
     return "" if v is None else v
 
 
-def write_parquet(rows: Iterable[tuple | Finding], path: Path) -> Iterator[Finding]:
-    """Rows as a Parquet file, in the Spark records level's types. Yields the findings."""
+def write_parquet(rows: Iterable[tuple | Finding], out: IO[bytes]) -> Iterator[Finding]:
+    """Rows as a Parquet file written to ``out`` (sequentially: a FIFO or a device will do), in the Spark records
+    level's types. Yields the findings."""
     try:
         import pyarrow as pa  # noqa: TID251 - optional: the [spark] extra brings pyarrow
         import pyarrow.parquet as pq  # noqa: TID251
@@ -97,7 +99,6 @@ def write_parquet(rows: Iterable[tuple | Finding], path: Path) -> Iterator[Findi
         pa.field("batch_base_offset", pa.int64(), False), ("control_type", pa.string()),
         pa.field("crc_valid", pa.bool_(), False), ("error", pa.string()),
     ])
-    tmp = path.with_name(path.name + ".tmp")
     chunk: list[tuple] = []
 
     def flush(writer: Any) -> None:
@@ -108,7 +109,7 @@ def write_parquet(rows: Iterable[tuple | Finding], path: Path) -> Iterator[Findi
                                                       schema=schema))
         chunk.clear()
 
-    with pq.ParquetWriter(tmp, schema) as writer:
+    with pq.ParquetWriter(out, schema) as writer:
         for row in rows:
             if isinstance(row, Finding):
                 yield row
@@ -118,11 +119,11 @@ def write_parquet(rows: Iterable[tuple | Finding], path: Path) -> Iterator[Findi
                 flush(writer)
         if chunk:
             flush(writer)
-    tmp.replace(path)
 
 
-def export(items: Iterable[object], fmt: str, out: Path | None, values: str = "base64") -> Iterator[Finding]:
-    """Write dump's records as ``fmt`` (csv to ``out`` or stdout; parquet to ``out``); yields the findings."""
+def export(items: Iterable[object], fmt: str, out: IO[bytes] | None, values: str = "base64") -> Iterator[Finding]:
+    """Write dump's records as ``fmt`` to ``out`` (csv: stdout when None; parquet needs ``out``); yields the findings.
+    ``out`` comes from :func:`kafkatool.safewrite.output_file`, which decides how ``--out`` is written."""
     rows = record_rows(items)
     if fmt == "parquet":
         if out is None:
@@ -131,10 +132,10 @@ def export(items: Iterable[object], fmt: str, out: Path | None, values: str = "b
     elif out is None:
         yield from write_csv(rows, sys.stdout, values)
     else:
-        tmp = out.with_name(out.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            yield from write_csv(rows, fh, values)
-        tmp.replace(out)
+        text = io.TextIOWrapper(out, encoding="utf-8", newline="")
+        yield from write_csv(rows, text, values)
+        text.flush()
+        text.detach()  # ``out`` is its opener's to close
 
 
 __all__ = ["COLUMNS", "export", "record_rows", "write_csv", "write_parquet"]

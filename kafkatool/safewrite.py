@@ -68,6 +68,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import struct
@@ -207,6 +208,17 @@ def _tmp_of(path: Path) -> Path:
     return path.with_name(path.name + TMP_SUFFIX)
 
 
+def _create_temp(tmp: Path, perm: int) -> int:
+    """A new, empty ``tmp`` open for writing. Whatever has that name (ours by its suffix) is removed first: a
+    partial copy of a killed run, or a symlink or FIFO planted on a hostile disk, which an open would follow
+    (truncating a file anywhere) or block on. The create is exclusive and follows no link."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, perm)
+
+
 def _makedirs(path: Path, *, sync: bool = True) -> None:
     """``mkdir -p``; with ``sync`` each new directory is made durable (its parent fsynced)."""
     missing = []
@@ -238,7 +250,7 @@ def _take_owner(fd: int, like: os.stat_result | None, mode: bool) -> None:
 
 
 def _write_temp(tmp: Path, data: bytes, like: os.stat_result | None, mode: bool) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    fd = _create_temp(tmp, 0o666)
     try:
         _take_owner(fd, like, mode)
         view = memoryview(data)
@@ -264,6 +276,163 @@ def atomic_write(path: Path, data: bytes) -> None:
     _write_temp(tmp, data, like, mode)
     _replace(tmp, path)
     _fsync_dir(path.parent)
+
+
+# --- --out: a file the user names ---------------------------------------------------------------------------
+
+
+class OutputRefused(UsageError):
+    """``--out`` names something that is neither written in place nor replaced safely; nothing was written."""
+
+
+# Names whose open is a duplicate of a descriptor this process already has (the shell's redirect): written in
+# place, appended to, never replaced by a rename (which would swap the shell's file for another inode).
+_FD_ALIASES = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/", "/dev/tty")
+
+
+def _out_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a FIFO")):
+        if test(mode):
+            return name
+    return "a regular file" if stat.S_ISREG(mode) else "not a file"
+
+
+def output_target(path: Path) -> tuple[str, Path]:
+    """What writing ``--out PATH`` does, decided before anything is read or written: ``("replace", FILE)`` (a
+    temp file in FILE's own dir renamed over it: PATH, or the regular file a symlink PATH points to, the link
+    kept) or ``("in-place", PATH)`` (a character device such as /dev/null or /dev/full, a FIFO, /dev/stdout).
+    Refused (:class:`OutputRefused`): a directory, a block device (a disk is never overwritten by a typo), a
+    socket, a dangling symlink (as GNU cp, nothing is created through it) or a symlink loop."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "replace", path
+    alias = os.path.abspath(path).startswith(_FD_ALIASES)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise OutputRefused(f"--out {path}: a symlink to nothing ({os.readlink(path)}); not written through "
+                                "it: name its target, or remove the link") from None
+        except OSError as exc:
+            raise OutputRefused(f"--out {path}: a symlink that cannot be followed ({exc.strerror})") from None
+    kind = _out_kind(st.st_mode)
+    if stat.S_ISREG(st.st_mode):
+        if alias:
+            return "in-place", path
+        return "replace", Path(os.path.realpath(path))  # a link's target, in the target's own dir
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        return "in-place", path
+    raise OutputRefused(f"--out {path}: {kind}; give a file name")
+
+
+@contextmanager
+def _term_as_interrupt() -> Iterator[None]:
+    """While a temp file exists: SIGTERM and SIGHUP raise KeyboardInterrupt (so the temp file is removed, exit
+    130), and SIGXFSZ is ignored (a write over ``ulimit -f`` fails with EFBIG, an I/O error, instead of killing
+    the process with the temp file left behind). Main thread only (Python's rule for handlers)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    wanted = {signal.SIGTERM: interrupt, signal.SIGHUP: interrupt, signal.SIGXFSZ: signal.SIG_IGN}
+    previous = {sig: signal.signal(sig, handler) for sig, handler in wanted.items()}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def output_file(path: Path) -> Iterator[Any]:
+    """A binary file object for ``--out PATH``, by :func:`output_target`'s rule; the whole output or nothing.
+
+    Replaced: the data goes to ``<name>.<random>.kafkatool-tmp`` beside the file (created exclusively, never
+    through a link), fsynced, renamed over the file when the ``with`` block ends without an error, the dir
+    fsynced; on any error (ENOSPC, EFBIG, Ctrl-C, SIGTERM) the temp file is removed and the file left as it
+    was. A replaced file keeps its mode and (when allowed) its owner. In place: opened for writing without
+    truncation at the end (O_APPEND: ``>>`` stays an append); a FIFO with no reader is refused (ENXIO: an I/O
+    error) rather than waited for."""
+    how, target = output_target(path)
+    if how == "in-place":
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                raise OSError(exc.errno, "a FIFO with no reader: start the reader first", str(path)) from None
+            raise
+        os.set_blocking(fd, True)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                yield fh
+        except OSError as exc:
+            raise _named(exc, path) from None
+        return
+    like = None
+    try:
+        like = os.stat(target)
+    except FileNotFoundError:
+        pass
+    with _term_as_interrupt():
+        while True:
+            tmp = target.with_name(f"{target.name}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:  # no such dir, read-only, permission: said of the name the user gave
+                raise OSError(exc.errno, exc.strerror, str(path)) from None
+        try:
+            _take_owner(fd, like, True)
+            with os.fdopen(fd, "wb") as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException as exc:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            if isinstance(exc, OSError):
+                raise _named(exc, path) from None
+            raise
+    _fsync_dir(target.parent)
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """A write error said of the name the user gave (``/dev/full: No space left on device``)."""
+    return exc if exc.filename is not None else OSError(exc.errno, exc.strerror, str(path))
+
+
+def output_dir(path: str) -> None:
+    """``--out DIR`` (``spark scan``): a directory, a symlink to one, or nothing yet (created). A URL is the file
+    system's business. Anything else is refused (:class:`OutputRefused`): the tables are never written over a
+    file, a device or a FIFO, and a dangling link is not followed."""
+    if "://" in path:
+        return
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise OutputRefused(f"--out {path}: a symlink to nothing ({os.readlink(path)}); give a directory") from None
+        except OSError as exc:
+            raise OutputRefused(f"--out {path}: a symlink that cannot be followed ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputRefused(f"--out {path}: {_out_kind(st.st_mode)}; the output is a directory of tables")
 
 
 # --- the log dir lock ---------------------------------------------------------------------------------------
@@ -472,7 +641,7 @@ def _load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
         return entries
     except FileNotFoundError:
         return []
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ApplyRefused(f"{path}: unreadable ({exc}); use a new backup dir") from None
 
 
@@ -505,7 +674,7 @@ def _backup_copy(src: Path, dst: Path) -> tuple[int, str]:
     size = 0
     buf = bytearray(_CHUNK)
     with open(src, "rb", buffering=0) as fin:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = _create_temp(tmp, 0o600)
         try:
             while n := fin.readinto(buf):
                 chunk = memoryview(buf)[:n]
@@ -553,7 +722,7 @@ def _backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> _Tail:
             left -= n
         kept = h_all.copy().hexdigest()
         _makedirs(tmp.parent, sync=False)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = _create_temp(tmp, 0o600)
         try:
             while n := fin.readinto(buf):
                 chunk = view[:n]
@@ -772,6 +941,8 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
         _unlink(tmp)
         _fsync_dir(tmp.parent)
     try:
+        if not stat.S_ISREG(os.lstat(journal).st_mode):  # a FIFO would block the read, a link lead anywhere
+            raise JournalError(f"{journal}: not a regular file; a kafkatool journal never is anything else")
         text = journal.read_bytes()
     except FileNotFoundError:
         return None
@@ -781,7 +952,8 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
         if header.get("format") != _JOURNAL_FORMAT or header.get("version") != _VERSION:
             raise ValueError("not a kafkatool apply journal of a known version")
         records = header["ops"]
-    except (ValueError, KeyError, TypeError) as exc:
+        _check_journal(root, header)
+    except (ValueError, KeyError, TypeError, RecursionError, AttributeError) as exc:
         raise JournalError(f"{journal}: unreadable ({exc}); the originals are in the apply's backup dir") from None
     done = 0
     for raw in lines[1:]:
@@ -810,8 +982,9 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
             raise JournalError(f"{journal}: the new content of {record['path']} ({staged}) is damaged")
         data_of[i] = data
     # A journal resumed in a copy of the tree it was written for: the staged contents may still be needed by the
-    # original's resume, so they are left in place.
-    _run(root, journal, header, done, data_of, clean_staged=header.get("root") == str(root))
+    # original's resume, so they are left in place (as they are when the staged dir is not this journal's own).
+    _run(root, journal, header, done, data_of, clean_staged=header.get("root") == str(root)
+         and staged_dir == _staged_dir(Path(header["backup_dir"]), journal))
     backup_dir = Path(header["backup_dir"])
     ops = tuple(FileOp(r["kind"], root / r["path"], size=r.get("size"), reason=r.get("reason", ""),
                        dest=root / r["dest"] if "dest" in r else None) for r in records)
@@ -820,12 +993,55 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
     return ApplyReport(ops, len(records) - done, backups, 0, backup_dir, True)
 
 
+def _safe_rel(root: Path, rel: Any) -> bool:
+    """``rel`` is a relative path under ``root`` with no ``.``/``..`` and no symlink among its existing dirs."""
+    parts = rel.split("/") if isinstance(rel, str) else []
+    if not parts or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        return False
+    here = root
+    for part in parts[:-1]:
+        here = here / part
+        try:
+            if not stat.S_ISDIR(os.lstat(here).st_mode):
+                return False
+        except FileNotFoundError:
+            return True  # a write makes the rest, as real dirs
+    return True
+
+
+def _check_journal(root: Path, header: dict[str, Any]) -> None:
+    """A journal is read from the disk it is about, which may be hostile: every path it names must stay under
+    ``root`` (no ``..``, no absolute path, no symlinked dir), its staged contents in ``<backup dir>/staged/<id>``
+    under numbered names. Else ValueError (the journal is refused, nothing done)."""
+    backup_dir, staged_dir = header["backup_dir"], header["staged_dir"]
+    if not (isinstance(backup_dir, str) and os.path.isabs(backup_dir) and os.path.normpath(backup_dir) == backup_dir
+            and isinstance(staged_dir, str) and re.fullmatch(re.escape(os.path.join(backup_dir, STAGED_DIR))
+                                                             + "/[0-9a-f]{16}", staged_dir)):
+        raise ValueError("its backup or staged dir is not <backup dir>/staged/<id>")
+    if not isinstance(header["ops"], list) or not isinstance(header["backups"], list):
+        raise ValueError("no list of ops or backups")
+    for r in header["ops"]:
+        if r["kind"] not in KINDS or not _safe_rel(root, r["path"]):
+            raise ValueError(f"op {r!r}: not an op on a path under {root}")
+        if r["kind"] == "rename" and not _safe_rel(root, r["dest"]):
+            raise ValueError(f"rename to {r['dest']!r}: not under {root}")
+        if r["kind"] == "write" and not (isinstance(r["staged"], str) and re.fullmatch("[0-9]{6,}", r["staged"])
+                                         and isinstance(r["length"], int) and isinstance(r["sha256"], str)):
+            raise ValueError(f"write {r['path']!r}: its staged content is not named as an apply names it")
+        if r["kind"] == "truncate" and not (isinstance(r["size"], int) and r["size"] >= 0):
+            raise ValueError(f"truncate {r['path']!r}: no size")
+    for b in header["backups"]:
+        if not (isinstance(b["path"], str) and (b["copy"] is None or isinstance(b["copy"], str))
+                and isinstance(b["size"], int) and isinstance(b["sha256"], str)):
+            raise ValueError(f"backup {b!r}: not as an apply records it")
+
+
 def _run(root: Path, journal: Path, header: dict[str, Any], start: int, data_of: dict[int, bytes], *,
          clean_staged: bool = True) -> None:
     """Execute the journal's ops from ``start`` (marking each done), then clean up: staged contents, journal."""
     for i in range(start, len(header["ops"])):
         _execute(root, journal, header["ops"][i], data_of.get(i))
-        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             os.write(fd, b'{"done":%d}\n' % i)
             _fsync(fd)
@@ -853,7 +1069,7 @@ def _execute(root: Path, journal: Path, record: dict[str, Any], data: bytes | No
         atomic_write(path, data)
     elif kind == "truncate":
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             raise JournalError(f"{journal}: truncate {path}: the file is gone (changed by something else?)") from None
         try:
@@ -921,11 +1137,18 @@ class RestoreStep:
                 "reason": f"{what} (apply {self.apply})", "apply": self.apply}
 
 
-def restore(backup_dir: Path, *, apply: bool = False) -> list[RestoreStep]:
+def restore(backup_dir: Path, *, apply: bool = False, log_dir: Path | None = None) -> list[RestoreStep]:
     """Put back every file as it was before the applies recorded in ``backup_dir``'s manifest (the earliest state
     of each file): a whole copy is copied back, the bytes cut from a file are appended back, files an apply
     created are deleted. Returns the steps; only with ``apply`` are they carried out. A restored file is
     byte-identical to the original: the manifest holds the sha256 of each original and of what each apply left.
+
+    The manifest is not trusted for where to write (:func:`_restore_roots`, :func:`_check_entry`): its log dir
+    must be the backup's own, derived from where the backup dir lives (beside it: a sibling, named as in the
+    backup dir's default name when it has it) or named by the caller (``log_dir``, for a ``--backup-dir``
+    elsewhere); each entry must name a partition's file in an existing partition dir of that log dir (or a
+    log-dir checkpoint), with no ``..``, no absolute path and no symlink on the way, and its copy the name the
+    apply gives copies of that file. Otherwise :class:`RestoreRefused` before anything is written.
 
     For each log dir (``root``) in the manifest, with ``apply`` its ``.lock`` is held throughout (a live broker's
     lock refuses it: :class:`LogDirLocked`) and an interrupted apply there is completed first (:func:`resume`).
@@ -940,15 +1163,17 @@ def restore(backup_dir: Path, *, apply: bool = False) -> list[RestoreStep]:
         raise UsageError(f"{backup_dir}: no {MANIFEST_NAME}: not a kafkatool backup dir")
     by_root: dict[str, list[dict[str, Any]]] = {}
     for entry in _load_manifest(backup_dir):
-        if "apply" not in entry or "before" not in entry:
+        if "apply" not in entry or "before" not in entry or "after" not in entry:
             raise RestoreRefused(f"{backup_dir / MANIFEST_NAME}: written by an older kafkatool (no before/after "
                                  "states); copy the originals back by hand from the paths it lists")
-        by_root.setdefault(entry["root"], []).append(entry)
+        by_root.setdefault(entry["root"] if isinstance(entry["root"], str) else repr(entry["root"]), []).append(entry)
+    roots = _restore_roots(backup_dir, list(by_root), log_dir)
+    for root_name, entries in by_root.items():
+        for entry in entries:
+            _check_entry(roots[root_name], entry, backup_dir)
     steps: list[RestoreStep] = []
     for root_name, entries in sorted(by_root.items()):
-        root = Path(root_name)
-        if not root.is_dir():
-            raise RestoreRefused(f"{root}: the log dir the backup was taken from is gone")
+        root = roots[root_name]
         if not apply:
             steps.extend(_plan_restore(root, entries, backup_dir))
             continue
@@ -959,6 +1184,119 @@ def restore(backup_dir: Path, *, apply: bool = False) -> list[RestoreStep]:
                 _undo(root, step, backup_dir)
             steps.extend(planned)
     return steps
+
+
+_DEFAULT_BACKUP_NAME = re.compile(r"^kafkatool-backup-(?P<log_dir>.+)-\d{8}T\d{6}Z$")  # repair.default_backup_dir
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _restore_roots(backup_dir: Path, names: list[Any], log_dir: Path | None) -> dict[Any, Path]:
+    """The log dir of each root the manifest names, checked against the backup's own log dir, which is derived
+    from where the backup dir lives, never taken from the manifest: a dir beside the backup dir (where ``repair
+    --apply`` puts it; with the default name ``kafkatool-backup-<log dir>-<time>``, that very ``<log dir>``), or
+    ``log_dir`` when the caller names it (a backup made with ``--backup-dir`` elsewhere)."""
+    manifest = backup_dir / MANIFEST_NAME
+    home = backup_dir.resolve()
+    default = _DEFAULT_BACKUP_NAME.match(home.name)
+    if log_dir is not None:
+        try:
+            own: Path | None = Path(log_dir).resolve(strict=True)
+        except OSError as exc:
+            raise UsageError(f"{log_dir}: {exc.strerror or exc}") from None
+        where = f"the log dir named ({own})"
+    elif default:
+        own = home.parent / default["log_dir"]
+        where = f"the dir its name says, beside it ({own})"
+    else:
+        own, where = None, f"a dir beside it, in {home.parent}"
+    roots = {}
+    for name in names:
+        if not isinstance(name, str) or not os.path.isabs(name) or os.path.normpath(name) != name or "\0" in name:
+            raise RestoreRefused(f"{manifest}: the log dir {name!r} is not an absolute, normal path; nothing was "
+                                 "restored")
+        root = Path(name)
+        try:
+            real = root.resolve(strict=True)
+        except OSError:
+            raise RestoreRefused(f"{root}: the log dir the backup was taken from is gone") from None
+        if real != root or not stat.S_ISDIR(os.lstat(root).st_mode):
+            raise RestoreRefused(f"{manifest}: the log dir {root} is reached through a symlink ({real}) or is no "
+                                 "directory; nothing was restored")
+        mine = real == own if own is not None else real.parent == home.parent
+        if not mine or _inside(home, real) or _inside(real, home):
+            hint = "" if log_dir is not None else (
+                "; a backup kept away from its log dir restores with the log dir named: kafkatool repair "
+                f"--restore {backup_dir} LOG_DIR")
+            raise RestoreRefused(f"{manifest}: names the log dir {root}, which is not this backup's own ({where}); "
+                                 f"nothing was restored{hint}")
+        roots[name] = real
+    return roots
+
+
+_RESTORABLE = ("log", "index", "timeindex", "txnindex", "producer_snapshot", "leader_epoch_checkpoint",
+               "partition_metadata", "kraft_snapshot")
+
+
+def _check_entry(root: Path, e: dict[str, Any], backup_dir: Path) -> None:
+    """Refuse (:class:`RestoreRefused`) an entry that could make a restore write anywhere but a partition's file in
+    an existing partition dir of ``root`` (or a log-dir offset checkpoint), or read anything but that file's copy
+    in the backup dir, or whose fields are not of the shapes an apply writes."""
+    from .filetypes import OFFSET_CHECKPOINT_NAMES, classify
+    from .walk import partition_of
+
+    manifest = backup_dir / MANIFEST_NAME
+    rel = e.get("path")
+
+    def refuse(why: str) -> RestoreRefused:
+        return RestoreRefused(f"{manifest}: entry {rel!r}: {why}; nothing was restored")
+
+    parts = rel.split("/") if isinstance(rel, str) else []
+    if not parts or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        raise refuse("not a relative path without '..'")
+    if len(parts) == 1:
+        if parts[0] not in OFFSET_CHECKPOINT_NAMES:
+            raise refuse("in the log dir itself, a restore puts back only its offset checkpoints")
+    elif len(parts) != 2 or partition_of(parts[0]) is None:
+        raise refuse("not a file of a partition dir (<topic>-<partition>/<file>)")
+    elif classify(parts[1], by_extension=True).kind.value not in _RESTORABLE:
+        raise refuse("not a partition's file (segment, index, snapshot, checkpoint, partition.metadata)")
+    else:
+        try:
+            st = os.lstat(root / parts[0])
+        except FileNotFoundError:
+            raise refuse(f"no partition dir {root / parts[0]} (a restore never creates one)") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise refuse(f"{root / parts[0]} is not a directory (a symlink is not followed)")
+
+    def is_state(v: Any) -> bool:
+        return (isinstance(v, dict) and isinstance(v.get("size"), int) and not isinstance(v["size"], bool)
+                and v["size"] >= 0 and isinstance(v.get("sha256"), str) and bool(_SHA256.match(v["sha256"])))
+
+    kind, copy = e.get("backup"), e.get("copy")
+    number = e.get("apply")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise refuse("no apply number")
+    if kind not in ("whole", "tail", "zeros", None):
+        raise refuse(f"unknown backup kind {kind!r}")
+    if not all(v is None or is_state(v) for v in (e["before"], e["after"])):
+        raise refuse("its states before and after are not a size and a sha256")
+    if kind is None:
+        if e["before"] is not None or copy is not None:
+            raise refuse("a file the apply created has no original")
+        return
+    if e["before"] is None or not is_state(e):
+        raise refuse("no state before the apply, or its copy has no size and sha256")
+    if kind != "whole":
+        offset = e.get("offset")
+        if (not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= e["before"]["size"]
+                or e["after"] is None or not isinstance(e.get("kept_sha256"), str)):
+            raise refuse("a cut without where it was, or what was kept")
+    stem = rel if kind == "whole" else f"{rel}{REMOVED_SUFFIX}"
+    if kind == "zeros":
+        if copy is not None:
+            raise refuse("the zero bytes cut have no copy")
+    elif not isinstance(copy, str) or not re.fullmatch(re.escape(stem) + r"(\.~[0-9]{1,9}~)?", copy):
+        raise refuse(f"its copy {copy!r} is not the name the apply gives it ({stem})")
 
 
 def _plan_restore(root: Path, entries: list[dict[str, Any]], backup_dir: Path) -> list[RestoreStep]:
@@ -1002,6 +1340,9 @@ def _check_copy(entry: dict[str, Any], backup_dir: Path) -> None:
         return
     copy = backup_dir / entry["copy"]
     try:
+        if not (stat.S_ISDIR(os.lstat(copy.parent).st_mode) and stat.S_ISREG(os.lstat(copy).st_mode)):
+            raise RestoreRefused(f"{copy}: the backup copy is not a regular file in a directory of the backup dir "
+                                 "(a symlink is not followed); nothing was restored")
         ok = _hash_file(copy) == (entry["size"], entry["sha256"])
     except OSError as exc:
         raise RestoreRefused(f"{copy}: the backup copy cannot be read ({exc.strerror or exc}); nothing was "
@@ -1044,7 +1385,7 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
         tmp = _tmp_of(path)
         buf = bytearray(_CHUNK)
         with open(backup_dir / e["copy"], "rb", buffering=0) as fin:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            fd = _create_temp(tmp, 0o644)
             try:
                 _take_owner(fd, like, mode)
                 while n := fin.readinto(buf):
@@ -1057,7 +1398,7 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
         _replace(tmp, path)
         _fsync_dir(path.parent)
     else:  # append / zeros: the original bytes after the kept prefix go back
-        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             if os.fstat(fd).st_size > e["before"]["size"] or e["after"]["size"] != e["offset"]:
                 # the apply rewrote bytes after the kept prefix (an index rebuilt over its zeros): cut them first

@@ -221,7 +221,7 @@ CRASH_OPS = [  # paths relative to the trial dir (the subprocess runs there): re
     FileOp("rename", P1 / "00000000000000000200.log.swap", dest=P1 / "00000000000000000200.log"),
     FileOp("rename", P1 / "00000000000000000000.log.cleaned", dest=P1 / "00000000000000000000.log"),
     # Moving a file away and writing a new one in its place: replaying from the first op would be wrong here.
-    FileOp("rename", P0 / "00000000000000000000.timeindex", dest=P0 / "00000000000000000000.timeindex.old"),
+    FileOp("rename", P0 / "00000000000000000000.timeindex", dest=P0 / "00000000000000000000.timeindex.deleted"),
     FileOp("write", P0 / "00000000000000000000.timeindex", data=noise(11, 12)),
     FileOp("write", Path("root/recovery-point-offset-checkpoint"), data=b"0\n2\np 0 800\np 1 250\n"),
     FileOp("delete", P0 / "00000000000000000005.snapshot"),
@@ -308,7 +308,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes
     steps = safewrite.steps_taken() - before
     expected = tree(trial / "root")
     assert_complete(trial, expected, "uninterrupted")
-    assert expected["p-0/00000000000000000000.timeindex.old"] == CRASH_FILES["p-0/00000000000000000000.timeindex"]
+    assert expected["p-0/00000000000000000000.timeindex.deleted"] == CRASH_FILES["p-0/00000000000000000000.timeindex"]
     return expected, steps
 
 

@@ -38,8 +38,8 @@ def dump(
                                           "kafka-dump-log.sh prints), or the records as csv or parquet rows (the "
                                           "Spark records level's columns); findings go to stderr for the last "
                                           "three.")] = "text",
-    out_file: Annotated[Path | None, typer.Option("--out", help="Write csv or parquet to this file.",
-                                                  show_default=False)] = None,
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", help="Write csv or parquet to this file (a device or FIFO: in place).", show_default=False)] = None,
     records: Annotated[bool, typer.Option("--records", "-r", help="Also decode the records inside batches.")] = False,
     values: Annotated[
         str | None,
@@ -122,12 +122,18 @@ def dump(
     )
     if exporting:
         import sys
+        from contextlib import nullcontext
 
         from ..export import export
+        from ..safewrite import output_file
 
+        if fmt == "parquet" and out_file is None:
+            raise UsageError("--format parquet needs --out FILE")
         report = Output("text", stream=sys.stderr)  # stdout (or --out) carries the rows
-        with report.progress(lambda: total_bytes(paths), "dump") as advance:
-            report.emit_all(export(dump_paths(paths, options, progress=advance, name_files=True), fmt, out_file,
+        # --out is decided (written in place, replaced whole, or refused) before anything is read.
+        with output_file(out_file) if out_file is not None else nullcontext() as sink, \
+                report.progress(lambda: total_bytes(paths), "dump") as advance:
+            report.emit_all(export(dump_paths(paths, options, progress=advance, name_files=True), fmt, sink,
                                    values or "base64"))
         return report.exit_code("warning")
     out = Output(fmt, values)

@@ -36,7 +36,8 @@ def repair(
     restore: Annotated[
         Path | None,
         typer.Option("--restore", help="Undo the applies whose backup dir this is: every file back as it was "
-                                       "(dry run unless --apply; broker stopped). No PATHS with it.",
+                                       "(dry run unless --apply; broker stopped). PATH: its log dir, needed only "
+                                       "when the backup dir is not beside it.",
                      show_default=False),
     ] = None,
     backup_dir: Annotated[
@@ -90,9 +91,9 @@ def repair(
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     if restore is not None:
-        if paths:
-            raise UsageError("--restore takes the backup dir only, no PATHS")
-        return _restore(restore, apply, fmt)
+        if paths and len(paths) > 1:
+            raise UsageError("--restore takes the backup dir and at most one PATH: its log dir")
+        return _restore(restore, apply, fmt, paths[0] if paths else None)
     if not paths:
         raise UsageError("give the partition dirs or log dirs to repair (or --restore BACKUP_DIR)")
     options = RepairOptions(
@@ -112,13 +113,13 @@ def repair(
     return code or (1 if pending else 0)
 
 
-def _restore(backup_dir: Path, apply: bool, fmt: str) -> int:
+def _restore(backup_dir: Path, apply: bool, fmt: str, log_dir: Path | None) -> int:
     from ..model import Finding
     from ..safewrite import restore
     from .output import Output
 
     out = Output(fmt)
-    steps = restore(backup_dir, apply=apply)
+    steps = restore(backup_dir, apply=apply, log_dir=log_dir)
     for step in steps:
         out.emit(step)
     if not steps:

@@ -302,8 +302,11 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     Spark plans more stages (adaptive execution submits a query as several jobs) and loses the stages
     Spark ends up skipping (their shuffle output reused).
     """
-    register(spark)
+    from ..safewrite import output_dir, output_file
+
     out = str(out)
+    output_dir(out)  # a file, a device, a FIFO or a dangling link is refused before Spark writes anything
+    register(spark)
     run = uuid.uuid4().hex[:12]
     levels = [("batches", split_bytes), ("findings", 0)] + ([("records", split_bytes)] if records else [])
     for level, split in levels:
@@ -330,7 +333,12 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     total["partitions"] = len(result.partitions)
     result.total = total
     Path(out).mkdir(parents=True, exist_ok=True)
-    Path(out, "summary.json").write_text(json.dumps({"partitions": result.partitions, "total": total}, indent=1))
+    summary = json.dumps({"partitions": result.partitions, "total": total}, indent=1)
+    if "://" in out:
+        Path(out, "summary.json").write_text(summary)
+    else:
+        with output_file(Path(out, "summary.json")) as fh:  # whole or not at all; a link to it is kept
+            fh.write(summary.encode())
     return result
 
 
