@@ -321,7 +321,6 @@ def test_truncation_apply_on_a_mutated_follower(tmp_path: Path) -> None:
     assert_writes_only_under(applied, snapshot(tmp_path), follower, backup)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24: restore trusts its manifest (safewrite.py)")
 def test_restore_of_a_tampered_manifest_writes_nowhere_else(tmp_path: Path) -> None:
     """A backup whose manifest sends the files its apply deleted (the leftovers) to ``../outside/pwned-N``, or to
     another root: the restore refuses or stays in the partition dirs its own apply touched."""
@@ -342,7 +341,6 @@ def test_restore_of_a_tampered_manifest_writes_nowhere_else(tmp_path: Path) -> N
     assert_writes_only_under(before, snapshot(tmp_path), logdir, backup)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24: --out replacing what is not a regular file (safewrite.py/export.py)")
 def test_dump_out_to_a_symlink_is_written_in_place_or_refused(tmp_path: Path) -> None:
     logdir, outside, _ = hostile_root(tmp_path, Hostile("kafka/logdir", 9, ("flip",), count=0))
     link = tmp_path / "records.csv"
