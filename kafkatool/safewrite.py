@@ -488,9 +488,16 @@ def log_dir_lock(log_dir: Path) -> Iterator[Path]:
             raise LogDirLocked(f"{lock}: already held by this process", str(lock))
     except FileNotFoundError:
         pass
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:  # never through a link (O_CREAT would create its target, outside the log dir), never blocking on a FIFO
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise ApplyRefused(f"{lock}: a symbolic link, not the broker's lock file; nothing was changed") from None
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ApplyRefused(f"{lock}: not a regular file, not the broker's lock file; nothing was changed")
         key = (st.st_dev, st.st_ino)
         if key in _held_locks:  # created or replaced between the two looks: never close a held lock's file
             raise LogDirLocked(f"{lock}: already held by this process", str(lock))

@@ -418,6 +418,27 @@ def test_repair_never_writes_through_a_planted_temp_name(tmp_path: Path, damaged
     assert kt("verify", damaged).returncode == 0
 
 
+@pytest.mark.parametrize("plant", ["dangling symlink", "symlink", "fifo"])
+def test_repair_never_takes_a_planted_lock_file(tmp_path: Path, damaged: Path, plant: str) -> None:
+    """``.lock`` is opened to be created and locked: a symlink there (to nothing: the open would create its target
+    outside the log dir; to a file: the lock would be taken on another file) or a FIFO refuses the apply, changing
+    nothing and creating nothing."""
+    lock, target = damaged / ".lock", tmp_path / "outside" / "created"
+    lock.unlink(missing_ok=True)
+    if plant == "dangling symlink":
+        lock.symlink_to(target)
+    elif plant == "symlink":
+        lock.symlink_to(tmp_path / "outside" / "precious")
+    else:
+        os.mkfifo(lock)
+    before = {p: p.read_bytes() for p in damaged.rglob("*") if p.is_file() and not p.is_symlink()
+              and stat.S_ISREG(p.lstat().st_mode)}
+    done = kt("repair", "--apply", damaged, timeout=120)
+    assert done.returncode == 2 and "lock file" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not target.exists() and (tmp_path / "outside" / "precious").read_bytes() == b"not the log dir's\n"
+    assert {p: p.read_bytes() for p in before} == before
+
+
 def journal(**header: object) -> str:
     return json.dumps({"format": "kafkatool-apply-journal", "version": 1, "ops": [], "backups": [], **header})
 
