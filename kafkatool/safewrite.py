@@ -79,6 +79,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import KafkaToolError, LogDirLocked, UsageError
+from .filetypes import NotRegularFile, open_regular, read_regular, type_name
 
 TMP_SUFFIX = ".kafkatool-tmp"
 JOURNAL_NAME = ".kafkatool-apply.journal"
@@ -317,11 +318,16 @@ def log_dir_lock(log_dir: Path) -> Iterator[Path]:
         st = lock.stat()
         if (st.st_dev, st.st_ino) in _held_locks:
             raise LogDirLocked(f"{lock}: already held by this process", str(lock))
+        if not stat.S_ISREG(st.st_mode):  # a FIFO, a device: not even opened (a device's open can act)
+            raise NotRegularFile(lock, type_name(st.st_mode))
     except FileNotFoundError:
         pass
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    # O_NONBLOCK: a FIFO put there since is opened without waiting, then refused (fstat)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(lock, type_name(st.st_mode))
         key = (st.st_dev, st.st_ino)
         if key in _held_locks:  # created or replaced between the two looks: never close a held lock's file
             raise LogDirLocked(f"{lock}: already held by this process", str(lock))
@@ -371,7 +377,7 @@ def _inside(path: Path, root: Path) -> bool:
 def _hash_file(path: Path) -> tuple[int, str]:
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         while chunk := f.read(_CHUNK):
             h.update(chunk)
             size += len(chunk)
@@ -463,7 +469,7 @@ def _load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
     """The backup dir's manifest entries (one per file and apply)."""
     path = backup_dir / MANIFEST_NAME
     try:
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(read_regular(path))
         if doc.get("format") != _MANIFEST_FORMAT or doc.get("version") not in (1, _MANIFEST_VERSION):
             raise ValueError(f"not a {_MANIFEST_FORMAT} of a known version")
         entries = doc["files"]
@@ -504,7 +510,7 @@ def _backup_copy(src: Path, dst: Path) -> tuple[int, str]:
     h = hashlib.sha256()
     size = 0
     buf = bytearray(_CHUNK)
-    with open(src, "rb", buffering=0) as fin:
+    with open_regular(src, buffering=0) as fin:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             while n := fin.readinto(buf):
@@ -543,7 +549,7 @@ def _backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> _Tail:
     first = backup_dir / f"{rel}{REMOVED_SUFFIX}"
     tmp = _tmp_of(first)
     size, zeros = 0, True
-    with open(src, "rb", buffering=0) as fin:
+    with open_regular(src, buffering=0) as fin:
         left = keep
         while left:
             n = fin.readinto(view[:min(_CHUNK, left)])
@@ -594,7 +600,7 @@ def _kept_length(root: Path, rel: str, final: _Content, size: int) -> int | None
     if final[0] != "data" or not final[1]:
         return None
     data = final[1]
-    with open(root / rel, "rb") as fh:
+    with open_regular(root / rel) as fh:
         old = fh.read(len(data))
         kept = _common_prefix(old, data)
         if kept == len(data):
@@ -623,7 +629,7 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 
 def _hash_prefix(path: Path, length: int) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         while length > 0 and (chunk := f.read(min(_CHUNK, length))):
             h.update(chunk)
             length -= len(chunk)
@@ -772,7 +778,7 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
         _unlink(tmp)
         _fsync_dir(tmp.parent)
     try:
-        text = journal.read_bytes()
+        text = read_regular(journal)
     except FileNotFoundError:
         return None
     lines = text.split(b"\n")
@@ -802,7 +808,7 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
             continue
         staged = staged_dir / record["staged"]
         try:
-            data = staged.read_bytes()
+            data = read_regular(staged)
         except OSError as exc:
             raise JournalError(f"{journal}: the new content of {record['path']} ({staged}) cannot be read: "
                                f"{exc.strerror or exc}") from None
@@ -1020,12 +1026,12 @@ def _partly_appended(path: Path, now: dict[str, Any], entry: dict[str, Any], bac
     if not kept <= now["size"] < total or _hash_prefix(path, kept) != entry["kept_sha256"]:
         return False
     n = now["size"] - kept
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(kept)
         have = fh.read(n)
     if entry["backup"] == "zeros":
         return have.count(0) == n
-    with open(backup_dir / entry["copy"], "rb") as fh:
+    with open_regular(backup_dir / entry["copy"]) as fh:
         return fh.read(n) == have
 
 
@@ -1043,7 +1049,7 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
             like, mode = path.parent.stat(), False
         tmp = _tmp_of(path)
         buf = bytearray(_CHUNK)
-        with open(backup_dir / e["copy"], "rb", buffering=0) as fin:
+        with open_regular(backup_dir / e["copy"], buffering=0) as fin:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             try:
                 _take_owner(fd, like, mode)
@@ -1066,7 +1072,7 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
             if step.kind == "append":
                 position = e["offset"]
                 buf = bytearray(_CHUNK)
-                with open(backup_dir / e["copy"], "rb", buffering=0) as fin:
+                with open_regular(backup_dir / e["copy"], buffering=0) as fin:
                     while n := fin.readinto(buf):
                         chunk = memoryview(buf)[:n]
                         while chunk:
