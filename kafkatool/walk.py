@@ -11,9 +11,12 @@ What a directory is, decided from its listing as the broker would see it:
   looked at in turn, so each log dir keeps its own partitions together.
 
 kafkatool's own backup dirs (``kafkatool-backup-*``, or any dir holding a backup ``MANIFEST.json``) are never
-taken for broker data: they are skipped with an info finding. A symbolic link to nothing is an ``io-error``
-finding naming it (the other files are still read). A path with nothing Kafka under it is a
-:class:`~kafkatool.errors.UsageError` (exit 2): an operator who typed the wrong path is told so.
+taken for broker data: they are skipped with an info finding. What cannot be read is an ``io-error`` finding
+naming it, and the rest is still read: a symbolic link to nothing or in a loop, a dir that cannot be listed, a
+dir met again below itself (a link to a dir it is in), a FIFO, socket or device with a Kafka file's name (never
+opened here; every reader opens with :func:`kafkatool.filetypes.open_regular`, which refuses one put there
+since). A path with nothing Kafka under it is a :class:`~kafkatool.errors.UsageError` (exit 2): an operator who
+typed the wrong path is told so.
 
 Order is the broker's: log dirs and partition dirs by name, partitions by topic then partition number; in a
 partition dir, files by name (20-digit base offsets: segments in offset order). :func:`expand` flattens the
@@ -100,8 +103,8 @@ class _Listing:
     ident: tuple[int, int] = (0, 0)   # (st_dev, st_ino): a directory met again below itself is a loop
     files: list[tuple[Path, str]] = field(default_factory=list)
     dirs: list[tuple[Path, str]] = field(default_factory=list)
-    # entries that cannot be read, with why: a symbolic link to nothing or in a loop, a FIFO, socket or device
-    # with a Kafka file's name, a subdir that cannot be listed
+    # entries that cannot be read, with why: a symbolic link to nothing or in a loop (or whose stat failed), a
+    # FIFO, socket or device with a Kafka file's name
     unreadable: list[tuple[Path, str, str]] = field(default_factory=list)
 
 
