@@ -854,7 +854,7 @@ def metadata_sources(paths: Iterable[str | Path], met: list[Finding] | None = No
     named: dict[Path, list[tuple[Path, str, str]]] = {}
     dirs: list[str | Path] = []
     for p in paths:
-        if Path(p).is_file():
+        if Path(p).exists() and not Path(p).is_dir():  # a FIFO named too: its reading refuses it
             kind = "snapshot" if str(p).endswith(".checkpoint") else "log"
             named.setdefault(Path(p).resolve().parent, []).append((Path(p), str(p), kind))
         else:

@@ -269,7 +269,7 @@ def partition_files(path: str | Path) -> PartitionFiles:
     from .loader import log_start_offset, read_logdir, segment_files
 
     p = Path(path)
-    if p.is_file():
+    if p.exists() and not p.is_dir():  # a FIFO named too: its reading refuses it
         info = classify(p, by_extension=True)
         if info.kind is not FileKind.LOG or info.leftover:
             raise UsageError(f"{path}: not a partition dir or a .log segment")

@@ -197,6 +197,16 @@ def test_a_fifo_read_by_the_internal_topic_commands_dump_and_locate(trees: tuple
         assert '"partition_state"' in proc.stdout
 
 
+@pytest.mark.parametrize("args", [["dump"], ["verify"], ["metadata"], ["locate", "--offset", "1"]])
+def test_a_fifo_named_on_the_command_line_is_refused_not_waited_on(tmp_path: Path, args: list[str]) -> None:
+    """Named as a segment: locate and metadata took it for a dir (usage error, exit 2) where it is a file they
+    cannot read."""
+    fifo = _fifo(tmp_path / "00000000000000000000.log")
+    proc = _run([args[0], str(fifo), *args[1:]])
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert f"{fifo}: " in proc.stdout + proc.stderr and "file type not supported: a FIFO" in proc.stdout + proc.stderr
+
+
 def test_a_socket_in_a_file_role_is_a_finding(trees: tuple[Path, Path]) -> None:
     ld, intact = trees
     path = ld / "codecs-0" / "leader-epoch-checkpoint"
