@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .errors import InputIOError, UsageError
+from .filetypes import open_regular
 from .model import Finding
 from .records import DEFAULT_MAX_DECOMPRESSED, RECORD_BATCH_OVERHEAD, RawBatch, decode_records, scan
 
@@ -449,7 +450,7 @@ def log_offsets(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
     for _base, path in segment_logs(part_dir):
         shown = os.path.join(display, path.name)
         try:
-            fh = open(path, "rb")
+            fh = open_regular(path)
         except OSError as exc:
             findings.append(Finding("error", "io-error", shown, None, f"cannot read: {exc.strerror or exc}"))
             continue

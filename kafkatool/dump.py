@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputIOError, UsageError
-from .filetypes import FileKind, classify
+from .filetypes import FileKind, classify, open_regular
 from .model import Batch, FileStart, Finding, Record, RecordRun, Stretch, Trailing
 from .records import RawBatch, ScanOptions, decode_records, scan
 from .walk import FoundFile, discover, found_files, partition_of
@@ -312,7 +312,7 @@ def _dump_records(
     # layer as they are, with their records (RecordRun) or without (Stretch: batches that simply follow each other).
     columnar = (options.columnar and committed is None and decoder is None and not wanted.active
                 and options.from_offset is None and options.to_offset is None and options.max_batches is None)
-    with open(f.path, "rb") as fh:
+    with open_regular(f.path) as fh:
         batches = 0
         for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=options.records,
                          decoded=columnar and options.records, stretches=columnar and not options.records,
@@ -369,7 +369,7 @@ def _search_records(
     """Records matching the filter, each batch's line shown before its first match; findings as they come."""
     wanted = options.filter
     batches = 0
-    with open(f.path, "rb") as fh:
+    with open_regular(f.path) as fh:
         for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=True, options=options.scan,
                          progress=progress):
             if not isinstance(item, RawBatch):

@@ -9,10 +9,13 @@ content has the inner type.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from enum import StrEnum
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 
 class FileKind(StrEnum):
@@ -125,3 +128,61 @@ def file_size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+# --- opening a file to read ----------------------------------------------------------------------------------
+
+_TYPE_NAMES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def type_name(mode: int) -> str:
+    """What a file of ``mode`` is, in words: ``"a FIFO"``, ``"a socket"``..."""
+    return next((name for test, name in _TYPE_NAMES if test(mode)), "not a regular file")
+
+
+class NotRegularFile(OSError):
+    """A file kafkatool would read is a FIFO, a socket, a device or a directory: refused, never read.
+
+    An :class:`OSError` (``strerror`` says what it is), so every reader that turns a file it cannot read into an
+    ``io-error`` finding does the same with this one and goes on with the rest."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str) -> None:
+        super().__init__(errno.EINVAL, f"file type not supported: {what}, not read", os.fspath(path))
+
+
+# O_NONBLOCK: opening a FIFO for reading waits for a writer, forever, without it. O_NOCTTY: a terminal device
+# opened is never made the controlling terminal. Neither changes how a regular file is read.
+_OPEN_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+
+
+def open_regular(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
+    """``path`` opened for reading in binary, if it is a regular file (a symbolic link to one is followed), else
+    :class:`NotRegularFile`. The rule for every file kafkatool reads from a disk: the type is taken from the open
+    descriptor (``fstat``), so a file swapped for a FIFO after it was listed is refused too, where a ``stat``
+    before ``open`` would race. A socket cannot be opened at all (ENXIO): refused the same way."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket, or a device with nothing behind it: say which
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                raise exc from None
+            raise NotRegularFile(path, type_name(mode)) from exc
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path, type_name(mode))
+        os.set_blocking(fd, True)
+        return open(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file (:func:`open_regular`'s rule): ``Path.read_bytes`` for files on a disk."""
+    with open_regular(path, buffering=0) as fh:
+        return fh.read()

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .filetypes import FileKind, classify
+from .filetypes import FileKind, classify, open_regular, read_regular
 from .logwriter import segment_file
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
@@ -143,7 +143,7 @@ def _fit(log: Path, options: ScanOptions, limit: int, entry_positions: list[int]
     """The batches of ``log`` beginning before byte ``limit`` up to its first damage, fed to a :class:`RangeFit` (as
     stretches where the native core finds them)."""
     fit = RangeFit(entry_positions)
-    with open(log, "rb") as fh:
+    with open_regular(log) as fh:
         fit.feed(scan(fh, str(log), end=limit, stretches=True, options=options))
     return fit
 
@@ -162,7 +162,7 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
         index = segment_file(log.parent, info.base_offset, "index")
         if not index.is_file():
             continue
-        data = index.read_bytes()
+        data = read_regular(index)
         listed = read_offset_index(index, info.base_offset)
         if not listed:
             continue

@@ -21,12 +21,12 @@ from typing import Any
 from construct import ConstructError
 
 from .errors import InputIOError, UsageError
-from .filetypes import FileKind, classify, file_size
+from .filetypes import FileKind, classify, file_size, open_regular, read_regular
 from .formats import internal_topics as it
 from .logwriter import _java_string_hash
 from .model import Batch, Finding, Record, Trailing
 from .records import RawBatch, decode_records, scan
-from .walk import partition_dirs
+from .walk import partition_dirs, partition_dirs_and_findings
 
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
@@ -102,7 +102,7 @@ def _records(path: Path, display: str, progress: Callable[[int], None] | None = 
     """Every record of a record file (segment or KRaft snapshot), with its batch; findings where it fails.
     ``progress`` is told the bytes read."""
     try:
-        fh = open(path, "rb")
+        fh = open_regular(path)
     except OSError as exc:
         yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
         return
@@ -390,7 +390,12 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
     from .loader import segment_bytes
     from .replicas import open_replica
 
-    parts = list(partition_dirs(paths))
+    parts = []
+    for part in partition_dirs_and_findings(paths):
+        if isinstance(part, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
+            yield part
+        else:
+            parts.append(part)
     data: dict[tuple[Path, str, int], Any] = {}
     results: list[tuple[Path, Any]] = []   # (log dir, value) of every __consumer_offsets partition
     homes: set[Path] = set()               # their log dirs
@@ -564,8 +569,10 @@ def transaction_states(paths: Iterable[str | Path], progress: Callable[[int], No
     ``progress`` is told the bytes of the segments as they are read, :func:`transaction_states_bytes` in all."""
 
     seen = False
-    for part in partition_dirs(paths):
-        if part.topic == TRANSACTION_TOPIC:
+    for part in partition_dirs_and_findings(paths):
+        if isinstance(part, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
+            yield part
+        elif part.topic == TRANSACTION_TOPIC:
             seen = True
             yield from part.findings
             yield from transaction_state_partition(part.files, f"{part.topic}-{part.partition}", progress)
@@ -836,24 +843,30 @@ def metadata_file(path: Path, display: str, progress: Callable[[int], None] | No
                           f"record at offset {rec.offset}: {exc}")
 
 
-def metadata_sources(paths: Iterable[str | Path]) -> list[list[tuple[Path, str, str]]]:
+def metadata_sources(paths: Iterable[str | Path], met: list[Finding] | None = None
+                     ) -> list[list[tuple[Path, str, str]]]:
     """The files to replay, as (path, display, kind), one list per metadata log: a named file as it is (files
     named together from one dir are one log); for a ``__cluster_metadata-0`` dir, its latest KRaft snapshot and
     the log segments, as the controller loads them. Each list is replayed on its own: two dirs are two
-    clusters' (or two voters') logs, never one timeline."""
+    clusters' (or two voters') logs, never one timeline. ``met`` is given what discovery met in those dirs and
+    around them (a file it cannot read, a link loop, a dir it cannot list)."""
 
     named: dict[Path, list[tuple[Path, str, str]]] = {}
     dirs: list[str | Path] = []
     for p in paths:
-        if Path(p).is_file():
+        if Path(p).exists() and not Path(p).is_dir():  # a FIFO named too: its reading refuses it
             kind = "snapshot" if str(p).endswith(".checkpoint") else "log"
             named.setdefault(Path(p).resolve().parent, []).append((Path(p), str(p), kind))
         else:
             dirs.append(p)
     groups = list(named.values())
-    for part in partition_dirs(dirs) if dirs else ():
-        if part.topic != METADATA_TOPIC:
+    for part in partition_dirs_and_findings(dirs) if dirs else ():
+        if isinstance(part, Finding) or part.topic != METADATA_TOPIC:
+            if isinstance(part, Finding) and met is not None:
+                met.append(part)
             continue
+        if met is not None:
+            met.extend(part.findings)
         group: list[tuple[Path, str, str]] = []
         snaps = _segments(part.files, FileKind.KRAFT_SNAPSHOT)
         if snaps:
@@ -922,7 +935,7 @@ def read_min_insync_replicas(server_properties: Path) -> int | None:
     """``min.insync.replicas`` of a broker's ``server.properties`` (Java properties: ``key=value`` or
     ``key: value``, ``#``/``!`` comments), or None when it is not set there."""
     try:
-        text = server_properties.read_text(encoding="latin-1")
+        text = read_regular(server_properties).decode("latin-1")
     except OSError as exc:
         raise InputIOError(f"cannot read {server_properties}: {exc.strerror or exc}") from exc
     for line in text.splitlines():
@@ -947,7 +960,9 @@ def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int =
     is the static default) is yielded as :class:`UnderMinIsr` when it ends, and at the end of its log when
     it is still open. ``progress`` is told the bytes of the files as they are read, :func:`metadata_bytes` in all.
     """
-    groups = metadata_sources(paths)
+    met: list[Finding] = []
+    groups = metadata_sources(paths, met)
+    yield from met
     if not groups:
         yield Finding("warning", "metadata-none", ", ".join(str(p) for p in paths), None,
                       f"no {METADATA_TOPIC} segments or snapshots found")

@@ -67,7 +67,7 @@ from typing import Any
 
 from .epochs import EpochCache
 from .errors import InputIOError
-from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size
+from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size, open_regular
 from .logdir import LogDir
 from .logwriter import ProducerState, java_hashmap_order, last_sequence
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
@@ -80,7 +80,7 @@ from .smallfiles import (
     read_small_file,
     read_txn_index,
 )
-from .walk import PARTITION_DIR
+from .walk import PARTITION_DIR, dir_files
 
 # Topics that are always compacted (cleanup.policy=compact): their first batches of an epoch may be gone.
 COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
@@ -395,7 +395,7 @@ def segment_items(path: Path, display: str, options: ScanOptions, end: int | Non
     ``stretches`` (and the native core), batches that follow each other come as :class:`Stretch` es (the only control
     batches in one are the end-transaction markers the scan read, in its ``markers``)."""
     try:
-        fh = open(path, "rb", buffering=0)
+        fh = open_regular(path, buffering=0)
     except OSError as exc:
         yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
         return
@@ -472,13 +472,7 @@ class _Files:
 
 
 def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None) -> list[tuple[Path, str]]:
-    if files is not None:
-        return list(files)
-    try:
-        names = sorted(e.name for e in os.scandir(part) if e.is_file())
-    except OSError as exc:
-        raise InputIOError(f"cannot list {display}: {exc.strerror or exc}") from exc
-    return [(part / n, os.path.join(display, n)) for n in names]
+    return list(files) if files is not None else dir_files(part, display)
 
 
 def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files:
@@ -685,7 +679,7 @@ class PartitionLoad:
         """Load a segment nobody fed: read it here."""
         self.next += 1
         try:
-            fh = open(seg.path, "rb", buffering=0)
+            fh = open_regular(seg.path, buffering=0)
         except OSError as exc:
             self.loaded.findings.append(Finding("error", "io-error", seg.display, None,
                                                 f"cannot read: {exc.strerror or exc}"))
@@ -958,7 +952,7 @@ class _Pread:
 
     def __call__(self, size: int, position: int) -> bytes:
         if self.fh is None:
-            self.fh = open(self.path, "rb", buffering=0)
+            self.fh = open_regular(self.path, buffering=0)
         return os.pread(self.fh.fileno(), size, position)
 
     def __exit__(self, *exc: object) -> None:
@@ -973,10 +967,10 @@ def _no_pread(size: int, position: int) -> bytes:
 def read_logdir(path: Path, display: str) -> LogDir:
     """The log dir holding a partition dir named on its own (its broker files, read on first use)."""
     try:
-        names = sorted(e.name for e in os.scandir(path) if e.is_file())
-    except OSError:
-        names = []
-    return LogDir(path, display, [(path / n, os.path.join(display, n)) for n in names])
+        files = dir_files(path, display)
+    except InputIOError:
+        files = []
+    return LogDir(path, display, files)
 
 
 def _logdir_findings(logdir: LogDir) -> list[Finding]:

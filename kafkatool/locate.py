@@ -56,8 +56,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .errors import UsageError
-from .filetypes import FileKind, classify
+from .errors import InputIOError, UsageError
+from .filetypes import FileKind, classify, open_regular
 from .formats.index import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 from .model import Batch, Finding, Record
 from .records import ScanOptions, decode_records, scan
@@ -261,6 +261,7 @@ class PartitionFiles:
     segments: list[Segment]
     log_start: int
     log_start_source: str   # how the log start was found, for the steps
+    findings: tuple[Finding, ...] = ()   # what discovery met in the dir (a FIFO, a link loop or to nothing)
 
 
 def partition_files(path: str | Path) -> PartitionFiles:
@@ -269,7 +270,7 @@ def partition_files(path: str | Path) -> PartitionFiles:
     from .loader import log_start_offset, read_logdir, segment_files
 
     p = Path(path)
-    if p.is_file():
+    if p.exists() and not p.is_dir():  # a FIFO named too: its reading refuses it
         info = classify(p, by_extension=True)
         if info.kind is not FileKind.LOG or info.leftover:
             raise UsageError(f"{path}: not a partition dir or a .log segment")
@@ -286,6 +287,9 @@ def partition_files(path: str | Path) -> PartitionFiles:
     part = units[0]
     segments = [Segment(s.base_offset, s.path, s.display, s.size) for s in segment_files(part.files)]
     if not segments:
+        unread = next((f for f in part.findings if f.code == "io-error" and f.path.endswith(".log")), None)
+        if unread is not None:  # its segments are there but cannot be read (a FIFO, a link loop)
+            raise InputIOError(f"{unread.path}: {unread.message}")
         raise UsageError(f"{path}: no .log segment files (not a partition dir?)")
     checkpoint = None
     if part.topic is not None:
@@ -294,7 +298,7 @@ def partition_files(path: str | Path) -> PartitionFiles:
     start = log_start_offset(checkpoint, segments[0].base_offset)
     source = ("the log-start-offset-checkpoint" if checkpoint is not None and checkpoint > segments[0].base_offset
               else "the first segment's base offset")
-    return PartitionFiles(segments, start, source)
+    return PartitionFiles(segments, start, source, part.findings)
 
 
 # --- reading indexes and the log -------------------------------------------------------------------------
@@ -350,7 +354,7 @@ def _open_index(path: Path, time: bool) -> tuple[_IndexFile | None, str | None]:
     slot = _TIME_SLOT if time else _OFFSET_SLOT
     name = path.name
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             length = os.fstat(fh.fileno()).st_size
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if length else None
     except FileNotFoundError:
@@ -398,7 +402,7 @@ class _CountingFile:
     """A binary file that counts the bytes read through it (what the scanner really pulls from disk)."""
 
     def __init__(self, path: Path) -> None:
-        self._fh = open(path, "rb", buffering=0)  # unbuffered: no read-ahead beyond what is asked
+        self._fh = open_regular(path, buffering=0)  # unbuffered: no read-ahead beyond what is asked
         self.bytes_read = 0
 
     def seek(self, pos: int, whence: int = 0) -> int:
@@ -591,7 +595,7 @@ class _Search:
         self.log_start_source = partition.log_start_source
         self.steps: list[Step] = []
         self.fallbacks: list[str] = []
-        self.findings: list[Finding] = []
+        self.findings: list[Finding] = list(partition.findings)
         self.quiet = False
         self._largest: dict[int, tuple[int, int, str]] = {}
         self._leo: int | None = None

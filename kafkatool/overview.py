@@ -16,7 +16,7 @@ from typing import Any
 from .filetypes import file_size
 from .loader import LoadedPartition, load_partition
 from .model import Finding
-from .walk import partition_dirs
+from .walk import partition_dirs_and_findings
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +99,10 @@ def overview_paths(paths: Iterable[str | Path], *, topic: str | None = None
     """Per partition under ``paths`` (only ``topic``'s when given), biggest first; then one total per topic,
     biggest first."""
     rows: list[PartitionOverview] = []
-    for pd in partition_dirs(paths):
+    for pd in partition_dirs_and_findings(paths):
+        if isinstance(pd, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
+            yield pd
+            continue
         if topic is not None and pd.topic != topic:
             continue
         yield from pd.findings

@@ -50,7 +50,7 @@ from .model import NO_MARKERS, Batch, Finding, Marker, Stretch
 from .progress import Tally
 from .records import ScanOptions, read_marker
 from .smallfiles import ProducerEntry, read_producer_entries
-from .walk import partition_dirs
+from .walk import partition_dirs, partition_dirs_and_findings
 
 _INT32_MAX = (1 << 31) - 1
 
@@ -507,7 +507,10 @@ def producers_paths(paths: Iterable[str | Path], progress: Callable[[int], None]
     """Per partition under ``paths``: the audit's findings, the snapshot comparison, then one value per producer.
     ``progress`` is told the bytes of the segments as they are read, :func:`producers_bytes` in all."""
 
-    for pd in partition_dirs(paths):
+    for pd in partition_dirs_and_findings(paths):
+        if isinstance(pd, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
+            yield pd
+            continue
         yield from pd.findings
         history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
         yield from history.findings

@@ -65,7 +65,7 @@ from typing import Any
 from crc32c import crc32c
 
 from .errors import InputIOError
-from .filetypes import FileKind
+from .filetypes import FileKind, open_regular, read_regular
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
@@ -75,7 +75,7 @@ from .records import ScanOptions, scan
 from .safewrite import FileOp
 from .segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes
 from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
-from .walk import partition_dirs
+from .walk import partition_dirs_and_findings
 
 _V2_MIN = 61
 # the loader's findings that refuse an apply: a batch whose offsets do not fit a segment the broker trusts, a file
@@ -302,7 +302,7 @@ def _indexes_of(seg: LoadedSegment, options: RepairOptions) -> SegmentIndexes:
     batches that follow each other taken whole)."""
     indexes = SegmentIndexes(seg.base_offset, options.index_interval_bytes)
     try:
-        with open(seg.path, "rb") as fh:
+        with open_regular(seg.path) as fh:
             indexes.append_scan(scan(fh, seg.display, stretches=True, options=options.scan))
         indexes.close()
     except (OSError, IndexAppendError) as exc:
@@ -326,7 +326,7 @@ def _snapshot_actions(loaded: LoadedPartition, result: PartitionRepair) -> None:
             continue
         data = snapshot_bytes(state)
         path = current.get(offset)
-        if path is not None and path.read_bytes() == data:
+        if path is not None and read_regular(path) == data:
             continue
         target = segment_file(loaded.path, offset, "snapshot")
         reason = ("unreadable (" + loaded.bad_snapshots[offset] + "): rebuilt from the log"
@@ -362,9 +362,9 @@ def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
     ``.sanityCheck``), or None."""
     if index is None:
         return None
-    if problem := offset_index_sanity(index.read_bytes(), str(index)):
+    if problem := offset_index_sanity(read_regular(index), str(index)):
         return f"its offset index is corrupt ({problem.message})"
-    data = timeindex.read_bytes() if timeindex is not None else b""
+    data = read_regular(timeindex) if timeindex is not None else b""
     if (problem := time_index_sanity(data, str(timeindex))) and data.count(0) != len(data):  # all zero: untrimmed
         return f"its time index is corrupt ({problem.message})"
     return None
@@ -376,7 +376,7 @@ def _rebuild(part: Path, display: str, base: int, ext: str, current: Path | None
     ``.txnindex`` is never created (``TransactionIndex`` creates its file on the first entry); a present one with
     no aborted transaction left is emptied (``TransactionIndex.reset``)."""
     target = segment_file(part, base, ext)
-    if current is not None and current.read_bytes() == data:
+    if current is not None and read_regular(current) == data:
         return []
     if current is None and ext == "txnindex" and not data:
         return []
@@ -394,7 +394,7 @@ def _epochs(part: Path, display: str, loaded: LoadedPartition) -> list[Action]:
     """``leader-epoch-checkpoint`` as the loader's cache leaves it (``LeaderEpochFileCache``: the checkpoint, the
     recovered batches' newer epochs assigned, ``truncateFromEnd``, ``truncateFromStart``)."""
     path = part / "leader-epoch-checkpoint"
-    current = path.read_bytes() if loaded.epoch_checkpoint_file is not None else None
+    current = read_regular(path) if loaded.epoch_checkpoint_file is not None else None
     entries = list(loaded.epoch_cache.entries) if loaded.epoch_cache is not None else []
     data = checkpoints.build_epoch_checkpoint(entries)
     if current is None:
@@ -416,7 +416,11 @@ def _recovery_point(logdir: Path, key: tuple[str, int], leo: int, display: str) 
     path = logdir / "recovery-point-offset-checkpoint"
     if not path.exists():
         return []
-    items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, str(path)))
+    try:  # not a regular file (a FIFO), or unreadable: left alone; the walk and the loader report it
+        items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, str(path)))
+        current = read_regular(path)
+    except (InputIOError, OSError):
+        return []
     if any(isinstance(i, Finding) and i.severity == "error" for i in items):
         return []
     entries = [(e.topic, e.partition, e.offset) for e in items if isinstance(e, OffsetCheckpointEntry)]
@@ -424,7 +428,7 @@ def _recovery_point(logdir: Path, key: tuple[str, int], leo: int, display: str) 
     if (key[0], key[1]) not in {(t, p) for t, p, _ in entries}:
         new.append((key[0], key[1], leo))
     data = checkpoints.build_offset_checkpoint(new)
-    if data == path.read_bytes():
+    if data == current:
         return []
     return [Action(str(path), "write", f"{key[0]}-{key[1]}: recovery point {leo}, the repaired log end (all of it is "
                    "on disk now): an unclean restart recovers only the segment holding it, none before it",
@@ -440,7 +444,7 @@ def salvage_batches(path: Path, start: int) -> Iterator[tuple[int, bytes]]:
     Candidates are the positions whose magic byte (16 bytes in) is 2, found with ``find`` over a memory map, so
     long stretches of garbage cost little and the file is never read into memory whole.
     """
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         if os.fstat(fh.fileno()).st_size <= start + 1:
             return
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -484,7 +488,10 @@ def repair_paths(
     """
     from .safewrite import apply_ops, atomic_write, log_dir_lock, resume
 
-    for found in partition_dirs(paths):
+    for found in partition_dirs_and_findings(paths):
+        if isinstance(found, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
+            yield found
+            continue
         part, display, log_dir = found.path, found.display, found.logdir_path
         yield from found.findings
         if not apply:
@@ -519,7 +526,7 @@ def _check_cuts(result: PartitionRepair, options: RepairOptions) -> Iterator[Fin
         op = action.op
         if op is None or op.kind != "truncate" or not op.path.name.endswith(".log"):
             continue
-        with open(op.path, "rb") as fh:
+        with open_regular(op.path) as fh:
             bad = next((f for f in scan(fh, str(op.path), options=options.scan)
                         if isinstance(f, Finding) and f.severity == "error"), None)
         if bad is not None:

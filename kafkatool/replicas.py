@@ -23,12 +23,12 @@ from typing import Any
 from .epochs import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET  # re-exported (truncation)
 from .epochs import EpochCache as EpochCache  # re-exported: LeaderEpochFileCache lives in kafkatool.epochs
 from .errors import UsageError
-from .filetypes import FileKind, classify
+from .filetypes import FileKind, classify, open_regular
 from .loader import LoadedPartition, LoadedSegment, load_partition, segment_bytes
 from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
-from .walk import PartitionDir, partition_dirs
+from .walk import PartitionDir, partition_dirs_and_findings
 
 MAX_RUNS = 100                # runs of unshared batches listed per pair and direction (the rest are counted)
 
@@ -125,7 +125,7 @@ class Replica:
         last: int | None = None
         for seg in segments:
             try:
-                fh = open(seg.path, "rb", buffering=0)
+                fh = open_regular(seg.path, buffering=0)
             except OSError:
                 return  # the loader reported it
             with fh:
@@ -154,13 +154,18 @@ def open_replica(part: PartitionDir, name: str, options: ScanOptions | None = No
     return Replica(part, name, loaded, findings, options)
 
 
-def replica_groups(paths: Iterable[str | Path], topic: str | None = None,
-                   partition: int | None = None, minimum: int = 2) -> list[list[tuple[PartitionDir, str]]]:
+def replica_groups(paths: Iterable[str | Path], topic: str | None = None, partition: int | None = None,
+                   minimum: int = 2, met: list[Finding] | None = None) -> list[list[tuple[PartitionDir, str]]]:
     """The partition dirs under ``paths`` grouped by partition, each named (its log dir's name when that tells
-    the replicas apart, else its path); only partitions found at least ``minimum`` times."""
+    the replicas apart, else its path); only partitions found at least ``minimum`` times. ``met`` is given what
+    discovery met outside the partitions (a dir it cannot list, a link loop)."""
     groups: dict[tuple[str, int], list[PartitionDir]] = {}
     seen: set[Path] = set()
-    for part in partition_dirs(paths):
+    for part in partition_dirs_and_findings(paths):
+        if isinstance(part, Finding):
+            if met is not None:
+                met.append(part)
+            continue
         if (topic is not None and part.topic != topic) or (partition is not None and part.partition != partition):
             continue
         real = part.path.resolve()
@@ -437,7 +442,8 @@ def inspect_replicas(
     :func:`replicas_bytes` in all (an election's look at the batches from an offset on is not counted)."""
     from .election import unclean_election
 
-    groups = replica_groups(paths, topic, partition)
+    met: list[Finding] = []
+    groups = replica_groups(paths, topic, partition, met=met)
     if not groups:
         raise UsageError("no partition is present in two or more of the given dirs (give one log dir per broker, "
                          "or the partition's dir on each broker; --topic/--partition narrow)")
@@ -451,6 +457,7 @@ def inspect_replicas(
             if not any(m):
                 raise UsageError(f"--isr names none of the replicas of {replicas[0].dir.topic}-"
                                  f"{replicas[0].dir.partition}: {', '.join(r.name for r in replicas)}")
+    yield from met
     for replicas, m in zip(opened, members, strict=True):
         divergence = compare(replicas, progress)
         max_leo = max(r.leo for r in replicas)
@@ -563,11 +570,13 @@ def epoch_history(paths: Iterable[str | Path], *, topic: str | None = None, part
     the loads read them, :func:`epochs_bytes` in all."""
     from .verify import check_epochs
 
-    groups = replica_groups(paths, topic, partition, minimum=1)
+    met: list[Finding] = []
+    groups = replica_groups(paths, topic, partition, minimum=1, met=met)
     if not groups:
         raise UsageError("no partition dir under the given paths" + (" (with that --topic/--partition)"
                                                                      if topic is not None or partition is not None
                                                                      else ""))
+    yield from met
     for group in groups:
         for part, _name in group:
             r = open_replica(part, part.display, options, progress)

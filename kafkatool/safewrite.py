@@ -80,6 +80,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import KafkaToolError, LogDirLocked, UsageError
+from .filetypes import NotRegularFile, open_regular, read_regular, type_name
 
 TMP_SUFFIX = ".kafkatool-tmp"
 JOURNAL_NAME = ".kafkatool-apply.journal"
@@ -486,18 +487,20 @@ def log_dir_lock(log_dir: Path) -> Iterator[Path]:
         st = lock.stat()
         if (st.st_dev, st.st_ino) in _held_locks:
             raise LogDirLocked(f"{lock}: already held by this process", str(lock))
+        if not stat.S_ISREG(st.st_mode):  # a FIFO, a device: not even opened (a device's open can act)
+            raise NotRegularFile(lock, type_name(st.st_mode))
     except FileNotFoundError:
         pass
     try:  # never through a link (O_CREAT would create its target, outside the log dir), never blocking on a FIFO
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
         raise ApplyRefused(f"{lock}: a symbolic link, not the broker's lock file; nothing was changed") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ApplyRefused(f"{lock}: not a regular file, not the broker's lock file; nothing was changed")
+        if not stat.S_ISREG(st.st_mode):  # put there since the look above
+            raise NotRegularFile(lock, type_name(st.st_mode))
         key = (st.st_dev, st.st_ino)
         if key in _held_locks:  # created or replaced between the two looks: never close a held lock's file
             raise LogDirLocked(f"{lock}: already held by this process", str(lock))
@@ -547,7 +550,7 @@ def _inside(path: Path, root: Path) -> bool:
 def _hash_file(path: Path) -> tuple[int, str]:
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         while chunk := f.read(_CHUNK):
             h.update(chunk)
             size += len(chunk)
@@ -639,7 +642,7 @@ def _load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
     """The backup dir's manifest entries (one per file and apply)."""
     path = backup_dir / MANIFEST_NAME
     try:
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(read_regular(path))
         if doc.get("format") != _MANIFEST_FORMAT or doc.get("version") not in (1, _MANIFEST_VERSION):
             raise ValueError(f"not a {_MANIFEST_FORMAT} of a known version")
         entries = doc["files"]
@@ -680,7 +683,7 @@ def _backup_copy(src: Path, dst: Path) -> tuple[int, str]:
     h = hashlib.sha256()
     size = 0
     buf = bytearray(_CHUNK)
-    with open(src, "rb", buffering=0) as fin:
+    with open_regular(src, buffering=0) as fin:
         fd = _create_temp(tmp, 0o600)
         try:
             while n := fin.readinto(buf):
@@ -719,7 +722,7 @@ def _backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> _Tail:
     first = backup_dir / f"{rel}{REMOVED_SUFFIX}"
     tmp = _tmp_of(first)
     size, zeros = 0, True
-    with open(src, "rb", buffering=0) as fin:
+    with open_regular(src, buffering=0) as fin:
         left = keep
         while left:
             n = fin.readinto(view[:min(_CHUNK, left)])
@@ -770,7 +773,7 @@ def _kept_length(root: Path, rel: str, final: _Content, size: int) -> int | None
     if final[0] != "data" or not final[1]:
         return None
     data = final[1]
-    with open(root / rel, "rb") as fh:
+    with open_regular(root / rel) as fh:
         old = fh.read(len(data))
         kept = _common_prefix(old, data)
         if kept == len(data):
@@ -799,7 +802,7 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 
 def _hash_prefix(path: Path, length: int) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         while length > 0 and (chunk := f.read(min(_CHUNK, length))):
             h.update(chunk)
             length -= len(chunk)
@@ -950,7 +953,7 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
     try:
         if not stat.S_ISREG(os.lstat(journal).st_mode):  # a FIFO would block the read, a link lead anywhere
             raise JournalError(f"{journal}: not a regular file; a kafkatool journal never is anything else")
-        text = journal.read_bytes()
+        text = read_regular(journal)
     except FileNotFoundError:
         return None
     lines = text.split(b"\n")
@@ -981,7 +984,7 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
             continue
         staged = staged_dir / record["staged"]
         try:
-            data = staged.read_bytes()
+            data = read_regular(staged)
         except OSError as exc:
             raise JournalError(f"{journal}: the new content of {record['path']} ({staged}) cannot be read: "
                                f"{exc.strerror or exc}") from None
@@ -1368,12 +1371,12 @@ def _partly_appended(path: Path, now: dict[str, Any], entry: dict[str, Any], bac
     if not kept <= now["size"] < total or _hash_prefix(path, kept) != entry["kept_sha256"]:
         return False
     n = now["size"] - kept
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(kept)
         have = fh.read(n)
     if entry["backup"] == "zeros":
         return have.count(0) == n
-    with open(backup_dir / entry["copy"], "rb") as fh:
+    with open_regular(backup_dir / entry["copy"]) as fh:
         return fh.read(n) == have
 
 
@@ -1391,7 +1394,7 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
             like, mode = path.parent.stat(), False
         tmp = _tmp_of(path)
         buf = bytearray(_CHUNK)
-        with open(backup_dir / e["copy"], "rb", buffering=0) as fin:
+        with open_regular(backup_dir / e["copy"], buffering=0) as fin:
             fd = _create_temp(tmp, 0o644)
             try:
                 _take_owner(fd, like, mode)
@@ -1414,7 +1417,7 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
             if step.kind == "append":
                 position = e["offset"]
                 buf = bytearray(_CHUNK)
-                with open(backup_dir / e["copy"], "rb", buffering=0) as fin:
+                with open_regular(backup_dir / e["copy"], buffering=0) as fin:
                     while n := fin.readinto(buf):
                         chunk = memoryview(buf)[:n]
                         while chunk:

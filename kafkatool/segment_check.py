@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
-from .filetypes import FileKind
+from .filetypes import FileKind, open_regular
 from .model import (
     EVENT_BEGINS,
     EVENT_CONTROL,
@@ -94,7 +94,7 @@ Tap = Callable[[Iterator[object]], Iterator[object]]
 
 def open_local(path: str) -> BinaryIO:
     """The default :data:`Opener`: a local file, unbuffered (the scan reads through its own window)."""
-    return open(path, "rb", buffering=0)
+    return open_regular(path, buffering=0)
 
 
 def _size(fh: BinaryIO) -> int:

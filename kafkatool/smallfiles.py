@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputIOError, UsageError
-from .filetypes import FileKind, classify
+from .filetypes import FileKind, classify, read_regular
 from .formats import checkpoints, metadata_files
 from .formats import index as index_format
 from .formats import producer_snapshot as snapshot_format
@@ -255,7 +255,7 @@ def parse_small_file(
 
 def _read_bytes(path: Path, display_path: str) -> bytes:
     try:
-        return Path(path).read_bytes()
+        return read_regular(path)
     except OSError as e:
         raise InputIOError(f"{display_path}: cannot read: {e.strerror or e}") from e
 

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .filetypes import FileKind, classify
+from .filetypes import FileKind, classify, open_regular, read_regular
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
 from .loader import segment_bytes
 from .model import Batch, Finding
@@ -68,7 +68,7 @@ from .records import ScanOptions, scan
 from .replicas import UNDEFINED_EPOCH_OFFSET, EpochCache, Replica, Segment, compare, merge, open_replica
 from .safewrite import ApplyRefused, FileOp
 from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
-from .walk import PartitionDir, list_partition, partition_dirs
+from .walk import PartitionDir, list_partition, partition_dirs_and_findings
 
 RULES = ("epoch", "hw")
 DEFAULT_MAX_LOST = 1000
@@ -406,11 +406,15 @@ def _companions(s: Segment) -> tuple[str, ...]:
                  if s.path.with_suffix(f".{ext}").exists())
 
 
-def _pairs(leader: str | Path, follower: str | Path, topic: str | None,
-           partition: int | None) -> Iterator[tuple[PartitionDir, PartitionDir, str, str]]:
-    """(leader's dir, follower's dir, their names) for every partition under both."""
+def _pairs(leader: str | Path, follower: str | Path, topic: str | None, partition: int | None,
+           met: list[Finding] | None = None) -> Iterator[tuple[PartitionDir, PartitionDir, str, str]]:
+    """(leader's dir, follower's dir, their names) for every partition under both; ``met`` is given what
+    discovery met outside the partitions (a dir it cannot list, a link loop) before the first pair."""
     def found(path: str | Path) -> dict[tuple[str, int], Any]:
-        return {(p.topic, p.partition): p for p in partition_dirs([path])
+        units = list(partition_dirs_and_findings([path]))
+        if met is not None:
+            met.extend(u for u in units if isinstance(u, Finding))
+        return {(p.topic, p.partition): p for p in units if isinstance(p, PartitionDir)
                 if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)}
 
     leaders, followers = found(leader), found(follower)
@@ -438,7 +442,10 @@ def truncations(
     they are read (the loads, then :func:`simulate`'s passes), :func:`truncation_bytes` in all."""
     if any(r not in RULES for r in rules):
         raise UsageError(f"unknown rule: give {' or '.join(RULES)}")
-    for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition):
+    met: list[Finding] = []
+    for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition, met):
+        yield from met
+        met.clear()
         lr, fr = open_replica(lp, l_name, options, progress), open_replica(fp, f_name, options, progress)
         results = simulate(lr, fr, rules, max_lost, progress)
         yield from lr.findings
@@ -473,7 +480,10 @@ def apply_truncations(
     if rule not in RULES:
         raise UsageError(f"applying needs one rule: {' or '.join(RULES)}")
     backups: dict[Path, Path] = {}  # one default backup dir per log dir, however many partitions it holds
-    for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition):
+    met: list[Finding] = []
+    for lp, fp, l_name, f_name in _pairs(leader, follower, topic, partition, met):
+        yield from met
+        met.clear()
         backup = Path(backup_dir) if backup_dir is not None else backups.setdefault(
             fp.logdir_path, default_backup_dir(fp.logdir_path))
         tally = Tally(progress)
@@ -587,7 +597,7 @@ def _checkpoint_ops(plan: TruncationPlan) -> list[FileOp]:
         if plan.key not in {(t, p) for t, p, _ in entries}:
             new.append((*plan.key, value))
         data = build_offset_checkpoint(new)
-        if data != path.read_bytes():
+        if data != read_regular(path):
             ops.append(FileOp("write", path, data=data, reason=f"{plan.key[0]}-{plan.key[1]}: {value}, the new log "
                                                                "end (never above it)"))
     return ops
@@ -604,7 +614,7 @@ def _cut_ops(log: Path, s: SegmentChange, target: int) -> list[FileOp]:
         path = log.with_name(f"{stem}.{kind.value}")
         if not path.is_file():
             continue
-        data = path.read_bytes()
+        data = read_regular(path)
         new = trim_index(data, kind, s.base_offset, target)
         if kind is FileKind.TIME_INDEX:
             new = _with_largest_timestamp(new if new is not None else data, log, s)
@@ -620,7 +630,7 @@ def _with_largest_timestamp(data: bytes, log: Path, s: SegmentChange) -> bytes:
     when it is above the last entry's; what the segment's time index holds after a clean shutdown."""
     packer = entry_struct(FileKind.TIME_INDEX)
     largest, offset = -1, None
-    with open(log, "rb") as fh:
+    with open_regular(log) as fh:
         for item in scan(fh, str(log), end=s.keep_bytes):
             if isinstance(item, Batch) and item.position + item.size <= s.keep_bytes and item.max_timestamp > largest:
                 largest, offset = item.max_timestamp, item.last_offset

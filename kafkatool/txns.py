@@ -21,7 +21,7 @@ from .loader import segment_bytes
 from .model import Batch, Finding
 from .producers import Transaction, replay_partition
 from .progress import Tally
-from .walk import partition_dirs, partition_of, total_bytes
+from .walk import partition_dirs, partition_dirs_and_findings, partition_of, total_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,10 @@ def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | No
     they are read, :func:`txns_bytes` in all."""
     from .verify import verify_partition_dir
 
-    for pd in partition_dirs(paths):
+    for pd in partition_dirs_and_findings(paths):
+        if isinstance(pd, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
+            yield pd
+            continue
         yield from pd.findings
         history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
         yield from (f for f in history.findings if f.severity != "info")

@@ -11,9 +11,12 @@ What a directory is, decided from its listing as the broker would see it:
   looked at in turn, so each log dir keeps its own partitions together.
 
 kafkatool's own backup dirs (``kafkatool-backup-*``, or any dir holding a backup ``MANIFEST.json``) are never
-taken for broker data: they are skipped with an info finding. A symbolic link to nothing is an ``io-error``
-finding naming it (the other files are still read). A path with nothing Kafka under it is a
-:class:`~kafkatool.errors.UsageError` (exit 2): an operator who typed the wrong path is told so.
+taken for broker data: they are skipped with an info finding. What cannot be read is an ``io-error`` finding
+naming it, and the rest is still read: a symbolic link to nothing or in a loop, a dir that cannot be listed, a
+dir met again below itself (a link to a dir it is in), a FIFO, socket or device with a Kafka file's name (never
+opened here; every reader opens with :func:`kafkatool.filetypes.open_regular`, which refuses one put there
+since). A path with nothing Kafka under it is a :class:`~kafkatool.errors.UsageError` (exit 2): an operator who
+typed the wrong path is told so.
 
 Order is the broker's: log dirs and partition dirs by name, partitions by topic then partition number; in a
 partition dir, files by name (20-digit base offsets: segments in offset order). :func:`expand` flattens the
@@ -23,6 +26,7 @@ indexes, see :func:`kafkatool.filetypes.sort_key`).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import InputIOError, UsageError
-from .filetypes import FileKind, classify, sort_key
+from .filetypes import FileKind, classify, sort_key, type_name
 from .logdir import BROKER_FILES, LogDir, is_backup_dir
 from .model import Finding
 
@@ -96,27 +100,46 @@ class _Listing:
 
     path: Path
     display: str
+    ident: tuple[int, int] = (0, 0)   # (st_dev, st_ino): a directory met again below itself is a loop
     files: list[tuple[Path, str]] = field(default_factory=list)
     dirs: list[tuple[Path, str]] = field(default_factory=list)
-    dangling: list[tuple[Path, str]] = field(default_factory=list)   # symbolic links to nothing
+    # entries that cannot be read, with why: a symbolic link to nothing or in a loop (or whose stat failed), a
+    # FIFO, socket or device with a Kafka file's name
+    unreadable: list[tuple[Path, str, str]] = field(default_factory=list)
 
 
 def _list(d: Path, display: str) -> _Listing:
     try:
-        entries = sorted(os.scandir(d), key=lambda e: e.name)
+        with os.scandir(d) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        st = os.stat(d)
     except OSError as exc:
         raise InputIOError(f"cannot list {display}: {exc.strerror or exc}") from exc
-    out = _Listing(d, display)
+    out = _Listing(d, display, (st.st_dev, st.st_ino))
     for e in entries:
         item = (Path(e.path), os.path.join(display, e.name))
-        if e.is_dir():
-            out.dirs.append(item)
-        elif e.is_file():
-            out.files.append(item)
-        elif e.is_symlink() and not os.path.exists(e.path):
-            out.dangling.append(item)
-        # sockets, fifos, devices: nothing the broker or kafkatool reads
+        try:  # is_dir and is_file follow a symbolic link (a loop raises ELOOP); stat only for what is neither
+            if e.is_dir():
+                out.dirs.append(item)
+                continue
+            if e.is_file():
+                out.files.append(item)
+                continue
+            mode = e.stat().st_mode
+        except OSError as exc:
+            out.unreadable.append((*item, _why_not(Path(e.path), exc)))
+            continue
+        if classify(e.name).kind is not FileKind.UNKNOWN:  # a file kafkatool would read; others are not its business
+            out.unreadable.append((*item, f"file type not supported: {type_name(mode)}, not read"))
     return out
+
+
+def _why_not(entry: Path, exc: OSError) -> str:
+    if exc.errno == errno.ENOENT and entry.is_symlink():
+        return f"a symbolic link to {_target(entry)!r}, which does not exist"
+    if exc.errno == errno.ELOOP:
+        return f"a symbolic link loop ({_target(entry)!r}): not followed"
+    return exc.strerror or str(exc)
 
 
 def list_partition(part: PartitionDir) -> PartitionDir:
@@ -128,10 +151,15 @@ def list_partition(part: PartitionDir) -> PartitionDir:
     return _partition(_list(part.path, part.display), ld, part.topic is not None)
 
 
-def _dangling_findings(listing: _Listing) -> list[Finding]:
-    return [Finding("error", "io-error", display, None,
-                    f"cannot read: a symbolic link to {_target(path)!r}, which does not exist")
-            for path, display in listing.dangling]
+def dir_files(d: Path, display: str) -> list[tuple[Path, str]]:
+    """(path, display) of the files of one dir, by name, as discovery lists them (a link loop or a FIFO is never
+    one); InputIOError when the dir cannot be listed. For a reader given a dir without discovery (the loader)."""
+    return _list(d, display).files
+
+
+def _unreadable_findings(listing: _Listing) -> list[Finding]:
+    return [Finding("error", "io-error", display, None, f"cannot read: {why}")
+            for _path, display, why in listing.unreadable]
 
 
 def _target(link: Path) -> str:
@@ -147,14 +175,14 @@ def _is_partition(listing: _Listing) -> bool:
         return False
     if any(partition_of(p.name) for p, _ in listing.dirs):
         return False
-    if any(classify(p).kind in _PARTITION_KINDS for p, _ in (*listing.files, *listing.dangling)):
+    if any(classify(p).kind in _PARTITION_KINDS for p, *_ in (*listing.files, *listing.unreadable)):
         return True
     return bool(partition_of(listing.path.name)) and not listing.files and not listing.dirs
 
 
 def _partition(listing: _Listing, logdir: LogDir | None, known: bool = True) -> PartitionDir:
     m = PARTITION_DIR.match(listing.path.name) if known else None
-    findings = _dangling_findings(listing)
+    findings = _unreadable_findings(listing)
     for path, display in listing.dirs if known else ():
         segment_like = bool(_SEGMENT_LIKE.match(path.name))
         findings.append(Finding(
@@ -173,13 +201,20 @@ def _skipped_backup(display: str) -> Finding:
 
 
 def _subdirs(listing: _Listing, findings: list[Finding]) -> list[_Listing]:
-    """The listings of ``listing``'s subdirs, kafkatool's backup dirs left out (a finding each)."""
+    """The listings of ``listing``'s subdirs, kafkatool's backup dirs left out (a finding each). A subdir that
+    cannot be listed (no permission, an I/O error) is an ``io-error`` finding: the others are still read."""
     subs = []
     for path, display in listing.dirs:
         if is_backup_dir(path.name):
             findings.append(_skipped_backup(display))
             continue
-        sub = _list(path, display)
+        try:
+            sub = _list(path, display)
+        except InputIOError as exc:
+            cause = exc.__cause__
+            why = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(exc)
+            findings.append(Finding("error", "io-error", display, None, f"cannot list: {why}"))
+            continue
         if is_backup_dir(path.name, {p.name for p, _ in sub.files}):
             findings.append(_skipped_backup(display))
             continue
@@ -197,21 +232,30 @@ def _container_order(listing: _Listing) -> tuple:
     return (0, part[0], part[1], listing.path.name) if part else (1, listing.path.name, 0, listing.path.name)
 
 
-def _discover_dir(listing: _Listing) -> Iterator[LogDir | PartitionDir | Finding]:
+def _discover_dir(listing: _Listing, above: tuple[_Listing, ...] = ()) -> Iterator[LogDir | PartitionDir | Finding]:
+    """What ``listing`` is, and (a container) what its subdirs are; ``above``: the containers it was found in."""
     if _is_partition(listing):
         yield _partition(listing, None)
         return
     findings: list[Finding] = []
     subs = _subdirs(listing, findings)
-    if any(p.name in BROKER_FILES for p, _ in listing.files) or any(_is_partition(s) for s in subs):
-        logdir = LogDir(listing.path, listing.display, listing.files, [], [*_dangling_findings(listing), *findings])
+    if any(p.name in BROKER_FILES for p, *_ in (*listing.files, *listing.unreadable)) or any(
+            _is_partition(s) for s in subs):
+        logdir = LogDir(listing.path, listing.display, listing.files, [], [*_unreadable_findings(listing), *findings])
         logdir.partitions.extend(_partition(s, logdir, known=_is_partition(s)) for s in subs)
         logdir.partitions.sort(key=_partition_order)
         yield logdir
         return
+    yield from _unreadable_findings(listing)
     yield from findings
+    above = (*above, listing)
     for sub in sorted(subs, key=_container_order):  # a directory above log dirs (/var/lib/kafka: data-1, data-2)
-        yield from _discover_dir(sub)
+        again = next((a for a in above if a.ident == sub.ident), None)
+        if again is not None:  # a link (or a bind mount) back to a dir it is in: followed, it never ends
+            yield Finding("error", "io-error", sub.display, None,
+                          f"cannot read: a loop, the same directory as {again.display}: not followed")
+            continue
+        yield from _discover_dir(sub, above)
 
 
 # --- the public entry points ---------------------------------------------------------------------------
@@ -241,12 +285,25 @@ def discover(paths: Iterable[str | Path], *, require: bool = True) -> list[Unit]
 def partition_dirs(paths: Iterable[str | Path]) -> Iterator[PartitionDir]:
     """Every live partition dir under ``paths``, log dir by log dir (skipping ``-delete``/``-future``/``-stray``
     dirs and dirs that are no partition). A plain file is a UsageError, and so is a path with nothing under it."""
+    return (p for p in partition_dirs_and_findings(paths) if isinstance(p, PartitionDir))
+
+
+def partition_dirs_and_findings(paths: Iterable[str | Path]) -> Iterator[PartitionDir | Finding]:
+    """:func:`partition_dirs`, with what discovery could not read in the log dirs and the dirs above them (a
+    subdir that cannot be listed, a link in a loop or to nothing, a FIFO with a checkpoint's name) where it met
+    it, before the log dir's partitions: a command reporting on partitions shows them too (a partition's own are
+    in its ``findings``). Info findings (a backup dir skipped) are ``verify``'s and ``dump``'s to show."""
     units = discover(paths)
     for unit in units:
         if isinstance(unit, FoundFile):
             raise UsageError(f"{unit.display}: a file; name partition dirs or log dirs")
     for unit in units:
-        if isinstance(unit, LogDir | PartitionDir):
+        if isinstance(unit, Finding):
+            if unit.severity != "info":
+                yield unit
+        elif isinstance(unit, LogDir | PartitionDir):
+            if isinstance(unit, LogDir):
+                yield from (f for f in unit.findings if f.severity != "info")
             for part in unit.partitions if isinstance(unit, LogDir) else [unit]:
                 if part.topic is not None and part.state is None:
                     yield part
@@ -295,5 +352,6 @@ def total_bytes(paths: list[str] | list[Path]) -> int:
     return total
 
 
-__all__ = ["NOTHING_FOUND", "PARTITION_DIR", "FoundFile", "LogDir", "PartitionDir", "Unit", "discover", "expand",
-           "found_files", "list_partition", "partition_dirs", "partition_of", "total_bytes"]
+__all__ = ["NOTHING_FOUND", "PARTITION_DIR", "FoundFile", "LogDir", "PartitionDir", "Unit", "dir_files", "discover",
+           "expand", "found_files", "list_partition", "partition_dirs", "partition_dirs_and_findings", "partition_of",
+           "total_bytes"]

@@ -51,19 +51,16 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
             sys.stderr.write("kafkatool: interrupted\n")
             code = EXIT_INTERRUPTED
         except KafkaToolError as exc:
-            if debug:
-                raise
+            _traceback(debug)
             sys.stderr.write(f"kafkatool: error: {printable(str(exc))}\n")
             code = exc.exit_code
         except OSError as exc:
-            if debug:
-                raise
+            _traceback(debug)
             where = f" {printable(str(exc.filename))}:" if exc.filename else ""
             sys.stderr.write(f"kafkatool: I/O error:{where} {printable(str(exc.strerror or exc))}\n")
             code = EXIT_IO
         except Exception as exc:  # a bug: one line, not a traceback, unless debugging
-            if debug:
-                raise
+            _traceback(debug)
             sys.stderr.write(f"kafkatool: internal error: {type(exc).__name__}: {printable(str(exc))}"
                              " (set KAFKATOOL_DEBUG=1 for the traceback; please report it)\n")
             code = EXIT_INTERNAL
@@ -71,6 +68,15 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
 
     run.__doc__ = reflow(fn.__doc__ or "")
     return run
+
+
+def _traceback(debug: bool) -> None:
+    """With ``KAFKATOOL_DEBUG``, the traceback of the exception being handled, on stderr. Printed here rather than
+    re-raised: an exception leaving the interpreter exits 1, the findings code, whatever the error was."""
+    if debug:
+        import traceback  # only when asked: start-up stays without it
+
+        traceback.print_exc(file=sys.stderr)
 
 
 def paste_ready(examples: str, width: int = 76) -> str:

@@ -432,20 +432,22 @@ def _split(p: SegmentPartition, split_bytes: int) -> list[SegmentPartition]:
     """
     from crc32c import crc32c
 
+    from kafkatool.filetypes import open_regular
+
     if p.index is None or _is_url(p.path):
         return [p]
     try:
         size = os.path.getsize(p.path)
         if size <= split_bytes:
             return [p]
-        with open(p.index, "rb") as fh:
+        with open_regular(p.index) as fh:
             data = fh.read()
     except OSError:
         return [p]
     positions = [pos for _rel, pos in _INDEX_ENTRY.iter_unpack(data[: len(data) // 8 * 8]) if pos > 0]
     cuts: list[int] = []
     target = split_bytes
-    with open(p.path, "rb") as log:
+    with open_regular(p.path) as log:
         for pos in positions:  # index positions increase; a non-increasing entry is skipped
             if pos < target or (cuts and pos <= cuts[-1]) or pos >= size:
                 continue
@@ -782,7 +784,9 @@ def _freeze_imports() -> None:
 def _open(path: str):
     """A binary file object for a local path or a pyarrow.fs URL (what ``records.scan`` reads through)."""
     if not _is_url(path):
-        return open(path, "rb", buffering=0)  # scan reads through its own window: no second copy
+        from kafkatool.filetypes import open_regular
+
+        return open_regular(path, buffering=0)  # scan reads through its own window: no second copy
     filesystem, inner = filesystem_of(path)
     return filesystem.open_input_file(inner)
 
