@@ -349,8 +349,6 @@ def test_dump_out_to_a_symlink_is_written_in_place_or_refused(tmp_path: Path) ->
     assert link.is_symlink(), "the symlink given to --out was replaced"
 
 
-@pytest.mark.xfail(strict=True, raises=subprocess.TimeoutExpired,
-                   reason="issue 24: a FIFO recovery-point-offset-checkpoint hangs repair (walk/smallfiles)")
 def test_repair_with_a_fifo_checkpoint_does_not_hang(tmp_path: Path) -> None:
     logdir, _outside, _ = hostile_root(tmp_path, Hostile("kafka/logdir", 10, ("flip",), count=0))
     checkpoint = logdir / "recovery-point-offset-checkpoint"
