@@ -132,8 +132,8 @@ def file_size(path: Path) -> int:
 
 # --- opening a file to read ----------------------------------------------------------------------------------
 
-_TYPE_NAMES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+_TYPE_NAMES = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
 
 
 def type_name(mode: int) -> str:

@@ -72,7 +72,7 @@ from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
 from .logwriter import segment_file, snapshot_bytes, txn_index_bytes
 from .model import Finding
 from .records import ScanOptions, scan
-from .safewrite import FileOp
+from .safewrite import ApplyRefused, FileOp, check_ops
 from .segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes
 from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
 from .walk import partition_dirs_and_findings
@@ -129,6 +129,11 @@ class PartitionRepair:
     index_interval_source: str | None = None  # option (--index-interval-bytes), inferred (from the indexes), default
     index_interval_note: str | None = None    # the same in words
 
+    @property
+    def blocked(self) -> bool:
+        """Its findings refuse the apply (:func:`repair_paths` applies nothing of it): a dry run says so too."""
+        return bool(self.findings)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "type": "partition", "path": self.path, "leo_before": self.leo_before, "leo_after": self.leo_after,
@@ -136,6 +141,7 @@ class PartitionRepair:
             "offsets_removed": list(self.offsets_removed) if self.offsets_removed else None,
             "recovered_segments": self.recovered_segments, "salvaged_batches": self.salvaged_batches,
             "actions": len(self.actions), "applied": self.applied, "backup_dir": self.backup_dir,
+            "blocked": self.blocked,
             "recovery_point": self.recovery_point, "recovery_point_source": self.recovery_point_source,
             "recovery_point_note": self.recovery_point_note, "index_interval_bytes": self.index_interval_bytes,
             "index_interval_source": self.index_interval_source, "index_interval_note": self.index_interval_note,
@@ -215,6 +221,13 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
         if op is not None and op.kind == "write" and (stem := op.path.name.split(".")[0]).isdigit() \
                 and int(stem) > INT64_MAX:
             raise PlanError(f"{action.path}: refusing to name a file with an offset above 2^63-1")
+    # What the apply would refuse (a FIFO or a link where a file is written, truncated or deleted): refused in the
+    # plan too, so the dry run and the apply tell the same story.
+    if ops := [a.op for a in result.actions if a.op is not None]:
+        try:
+            check_ops(part.parent, ops)
+        except ApplyRefused as exc:
+            raise PlanError(str(exc)) from None
     cut = loaded.cut
     if cut is not None:
         result.cut = (cut.path, cut.position)

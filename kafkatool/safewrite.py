@@ -564,7 +564,8 @@ def _regular_size(path: Path, what: str) -> int | None:
     except FileNotFoundError:
         return None
     if not stat.S_ISREG(st.st_mode):
-        raise ApplyRefused(f"{what} {path}: not a regular file")
+        raise ApplyRefused(f"{what} {path}: not a regular file ({type_name(st.st_mode)}); never replaced, move it "
+                           "aside by hand")
     return st.st_size
 
 
@@ -830,6 +831,14 @@ def _after(root: Path, content: _Content, befores: dict[str, tuple[int, str]],
 
 
 # --- apply and resume ---------------------------------------------------------------------------------------
+
+
+def check_ops(root: Path, ops: Sequence[FileOp]) -> None:
+    """Raise :class:`ApplyRefused` where :func:`apply_ops` would refuse ``ops`` before changing anything (a FIFO or
+    a symlink where an op writes, a truncate past a file's end...). Reads only the types and sizes of the files the
+    ops name, so a dry run refuses exactly what the apply would."""
+    root = Path(root).resolve(strict=True)
+    _check_ops(root, ops, root / JOURNAL_NAME)
 
 
 def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: Path | None = None) -> ApplyReport:

@@ -125,8 +125,9 @@ class Hostile:
 
 
 MUTATIONS = ("flip", "cut", "zero", "length", "count", "delete", "add", "fifo-index", "symlink-out")
-# A FIFO or a symlink where a segment file or index is makes `repair --apply` refuse that partition ("not a regular
-# file", exit 2) and write nothing there, so the cases of WRITES leave them out: their damage reaches the writes.
+# A FIFO or a symlink where a segment file or index is makes the plan and `repair --apply` refuse that partition
+# alike (repair-impossible, test_repair_plan_and_apply_agree_on_a_file_that_is_not_regular) and write nothing there,
+# so the cases of WRITES leave them out: their damage reaches the writes.
 WRITES = tuple(k for k in MUTATIONS if k not in ("fifo-index", "symlink-out"))
 
 
@@ -388,3 +389,42 @@ def test_repair_apply_on_offsets_near_2_63_names_no_file_past_it(tmp_path: Path,
     assert_writes_only_under(before, snapshot(tmp_path), logdir, backup)
     assert all(int(p.name.split(".")[0]) < 2**63 for p in partition.iterdir() if p.name[:1].isdigit())
     kt("verify", partition)
+
+
+@pytest.mark.parametrize("plant", ["fifo-index", "symlink-log"])
+def test_repair_plan_and_apply_agree_on_a_file_that_is_not_regular(corpus: Path, tmp_path: Path, plant: str) -> None:
+    """A FIFO where the plan rebuilds an index, a segment that is a link out of the log dir where it truncates: the
+    dry run names what the apply would refuse (it planned "create" over the FIFO, then the apply exited 2), the apply
+    refuses that partition alone, changing nothing of it, and repairs the other one."""
+    logdir, outside = tmp_path / "logdir", tmp_path / "outside"
+    shutil.copytree(corpus / "kafka/recovery/crc-flip/before", logdir)
+    shutil.copytree(corpus / "kafka/recovery/torn-tail/before/rtopic-0", logdir / "other-0")
+    outside.mkdir()
+    for p in logdir.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    if plant == "fifo-index":
+        victim = logdir / "rtopic-0" / "00000000000000000259.index"
+        victim.unlink()
+        os.mkfifo(victim)
+        what = "a FIFO"
+    else:
+        victim = logdir / "rtopic-0" / "00000000000000000259.log"
+        shutil.move(victim, outside / victim.name)
+        victim.symlink_to(outside / victim.name)
+        what = "a symbolic link"
+    mine = contents(logdir / "rtopic-0")
+    outside_before = snapshot(outside)
+
+    def refusal(proc: subprocess.CompletedProcess[str]) -> list[dict]:
+        lines = [json.loads(line) for line in proc.stdout.splitlines()]
+        return [x for x in lines if x.get("code") == "repair-impossible" and f"({what})" in x["message"]]
+
+    dry = kt("repair", "-f", "jsonl", logdir)
+    assert dry.returncode == (3 if plant == "fifo-index" else 1) and refusal(dry), dry.stdout  # a FIFO: io-error too
+    parts = {Path(x["path"]).name: x for x in map(json.loads, dry.stdout.splitlines()) if x["type"] == "partition"}
+    assert parts["rtopic-0"]["blocked"] and not parts["other-0"]["blocked"] and parts["other-0"]["actions"]
+    applied = kt("repair", "-f", "jsonl", "--apply", "--backup-dir", tmp_path / "backup", logdir)
+    assert applied.returncode == dry.returncode and refusal(applied) == refusal(dry), applied.stdout + applied.stderr
+    parts = {Path(x["path"]).name: x for x in map(json.loads, applied.stdout.splitlines()) if x["type"] == "partition"}
+    assert parts["other-0"]["applied"] and not parts["rtopic-0"]["applied"]
+    assert contents(logdir / "rtopic-0") == mine and snapshot(outside) == outside_before

@@ -833,6 +833,8 @@ def _repair_partition(o: Output, d: dict[str, Any]) -> str:
     rp = f"; recovery point {d['recovery_point']} {escape(note)}" if note else ""
     if d.get("index_interval_note"):
         rp += f"; index interval {d['index_interval_bytes']} bytes {escape(d['index_interval_note'])}"
+    if not d["actions"] and d.get("blocked"):
+        return f"[red]cannot repair[/red] {escape(d['path'])}: the errors above; nothing is changed there\n"
     if not d["actions"]:
         return f"[green]nothing to repair[/green] in {escape(d['path'])} (log end offset {d['leo_after']}{rp})"
     removed = ""
@@ -842,6 +844,7 @@ def _repair_partition(o: Output, d: dict[str, Any]) -> str:
         removed = f"; removes {d['bytes_removed']:,} bytes ({d['batches_removed']} batches{offsets})"
     salvaged = f"; {d['salvaged_batches']} batches after the cut can be salvaged" if d["salvaged_batches"] else ""
     done = (f"[green]applied[/green] (originals in {escape(d['backup_dir'])})" if d["applied"]
+            else "[red]blocked[/red]: the errors above refuse --apply here; nothing is changed" if d.get("blocked")
             else "[yellow]dry run[/yellow]: run again with --apply (broker stopped) to do it")
     return (f"[bold]{escape(d['path'])}[/bold]: {d['actions']} actions, log end offset {d['leo_before']} → "
             f"{d['leo_after']}{removed}{salvaged}{rp}; {done}\n")
