@@ -623,8 +623,18 @@ def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _D
             yield columns if times else _columns_to_records(columns)
         else:  # the pure reader decides (and words) what the native core gave up on
             if pure is None:
-                pure = data if data.__class__ is bytes else bytes(data)
-                data = pure
+                if data.__class__ is bytes:
+                    pure = data
+                else:  # decompressed again by the pure reader, the native buffer let go first: held once, not twice
+                    data = None
+                    try:
+                        pure = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
+                                                  native_first=False)
+                    except DecompressionError as exc:  # the native core's codecs read only what the pure ones read
+                        yield Finding("error", "decompression-failed", path, batch.position,
+                                      f"{batch.compression} payload cannot be decompressed: {exc}")
+                        return
+                    data = pure
             records, pos, finding = _v2_records(batch, pure, pos, k, done, path)
             yield _times(records) if times else records
             if finding is not None:
