@@ -439,10 +439,14 @@ def read_marker(batch: Batch, raw: bytes, path: str) -> tuple[Marker | None, Seq
     """The end-transaction marker a control batch holds, decoded here (:func:`decode_records`): its first record when
     that is an ABORT or a COMMIT, else None; and the findings of decoding it. The one reading of a marker from its
     bytes for the producer replays (the loader's and the audit's); :func:`stretch_markers` reads alike."""
-    records, findings = decode_records(batch, raw, path)
-    if not records or records[0].control_type not in _TXN_MARKERS:
+    r, findings = None, []  # its records a chunk at a time: a batch declaring millions is not held whole
+    for chunk in record_chunks(batch, raw, path):
+        if chunk.__class__ is Finding:
+            findings.append(chunk)
+        elif r is None and chunk:
+            r = chunk[0]
+    if r is None or r.control_type not in _TXN_MARKERS:
         return None, findings
-    r = records[0]
     return _tuple_new(Marker, (r.control_type, r.coordinator_epoch, r.timestamp)), findings
 
 

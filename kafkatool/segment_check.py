@@ -56,7 +56,7 @@ from .model import (
     column_batch,
     pushback,
 )
-from .records import RawBatch, ScanOptions, decode_records, record_chunks, scan, stretch_bounds
+from .records import RawBatch, ScanOptions, record_chunks, scan, stretch_bounds
 
 if TYPE_CHECKING:  # the index readers are imported where indexes are read: a segment checked alone needs none
     from .smallfiles import AbortedTxn
@@ -784,17 +784,21 @@ def _timestamp_finding(sink, path, position, first_ts, max_ts, attrs, future_lim
 
 def _control_batch(path, batch, raw, options, sink, ongoing, first_marker, aborts) -> None:
     position = batch.position
-    recs, problems = decode_records(batch, raw, path, options.scan)
+    first, count, problems = None, 0, []  # its records a chunk at a time: one counts, millions must not be held
+    for chunk in record_chunks(batch, raw, path, options.scan):
+        if chunk.__class__ is Finding:
+            problems.append(chunk)
+        elif chunk:
+            first = first or chunk[0]
+            count += len(chunk)
     for p in problems:
         sink("error", "control-batch-invalid", path, position, f"control batch: {p.message}")
-    if problems:
-        return
-    if not recs:
-        return  # the cleaner keeps emptied control batches
-    if len(recs) > 1 or batch.record_count != 1:
+    if problems or first is None:
+        return  # (no record: the cleaner keeps emptied control batches)
+    if count > 1 or batch.record_count != 1:
         sink("error", "control-batch-invalid", path, position,
-             f"control batch holds {len(recs)} records (header says {batch.record_count}); it must hold one")
-    ctype = recs[0].control_type
+             f"control batch holds {count} records (header says {batch.record_count}); it must hold one")
+    ctype = first.control_type
     if ctype in TXN_MARKERS:
         if batch.producer_id < 0 or not batch.transactional:
             sink("error", "control-batch-invalid", path, position,

@@ -177,3 +177,21 @@ def test_a_damaged_record_count_bomb_is_bounded_too(tmp_path) -> None:
     code, peak, out = _peak(["verify", "--deep", "-f", "jsonl", str(bomb)], {})
     assert code == 1 and "1 bytes remain after the declared 18000000 records" in out
     assert peak < LIMIT_MB, f"verify --deep peaked at {peak} MB"
+
+
+def test_a_control_batch_declaring_millions_of_records_is_bounded(tmp_path) -> None:
+    # a COMMIT record (key version 0 type 1, value version 0 epoch 5) 2 M times in one control batch: plain verify
+    # reads a control batch's records (its marker, its count): 460 MB of them before they came a chunk at a time
+    n = 2_000_000
+    marker = bytes((32, 0, 0, 0, 8, 0, 0, 0, 1, 12, 0, 0, 0, 0, 0, 5, 0))
+    body = {"attributes": {"unused": 0, "has_delete_horizon_ms": False, "is_control": True,
+                           "is_transactional": True, "timestamp_type": "create", "compression": "zstd"},
+            "last_offset_delta": n - 1, "base_timestamp": TS, "max_timestamp": TS, "producer_id": 5,
+            "producer_epoch": 0, "base_sequence": -1, "records_count": n,
+            "records": zstandard.ZstdCompressor().compress(marker * n)}
+    raw = fmt.RecordBatch.build({"base_offset": 0, "batch": {"partition_leader_epoch": 0, "body": body}})
+    (tmp_path / "t-0").mkdir()
+    (tmp_path / "t-0" / "00000000000000000000.log").write_bytes(raw)
+    code, peak, out = _peak(["verify", "-f", "jsonl", str(tmp_path)], {})
+    assert code == 1 and f"control batch holds {n} records (header says {n}); it must hold one" in out
+    assert peak < LIMIT_MB, f"verify peaked at {peak} MB"
