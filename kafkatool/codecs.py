@@ -61,22 +61,35 @@ _XERIAL_HEADER_LEN = XERIAL_HEADER.sizeof()
 
 
 class _Sink:
-    """Output buffer that refuses to grow past ``limit``."""
+    """Output buffer that refuses to grow past ``limit``. Held once: a first chunk of ``bytes`` is kept as it is (one
+    zstd frame is the whole output) and later ones go to an ``io.BytesIO``, whose ``getvalue`` hands its buffer over
+    without a copy (``bytes(bytearray)`` held a bomb's output twice)."""
 
     def __init__(self, name: str, limit: int) -> None:
-        self.name, self.limit, self.out = name, limit, bytearray()
+        self.name, self.limit, self.size = name, limit, 0
+        self.out: bytes | io.BytesIO = b""
 
     def room(self) -> int:
         """How much to ask for next: one byte past the limit is enough to notice a bomb."""
-        return min(_CHUNK, self.limit - len(self.out) + 1)
+        return min(_CHUNK, self.limit - self.size + 1)
 
     def reserve(self, size: int) -> None:
-        if len(self.out) + size > self.limit:
+        if self.size + size > self.limit:
             raise DecompressionLimitExceeded(f"{self.name}: output exceeds the limit of {self.limit} bytes")
 
     def add(self, chunk: bytes | bytearray | memoryview) -> None:
         self.reserve(len(chunk))
-        self.out += chunk
+        if not self.size:
+            self.out = chunk if chunk.__class__ is bytes else bytes(chunk)
+        else:
+            if self.out.__class__ is bytes:
+                self.out = io.BytesIO(self.out)  # type: ignore[arg-type]
+                self.out.seek(0, io.SEEK_END)
+            self.out.write(chunk)  # type: ignore[union-attr]
+        self.size += len(chunk)
+
+    def value(self) -> bytes:
+        return self.out if self.out.__class__ is bytes else self.out.getvalue()  # type: ignore[union-attr,return-value]
 
 
 def decompress(
@@ -95,7 +108,7 @@ def decompress(
     sink = _Sink(name, limit)
     if codec == NONE:
         sink.add(data)
-        return bytes(sink.out)
+        return sink.value()
     if not data:
         raise DecompressionError(f"{name}: empty payload")
     try:
@@ -111,7 +124,7 @@ def decompress(
         raise DecompressionError(f"{name}: bad framing: {_reason(exc)}") from exc
     except (zlib.error, cramjam.DecompressionError, zstandard.ZstdError) as exc:
         raise DecompressionError(f"{name}: {_reason(exc).removeprefix(f'{name}: ')}") from exc
-    return bytes(sink.out)
+    return sink.value()
 
 
 def _reason(exc: Exception) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
 from .model import Batch, FileStart, Finding, Record, RecordRun, Stretch, Trailing
-from .records import RawBatch, ScanOptions, decode_records, scan
+from .records import RawBatch, ScanOptions, record_chunks, scan
 from .walk import FoundFile, discover, found_files, partition_of
 
 if TYPE_CHECKING:
@@ -333,12 +333,13 @@ def _dump_records(
                 if not options.wants(batch.base_offset, batch.last_offset):
                     continue
                 yield batch
-                records, findings = decode_records(batch, item.raw, f.display, options.scan)
-                if decoder is None:
-                    yield from _in_range(records, options)
-                else:
-                    yield from (decode(decoder, r) for r in _in_range(records, options))
-                yield from findings
+                for records in record_chunks(batch, item.raw, f.display, options.scan):  # then its findings
+                    if records.__class__ is Finding:
+                        yield records
+                    elif decoder is None:
+                        yield from _in_range(records, options)
+                    else:
+                        yield from (decode(decoder, r) for r in _in_range(records, options))
             elif isinstance(item, Batch):
                 if options.to_offset is not None and (item.base_offset or 0) > options.to_offset:
                     break  # past the range: a fetch of it ends here
@@ -383,13 +384,18 @@ def _search_records(
                     continue
             if not options.wants(b.base_offset, b.last_offset) or not wanted.batch(b):
                 continue
-            records, findings = decode_records(b, item.raw, f.display, options.scan)
-            hits = [r for r in _in_range(records, options) if wanted.record(r)]
-            if hits:
-                yield b
-                yield from hits if decoder is None else (decode(decoder, r) for r in hits)
-                batches += 1
-            yield from findings
+            shown = False
+            for records in record_chunks(b, item.raw, f.display, options.scan):  # then its findings
+                if records.__class__ is Finding:
+                    yield records
+                    continue
+                hits = [r for r in _in_range(records, options) if wanted.record(r)]
+                if hits:
+                    if not shown:
+                        yield b
+                        shown = True
+                    yield from hits if decoder is None else (decode(decoder, r) for r in hits)
+            batches += shown
             if options.max_batches is not None and batches >= options.max_batches:
                 break
 

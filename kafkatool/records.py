@@ -439,10 +439,14 @@ def read_marker(batch: Batch, raw: bytes, path: str) -> tuple[Marker | None, Seq
     """The end-transaction marker a control batch holds, decoded here (:func:`decode_records`): its first record when
     that is an ABORT or a COMMIT, else None; and the findings of decoding it. The one reading of a marker from its
     bytes for the producer replays (the loader's and the audit's); :func:`stretch_markers` reads alike."""
-    records, findings = decode_records(batch, raw, path)
-    if not records or records[0].control_type not in _TXN_MARKERS:
+    r, findings = None, []  # its records a chunk at a time: a batch declaring millions is not held whole
+    for chunk in record_chunks(batch, raw, path):
+        if chunk.__class__ is Finding:
+            findings.append(chunk)
+        elif r is None and chunk:
+            r = chunk[0]
+    if r is None or r.control_type not in _TXN_MARKERS:
         return None, findings
-    r = records[0]
     return _tuple_new(Marker, (r.control_type, r.coordinator_epoch, r.timestamp)), findings
 
 
@@ -563,13 +567,108 @@ def decode_records(
         columns = core.decode_v2(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None)
         if columns is not None:
             return _columns_to_records(columns), _NO_FINDINGS
+    records, pos, finding = _v2_records(batch, data, pos, batch[12], 0, path)
+    if finding is not None:
+        return records, [finding]
+    if pos != len(data):
+        return records, [_trailing_bytes(batch, path, len(data) - pos)]
+    return records, _NO_FINDINGS
+
+
+# Records decoded at a time from a batch that declares more (lists of :class:`Record`, or columns): what a reader
+# holds of a batch's records stays bounded whatever a few bytes expand to (native: ``columns.rs``, PIECE_RECORDS).
+RECORD_CHUNK = 1 << 16
+
+
+def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _DEFAULT_OPTIONS, *, times: bool = False
+                  ) -> Iterator[list[Record] | tuple[list[int], list[int]] | Finding]:
+    """:func:`decode_records` a chunk at a time: the batch's records in lists of at most :data:`RECORD_CHUNK`, in
+    order (with ``times``, each list as its ``(offsets, timestamps)``), then its findings; the same records and
+    findings. The decompressed records section is held once (bounded by ``max_decompressed``), never all the
+    records it holds: an 11 KB batch declaring 18 M minimal records costs the bytes it expands to, not 18 M objects.
+    """
+    count = batch[12]
+    if count <= RECORD_CHUNK or batch[4] != 2:
+        records, findings = decode_records(batch, raw, path, options)
+        yield _times(records) if times else records
+        yield from findings
+        return
+    core = native.CORE
+    if batch[7] & 7:
+        data = None
+        if core is not None:  # native: decompressed into a buffer of its own, not copied into bytes
+            data = core.decompress_buffer(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed)
+        try:
+            if data is None:  # the pure reader decides what the native core refused
+                data = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
+                                          native_first=False)
+        except DecompressionLimitExceeded as exc:
+            yield Finding("error", "decompression-limit", path, batch.position, str(exc))
+            return
+        except DecompressionError as exc:
+            yield Finding("error", "decompression-failed", path, batch.position,
+                          f"{batch.compression} payload cannot be decompressed: {exc}")
+            return
+        pos = 0
+    else:
+        data, pos = raw, RECORD_BATCH_OVERHEAD
+    if batch[18]:  # control records: the pure reader's (it reads their keys)
+        core = None
+    log_append_time = batch[11] if batch[7] & 0x08 else None
+    pure = None  # data as bytes for the pure reader, made when it is first needed
+    done = 0
+    while done < count:
+        k = min(RECORD_CHUNK, count - done)
+        chunk = None
+        if core is not None:
+            chunk = core.decode_v2_chunk(data, pos, k, batch[1], batch[10], log_append_time, done + k == count, times)
+        if chunk is not None:
+            columns, pos = chunk
+            yield columns if times else _columns_to_records(columns)
+        else:  # the pure reader decides (and words) what the native core gave up on
+            if pure is None:
+                if data.__class__ is bytes:
+                    pure = data
+                else:  # decompressed again by the pure reader, the native buffer let go first: held once, not twice
+                    data = None
+                    try:
+                        pure = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
+                                                  native_first=False)
+                    except DecompressionError as exc:  # the native core's codecs read only what the pure ones read
+                        yield Finding("error", "decompression-failed", path, batch.position,
+                                      f"{batch.compression} payload cannot be decompressed: {exc}")
+                        return
+                    data = pure
+            records, pos, finding = _v2_records(batch, pure, pos, k, done, path)
+            yield _times(records) if times else records
+            if finding is not None:
+                yield finding
+                return
+        done += k
+    if pos != len(data):
+        yield _trailing_bytes(batch, path, len(data) - pos)
+
+
+def _times(records: list[Record]) -> tuple[list[int], list[int]]:
+    return [r[0] for r in records], [r[1] for r in records]
+
+
+def _trailing_bytes(batch: Batch, path: str, left: int) -> Finding:
+    return Finding("error", "records-trailing-bytes", path, batch.position,
+                   f"{left} bytes remain after the declared {batch.record_count} records")
+
+
+def _v2_records(batch: Batch, data, pos: int, count: int, done: int, path: str
+                ) -> tuple[list[Record], int, Finding | None]:
+    """The pure reader of v2 records: the next ``count`` records of a batch from ``data[pos:]`` (``done`` of them
+    read before), where they end, and the finding where one of them is invalid (the records before it kept)."""
     records: list[Record] = []
     append = records.append
     new = _tuple_new
     record_type = Record
     zz = _ZIGZAG1
     (_position, base_offset, _last, _size, _magic, _crc, _ok, attributes, _codec, _ts_type, base_ts, max_ts,
-     count, _epoch, _pid, _pepoch, _seq, _txn, control, _horizon) = batch  # one unpack: cheaper than 6 lookups
+     _count, _epoch, _pid, _pepoch, _seq, _txn, control, _horizon) = batch  # one unpack: cheaper than 6 lookups
     log_append_ts = max_ts if attributes & 0x08 else None
     n = len(data)
     try:
@@ -667,12 +766,9 @@ def decode_records(
                 append(new(record_type, (offset, ts, key, value, headers, None, None)))
     except (IndexError, ValueError) as exc:
         reason = "record runs past the end of the records section" if isinstance(exc, IndexError) else str(exc)
-        return records, [Finding("error", "record-invalid", path, batch.position,
-                                 f"record {len(records)} of batch at offset {base_offset}: {reason}")]
-    if pos != n:
-        return records, [Finding("error", "records-trailing-bytes", path, batch.position,
-                                 f"{n - pos} bytes remain after the declared {batch.record_count} records")]
-    return records, _NO_FINDINGS
+        return records, pos, Finding("error", "record-invalid", path, batch.position,
+                                     f"record {done + len(records)} of batch at offset {base_offset}: {reason}")
+    return records, pos, None
 
 
 def _columns_to_records(columns: tuple) -> list[Record]:

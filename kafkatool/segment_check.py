@@ -56,7 +56,7 @@ from .model import (
     column_batch,
     pushback,
 )
-from .records import RawBatch, ScanOptions, decode_records, scan, stretch_bounds
+from .records import RawBatch, ScanOptions, record_chunks, scan, stretch_bounds
 
 if TYPE_CHECKING:  # the index readers are imported where indexes are read: a segment checked alone needs none
     from .smallfiles import AbortedTxn
@@ -794,17 +794,21 @@ def _timestamp_finding(sink, path, position, first_ts, max_ts, attrs, future_lim
 
 def _control_batch(path, batch, raw, options, sink, ongoing, first_marker, aborts) -> None:
     position = batch.position
-    recs, problems = decode_records(batch, raw, path, options.scan)
+    first, count, problems = None, 0, []  # its records a chunk at a time: one counts, millions must not be held
+    for chunk in record_chunks(batch, raw, path, options.scan):
+        if chunk.__class__ is Finding:
+            problems.append(chunk)
+        elif chunk:
+            first = first or chunk[0]
+            count += len(chunk)
     for p in problems:
         sink("error", "control-batch-invalid", path, position, f"control batch: {p.message}")
-    if problems:
-        return
-    if not recs:
-        return  # the cleaner keeps emptied control batches
-    if len(recs) > 1 or batch.record_count != 1:
+    if problems or first is None:
+        return  # (no record: the cleaner keeps emptied control batches)
+    if count > 1 or batch.record_count != 1:
         sink("error", "control-batch-invalid", path, position,
-             f"control batch holds {len(recs)} records (header says {batch.record_count}); it must hold one")
-    ctype = recs[0].control_type
+             f"control batch holds {count} records (header says {batch.record_count}); it must hold one")
+    ctype = first.control_type
     if ctype in TXN_MARKERS:
         if batch.producer_id < 0 or not batch.transactional:
             sink("error", "control-batch-invalid", path, position,
@@ -857,25 +861,48 @@ def _deep(items, path, options, sink, raw_of_deep: list[bytes], check: bool = Tr
 
 
 def _deep_check(path, batch, raw, options, sink) -> None:
-    recs, problems = decode_records(batch, raw, path, options.scan)
+    """The records of a batch checked against its header: their count, offsets increasing within the batch's range,
+    the largest timestamp. Read a chunk at a time (:func:`records.record_chunks`: offsets and timestamps only), the
+    count, the previous offset and the largest timestamp carried from chunk to chunk; reported only once every
+    record decoded (a batch that does not decode gets its decoding findings alone)."""
+    problems = []
+    decoded = 0
+    prev = batch.base_offset - 1
+    last = batch.last_offset
+    top = -1
+    bad = None  # the first record offset not increasing within the range (the rest then goes unchecked)
+    for chunk in record_chunks(batch, raw, path, options.scan, times=True):
+        if chunk.__class__ is Finding:
+            problems.append(chunk)
+            continue
+        offsets, timestamps = chunk
+        if not offsets:
+            continue
+        decoded += len(offsets)
+        if bad is not None:
+            continue
+        # a chunk at C speed; only a chunk that breaks the rule is walked, for its first offending offset
+        if offsets[0] > prev and max(offsets) <= last and all(map(operator.lt, offsets, offsets[1:])):
+            prev = offsets[-1]
+            top = max(top, max(timestamps))
+            continue
+        for offset in offsets:
+            if offset <= prev or offset > last:
+                bad = offset
+                break
+            prev = offset
     for p in problems:
         sink.add(p)
     if problems:
         return
-    if len(recs) != batch.record_count:
+    if decoded != batch.record_count:
         sink("error", "record-count-mismatch", path, batch.position,
-             f"{len(recs)} records decoded, the header declares {batch.record_count}")
-    prev = batch.base_offset - 1
-    top = -1
-    for r in recs:
-        if r.offset <= prev or r.offset > batch.last_offset:
-            sink("error", "record-offset-invalid", path, batch.position,
-                 f"record offset {r.offset} is not increasing within {batch.base_offset}..{batch.last_offset}")
-            return
-        prev = r.offset
-        if r.timestamp > top:
-            top = r.timestamp
-    if batch.magic >= 2 and batch.timestamp_type == "create" and recs and top != batch.max_timestamp:
+             f"{decoded} records decoded, the header declares {batch.record_count}")
+    if bad is not None:
+        sink("error", "record-offset-invalid", path, batch.position,
+             f"record offset {bad} is not increasing within {batch.base_offset}..{batch.last_offset}")
+        return
+    if batch.magic >= 2 and batch.timestamp_type == "create" and decoded and top != batch.max_timestamp:
         if top > batch.max_timestamp or batch.record_count == batch.last_offset - batch.base_offset + 1:
             sink("warning", "max-timestamp-mismatch", path, batch.position,
                  f"records' largest timestamp is {top}, the header says {batch.max_timestamp}")

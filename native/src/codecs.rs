@@ -528,6 +528,10 @@ mod tests {
 
 /// The Python side (registered in `lib.rs`).
 pub(crate) mod py {
+    use std::ffi::{c_int, c_void};
+
+    use pyo3::exceptions::PyOverflowError;
+    use pyo3::ffi;
     use pyo3::prelude::*;
     use pyo3::types::PyBytes;
 
@@ -556,6 +560,54 @@ pub(crate) mod py {
                     legacy_lz4,
                     |out| out.ok().map(|out| PyBytes::new(py, out)),
                 ))
+            })
+        })
+    }
+
+    /// Decompressed bytes this extension owns, read through the buffer protocol: a big records section handed to
+    /// Python without the copy into `bytes` (which held it twice at once), then decoded a chunk at a time.
+    #[pyclass(frozen, module = "kafkatool._native")]
+    pub struct Decompressed {
+        bytes: Vec<u8>,
+    }
+
+    #[pymethods]
+    impl Decompressed {
+        /// # Safety
+        /// Called by CPython with a valid `view`; the bytes never change (the class is frozen) and live as long
+        /// as `slf`, which `PyBuffer_FillInfo` stores (with a new reference) in the view.
+        unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+            let bytes = &slf.get().bytes;
+            let len =
+                ffi::Py_ssize_t::try_from(bytes.len()).map_err(|_| PyOverflowError::new_err("buffer too large"))?;
+            // SAFETY: see above; readonly = 1, so a writable request fails inside PyBuffer_FillInfo.
+            let rc =
+                unsafe { ffi::PyBuffer_FillInfo(view, slf.as_ptr(), bytes.as_ptr() as *mut c_void, len, 1, flags) };
+            if rc == -1 {
+                return Err(PyErr::fetch(slf.py()));
+            }
+            Ok(())
+        }
+
+        fn __len__(&self) -> usize {
+            self.bytes.len()
+        }
+    }
+
+    /// [`decompress`] into a buffer of its own ([`Decompressed`]) rather than `bytes`: held once, never copied.
+    #[pyfunction]
+    #[pyo3(signature = (codec, data, start, limit))]
+    pub(crate) fn decompress_buffer(
+        codec: u8,
+        data: &Bound<'_, PyAny>,
+        start: usize,
+        limit: usize,
+    ) -> PyResult<Option<Decompressed>> {
+        guarded(|| {
+            with_bytes(data, |buf| {
+                let mut bytes = Vec::new();
+                let payload = buf.get(start..).unwrap_or_default();
+                Ok(super::decompress_into(codec, payload, limit, false, &mut bytes).ok().map(|()| Decompressed { bytes }))
             })
         })
     }

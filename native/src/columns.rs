@@ -457,6 +457,14 @@ fn ne_word<const N: usize>(bytes: &[u8], i: usize) -> Option<[u8; N]> {
     bytes.get(at..at.checked_add(N)?)?.try_into().ok()
 }
 
+/// Most records one call of [`decode_window_until`] decodes, and most a batch may declare to be decoded there
+/// (`kafkatool.records.RECORD_CHUNK`): a batch declaring more is left to the Python reader, which decodes it this
+/// many records at a time; whatever a batch of a few bytes expands to, the columns of one call stay bounded.
+pub const PIECE_RECORDS: usize = 1 << 16;
+/// Most decompressed bytes one call of [`decode_window_until`] gathers (after the batch that passes it, the call
+/// ends), besides the one batch bounded by `--max-decompressed` on its own.
+pub const PIECE_DECOMPRESSED: usize = 8 << 20;
+
 /// Whether the records of a batch with this header may be decoded natively (before decompressing and decoding
 /// them): not a control batch, a codec Kafka defines, a last offset that fits 64 bits.
 fn natively_decodable(h: &V2Header) -> bool {
@@ -518,12 +526,14 @@ pub fn decode_window_until(
     let mut decompressed: Vec<u8> = Vec::new(); // the records sections of compressed batches, back to back
     // the records and headers decoded from there: (first record, first header) and (end record, end header)
     let mut in_decompressed: Vec<((usize, usize), (usize, usize))> = Vec::new();
-    let (next, stop) = frame::scan_v2_until(buf, p, until, base, limit, max_batch, |e, bytes| {
+    // the piece holds its most records or decompressed bytes: it ends after the batch that filled it
+    let full = std::cell::Cell::new(false);
+    let mut visit = |e: &Entry, bytes: &[u8]| {
         let h = &e.header;
         let codec = h.attributes & 0x07;
         let ok = match decode {
             Decode::Nothing => false,
-            _ if !natively_decodable(h) => false,
+            _ if !natively_decodable(h) || i64::from(h.records_count) > PIECE_RECORDS as i64 => false,
             Decode::Uncompressed if codec != 0 => false,
             Decode::Compressed(limit) if codec != 0 => {
                 let at = (cols.records.offsets.len(), cols.records.header_keys.len());
@@ -561,7 +571,22 @@ pub fn decode_window_until(
         cols.batches.push(Entry { start: e.start - origin, ..*e });
         cols.decoded.push(ok);
         cols.record_starts.push(cols.records.offsets.len());
-    });
+        full.set(cols.records.offsets.len() >= PIECE_RECORDS || decompressed.len() >= PIECE_DECOMPRESSED);
+    };
+    let (next, stop) = if decode == Decode::Nothing {
+        frame::scan_v2_until(buf, p, until, base, limit, max_batch, visit)
+    } else {
+        // a batch at a time, to end the piece where it is full (a walk that stops where the piece is full could
+        // not tell a batch to come back for from one taken)
+        let mut at = p;
+        loop {
+            let (next, stop) = frame::scan_v2_until(buf, at, at.saturating_add(1), base, limit, max_batch, &mut visit);
+            if stop != frame::Stop::Until || full.get() || next >= until {
+                break (next, stop);
+            }
+            at = next;
+        }
+    };
     // Nothing decoded: nobody reads the bytes back (`verify` re-reads a control batch by position), so the window
     // is not copied (the copy and its fresh pages were a third of the header walk's time).
     let window = if decode == Decode::Nothing { &[] } else { buf.get(origin..next).unwrap_or_default() };

@@ -7,7 +7,8 @@
 //!   `kafkatool.model.Batch` (CRC32C checked), optionally with each batch's bytes;
 //! - [`scan_headers`]: the same walk for the columnar scan (`HeaderRun`): positions, raw 61-byte
 //!   headers, CRC verdicts and the bytes of control batches;
-//! - [`decode_v2`]: every record of a v2 records section as columns, or `None`;
+//! - [`decode_v2`]: every record of a v2 records section as columns, or `None`; [`decode_v2_chunk`]: the next
+//!   so many of them (a batch's records a bounded number at a time);
 //! - `decompress`, `decode_v2_compressed` ([`codecs`]): bounded one-pass decompression of a payload,
 //!   and of a compressed v2 batch straight into those columns;
 //! - `decode_window_columns` ([`columns`]): many batches and their records (decompressed here, bounded)
@@ -266,6 +267,40 @@ fn decode_v2<'py>(
     })
 }
 
+/// The next `count` records of the v2 records section `data` from `start` on (one chunk of a batch read a bounded
+/// number of records at a time, `kafkatool.records.record_chunks`), as `(columns, end)`: the columns of
+/// [`decode_v2`], or with `times` only `(offsets, timestamps)` (what `verify --deep` checks), and where the records
+/// end; `last`: the section must end there. `None` where the Python reader must decide (see [`decode_v2`]).
+#[pyfunction]
+#[pyo3(signature = (data, start, count, base_offset, base_timestamp, log_append_time, last, times=false))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+fn decode_v2_chunk<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    start: usize,
+    count: i64,
+    base_offset: i64,
+    base_timestamp: i64,
+    log_append_time: Option<i64>,
+    last: bool,
+    times: bool,
+) -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+    guarded(|| {
+        with_bytes(data, |buf| {
+            let ctx = records::BatchContext { base_offset, base_timestamp, log_append_time, count };
+            let Ok((cols, end)) = records::decode_v2_part(buf, start, &ctx, last) else {
+                return Ok(None);
+            };
+            let columns = if times {
+                PyTuple::new(py, [PyList::new(py, &cols.offsets)?, PyList::new(py, &cols.timestamps)?])?
+            } else {
+                columns_to_py(py, buf, &cols)?
+            };
+            Ok(Some((columns, end)))
+        })
+    })
+}
+
 /// The columns of [`records::decode_v2`] over `buf`, as [`decode_v2`] returns them to Python.
 pub(crate) fn columns_to_py<'py>(
     py: Python<'py>,
@@ -333,8 +368,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_batches, m)?)?;
     m.add_function(wrap_pyfunction!(scan_headers, m)?)?;
     m.add_function(wrap_pyfunction!(decode_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_v2_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::py::decompress, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::py::decode_v2_compressed, m)?)?;
+    m.add_function(wrap_pyfunction!(codecs::py::decompress_buffer, m)?)?;
+    m.add_class::<codecs::py::Decompressed>()?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     columns::register(m)?;
     m.add_class::<arrow::RecordsBuilder>()?;

@@ -118,12 +118,26 @@ pub fn decode_v2(data: &[u8], start: usize, ctx: &BatchContext) -> Result<Record
     Ok(cols)
 }
 
+/// The next `ctx.count` records of a section from `data[start..]` on, and where they end: one chunk of a batch
+/// whose records are decoded a bounded number at a time (the records of a record-count bomb are never all held at
+/// once). With `last`, the section must end after them ([`Fail::TrailingBytes`]), as in [`decode_v2`].
+pub fn decode_v2_part(data: &[u8], start: usize, ctx: &BatchContext, last: bool) -> Result<(RecordColumns, usize), Fail> {
+    let mut cols = RecordColumns::default();
+    cols.header_starts.push(0);
+    let end = decode_records(data, start, ctx, &mut cols)?;
+    if last && end != data.len() {
+        return Err(Fail::TrailingBytes);
+    }
+    Ok((cols, end))
+}
+
 /// [`decode_v2`] appending to `cols` (whose `header_starts` must already end with the index of the next
 /// header): the multi-batch columns of `columns.rs` gather many batches' records this way. On `Err`
 /// `cols` is left exactly as it was.
 pub fn decode_v2_into(data: &[u8], start: usize, ctx: &BatchContext, cols: &mut RecordColumns) -> Result<(), Fail> {
     let before = (cols.offsets.len(), cols.header_keys.len());
-    let result = decode_records(data, start, ctx, cols);
+    let result = decode_records(data, start, ctx, cols)
+        .and_then(|end| if end == data.len() { Ok(()) } else { Err(Fail::TrailingBytes) });
     if result.is_err() {
         let (records, headers) = before;
         cols.offsets.truncate(records);
@@ -137,7 +151,8 @@ pub fn decode_v2_into(data: &[u8], start: usize, ctx: &BatchContext, cols: &mut 
     result
 }
 
-fn decode_records(data: &[u8], start: usize, ctx: &BatchContext, cols: &mut RecordColumns) -> Result<(), Fail> {
+/// The `ctx.count` records from `data[start..]` on, appended to `cols`; returns where they end.
+fn decode_records(data: &[u8], start: usize, ctx: &BatchContext, cols: &mut RecordColumns) -> Result<usize, Fail> {
     let n = data.len();
     let mut r = Reader { data, pos: start };
     let count = usize::try_from(ctx.count.max(0)).unwrap_or(usize::MAX);
@@ -188,10 +203,7 @@ fn decode_records(data: &[u8], start: usize, ctx: &BatchContext, cols: &mut Reco
         };
         cols.timestamps.push(ts);
     }
-    if r.pos != n {
-        return Err(Fail::TrailingBytes);
-    }
-    Ok(())
+    Ok(r.pos)
 }
 
 /// What the one record of a control batch holds, as bytes: the key as Kafka's `ControlRecordType` reads it
@@ -371,6 +383,13 @@ mod tests {
             }
         }
         assert_eq!(decode_v2(&[0xFF; 12], 0, &ctx(1)), Err(Fail::VarintTooLong));
+        // in parts: the first record, then the second from where the first ended; only the last part must end it
+        let two = [good.clone(), record(1, 4, None, b"", &[])].concat();
+        let (first, at) = decode_v2_part(&two, 0, &ctx(1), false).expect("decodes");
+        assert_eq!((first.offsets, at), (vec![100], good.len()));
+        assert_eq!(decode_v2_part(&two, 0, &ctx(1), true), Err(Fail::TrailingBytes));
+        let (second, end) = decode_v2_part(&two, at, &ctx(1), true).expect("decodes");
+        assert_eq!((second.offsets, second.timestamps, end), (vec![101], vec![5004], two.len()));
         let _ = decode_v2(&good, good.len() + 5, &ctx(1));
     }
 }
