@@ -160,7 +160,12 @@ def open_regular(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
     """``path`` opened for reading in binary, if it is a regular file (a symbolic link to one is followed), else
     :class:`NotRegularFile`. The rule for every file kafkatool reads from a disk: the type is taken from the open
     descriptor (``fstat``), so a file swapped for a FIFO after it was listed is refused too, where a ``stat``
-    before ``open`` would race. A socket cannot be opened at all (ENXIO): refused the same way."""
+    before ``open`` alone would race. A device is not even opened (opening some acts: a tape rewinds, a modem
+    line rises), so the type is looked at by name first too. A socket cannot be opened at all (ENXIO): refused the
+    same way."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(path, type_name(mode))
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
