@@ -42,7 +42,7 @@ test: install
 	  echo "cd native && cargo clippy -- -D warnings && cargo test"; \
 	  cd native && cargo clippy --quiet --all-targets -- -D warnings && cargo test --quiet; \
 	else echo "no cargo: the native core's Rust checks are skipped (tests/test_native.py fails under CI=true)"; fi
-	$(PY) -m pytest -n 2 -q -m "not spark"
+	$(PY) -m pytest -n 2 -q -m "not spark" --durations=15
 	KAFKATOOL_PURE_PYTHON=1 $(PY) -m pytest -n 2 -q -p no:cacheprovider $(PURE_TESTS)
 	$(PY) -m pytest -q -m spark
 
