@@ -333,9 +333,13 @@ def _dump_records(
                 if not options.wants(batch.base_offset, batch.last_offset):
                     continue
                 yield batch
-                for records in record_chunks(batch, item.raw, f.display, options.scan):  # then its findings
+                # then its records and findings; with a columnar consumer, each chunk of a big batch the native core
+                # decodes as a RecordRun of its records (rendered natively, its batch line written once above)
+                for records in record_chunks(batch, item.raw, f.display, options.scan, lines=columnar):
                     if records.__class__ is Finding:
                         yield records
+                    elif records.__class__ is not list:
+                        yield RecordRun(records, 0, len(records))
                     elif decoder is None:
                         yield from _in_range(records, options)
                     else:

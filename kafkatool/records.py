@@ -23,7 +23,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import repeat
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from . import native
 from .errors import DecompressionError, DecompressionLimitExceeded
@@ -580,11 +580,12 @@ def decode_records(
 RECORD_CHUNK = 1 << 16
 
 
-def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _DEFAULT_OPTIONS, *, times: bool = False
-                  ) -> Iterator[list[Record] | tuple[list[int], list[int]] | Finding]:
+def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _DEFAULT_OPTIONS, *, times: bool = False,
+                  lines: bool = False) -> Iterator[list[Record] | tuple[list[int], list[int]] | Any | Finding]:
     """:func:`decode_records` a chunk at a time: the batch's records in lists of at most :data:`RECORD_CHUNK`, in
-    order (with ``times``, each list as its ``(offsets, timestamps)``), then its findings; the same records and
-    findings. The decompressed records section is held once (bounded by ``max_decompressed``), never all the
+    order (with ``times``, each list as its ``(offsets, timestamps)``; with ``lines``, each chunk of a big batch the
+    native core decodes as a ``_native.RecordChunk``, which renders dump's lines), then its findings; the same
+    records and findings. The decompressed records section is held once (bounded by ``max_decompressed``), never all the
     records it holds: an 11 KB batch declaring 18 M minimal records costs the bytes it expands to, not 18 M objects.
     """
     count = batch[12]
@@ -621,10 +622,11 @@ def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _D
         k = min(RECORD_CHUNK, count - done)
         chunk = None
         if core is not None:
-            chunk = core.decode_v2_chunk(data, pos, k, batch[1], batch[10], log_append_time, done + k == count, times)
+            chunk = core.decode_v2_chunk(data, pos, k, batch[1], batch[10], log_append_time, done + k == count, times,
+                                         lines)
         if chunk is not None:
             columns, pos = chunk
-            yield columns if times else _columns_to_records(columns)
+            yield columns if times or lines else _columns_to_records(columns)
         else:  # the pure reader decides (and words) what the native core gave up on
             if pure is None:
                 if data.__class__ is bytes:

@@ -659,6 +659,77 @@ def test_columns_render_in_pieces_of_whole_lines(core, monkeypatch) -> None:
         assert "".join(p.decode() for p in pieces) == pure, (fmt, values)
 
 
+def _big_batch(base_offset: int, count: int, codec: int) -> bytes:
+    """One v2 batch of ``count`` records (more than a window decodes), each one told apart by its key, value and
+    headers (quotes, non-ASCII, invalid UTF-8, null and empty fields among them), its records section written
+    here (the builders take seconds for 10^5 records)."""
+    from kafkatool.formats import record_batch as fmt
+
+    odd = [b"it's", b'say "hi"', "zo\u00eb \u2603".encode(), b"\xff\xfe bad", b"", None]
+    section = bytearray()
+    for i in range(count):
+        key = None if i % 7 == 3 else b"k%d" % i
+        value = odd[i % len(odd)]
+        value = value if value is None else value + b"%d" % i
+        headers = [("h\xe9" if i % 2 else "h", b"v%d" % i)] * (i % 3) + [("n", None)] * (i % 5 == 0)
+        body = bytearray(b"\x00") + _varint(i % 1000) + _varint(i)
+        for field in (key, value):
+            body += _varint(-1) if field is None else _varint(len(field)) + field
+        body += _varint(len(headers))
+        for name, v in headers:
+            body += _varint(len(name.encode())) + name.encode()
+            body += _varint(-1) if v is None else _varint(len(v)) + v
+        section += _varint(len(body)) + body
+    ts = 1_700_000_000_000
+    batch = {"attributes": {"unused": 0, "has_delete_horizon_ms": False, "is_control": False,
+                            "is_transactional": False, "timestamp_type": "create", "compression": CODEC_NAMES[codec]},
+             "last_offset_delta": count - 1, "base_timestamp": ts, "max_timestamp": ts + 999, "producer_id": -1,
+             "producer_epoch": -1, "base_sequence": -1, "records_count": count,
+             "records": compress(codec, bytes(section))}
+    return fmt.RecordBatch.build({"base_offset": base_offset, "batch": {"partition_leader_epoch": 0, "body": batch}})
+
+
+def test_a_big_batch_renders_natively_a_chunk_at_a_time(core, tmp_path: Path) -> None:
+    """A batch declaring more records than a window decodes (``records.RECORD_CHUNK``) is rendered natively a chunk
+    at a time (``record_chunks`` with ``lines``: RecordRuns of ``RecordChunk``s, the batch line written once): what
+    ``dump --records`` prints is the per-record path's, byte for byte, in every format and --values mode, each record
+    once at its offset across the chunk boundaries, and a chunk's items are the per-record path's records."""
+    from kafkatool.cli.output import Output
+    from kafkatool.dump import DumpOptions, dump_paths
+    from kafkatool.model import Batch, RecordRun
+    from kafkatool.records import RECORD_CHUNK
+
+    n = RECORD_CHUNK + 3  # a boundary, a last chunk of 3 (the decompressed section); then one of raw bytes
+    seg = tmp_path / f"{0:020d}.log"
+    seg.write_bytes(_big_batch(0, n, ZSTD) + _big_batch(n, RECORD_CHUNK + 1, 0))
+    options = DumpOptions(records=True, columnar=True)
+
+    def dump(fmt: str, values: str) -> str:
+        stream = io.StringIO()
+        out = Output(fmt, values, stream=stream)
+        for item in dump_paths([seg], options):
+            out.emit(item)
+        out.close()
+        return stream.getvalue()
+
+    with native.using(core):
+        items = list(dump_paths([seg], options))
+        chunks = [item for item in items if item.__class__ is RecordRun]
+        assert [len(c.columns) for c in chunks] == [RECORD_CHUNK, 3, RECORD_CHUNK, 1]
+        expanded = [x for item in items for x in (item.items() if item.__class__ is RecordRun else [item])]
+    with native.using(None):
+        assert repr(expanded) == repr(list(dump_paths([seg], options)))
+    offsets = [r.offset for r in expanded if r.__class__ is not Batch]
+    assert offsets == list(range(n + RECORD_CHUNK + 1))
+    # each format, each --values mode (the pure path takes seconds a mode)
+    for fmt, values in (("jsonl", "base64"), ("jsonl", "none"), ("text", "text"), ("text", "hex")):
+        with native.using(None):
+            pure = dump(fmt, values)
+        with native.using(core):
+            fast = dump(fmt, values)
+        assert fast == pure, (fmt, values)
+
+
 def test_columns_decoded_in_pieces_of_any_size(core, monkeypatch) -> None:
     """Whatever the bytes decoded per call (``records.DECODE_PIECE``: one batch per call, a few, the default), the
     seeds (compressed, control and legacy batches among them), the rendering seeds and their mutations print the

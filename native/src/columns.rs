@@ -930,7 +930,8 @@ mod py {
     use pyo3::types::{PyBytes, PyTuple};
 
     use super::{decode_window_until, Decode, OffsetIndex, ProducerSpan, TimeIndex, WindowColumns};
-    use crate::render::{self, Fallback, Values};
+    use crate::records::RecordColumns;
+    use crate::render::{self, Fallback, Records, Values};
 
     /// The columns of one window (`kafkatool.records.RecordRun` holds one with a batch range).
     #[pyclass(frozen, name = "WindowColumns", module = "kafkatool._native")]
@@ -954,6 +955,78 @@ mod py {
         }
         fn iso(&mut self, ts: i64) -> PyResult<String> {
             self.iso.call1((ts,))?.extract()
+        }
+    }
+
+    /// `values` of `render` as a [`Values`].
+    fn values_of(name: &str) -> PyResult<Values> {
+        Values::parse(name).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("values: {name}")))
+    }
+
+    /// Lines rendered by `render` (into a buffer of about [`render::CHUNK`] bytes), handed to the Python callable
+    /// `write` as `bytes`.
+    fn render_with<'py>(
+        py: Python<'py>,
+        fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
+        write: Bound<'py, PyAny>,
+        render: impl FnOnce(&mut PyFallback<'py>, &mut String, &mut dyn FnMut(&str) -> PyResult<()>) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let (text_bytes, key_repr, iso) = fallback;
+        let mut fb = PyFallback { text_bytes, key_repr, iso };
+        let mut out = String::with_capacity(render::CHUNK + 4096);
+        let mut sink = |lines: &str| write.call1((PyBytes::new(py, lines.as_bytes()),)).map(drop);
+        render(&mut fb, &mut out, &mut sink)
+    }
+
+    /// One chunk of the records of a batch that declares more than a window decodes (`decode_v2_chunk` with `lines`,
+    /// `kafkatool.records.record_chunks`): their columns, over the records section `data` they index (held, not
+    /// copied). `kafkatool.model.RecordRun` holds one to render its records as `dump` prints them, without the
+    /// batch's line (written once, before the first chunk): no Python object per record.
+    #[pyclass(frozen, name = "RecordChunk", module = "kafkatool._native")]
+    pub struct PyRecordChunk {
+        data: Py<PyAny>,
+        records: RecordColumns,
+    }
+
+    impl PyRecordChunk {
+        pub fn new(data: Py<PyAny>, records: RecordColumns) -> Self {
+            PyRecordChunk { data, records }
+        }
+    }
+
+    #[pymethods]
+    impl PyRecordChunk {
+        fn __len__(&self) -> usize {
+            self.records.len()
+        }
+
+        /// The records as the columns of `decode_v2` (`(offsets, timestamps, keys, values, headers)`).
+        fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+            crate::guarded(|| crate::with_bytes(self.data.bind(py), |buf| crate::columns_to_py(py, buf, &self.records)))
+        }
+
+        /// Records `lo..hi` rendered as `dump` prints a batch's records (`WindowColumns.render`, without the batch
+        /// line).
+        #[allow(clippy::too_many_arguments)]
+        fn render<'py>(
+            &self,
+            py: Python<'py>,
+            lo: usize,
+            hi: usize,
+            fmt: &str,
+            values: &str,
+            fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
+            write: Bound<'py, PyAny>,
+        ) -> PyResult<()> {
+            crate::guarded(|| {
+                let values = values_of(values)?;
+                crate::with_bytes(self.data.bind(py), |data| {
+                    let recs = Records { cols: &self.records, data };
+                    render_with(py, fallback, write, |fb, out, sink| {
+                        render::render_records(recs, lo, hi, fmt == "jsonl", values, fb, out, sink)
+                    })
+                })
+            })
         }
     }
 
@@ -1140,18 +1213,10 @@ mod py {
             records: bool,
         ) -> PyResult<()> {
             crate::guarded(|| {
-                let values = match values {
-                    "base64" => Values::Base64,
-                    "text" => Values::Text,
-                    "hex" => Values::Hex,
-                    "none" => Values::None,
-                    other => return Err(pyo3::exceptions::PyValueError::new_err(format!("values: {other}"))),
-                };
-                let (text_bytes, key_repr, iso) = fallback;
-                let mut fb = PyFallback { text_bytes, key_repr, iso };
-                let mut out = String::with_capacity(render::CHUNK + 4096);
-                let mut sink = |lines: &str| write.call1((PyBytes::new(py, lines.as_bytes()),)).map(drop);
-                render::render(&self.cols, lo, hi, fmt == "jsonl", records, values, &mut fb, &mut out, &mut sink)
+                let values = values_of(values)?;
+                render_with(py, fallback, write, |fb, out, sink| {
+                    render::render(&self.cols, lo, hi, fmt == "jsonl", records, values, fb, out, sink)
+                })
             })
         }
 
@@ -1227,6 +1292,7 @@ mod py {
 
     pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_class::<PyWindowColumns>()?;
+        m.add_class::<PyRecordChunk>()?;
         m.add("EVENT_FIRST", super::event::FIRST)?;
         m.add("EVENT_BEGINS", super::event::BEGINS)?;
         m.add("EVENT_LAST_DATA", super::event::LAST_DATA)?;
@@ -1237,4 +1303,4 @@ mod py {
     }
 }
 
-pub use py::register;
+pub use py::{register, PyRecordChunk};

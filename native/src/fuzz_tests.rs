@@ -527,8 +527,10 @@ fn check_render(cols: &WindowColumns, lo: usize, hi: usize) {
         for values in [Values::Base64, Values::Text, Values::Hex, Values::None] {
             let mut out = String::new();
             let mut lines = 0usize;
+            let mut all = String::new();
             let mut write = |s: &str| -> Result<(), ()> {
                 assert!(s.ends_with('\n'), "whole lines only");
+                all.push_str(s);
                 for line in s.lines() {
                     assert!(!line.chars().any(char::is_control), "a raw control character rendered: {line:?}");
                     if json {
@@ -542,6 +544,21 @@ fn check_render(cols: &WindowColumns, lo: usize, hi: usize) {
             assert!(out.is_empty());
             let shown: usize = (lo..hi.min(cols.batches.len())).map(|i| 1 + cols.record_range(i).len()).sum();
             assert_eq!(lines, shown, "one line per batch and per record");
+            // the records alone (a big batch's chunks): the same record lines, none of the batch lines
+            let n = cols.batches.len();
+            let from = cols.record_starts.get(lo.min(n)).copied().unwrap_or(0);
+            let to = cols.record_starts.get(hi.min(n)).copied().unwrap_or(from).max(from);
+            let mut alone = String::new();
+            let mut gather = |s: &str| -> Result<(), ()> {
+                assert!(s.ends_with('\n'), "whole lines only");
+                alone.push_str(s);
+                Ok(())
+            };
+            let recs = render::Records { cols: &cols.records, data: &cols.data };
+            render::render_records(recs, from, to, json, values, &mut Escaped, &mut out, &mut gather).expect("renders");
+            let batch_line = if json { "{\"type\": \"batch\"" } else { "offset " };
+            let record_lines: Vec<&str> = all.lines().filter(|l| !l.starts_with(batch_line)).collect();
+            assert_eq!(alone.lines().collect::<Vec<_>>(), record_lines);
         }
     }
 }

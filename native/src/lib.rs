@@ -8,7 +8,8 @@
 //! - [`scan_headers`]: the same walk for the columnar scan (`HeaderRun`): positions, raw 61-byte
 //!   headers, CRC verdicts and the bytes of control batches;
 //! - [`decode_v2`]: every record of a v2 records section as columns, or `None`; [`decode_v2_chunk`]: the next
-//!   so many of them (a batch's records a bounded number at a time);
+//!   so many of them (a batch's records a bounded number at a time), as Python columns or as a `RecordChunk` that
+//!   renders dump's record lines;
 //! - `decompress`, `decode_v2_compressed` ([`codecs`]): bounded one-pass decompression of a payload,
 //!   and of a compressed v2 batch straight into those columns;
 //! - `decode_window_columns` ([`columns`]): many batches and their records (decompressed here, bounded)
@@ -269,10 +270,12 @@ fn decode_v2<'py>(
 
 /// The next `count` records of the v2 records section `data` from `start` on (one chunk of a batch read a bounded
 /// number of records at a time, `kafkatool.records.record_chunks`), as `(columns, end)`: the columns of
-/// [`decode_v2`], or with `times` only `(offsets, timestamps)` (what `verify --deep` checks), and where the records
-/// end; `last`: the section must end there. `None` where the Python reader must decide (see [`decode_v2`]).
+/// [`decode_v2`], or with `times` only `(offsets, timestamps)` (what `verify --deep` checks), or with `lines` a
+/// `RecordChunk` ([`columns::PyRecordChunk`]: the columns held here, over `data`, for `dump` to render), and where
+/// the records end; `last`: the section must end there. `None` where the Python reader must decide (see
+/// [`decode_v2`]).
 #[pyfunction]
-#[pyo3(signature = (data, start, count, base_offset, base_timestamp, log_append_time, last, times=false))]
+#[pyo3(signature = (data, start, count, base_offset, base_timestamp, log_append_time, last, times=false, lines=false))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn decode_v2_chunk<'py>(
     py: Python<'py>,
@@ -284,7 +287,8 @@ fn decode_v2_chunk<'py>(
     log_append_time: Option<i64>,
     last: bool,
     times: bool,
-) -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+    lines: bool,
+) -> PyResult<Option<(Bound<'py, PyAny>, usize)>> {
     guarded(|| {
         with_bytes(data, |buf| {
             let ctx = records::BatchContext { base_offset, base_timestamp, log_append_time, count };
@@ -292,9 +296,11 @@ fn decode_v2_chunk<'py>(
                 return Ok(None);
             };
             let columns = if times {
-                PyTuple::new(py, [PyList::new(py, &cols.offsets)?, PyList::new(py, &cols.timestamps)?])?
+                PyTuple::new(py, [PyList::new(py, &cols.offsets)?, PyList::new(py, &cols.timestamps)?])?.into_any()
+            } else if lines {
+                Bound::new(py, columns::PyRecordChunk::new(data.clone().unbind(), cols))?.into_any()
             } else {
-                columns_to_py(py, buf, &cols)?
+                columns_to_py(py, buf, &cols)?.into_any()
             };
             Ok(Some((columns, end)))
         })

@@ -8,7 +8,7 @@
 //! or before 1970 (where `datetime.fromtimestamp` of a float may round differently).
 
 use crate::columns::WindowColumns;
-use crate::records::Slice;
+use crate::records::{RecordColumns, Slice};
 
 /// How keys, values and header values are shown (`dump --values`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +17,33 @@ pub enum Values {
     Text,
     Hex,
     None,
+}
+
+impl Values {
+    /// The mode `dump --values` names: "base64", "text", "hex" or "none".
+    pub fn parse(name: &str) -> Option<Values> {
+        match name {
+            "base64" => Some(Values::Base64),
+            "text" => Some(Values::Text),
+            "hex" => Some(Values::Hex),
+            "none" => Some(Values::None),
+            _ => None,
+        }
+    }
+}
+
+/// Records and the bytes their slices index: a window's ([`WindowColumns`]), or one chunk of the records of a
+/// batch that declares more than a window decodes (`columns::py::PyRecordChunk`), whose line is written before.
+#[derive(Debug, Clone, Copy)]
+pub struct Records<'a> {
+    pub cols: &'a RecordColumns,
+    pub data: &'a [u8],
+}
+
+impl<'a> Records<'a> {
+    fn slice(&self, s: Option<Slice>) -> Option<&'a [u8]> {
+        s.and_then(|(at, len)| self.data.get(at..at.checked_add(len)?))
+    }
 }
 
 /// Python's rendering of the rare cases (see the module docs).
@@ -48,8 +75,9 @@ pub fn render<F: Fallback>(
     values: Values,
     fb: &mut F,
     out: &mut String,
-    write: &mut impl FnMut(&str) -> Result<(), F::Error>,
+    write: &mut dyn FnMut(&str) -> Result<(), F::Error>,
 ) -> Result<(), F::Error> {
+    let recs = Records { cols: &cols.records, data: &cols.data };
     for i in lo..hi.min(cols.batches.len()) {
         if json {
             json_batch(cols, i, out);
@@ -57,17 +85,7 @@ pub fn render<F: Fallback>(
             text_batch(cols, i, fb, out)?;
         }
         let shown = if records { cols.record_range(i) } else { 0..0 };
-        for j in shown {
-            if out.len() >= CHUNK {
-                write(out)?;
-                out.clear();
-            }
-            if json {
-                json_record(cols, j, values, out);
-            } else {
-                text_record(cols, j, values, fb, out)?;
-            }
-        }
+        record_lines(recs, shown, json, values, fb, out, write)?;
         if out.len() >= CHUNK {
             write(out)?;
             out.clear();
@@ -76,6 +94,53 @@ pub fn render<F: Fallback>(
     if !out.is_empty() {
         write(out)?;
         out.clear();
+    }
+    Ok(())
+}
+
+/// Records `lo..hi` of `recs` as [`render`] renders a batch's records, without the batch's line: one chunk of a
+/// batch's records at a time (`kafkatool.records.record_chunks`), its line written before the first. The same
+/// pieces of whole lines, the same `out`.
+#[allow(clippy::too_many_arguments)]
+pub fn render_records<F: Fallback>(
+    recs: Records<'_>,
+    lo: usize,
+    hi: usize,
+    json: bool,
+    values: Values,
+    fb: &mut F,
+    out: &mut String,
+    write: &mut dyn FnMut(&str) -> Result<(), F::Error>,
+) -> Result<(), F::Error> {
+    record_lines(recs, lo..hi.min(recs.cols.len()), json, values, fb, out, write)?;
+    if !out.is_empty() {
+        write(out)?;
+        out.clear();
+    }
+    Ok(())
+}
+
+/// The lines of records `shown` appended to `out`, which is handed to `write` (and emptied) whenever it holds
+/// [`CHUNK`] bytes or more before a record.
+fn record_lines<F: Fallback>(
+    recs: Records<'_>,
+    shown: std::ops::Range<usize>,
+    json: bool,
+    values: Values,
+    fb: &mut F,
+    out: &mut String,
+    write: &mut dyn FnMut(&str) -> Result<(), F::Error>,
+) -> Result<(), F::Error> {
+    for j in shown {
+        if out.len() >= CHUNK {
+            write(out)?;
+            out.clear();
+        }
+        if json {
+            json_record(recs, j, values, out);
+        } else {
+            text_record(recs, j, values, fb, out)?;
+        }
     }
     Ok(())
 }
@@ -143,8 +208,8 @@ fn json_batch(cols: &WindowColumns, i: usize, out: &mut String) {
     out.push_str("}\n");
 }
 
-fn json_record(cols: &WindowColumns, j: usize, values: Values, out: &mut String) {
-    let r = &cols.records;
+fn json_record(recs: Records<'_>, j: usize, values: Values, out: &mut String) {
+    let r = recs.cols;
     let (Some(off), Some(ts)) = (r.offsets.get(j), r.timestamps.get(j)) else { return };
     out.push_str("{\"type\": \"record\", \"offset\": ");
     int(out, *off);
@@ -153,28 +218,28 @@ fn json_record(cols: &WindowColumns, j: usize, values: Values, out: &mut String)
     out.push_str(", ");
     if values != Values::None {
         out.push_str("\"key\": ");
-        json_value(cols.slice(r.keys.get(j).copied().flatten()), values, out);
+        json_value(recs.slice(r.keys.get(j).copied().flatten()), values, out);
         out.push_str(", \"value\": ");
-        json_value(cols.slice(r.values.get(j).copied().flatten()), values, out);
+        json_value(recs.slice(r.values.get(j).copied().flatten()), values, out);
         out.push_str(", ");
     }
     out.push_str("\"headers\": [");
-    for (n, k) in header_range(cols, j).enumerate() {
+    for (n, k) in header_range(recs, j).enumerate() {
         if n > 0 {
             out.push_str(", ");
         }
         out.push('[');
-        json_str(&String::from_utf8_lossy(cols.slice(r.header_keys.get(k).copied()).unwrap_or_default()), out);
+        json_str(&String::from_utf8_lossy(recs.slice(r.header_keys.get(k).copied()).unwrap_or_default()), out);
         out.push_str(", ");
-        let v = if values == Values::None { None } else { cols.slice(r.header_values.get(k).copied().flatten()) };
+        let v = if values == Values::None { None } else { recs.slice(r.header_values.get(k).copied().flatten()) };
         json_value(v, values, out);
         out.push(']');
     }
     out.push_str("]}\n");
 }
 
-fn header_range(cols: &WindowColumns, j: usize) -> std::ops::Range<usize> {
-    let s = &cols.records.header_starts;
+fn header_range(recs: Records<'_>, j: usize) -> std::ops::Range<usize> {
+    let s = &recs.cols.header_starts;
     let from = s.get(j).copied().unwrap_or(0);
     from..s.get(j + 1).copied().unwrap_or(from)
 }
@@ -459,13 +524,13 @@ fn text_value<F: Fallback>(v: Option<&[u8]>, values: Values, fb: &mut F, out: &m
 }
 
 fn text_record<F: Fallback>(
-    cols: &WindowColumns,
+    recs: Records<'_>,
     j: usize,
     values: Values,
     fb: &mut F,
     out: &mut String,
 ) -> Result<(), F::Error> {
-    let r = &cols.records;
+    let r = recs.cols;
     let (Some(off), Some(ts)) = (r.offsets.get(j), r.timestamps.get(j)) else { return Ok(()) };
     out.push_str("    | ");
     int(out, *off);
@@ -473,25 +538,25 @@ fn text_record<F: Fallback>(
     iso(*ts, fb, out)?;
     if values != Values::None {
         out.push_str("  key=");
-        text_value(cols.slice(r.keys.get(j).copied().flatten()), values, fb, out)?;
+        text_value(recs.slice(r.keys.get(j).copied().flatten()), values, fb, out)?;
         out.push_str(" value=");
-        text_value(cols.slice(r.values.get(j).copied().flatten()), values, fb, out)?;
+        text_value(recs.slice(r.values.get(j).copied().flatten()), values, fb, out)?;
     }
-    let headers = header_range(cols, j);
+    let headers = header_range(recs, j);
     if !headers.is_empty() {
         out.push_str("  headers=");
         for (n, k) in headers.enumerate() {
             if n > 0 {
                 out.push_str(", ");
             }
-            let key = cols.slice(r.header_keys.get(k).copied()).unwrap_or_default();
+            let key = recs.slice(r.header_keys.get(k).copied()).unwrap_or_default();
             match printable_ascii(key) {
                 Some(text) => ascii_repr(text, out),
                 None => out.push_str(&fb.key_repr(key)?),
             }
             out.push('=');
             let v: Option<Slice> = r.header_values.get(k).copied().flatten();
-            text_value(cols.slice(v), values, fb, out)?;
+            text_value(recs.slice(v), values, fb, out)?;
         }
     }
     out.push('\n');
