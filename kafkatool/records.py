@@ -299,7 +299,8 @@ def scan(
             magic = window[p + MAGIC_OFFSET]
             if magic == 0 or magic == 1:
                 raw = bytes(window[p:p + total])
-                legacy_batch, _chunks, findings = _legacy_entry(raw, position, path, options)
+                legacy_batch, chunks, findings = _legacy_entry(raw, position, path, options)
+                del chunks  # not read here: a wrapper's decompressed message set let go before the reader's own
                 if legacy_batch is not None:
                     yield _tuple_new(RawBatch, (legacy_batch, raw)) if with_raw else legacy_batch
                 yield from findings
