@@ -46,7 +46,7 @@ from typing import Any, BinaryIO
 from .errors import InputIOError, UsageError
 from .filetypes import open_regular
 from .model import Finding
-from .records import DEFAULT_MAX_DECOMPRESSED, RECORD_BATCH_OVERHEAD, RawBatch, decode_records, scan
+from .records import DEFAULT_MAX_DECOMPRESSED, RECORD_BATCH_OVERHEAD, RawBatch, record_chunks, scan
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 SINK_COLUMNS = ("topic", "partition", "offset")
@@ -470,13 +470,26 @@ def log_offsets(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
                 if b.magic >= 2 and b.record_count == b.last_offset - b.base_offset + 1 and _plausible(b):
                     offsets: Iterable[int] = range(max(b.base_offset, lo), min(b.last_offset, hi) + 1)
                 else:  # compacted (offsets missing inside the batch), a v0/v1 message set, or a count to check
-                    records, problems = decode_records(b, item.raw, shown)
-                    findings.extend(problems)
-                    offsets = [r.offset for r in records if lo <= r.offset <= hi]
+                    offsets = _decoded_offsets(b, item.raw, shown, lo, hi, findings)
                 for offset in offsets:
                     if limit is not None and offset >= limit:
                         return
                     yield offset, kind
+
+
+def _decoded_offsets(b: Any, raw: bytes, shown: str, lo: int, hi: int, findings: list[Finding]) -> Iterator[int]:
+    """The offsets in ``[lo, hi]`` of the batch's records, decoded a chunk at a time (:func:`records.record_chunks`):
+    a few KB that declare millions of records cost a chunk, not them all. Every finding of the batch is added to
+    ``findings``, its offsets all taken or not (the fetch limit stops at one)."""
+    chunks = record_chunks(b, raw, shown, times=True)
+    try:
+        for chunk in chunks:
+            if chunk.__class__ is Finding:
+                findings.append(chunk)
+            else:
+                yield from (o for o in chunk[0] if lo <= o <= hi)
+    finally:  # closed before the end: the rest decoded for its findings only
+        findings.extend(c for c in chunks if c.__class__ is Finding)
 
 
 def _plausible(b: Any) -> bool:

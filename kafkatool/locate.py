@@ -50,7 +50,7 @@ import bisect
 import mmap
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,7 +60,7 @@ from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
 from .formats.index import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 from .model import Batch, Finding, Record
-from .records import ScanOptions, decode_records, scan
+from .records import ScanOptions, record_chunks, scan
 from .segment_indexes import offset_misfit
 from .smallfiles import offset_index_sanity, time_index_sanity
 from .walk import LogDir, PartitionDir, discover
@@ -669,11 +669,18 @@ class _Search:
                            f" {ix.count}, binary search)")
         return entry, position
 
-    def decode(self, seg: Segment, batch: Batch) -> list[Record]:
+    def first_record(self, seg: Segment, batch: Batch, wanted: Callable[[Record], bool]) -> Record | None:
+        """The batch's first record that is ``wanted``, and every finding of decoding it. Its records come a chunk
+        at a time (:func:`records.record_chunks`) and only the answer is kept: a few KB that expand to millions of
+        records cost a chunk, not all of them. Decoding goes on past the answer for the findings after it."""
         raw = self.files.read(seg, batch.position, batch.size)
-        records, problems = decode_records(batch, raw, seg.display, self.options.scan)
-        self.findings.extend(problems)
-        return records
+        found = None
+        for chunk in record_chunks(batch, raw, seg.display, self.options.scan):
+            if chunk.__class__ is Finding:
+                self.findings.append(chunk)
+            elif found is None:
+                found = next((r for r in chunk if wanted(r)), None)
+        return found
 
     def log_end_offset(self) -> int:
         """``LogSegment.readNextOffset`` of the last segment: after its last batch (its base offset if empty)."""
@@ -754,8 +761,7 @@ class _Search:
     def _found_offset(self, n: int, target: Target, seg: Segment, sc: _Scan, batch: Batch) -> Location:
         self.step("scan", f"scanned {sc.scanned:,} bytes ({sc.batches} batch{'es' if sc.batches != 1 else ''}) from"
                           f" position {sc.start} to the batch at position {batch.position}")
-        records = self.decode(seg, batch)
-        record = next((r for r in records if r.offset >= n), None)
+        record = self.first_record(seg, batch, lambda r: r.offset >= n)
         note = None
         if record is None:
             note = (f"the batch holds no record at or after offset {n} (compacted, or its records cannot be decoded);"
@@ -820,8 +826,7 @@ class _Search:
         sc = _Scan(self, seg, start, entry)
         for batch in sc:
             if batch.max_timestamp >= t:
-                records = self.decode(seg, batch)
-                record = next((r for r in records if r.timestamp >= t and r.offset >= self.log_start), None)
+                record = self.first_record(seg, batch, lambda r: r.timestamp >= t and r.offset >= self.log_start)
                 if record is not None:
                     self.step("scan", f"scanned {sc.scanned:,} bytes ({sc.batches} batches) from position {sc.start}"
                                       f" to the first batch with max timestamp at or after the target")
@@ -854,8 +859,7 @@ class _Search:
         sc = _Scan(self, seg, start, entry)
         for batch in sc:
             if batch.max_timestamp == ts:
-                records = self.decode(seg, batch)
-                record = next((r for r in records if r.timestamp == ts), None)  # RecordBatch.offsetOfMaxTimestamp
+                record = self.first_record(seg, batch, lambda r: r.timestamp == ts)  # RecordBatch.offsetOfMaxTimestamp
                 self.step("scan", f"scanned {sc.scanned:,} bytes ({sc.batches} batches) from position {sc.start}"
                                   " to the first batch with that max timestamp")
                 if record is None:

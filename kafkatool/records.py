@@ -299,7 +299,8 @@ def scan(
             magic = window[p + MAGIC_OFFSET]
             if magic == 0 or magic == 1:
                 raw = bytes(window[p:p + total])
-                legacy_batch, _records, findings = _legacy_entry(raw, position, path, options)
+                legacy_batch, chunks, findings = _legacy_entry(raw, position, path, options)
+                del chunks  # not read here: a wrapper's decompressed message set let go before the reader's own
                 if legacy_batch is not None:
                     yield _tuple_new(RawBatch, (legacy_batch, raw)) if with_raw else legacy_batch
                 yield from findings
@@ -541,7 +542,10 @@ def decode_records(
         data = raw
         pos = RECORD_BATCH_OVERHEAD
     elif batch[4] < 2:
-        _batch, legacy_records, findings = _legacy_entry(raw, batch.position, path, options)
+        _batch, chunks, findings = _legacy_entry(raw, batch.position, path, options)
+        legacy_records = next(chunks)
+        for chunk in chunks:  # a wrapper of more than RECORD_CHUNK inner messages (record_chunks takes them so)
+            legacy_records += chunk
         return legacy_records, findings
     else:
         core = native.CORE
@@ -589,6 +593,12 @@ def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _D
     records it holds: an 11 KB batch declaring 18 M minimal records costs the bytes it expands to, not 18 M objects.
     """
     count = batch[12]
+    if batch[4] < 2:  # v0/v1: a compressed wrapper's inner messages, a chunk at a time
+        _batch, chunks, legacy_findings = _legacy_entry(raw, batch.position, path, options)
+        for records in chunks:
+            yield _times(records) if times else records
+        yield from legacy_findings
+        return
     if count <= RECORD_CHUNK or batch[4] != 2:
         records, findings = decode_records(batch, raw, path, options)
         yield _times(records) if times else records
@@ -843,50 +853,71 @@ def _parse_legacy_message(raw: bytes | memoryview, pos: int, size: int) -> tuple
 
 def _legacy_entry(
     raw: bytes, position: int, path: str, options: ScanOptions
-) -> tuple[Batch | None, list[Record], list[Finding]]:
-    """Decode one top-level v0/v1 log entry (a message or a compressed wrapper)."""
+) -> tuple[Batch | None, Iterator[list[Record]], list[Finding]]:
+    """Decode one top-level v0/v1 log entry (a message or a compressed wrapper): its batch, its records in lists of
+    at most :data:`RECORD_CHUNK` (made as they are taken: ``scan`` takes none) and its findings."""
     findings: list[Finding] = []
     offset, size = _LOG_HEADER.unpack_from(raw, 0)
     try:
         crc, magic, attrs, timestamp, key, value, crc_valid = _parse_legacy_message(raw, 12, size)
     except (ValueError, struct.error) as exc:
-        return None, [], [Finding("error", "message-invalid", path, position, f"v0/v1 message: {exc}")]
+        return None, iter(([],)), [Finding("error", "message-invalid", path, position, f"v0/v1 message: {exc}")]
     if not crc_valid:
         findings.append(Finding("error", "crc-mismatch", path, position,
                                 f"stored CRC32 {crc} does not match the message contents"))
     codec = attrs & 7
     ts_type = "none" if magic == 0 else ("log_append" if attrs & 0x08 else "create")
-    records: list[Record] = []
     if codec == 0:
-        records.append(Record(offset, timestamp, key, value, ()))
+        count, base_offset, first_ts = 1, offset, timestamp
+        chunks: Iterator[list[Record]] = iter(([Record(offset, timestamp, key, value, ())],))
     else:
-        records, inner_findings = _legacy_inner(offset, magic, ts_type, timestamp, codec, value,
-                                                position, path, options)
-        findings.extend(inner_findings)
-    first_ts = records[0].timestamp if records else timestamp
-    base_offset = records[0].offset if records else offset
+        count, base_offset, first_ts, chunks = _legacy_inner(offset, magic, ts_type, timestamp, codec, value,
+                                                             position, path, options, findings)
+        if not count:
+            base_offset, first_ts = offset, timestamp
     batch = Batch(position, base_offset, offset, len(raw), magic, crc, crc_valid, attrs,
-                  _CODEC_BY_ID[codec], ts_type, first_ts, timestamp, len(records))
-    return batch, records, findings
+                  _CODEC_BY_ID[codec], ts_type, first_ts, timestamp, count)
+    return batch, chunks, findings
 
 
 def _legacy_inner(
     wrapper_offset: int, wrapper_magic: int, ts_type: str, wrapper_ts: int, codec: int,
-    value: bytes | None, position: int, path: str, options: ScanOptions,
-) -> tuple[list[Record], list[Finding]]:
+    value: bytes | None, position: int, path: str, options: ScanOptions, findings: list[Finding],
+) -> tuple[int, int, int, Iterator[list[Record]]]:
+    """(count, first offset, first timestamp, records a chunk at a time) of a compressed wrapper's inner messages,
+    its findings added to ``findings``. One inner message that cannot be read loses them all (none is returned).
+
+    Read twice when there are more than :data:`RECORD_CHUNK`: once whole to check every message and find the last
+    inner offset (v1 inner offsets are relative to it: ``AbstractLegacyRecordBatch.DeepRecordsIterator``), keeping
+    only the first chunk; then the rest a chunk at a time as they are taken. The decompressed message set is
+    bounded by ``max_decompressed``; the millions of tiny messages it may hold are never all held as objects."""
     if value is None:
-        return [], [Finding("error", "message-invalid", path, position, "compressed wrapper has a null value")]
+        findings.append(Finding("error", "message-invalid", path, position, "compressed wrapper has a null value"))
+        return 0, 0, 0, iter(([],))
     if codec >= len(CODECS):
-        return [], [Finding("error", "unknown-compression", path, position, f"unknown codec id {codec}")]
+        findings.append(Finding("error", "unknown-compression", path, position, f"unknown codec id {codec}"))
+        return 0, 0, 0, iter(([],))
+    data = None
+    core = native.CORE
+    if core is not None and wrapper_magic:  # native: into a buffer of its own, not copied into bytes (v0's lz4
+        buf = core.decompress_buffer(codec, value, 0, options.max_decompressed)  # framing is decompress's only)
+        if buf is not None:
+            data = memoryview(buf)
     try:
-        data = decompress_payload(codec, value, 0, options.max_decompressed, legacy_lz4=wrapper_magic == 0)
+        if data is None:  # the pure reader decides what the native core refused
+            data = decompress_payload(codec, value, 0, options.max_decompressed, legacy_lz4=wrapper_magic == 0,
+                                      native_first=core is None or not wrapper_magic)
     except DecompressionLimitExceeded as exc:
-        return [], [Finding("error", "decompression-limit", path, position, str(exc))]
+        findings.append(Finding("error", "decompression-limit", path, position, str(exc)))
+        return 0, 0, 0, iter(([],))
     except DecompressionError as exc:
-        return [], [Finding("error", "decompression-failed", path, position,
-                            f"{CODECS[codec]} wrapper cannot be decompressed: {exc}")]
-    inner: list[tuple] = []
-    findings: list[Finding] = []
+        findings.append(Finding("error", "decompression-failed", path, position,
+                                f"{CODECS[codec]} wrapper cannot be decompressed: {exc}"))
+        return 0, 0, 0, iter(([],))
+    head: list[tuple] = []  # the first RECORD_CHUNK inner messages; the rest counted only
+    count = 0
+    rest = 0  # where the messages after the head start
+    last_inner = 0
     q = 0
     n = len(data)
     while q + LOG_OVERHEAD <= n:
@@ -898,29 +929,54 @@ def _legacy_inner(
         except (ValueError, struct.error) as exc:
             findings.append(Finding("error", "message-invalid", path, position,
                                     f"inner message at {q} of the wrapper: {exc}"))
-            return [], findings
+            return 0, 0, 0, iter(([],))
         if attrs & 7:
             findings.append(Finding("error", "nested-compression", path, position,
                                     "a compressed wrapper holds another compressed message"))
-            return [], findings
+            return 0, 0, 0, iter(([],))
         if not ok:
             findings.append(Finding("error", "crc-mismatch", path, position,
                                     f"inner message at {q} of the wrapper has a bad CRC32"))
-        inner.append((inner_offset, magic, ts, key, val))
+        if count < RECORD_CHUNK:
+            head.append((inner_offset, magic, ts, key, val))
+        count += 1
+        last_inner = inner_offset
         q += LOG_OVERHEAD + inner_size
+        if count == RECORD_CHUNK:
+            rest = q
     if q != n:
         findings.append(Finding("warning", "records-trailing-bytes", path, position,
                                 f"{n - q} bytes after the last whole inner message of the wrapper"))
-    if not inner:
-        return [], findings
-    last_inner = inner[-1][0]
+    if not count:
+        return 0, 0, 0, iter(([],))
+    delta = wrapper_offset - last_inner if wrapper_magic >= 1 else 0  # v0: inner offsets are absolute
+    append_ts = wrapper_ts if ts_type == "log_append" else None  # v1 inner messages take the wrapper's time
+    first = _legacy_records(head, delta, append_ts)
+    chunks = iter((first,)) if count <= RECORD_CHUNK else _legacy_chunks(first, data, rest, q, delta, append_ts)
+    return count, first[0].offset, first[0].timestamp, chunks
+
+
+def _legacy_records(inner: list[tuple], delta: int, append_ts: int | None) -> list[Record]:
     records = []
     for inner_offset, magic, ts, key, val in inner:
-        if wrapper_magic >= 1:
-            absolute = wrapper_offset - last_inner + inner_offset
-        else:
-            absolute = inner_offset
-        if magic >= 1 and ts_type == "log_append":
-            ts = wrapper_ts
-        records.append(Record(absolute, ts, key, val, ()))
-    return records, findings
+        records.append(Record(inner_offset + delta, append_ts if magic >= 1 and append_ts is not None else ts,
+                              key, val, ()))
+    return records
+
+
+def _legacy_chunks(first: list[Record], data: bytes | memoryview, q: int, end: int, delta: int, append_ts: int | None
+                   ) -> Iterator[list[Record]]:
+    """The first chunk, then the inner messages from ``q`` to ``end`` (all read once already) a chunk at a time."""
+    yield first
+    del first
+    inner: list[tuple] = []
+    while q < end:
+        inner_offset, inner_size = _LOG_HEADER.unpack_from(data, q)
+        _crc, magic, _attrs, ts, key, val, _ok = _parse_legacy_message(data, q + LOG_OVERHEAD, inner_size)
+        inner.append((inner_offset, magic, ts, key, val))
+        q += LOG_OVERHEAD + inner_size
+        if len(inner) == RECORD_CHUNK:
+            yield _legacy_records(inner, delta, append_ts)
+            inner = []
+    if inner:
+        yield _legacy_records(inner, delta, append_ts)

@@ -9,6 +9,7 @@ a chunk. Each peak is a child process's (``RUSAGE_CHILDREN``, in a fresh interpr
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 import zstandard
 
 from kafkatool import native
+from kafkatool.formats import legacy
 from kafkatool.formats import record_batch as fmt
 from kafkatool.logwriter import LogDirWriter
 from kafkatool.records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
@@ -51,13 +53,14 @@ def _section(count: int, valid: bool) -> bytes:
     return b"".join(parts)
 
 
-def _batch(count: int, valid: bool, section: bytes | None = None) -> bytes:
-    """One zstd v2 batch at offset 0 declaring ``count`` records of ``section`` (default: :func:`_section`)."""
+def _batch(count: int, valid: bool, section: bytes | None = None, last_offset_delta: int | None = None) -> bytes:
+    """One zstd v2 batch at offset 0 declaring ``count`` records of ``section`` (default: :func:`_section`), its last
+    offset ``last_offset_delta`` (default: ``count - 1``)."""
     data = _section(count, valid) if section is None else section
     body = {"attributes": {"unused": 0, "has_delete_horizon_ms": False, "is_control": False,
                            "is_transactional": False, "timestamp_type": "create", "compression": "zstd"},
-            "last_offset_delta": count - 1, "base_timestamp": TS, "max_timestamp": TS, "producer_id": -1,
-            "producer_epoch": -1, "base_sequence": -1, "records_count": count,
+            "last_offset_delta": count - 1 if last_offset_delta is None else last_offset_delta, "base_timestamp": TS,
+            "max_timestamp": TS, "producer_id": -1, "producer_epoch": -1, "base_sequence": -1, "records_count": count,
             "records": zstandard.ZstdCompressor().compress(data)}
     return fmt.RecordBatch.build({"base_offset": 0, "batch": {"partition_leader_epoch": 0, "body": body}})
 
@@ -215,3 +218,96 @@ def test_a_control_batch_declaring_millions_of_records_is_bounded(tmp_path) -> N
     code, peak, out = _peak(["verify", "-f", "jsonl", str(tmp_path)], {})
     assert code == 1 and f"control batch holds {n} records (header says {n}); it must hold one" in out
     assert peak < LIMIT_MB, f"verify peaked at {peak} MB"
+
+
+# --- locate (and dump --from-offset / --from-time): the found batch read a chunk at a time -------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_locate_in_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> None:
+    env, count = mode
+    bomb = _bomb(count, tmp_path_factory)
+    # offset 5 lies in the batch (0..count-1) but every record is at 0: the same batch, no record, as before
+    code, peak, out = _peak(["locate", "--offset", "5", "-f", "jsonl", str(bomb)], env)
+    assert code == 0, out
+    assert '"position": 0' in out and f'"record_count": {count}' in out and '"record": null' in out
+    assert "the batch holds no record at or after offset 5" in out
+    assert peak < LIMIT_MB, f"locate peaked at {peak} MB (3.36 GB before its records came a chunk at a time)"
+
+
+def test_dump_from_an_offset_in_a_record_count_bomb_is_bounded(tmp_path_factory) -> None:
+    env, count = MODES[0].values[0]
+    bomb = _bomb(count, tmp_path_factory)
+    code, peak, out = _peak(["dump", "-r", "--from-offset", "1", "-f", "jsonl", "--key", "k", str(bomb)], env)
+    assert code == 0 and out.strip() == ""
+    assert peak < LIMIT_MB, f"dump -r --from-offset peaked at {peak} MB"
+
+
+# --- v1 compressed wrappers holding millions of inner messages ---------------------------------------------
+
+
+def _wrapper(count: int) -> bytes:
+    """A v1 gzip wrapper at offset ``count - 1`` whose inner message set is ``count`` v1 messages with null key and
+    value (34 bytes each: 3.9 M fill 133 MB, under the default --max-decompressed) at relative offsets 0..count-1."""
+    one = legacy.LogEntry.build({"offset": 0, "message": {"body": {
+        "magic": 1, "attributes": {"unused": 0, "timestamp_type": "create", "compression": "none"},
+        "timestamp": TS, "key": None, "value": None}}})
+    rows = bytearray(one * count)
+    for k in range(5, 8):  # the offset's three low bytes (count < 2^24); the CRC does not cover the offset
+        rows[k::len(one)] = bytes((i >> 8 * (7 - k)) & 0xFF for i in range(count))
+    return legacy.LogEntry.build({"offset": count - 1, "message": {"body": {
+        "magic": 1, "attributes": {"unused": 0, "timestamp_type": "create", "compression": "gzip"},
+        "timestamp": TS, "key": None, "value": gzip.compress(bytes(rows), 1)}}})
+
+
+@pytest.mark.parametrize("mode", ["native", "pure"])
+def test_a_legacy_wrappers_chunks_are_its_records(mode: str) -> None:
+    if mode == "native" and CORE is None:
+        pytest.skip("kafkatool._native is not built here")
+    n = 2 * RECORD_CHUNK + 5
+    with native.using(CORE if mode == "native" else None):
+        (batch, raw), = (i for i in scan(io.BytesIO(_wrapper(n)), "x", with_raw=True) if i.__class__ is RawBatch)
+        whole, findings = decode_records(batch, raw, "x")
+        chunks = list(record_chunks(batch, raw, "x"))
+    assert (batch.base_offset, batch.last_offset, batch.record_count, findings) == (0, n - 1, n, [])
+    assert [r.offset for r in whole] == list(range(n)) and {r.timestamp for r in whole} == {TS}
+    assert [len(c) for c in chunks] == [RECORD_CHUNK, RECORD_CHUNK, 5]
+    assert [r for c in chunks for r in c] == whole
+
+
+@pytest.fixture(scope="module")
+def wrapper(tmp_path_factory) -> Path:
+    count = 3_900_000
+    raw = _wrapper(count)
+    d = tmp_path_factory.mktemp("wrapper") / "w-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(raw)
+    return d
+
+
+def test_a_legacy_wrapper_of_millions_of_messages_is_bounded(wrapper: Path) -> None:
+    code, peak, out = _peak(["verify", "-f", "jsonl", str(wrapper)], {})
+    assert code == 0, out
+    assert peak < LIMIT_MB, f"verify peaked at {peak} MB"
+    code, peak, out = _peak(["dump", "-r", "-f", "jsonl", "--key", "k", str(wrapper)], {})
+    assert code == 0 and out.strip() == ""
+    assert peak < LIMIT_MB, f"dump -r peaked at {peak} MB"
+    code, peak, out = _peak(["locate", "--offset", "3899998", "-f", "jsonl", str(wrapper)], {})
+    assert code == 0 and '"offset": 3899998' in out
+    assert peak < LIMIT_MB, f"locate peaked at {peak} MB"
+
+
+# --- delivery: a batch whose offsets it must decode (a gap, as compaction leaves) read a chunk at a time -------
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_delivery_over_a_record_count_bomb_is_bounded(tmp_path, isolation: str) -> None:
+    # 18 M records at offset 0 in a batch whose last offset is 18 M: its count does not fill its offsets, so the
+    # delivery check decodes it for the offsets it holds
+    count = 18_000_000
+    bomb = _logdir(tmp_path / "log", _batch(count, False, last_offset_delta=count))
+    sink = tmp_path / "sink.csv"
+    sink.write_text("topic,partition,offset\nbomb,0,0\n")
+    code, peak, out = _peak(["delivery", "-s", str(sink), "--isolation", isolation, "-f", "jsonl", str(bomb)], {})
+    assert code == 1 and '"verdict": "at-most-once"' in out, out[-500:]
+    assert peak < LIMIT_MB, f"delivery peaked at {peak} MB"
