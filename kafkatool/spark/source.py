@@ -38,7 +38,8 @@ is opened (PySpark >= 4.1 with ``spark.sql.python.filterPushdown.enabled``; see 
 ``where("topic = 'orders' and partition in (0, 3)")`` reads only those partitions' segments. Spark still
 applies every filter to the rows, so the result is the same with or without pruning.
 
-Paths: files, partition dirs, log dirs, many log dirs, or globs; local paths are read directly,
+Paths: files, partition dirs, log dirs, many log dirs, or globs (a path that exists is taken literally,
+brackets and stars in its name included); local paths are read directly,
 URLs (``s3://``, ``hdfs://``, ``file://``...) through :mod:`pyarrow.fs`, the same way (every level; the
 findings level checks each segment's indexes found beside it). A URL's options travel with every file
 under it, to the executors: ``s3://bucket/logs?endpoint_override=minio:9000&scheme=http`` for an
@@ -322,7 +323,9 @@ def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = Fa
         if _is_url(raw):
             out.extend(_plan_remote(raw, include_leftovers, include_snapshots))
             continue
-        matches = sorted(glob.glob(raw)) if glob.has_magic(raw) else [raw]
+        # a path that exists is itself: a dir named ``a[1]`` or ``x*`` is read, not taken for a pattern that
+        # matches nothing (or something else); only a path naming nothing is a glob
+        matches = sorted(glob.glob(raw)) if glob.has_magic(raw) and not os.path.lexists(raw) else [raw]
         if not matches:
             raise FileNotFoundError(f"kafka-log: no such file or directory: {raw}")
         for m in matches:
