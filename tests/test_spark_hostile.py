@@ -22,9 +22,9 @@ BOMB = 18_000_000  # ~11 KB of zstd; once one Arrow batch of 18 M rows, 2 GB the
 
 
 def test_the_records_of_a_record_count_bomb_are_read_in_bounded_arrow_batches(spark, tmp_path) -> None:
-    """Before, the records level failed the task on this batch (``OutOfDirectMemoryError: failed to allocate
-    2045250072 bytes``, ``spark scan -r`` exit 3): its 18 M records were one Arrow batch. Now they come
-    ``ROWS_PER_BATCH`` at a time, and every one is a row, in order."""
+    """Its 18 M records were one Arrow batch (``spark scan -r`` was seen to fail on it with ``OutOfDirectMemoryError:
+    failed to allocate 2045250072 bytes``; this shared session survives that batch, so the bound itself is held by
+    ``test_spark_arrow``). Now they come ``ROWS_PER_BATCH`` at a time: every one must still reach Spark as a row."""
     bomb = _logdir(tmp_path, _batch(BOMB, valid=False))
     df = spark.read.format("kafka-log").option("level", "records").load(str(bomb))
     (agg,) = df.agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
