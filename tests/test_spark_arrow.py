@@ -147,3 +147,56 @@ def test_a_corrupt_batch_between_good_ones_is_a_row_never_dropped(core, tmp_path
     got = [(r["offset"], r["key"], r["value"], (r["error"] or "").split(":")[0]) for r in fast[1]]
     assert got == [(0, b"k", b"v", ""), (1, b"k", b"v", ""), (2, None, None, "decompression-failed"),
                    (5, None, b"z", "")]
+
+
+# --- a batch declaring more records than an Arrow batch holds: added a piece at a time ------------------------
+
+BIG = 50_000  # records of one Kafka batch: six Arrow batches' worth and more
+
+
+def _big_cases() -> dict[str, bytes]:
+    """Kafka batches declaring over ``ROWS_PER_BATCH`` records (the zstd ones built as tests/test_hostile_bombs.py
+    builds its record-count bombs, a few KB each): each must be cut into Arrow batches of at most that many rows."""
+    from .test_hostile_bombs import MINIMAL, _batch
+
+    headers = [RecordSpec(b"k%d" % i, b"v" * (i % 7), i, headers=((f"h{i % 3}", b"x"),)) for i in range(BIG)]
+    return {
+        "bomb": _batch(BIG, valid=False),  # every record at offset 0
+        "valid": _batch(BIG, valid=True),
+        "uncompressed": record_batch(7, headers),  # decoded in place, with keys, values and headers
+        # a record of negative length half-way: the records before it, then an error row where the rest would be
+        "damaged": _batch(BIG + 1, False, MINIMAL * (BIG // 2) + b"\x7f" + MINIMAL * (BIG // 2)),
+        "trailing": _batch(BIG, False, MINIMAL * BIG + b"\x00"),  # all records, then a records-trailing-bytes row
+    }
+
+
+@pytest.mark.parametrize("case", ["bomb", "valid", "uncompressed", "damaged", "trailing"])
+def test_a_batch_of_more_records_than_one_arrow_batch_holds_is_cut(core, tmp_path, case) -> None:
+    """Before, a Kafka batch became one Arrow batch however many records it declared: an 11 KB zstd batch of
+    18 M records one Arrow batch of 18 M rows, which Spark's JVM failed to allocate (2 GB of direct memory).
+    Now its rows come a piece at a time, natively (``RecordsBuilder.add_v2_part``) or from the Python reader, the
+    Arrow batch flushed between: never more than ``ROWS_PER_BATCH`` rows (one more for an error row), the same
+    rows in the same order, cut in the same places, both ways."""
+    from kafkatool.spark.source import ROWS_PER_BATCH
+
+    pure, fast = both(core, _segment(tmp_path, _big_cases()[case]))
+    assert pure == fast
+    _schema, rows, sizes = fast
+    assert len(sizes) > len(rows) // ROWS_PER_BATCH >= 3 and max(sizes) <= ROWS_PER_BATCH + 1, sizes
+    assert sum(sizes) == len(rows)
+    errors = [(i, r["offset"], r["error"].split(":")[0]) for i, r in enumerate(rows) if r["error"] is not None]
+    offsets = [r["offset"] for r in rows if r["error"] is None]
+    if case == "bomb":
+        assert len(rows) == BIG and not errors and set(offsets) == {0}
+        assert rows[-1]["key"] is None and rows[-1]["value"] is None and rows[-1]["headers"] == []
+    elif case == "valid":
+        assert offsets == list(range(BIG)) and not errors
+    elif case == "uncompressed":
+        assert offsets == list(range(7, 7 + BIG)) and not errors
+        i = BIG - 1
+        assert (rows[i]["key"], rows[i]["value"], rows[i]["headers"]) == (
+            b"k%d" % i, b"v" * (i % 7), [{"key": f"h{i % 3}", "value": b"x"}])
+    elif case == "damaged":
+        assert offsets == [0] * (BIG // 2) and errors == [(BIG // 2, 1, "record-invalid")], errors
+    else:
+        assert offsets == [0] * BIG and errors == [(BIG, 1, "records-trailing-bytes")], errors

@@ -2,9 +2,14 @@
 
 :func:`records_builder` gives the reader (``source._read_records``) one of two builders with the same calls:
 
-- ``add_batch(batch, raw)``: the records of a v2 batch straight into the columns, ``True``; ``False`` when
-  the reader must decode this batch itself (``records.decode_records``: legacy messages, control
-  batches, damage) and hand over what it found with
+- ``add_batch(batch, raw, room)``: the records of a v2 batch declaring at most ``room`` of them straight into
+  the columns, ``True``; ``False`` (nothing added) for any other batch, which the reader adds with
+- ``add_pieces(batch, raw, path, room)``: a generator adding the batch's rows in pieces of at most ``room()``
+  rows (``room`` is called before each piece), stopping after each so that the reader can flush: a batch
+  declaring millions of records (a few KB of zstd: a record-count bomb) never becomes one Arrow batch of
+  millions of rows. What the native core does not decode (legacy messages, control batches, damage) the
+  Python reader does (``records.record_chunks``), a bounded number of records at a time, and each error it
+  reports is a row (``add_error``) where the records it lost would have been;
 - ``add_records(records, base_offset, crc_valid)`` and ``add_error(offset, timestamp, message, base_offset,
   crc_valid)`` (the row standing for records that could not be decoded);
 - ``len(builder)``, ``builder.data_bytes()``, and ``builder.finish()``: the columns as ``pyarrow`` arrays,
@@ -22,15 +27,15 @@ source always did. ``tests/test_spark_arrow.py`` holds the two equal, value for 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from kafkatool import native
 from kafkatool.errors import DecompressionError
-from kafkatool.model import Batch, Record
-from kafkatool.records import decompress_records
+from kafkatool.model import Batch, Finding, Record
+from kafkatool.records import RECORD_CHUNK, _trailing_bytes, _v2_records, decompress_records, record_chunks
 
 # The columns the builders make, in the schema's order (``records_schema``; ``value`` only when there is one).
 COLUMNS = ("offset", "timestamp", "key", "value", "headers", "batch_base_offset", "control_type", "crc_valid",
@@ -72,8 +77,11 @@ class PureRecords:
     def data_bytes(self) -> int:
         return self.nbytes
 
-    def add_batch(self, batch: Batch, raw: bytes) -> bool:
+    def add_batch(self, batch: Batch, raw: bytes, room: int) -> bool:
         return False
+
+    def add_pieces(self, batch: Batch, raw: bytes, path: str, room: Callable[[], int]) -> Iterator[None]:
+        return _add_decoded(self, record_chunks(batch, raw, path), batch, room)
 
     def _batch(self, n: int, base_offset: int, crc_valid: bool) -> None:
         if self.bases and self.bases[-1] == base_offset and self.oks[-1] == crc_valid:
@@ -110,6 +118,46 @@ class PureRecords:
                 for c, f in zip(columns, self.fields, strict=True)]
 
 
+def _add_decoded(builder: PureRecords | NativeRecords, chunks: Iterable[list[Record] | Finding], batch: Batch,
+                 room: Callable[[], int], last: int | None = None) -> Iterator[None]:
+    """What the Python reader decoded (``record_chunks``: lists of records, then findings) in pieces of at most
+    ``room()`` rows, stopping after each; an error finding is a row after the last record (``last``: the offset
+    of the last one added before these), where the records it lost would have been."""
+    base, ok = batch.base_offset, batch.crc_valid
+    for item in chunks:
+        if isinstance(item, Finding):
+            if item.severity == "error":
+                builder.add_error(batch.base_offset if last is None else last + 1, batch.first_timestamp,
+                                  f"{item.code}: {item.message}", base, ok)
+                yield
+            continue
+        n = len(item)
+        i = 0
+        while i < n:
+            k = room()
+            builder.add_records(item if i == 0 and k >= n else item[i:i + k], base, ok)
+            i += k
+            yield
+        if n:
+            last = item[-1].offset
+
+
+def _rest(batch: Batch, data: bytes, pos: int, done: int, path: str) -> Iterator[list[Record] | Finding]:
+    """``record_chunks`` from the ``done``-th record on, at ``data[pos:]``: the pure reader takes over where the
+    native core gave up part of the way through a batch (damage, a value beyond 64 bits), with its findings."""
+    count = batch[12]
+    while done < count:
+        k = min(RECORD_CHUNK, count - done)
+        records, pos, finding = _v2_records(batch, data, pos, k, done, path)
+        yield records
+        if finding is not None:
+            yield finding
+            return
+        done += k
+    if pos != len(data):
+        yield _trailing_bytes(batch, path, len(data) - pos)
+
+
 def base64_strings(values: Sequence[bytes | None]) -> pa.Array:
     """The ``value`` column of ``values=base64``: each value's base64 text (null stays null)."""
     return pa.array([None if v is None else base64.b64encode(v).decode("ascii") for v in values], pa.string())
@@ -140,26 +188,46 @@ class NativeRecords:
         self.add_error = self._builder.add_error
         self.data_bytes = self._builder.data_bytes
         self._add_v2 = self._builder.add_v2
+        self._add_v2_part = self._builder.add_v2_part
 
     def __len__(self) -> int:
         return len(self._builder)
 
-    def add_batch(self, batch: Batch, raw: bytes) -> bool:
-        """The records of a v2 batch that is not a control batch, decompressed first if need be; ``False``
-        (nothing added) for any other batch, and for any batch whose records section is damaged."""
+    def add_batch(self, batch: Batch, raw: bytes, room: int) -> bool:
+        """The records of a v2 batch that is not a control batch and declares at most ``room`` records,
+        decompressed first if need be; ``False`` (nothing added) for any other batch, and for any batch whose
+        records section is damaged."""
         attributes = batch[7]
-        if batch[4] < 2 or attributes & 0x20:  # legacy messages, control batches: the reader's
+        if batch[4] < 2 or attributes & 0x20 or batch[12] > room:  # legacy, control, big: add_pieces
             return False
-        if attributes & 7:
-            try:
-                data = decompress_records(batch, raw)  # the hook: whatever decompresses for decode_records
-            except DecompressionError:
-                return False  # decode_records words the finding
-            start = 0
-        else:
-            data, start = raw, 61  # RECORD_BATCH_OVERHEAD: decoded in place
-        return self._add_v2(data, start, batch[12], batch[1], batch[10],
-                            batch[11] if attributes & 0x08 else None, batch[6])
+        section = _section(batch, raw)
+        if section is None:
+            return False  # decode_records words the finding
+        return self._add_v2(*section, batch[12], batch[1], batch[10], batch[11] if attributes & 0x08 else None,
+                            batch[6])
+
+    def add_pieces(self, batch: Batch, raw: bytes, path: str, room: Callable[[], int]) -> Iterator[None]:
+        """A batch :meth:`add_batch` did not take: a v2 batch declaring more than ``room()`` records decoded here a
+        piece at a time (the records section held once, never all its records), the Python reader taking over
+        where the native core gives up; any other batch decoded by the Python reader."""
+        attributes, count = batch[7], batch[12]
+        section = None
+        if batch[4] == 2 and not attributes & 0x20 and count > room():
+            section = _section(batch, raw)
+        if section is None:  # legacy, control, damaged (add_batch gave up on it): the Python reader's
+            yield from _add_decoded(self, record_chunks(batch, raw, path), batch, room)
+            return
+        data, pos = section
+        log_append_time = batch[11] if attributes & 0x08 else None
+        done, last = 0, None
+        while done < count:
+            k = min(room(), count - done)
+            added = self._add_v2_part(data, pos, k, batch[1], batch[10], log_append_time, batch[6], done + k == count)
+            if added is None:
+                yield from _add_decoded(self, _rest(batch, data, pos, done, path), batch, room, last)
+                return
+            (pos, last), done = added, done + k
+            yield
 
     def finish(self) -> list[pa.Array]:
         n, offsets, timestamps, key, value, headers, bases, control, crc_valid, error = self._builder.finish()
@@ -182,6 +250,17 @@ class NativeRecords:
             _var(f["error"].type, n, error),
         ]
         return columns
+
+
+def _section(batch: Batch, raw: bytes) -> tuple[bytes, int] | None:
+    """``(data, start)``: a v2 batch's records section is ``data[start:]``, decompressed if need be (None: it
+    cannot be; the Python reader words the finding)."""
+    if not batch[7] & 7:
+        return raw, 61  # RECORD_BATCH_OVERHEAD: decoded in place
+    try:
+        return decompress_records(batch, raw), 0  # the hook: whatever decompresses for decode_records
+    except DecompressionError:
+        return None
 
 
 def _var(arrow_type: pa.DataType, n: int, parts: tuple) -> pa.Array:

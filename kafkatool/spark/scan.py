@@ -17,6 +17,7 @@ CLI's rich bars); nothing here prints.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import threading
 import time
@@ -155,6 +156,13 @@ def _reader(spark: SparkSession, level: str, paths: list[str], split_bytes: int,
     return reader.load(paths if len(paths) > 1 else paths[0])
 
 
+def _unglobbed(path: str) -> str:
+    """``path`` with Hadoop's glob characters escaped: Spark's file sources glob every path they read
+    (``DataSource.checkAndGlobPathIfNecessary``, Hadoop's ``Globber``, which unescapes a ``\\``-escaped name),
+    so an output dir named ``a[1]`` or ``{x}`` would be a pattern matching nothing (writing does not glob)."""
+    return re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
+
+
 def _summary(spark: SparkSession, out: str) -> list[Row]:
     """Per topic partition aggregates of the written batches and findings, as rows.
 
@@ -164,8 +172,8 @@ def _summary(spark: SparkSession, out: str) -> list[Row]:
     (:func:`_loaded`), not counted here.
     """
     # With the schema given: a clean input writes no findings file, and Spark cannot infer a schema from none.
-    batches = spark.read.schema(BATCHES).parquet(f"{out}/batches")
-    findings = spark.read.schema(FINDINGS).parquet(f"{out}/findings")
+    batches = spark.read.schema(BATCHES).parquet(_unglobbed(f"{out}/batches"))
+    findings = spark.read.schema(FINDINGS).parquet(_unglobbed(f"{out}/findings"))
     keys = ["topic", "partition"]
     rows = batches.unionByName(findings.select(*keys, "file", "severity", "code"), allowMissingColumns=True)
     severity = F.col("severity")

@@ -38,7 +38,8 @@ is opened (PySpark >= 4.1 with ``spark.sql.python.filterPushdown.enabled``; see 
 ``where("topic = 'orders' and partition in (0, 3)")`` reads only those partitions' segments. Spark still
 applies every filter to the rows, so the result is the same with or without pruning.
 
-Paths: files, partition dirs, log dirs, many log dirs, or globs; local paths are read directly,
+Paths: files, partition dirs, log dirs, many log dirs, or globs (a path that exists is taken literally,
+brackets and stars in its name included); local paths are read directly,
 URLs (``s3://``, ``hdfs://``, ``file://``...) through :mod:`pyarrow.fs`, the same way (every level; the
 findings level checks each segment's indexes found beside it). A URL's options travel with every file
 under it, to the executors: ``s3://bucket/logs?endpoint_override=minio:9000&scheme=http`` for an
@@ -322,7 +323,9 @@ def plan(paths: list[str], *, split_bytes: int = 0, include_leftovers: bool = Fa
         if _is_url(raw):
             out.extend(_plan_remote(raw, include_leftovers, include_snapshots))
             continue
-        matches = sorted(glob.glob(raw)) if glob.has_magic(raw) else [raw]
+        # a path that exists is itself: a dir named ``a[1]`` or ``x*`` is read, not taken for a pattern that
+        # matches nothing (or something else); only a path naming nothing is a glob
+        matches = sorted(glob.glob(raw)) if glob.has_magic(raw) and not os.path.lexists(raw) else [raw]
         if not matches:
             raise FileNotFoundError(f"kafka-log: no such file or directory: {raw}")
         for m in matches:
@@ -988,12 +991,14 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
 
 def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None = None) -> Iterator:
     """One row per record, columns built by :mod:`kafkatool.spark.arrow` (in the native core where it is in
-    use); a batch the builder does not take whole is decoded by ``decode_records``, and each error it
-    reports is a row of its own where the records it lost would have been."""
+    use); a batch the builder does not take whole is added in pieces (``add_pieces``), and each error the
+    Python reader reports is a row of its own where the records it lost would have been. An Arrow batch holds
+    at most ``ROWS_PER_BATCH`` rows (one more where an error row ends it), whatever one Kafka batch declares,
+    and its keys and values pass ``MAX_DATA_BYTES`` by one piece's at most."""
     import pyarrow as pa
 
     from kafkatool.internal import RECORD_DECODERS, decode_record
-    from kafkatool.records import RawBatch, decode_records, scan
+    from kafkatool.records import RawBatch, scan
 
     from .arrow import MAX_DATA_BYTES, base64_strings, records_builder
 
@@ -1021,22 +1026,22 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
                 columns += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
         return pa.RecordBatch.from_arrays([*_constants(part, n), *columns], schema=arrow)
 
-    add_batch, add_records, add_error, data_bytes = (builder.add_batch, builder.add_records, builder.add_error,
-                                                     builder.data_bytes)
+    def room() -> int:  # rows the Arrow batch has room for (one at least: an error row may pass the mark)
+        return max(ROWS_PER_BATCH - len(builder), 1)
+
+    add_batch, add_pieces, data_bytes = builder.add_batch, builder.add_pieces, builder.data_bytes
     with _open(part.path) as fh:
         for item in scan(fh, name, start=part.start, end=part.end, with_raw=True):
             if item.__class__ is not RawBatch:
                 continue
             batch, raw = item
-            if not add_batch(batch, raw):
-                records, findings = decode_records(batch, raw, name)
-                add_records(records, batch.base_offset, batch.crc_valid)
-                for f in findings:
-                    if f.severity == "error":  # records lost: say so in a row where they would have been
-                        add_error(records[-1].offset + 1 if records else batch.base_offset, batch.first_timestamp,
-                                  f"{f.code}: {f.message}", batch.base_offset, batch.crc_valid)
-            if len(builder) >= ROWS_PER_BATCH or data_bytes() >= MAX_DATA_BYTES:
-                yield flush()
+            if add_batch(batch, raw, ROWS_PER_BATCH - len(builder)):  # the common case: a whole batch that fits
+                if len(builder) >= ROWS_PER_BATCH or data_bytes() >= MAX_DATA_BYTES:
+                    yield flush()
+                continue
+            for _ in add_pieces(batch, raw, name, room):  # never more than room() rows at a time, flushed between
+                if len(builder) >= ROWS_PER_BATCH or data_bytes() >= MAX_DATA_BYTES:
+                    yield flush()
         if len(builder):
             yield flush()
 

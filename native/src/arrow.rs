@@ -13,6 +13,8 @@
 //!   them): no Python object per record. When the section is damaged it adds nothing and returns
 //!   `False`, and the Python reader decodes that batch itself (`records.decode_records`) and adds
 //!   what it found through the two methods below, exactly as the pure builder does;
+//!   [`RecordsBuilder::add_v2_part`] the same for the next so many records of a section, so that a batch
+//!   declaring more records than an Arrow batch should hold is added a piece at a time, flushed between;
 //! - [`RecordsBuilder::add_records`]: `kafkatool.model.Record` tuples (legacy messages, control
 //!   batches, the records of a damaged batch decoded before the damage);
 //! - [`RecordsBuilder::add_error`]: the row that stands for records that could not be decoded.
@@ -344,6 +346,37 @@ impl RecordsBuilder {
         Ok(())
     }
 
+    /// The rows of records decoded from `buf`; `false`, and nothing added, should a field not lie inside it.
+    fn add_columns(&mut self, py: Python<'_>, buf: &[u8], cols: &records::RecordColumns, base_offset: i64,
+                   crc_valid: bool) -> PyResult<bool> {
+        let n = buf.len();
+        // decode_v2 succeeds only when every field lies inside its record: checked again, so that
+        // nothing below can fail half-way through a batch.
+        if !(cols.keys.iter().chain(&cols.values).chain(&cols.header_values).all(|s| inside(*s, n))
+            && cols.header_keys.iter().all(|s| inside(Some(*s), n)))
+        {
+            return Ok(false);
+        }
+        for (i, w) in cols.header_starts.windows(2).enumerate() {
+            let (offset, timestamp) = match (cols.offsets.get(i), cols.timestamps.get(i)) {
+                (Some(o), Some(t)) => (*o, *t),
+                _ => return Ok(false),
+            };
+            self.keys.push(get(buf, cols.keys.get(i).copied().flatten()))?;
+            self.push_value(get(buf, cols.values.get(i).copied().flatten()))?;
+            if let [from, to] = *w {
+                for h in from..to {
+                    let key = get(buf, cols.header_keys.get(h).copied()).unwrap_or_default();
+                    push_header_key(py, &mut self.header_keys, key)?;
+                    self.header_values.push(get(buf, cols.header_values.get(h).copied().flatten()))?;
+                    self.add_header()?;
+                }
+            }
+            self.end_row(offset, timestamp, base_offset, crc_valid, None, None)?;
+        }
+        Ok(true)
+    }
+
     fn add_header(&mut self) -> PyResult<()> {
         self.headers = self.headers.checked_add(1).ok_or_else(|| PyOverflowError::new_err(FULL))?;
         Ok(())
@@ -406,35 +439,34 @@ impl RecordsBuilder {
         crate::guarded(|| {
             crate::with_bytes(data, |buf| {
                 let ctx = records::BatchContext { base_offset, base_timestamp, log_append_time, count };
-                let Ok(cols) = records::decode_v2(buf, start, &ctx) else {
-                    return Ok(false);
-                };
-                let n = buf.len();
-                // decode_v2 succeeds only when every field lies inside its record: checked again, so that
-                // nothing below can fail half-way through a batch.
-                if !(cols.keys.iter().chain(&cols.values).chain(&cols.header_values).all(|s| inside(*s, n))
-                    && cols.header_keys.iter().all(|s| inside(Some(*s), n)))
-                {
-                    return Ok(false);
+                match records::decode_v2(buf, start, &ctx) {
+                    Ok(cols) => self.add_columns(py, buf, &cols, base_offset, crc_valid),
+                    Err(_) => Ok(false),
                 }
-                for (i, w) in cols.header_starts.windows(2).enumerate() {
-                    let (offset, timestamp) = match (cols.offsets.get(i), cols.timestamps.get(i)) {
-                        (Some(o), Some(t)) => (*o, *t),
-                        _ => return Ok(false),
-                    };
-                    self.keys.push(get(buf, cols.keys.get(i).copied().flatten()))?;
-                    self.push_value(get(buf, cols.values.get(i).copied().flatten()))?;
-                    if let [from, to] = *w {
-                        for h in from..to {
-                            let key = get(buf, cols.header_keys.get(h).copied()).unwrap_or_default();
-                            push_header_key(py, &mut self.header_keys, key)?;
-                            self.header_values.push(get(buf, cols.header_values.get(h).copied().flatten()))?;
-                            self.add_header()?;
-                        }
+            })
+        })
+    }
+
+    /// The next `count` records of a v2 records section from `data[start:]` on (see `records.decode_v2_part`;
+    /// with `last`, the section must end after them), as [`add_v2`](Self::add_v2) adds a whole one; where they
+    /// end and the offset of the last record added, or `None` and nothing added. A batch declaring more records than one Arrow batch should hold is
+    /// added this way a piece at a time, the reader flushing between pieces: a few KB of a record-count bomb
+    /// never become one Arrow batch of millions of rows (which Spark's JVM could not even allocate).
+    #[pyo3(signature = (data, start, count, base_offset, base_timestamp, log_append_time, crc_valid, last))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_v2_part(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>, start: usize, count: i64, base_offset: i64,
+                   base_timestamp: i64, log_append_time: Option<i64>, crc_valid: bool, last: bool)
+                   -> PyResult<Option<(usize, Option<i64>)>> {
+        crate::guarded(|| {
+            crate::with_bytes(data, |buf| {
+                let ctx = records::BatchContext { base_offset, base_timestamp, log_append_time, count };
+                match records::decode_v2_part(buf, start, &ctx, last) {
+                    Ok((cols, end)) => {
+                        let added = self.add_columns(py, buf, &cols, base_offset, crc_valid)?;
+                        Ok(added.then(|| (end, cols.offsets.last().copied())))
                     }
-                    self.end_row(offset, timestamp, base_offset, crc_valid, None, None)?;
+                    Err(_) => Ok(None),
                 }
-                Ok(true)
             })
         })
     }
