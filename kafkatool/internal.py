@@ -24,8 +24,8 @@ from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, file_size, open_regular, read_regular
 from .formats import internal_topics as it
 from .logwriter import _java_string_hash
-from .model import Batch, Finding, Record, Trailing
-from .records import RawBatch, decode_records, scan
+from .model import Batch, CappedFindings, Finding, Record, Trailing
+from .records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
 from .walk import partition_dirs, partition_dirs_and_findings
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -111,6 +111,15 @@ def _records(path: Path, display: str, progress: Callable[[int], None] | None = 
             if isinstance(item, RawBatch):
                 if not item.batch.crc_valid:
                     continue  # its crc-mismatch finding follows
+                if item.batch[12] > RECORD_CHUNK:  # more records than any coordinator writes in a batch (a bomb):
+                    # a chunk at a time, its findings after them, memory bounded by bytes (records.record_chunks)
+                    for chunk in record_chunks(item.batch, item.raw, display):
+                        if isinstance(chunk, Finding):
+                            yield chunk
+                        else:
+                            for r in chunk:
+                                yield item.batch, r
+                    continue
                 recs, findings = decode_records(item.batch, item.raw, display)
                 yield from findings
                 for r in recs:
@@ -319,7 +328,7 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
     offsets: dict[OffsetKey, CommittedOffset] = {}
     groups: dict[str, GroupState] = {}
     pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
-    findings: list[Finding] = []
+    findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
     for display, batch, rec in _partition_records(files, findings, progress):
         if rec.control_type is not None:
             writes = pending.pop(batch.producer_id, [])
@@ -364,6 +373,7 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
         yield g
     yield from sorted(offsets.values(), key=lambda c: (c.group, c.topic, c.partition))
     yield from findings
+    yield from findings.summary()
 
 
 def _put(offsets: dict[OffsetKey, CommittedOffset], key: OffsetKey, value: CommittedOffset | None) -> None:
@@ -540,7 +550,7 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
     """Replay one ``__transaction_state-N`` partition: the latest value per transactional id (null deletes).
     ``progress`` is told the bytes of the segments as they are read."""
     latest: dict[str, TransactionLogEntry] = {}
-    findings: list[Finding] = []
+    findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
     for display, batch, rec in _partition_records(files, findings, progress):
         if rec.control_type is not None:
             continue
@@ -561,6 +571,7 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
                                     f"record at offset {rec.offset}: {exc}"))
     yield from sorted(latest.values(), key=lambda e: e.transactional_id)
     yield from findings
+    yield from findings.summary()
 
 
 def transaction_states(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None

@@ -7,6 +7,7 @@ Every value has ``as_dict()`` returning exactly the JSON-lines shape of the corp
 from __future__ import annotations
 
 import base64
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
@@ -49,6 +50,34 @@ class Finding(NamedTuple):
             "position": self.position,
             "message": self.message,
         }
+
+
+class CappedFindings(list[Finding]):
+    """Findings met while reading, at most ``cap`` kept per file and code, the rest only counted: a hostile file that
+    repeats one fault millions of times (a batch of 18 M keyless records) costs the memory of ``cap`` of them, as
+    ``verify --max-findings`` does. :meth:`summary` gives one counting finding per file and code cut."""
+
+    def __init__(self, cap: int = 100) -> None:
+        super().__init__()
+        self.cap = cap
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.first_cut: dict[tuple[str, str], Finding] = {}
+
+    def append(self, f: Finding) -> None:
+        key = (f.path, f.code)
+        n = self.counts[key] = self.counts[key] + 1
+        if n <= self.cap:
+            super().append(f)
+        elif n == self.cap + 1:
+            self.first_cut[key] = f
+
+    def extend(self, items: Iterable[Finding]) -> None:
+        for f in items:
+            self.append(f)
+
+    def summary(self) -> list[Finding]:
+        return [Finding(f.severity, code, path, f.position, f"... and {self.counts[(path, code)] - self.cap} more "
+                        f"{code} findings in this file, from here on") for (path, code), f in self.first_cut.items()]
 
 
 class Trailing(NamedTuple):

@@ -311,3 +311,15 @@ def test_delivery_over_a_record_count_bomb_is_bounded(tmp_path, isolation: str) 
     code, peak, out = _peak(["delivery", "-s", str(sink), "--isolation", isolation, "-f", "jsonl", str(bomb)], {})
     assert code == 1 and '"verdict": "at-most-once"' in out, out[-500:]
     assert peak < LIMIT_MB, f"delivery peaked at {peak} MB"
+
+
+def test_offsets_over_a_record_count_bomb_in_consumer_offsets_is_bounded(tmp_path) -> None:
+    """A ``__consumer_offsets`` batch of 1.5 M keyless records: the replay reads it a chunk at a time and keeps 100
+    of its 1.5 M ``offsets-null-key`` findings, counting the rest in one (it held every record and every finding:
+    ~500 MB here, 1 GB at 3 M)."""
+    with LogDirWriter(tmp_path, cluster_id="bomb", node_id=1) as w:
+        w.partition("__consumer_offsets", 0, bytes(range(1, 17))).append(_batch(1_500_000, valid=False))
+    code, peak, out = _peak(["offsets", "-f", "jsonl", str(tmp_path)], {})
+    assert code == 1
+    assert "and 1499900 more offsets-null-key findings in this file" in out  # (out: the last 4,000 bytes)
+    assert peak < LIMIT_MB, f"offsets peaked at {peak} MB"
