@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .replicas import EpochCache, Replica
+from .epochs import EpochCache
+from .replicas import Replica
+from .truncation import epoch_rule
 
 
 @dataclass
@@ -110,8 +112,6 @@ def _ranges(replica: Replica, lo: int, hi: int) -> list[OffsetRange]:
 def unclean_election(candidate: Replica, others: list[Replica], in_isr: list[bool], high_watermark: int,
                      candidate_in_isr: bool) -> UncleanElection:
     """Elect ``candidate`` (``others``: every other replica, ``in_isr`` theirs) and let the others follow it."""
-    from .truncation import epoch_rule
-
     caches = [r.epoch_cache() for r in (candidate, *others)]
     new_epoch = 1 + max((c.latest[0] for c in caches if c.latest is not None), default=-1)
     leader_cache: EpochCache = caches[0].copy()

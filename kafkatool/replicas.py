@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .epochs import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET  # re-exported (truncation)
-from .epochs import EpochCache as EpochCache  # re-exported: LeaderEpochFileCache lives in kafkatool.epochs
+from .epochs import EpochCache
 from .errors import UsageError
 from .filetypes import FileKind, classify, open_regular
 from .loader import LoadedPartition, LoadedSegment, load_partition, segment_bytes
 from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
+from .verify import check_epochs
 from .walk import PartitionDir, partition_dirs_and_findings
 
 MAX_RUNS = 100                # runs of unshared batches listed per pair and direction (the rest are counted)
@@ -345,152 +345,6 @@ def compare(replicas: list[Replica], progress: Callable[[int], None] | None = No
     return list(pairs.values())
 
 
-# --- the report ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaState:
-    """One replica as the ``replicas`` command reports it."""
-
-    path: str
-    name: str
-    topic: str
-    partition: int
-    log_start_offset: int
-    log_start_checkpoint: int | None
-    first_batch_offset: int | None
-    leo: int
-    hw_checkpoint: int | None
-    high_watermark: int
-    recovery_point: int | None
-    lso: int
-    first_unstable_offset: int | None
-    open_transactions: int
-    latest_epoch: int | None
-    latest_epoch_start_offset: int | None
-    epochs: tuple[tuple[int, int], ...]
-    segments: int
-    size: int
-    batches: int
-    records: int
-    lag: int
-    in_isr: bool
-    hw_ahead_of_leo: bool
-    damaged_at: dict[str, Any] | None
-    clean_shutdown: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"type": "replica", "path": self.path, "topic": self.topic, "partition": self.partition,
-                "log_start_offset": self.log_start_offset, "leo": self.leo, "hw_checkpoint": self.hw_checkpoint,
-                "recovery_point": self.recovery_point, "lso": self.lso, "latest_epoch": self.latest_epoch,
-                "name": self.name, "latest_epoch_start_offset": self.latest_epoch_start_offset,
-                "epochs": [list(e) for e in self.epochs], "log_start_checkpoint": self.log_start_checkpoint,
-                "first_batch_offset": self.first_batch_offset, "high_watermark": self.high_watermark,
-                "first_unstable_offset": self.first_unstable_offset, "open_transactions": self.open_transactions,
-                "segments": self.segments, "size": self.size, "batches": self.batches, "records": self.records,
-                "lag": self.lag, "in_isr": self.in_isr, "hw_ahead_of_leo": self.hw_ahead_of_leo,
-                "damaged_at": self.damaged_at, "clean_shutdown": self.clean_shutdown}
-
-
-def replica_state(r: Replica, max_leo: int, in_isr: bool) -> ReplicaState:
-    cache = r.epoch_cache()
-    latest = cache.latest
-    d = r.damage
-    return ReplicaState(
-        r.path, r.name, r.dir.topic, r.dir.partition, r.log_start_offset, r.log_start_checkpoint,
-        r.first_batch_offset, r.leo, r.hw_checkpoint, r.high_watermark, r.recovery_point, r.last_stable_offset,
-        r.first_unstable_offset, len(r.open_txns), latest[0] if latest else None, latest[1] if latest else None,
-        tuple(cache.entries), len(r.segments), r.size, r.batches_read, r.records, max_leo - r.leo, in_isr,
-        r.hw_checkpoint is not None and r.hw_checkpoint > r.leo,
-        None if d is None else {"path": d.path, "position": d.position, "code": d.code}, r.clean_shutdown)
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionReplicas:
-    """The derived view of one partition's replicas: the ISR's high watermark and the pairwise divergence."""
-
-    topic: str
-    partition: int
-    replicas: tuple[str, ...]
-    isr: tuple[str, ...]
-    isr_hw: int
-    max_leo: int
-    divergence: tuple[Divergence, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"type": "partition", "topic": self.topic, "partition": self.partition, "isr_hw": self.isr_hw,
-                "divergence": [d.as_dict() for d in self.divergence], "replicas": list(self.replicas),
-                "isr": list(self.isr), "max_leo": self.max_leo}
-
-
-def _in_isr(isr: list[str] | None, part: PartitionDir, name: str) -> bool:
-    if isr is None:
-        return True
-    real = {part.path.resolve(), part.logdir_path.resolve()}
-    return any(item in (name, part.display) or Path(item).resolve() in real for item in isr)
-
-
-def inspect_replicas(
-    paths: Iterable[str | Path], *, isr: list[str] | None = None, topic: str | None = None,
-    partition: int | None = None, options: ScanOptions | None = None, unclean: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> Iterator[Any]:
-    """Per partition present in two or more of ``paths``: findings, one :class:`ReplicaState` per replica, then
-    one :class:`PartitionReplicas`, then an :class:`kafkatool.election.UncleanElection` per replica outside the
-    ISR (every replica with ``unclean``). ``isr``: the replicas in sync (names or paths; default all).
-    ``progress`` is told the bytes of the segments as the loads and the comparison read them,
-    :func:`replicas_bytes` in all (an election's look at the batches from an offset on is not counted)."""
-    from .election import unclean_election
-
-    met: list[Finding] = []
-    groups = replica_groups(paths, topic, partition, met=met)
-    if not groups:
-        raise UsageError("no partition is present in two or more of the given dirs (give one log dir per broker, "
-                         "or the partition's dir on each broker; --topic/--partition narrow)")
-    opened = [[open_replica(part, name, options, progress) for part, name in group] for group in groups]
-    members = [[_in_isr(isr, r.dir, r.name) for r in replicas] for replicas in opened]
-    if isr is not None:  # checked before anything is read or shown
-        unknown = [i for i in isr if not any(_in_isr([i], r.dir, r.name) for rs in opened for r in rs)]
-        if unknown:
-            raise UsageError(f"--isr: no replica named {', '.join(unknown)}")
-        for replicas, m in zip(opened, members, strict=True):
-            if not any(m):
-                raise UsageError(f"--isr names none of the replicas of {replicas[0].dir.topic}-"
-                                 f"{replicas[0].dir.partition}: {', '.join(r.name for r in replicas)}")
-    yield from met
-    for replicas, m in zip(opened, members, strict=True):
-        divergence = compare(replicas, progress)
-        max_leo = max(r.leo for r in replicas)
-        for r in replicas:
-            yield from r.findings
-            if r.hw_checkpoint is not None and r.hw_checkpoint > r.leo:
-                yield Finding("warning", "high-watermark-beyond-log-end", r.path, None,
-                              f"its high watermark checkpoint {r.hw_checkpoint} is beyond its log end offset {r.leo}: "
-                              "acknowledged data is missing from this replica")
-        for d in divergence:
-            if d.first_divergent_offset is not None:
-                yield Finding("warning", "replicas-diverge", d.a, None,
-                              f"{d.a_name} and {d.b_name} hold different batches from offset "
-                              f"{d.first_divergent_offset}")
-        isr_replicas = [r for r, member in zip(replicas, m, strict=True) if member]
-        for r, member in zip(replicas, m, strict=True):
-            yield replica_state(r, max_leo, member)
-        isr_hw = min(r.leo for r in isr_replicas)
-        yield PartitionReplicas(replicas[0].dir.topic, replicas[0].dir.partition, tuple(r.path for r in replicas),
-                                tuple(r.name for r in isr_replicas), isr_hw, max_leo, tuple(divergence))
-        for k, (r, member) in enumerate(zip(replicas, m, strict=True)):
-            if unclean or not member:
-                rest = [i for i in range(len(replicas)) if i != k]
-                yield unclean_election(r, [replicas[i] for i in rest], [m[i] for i in rest], isr_hw, member)
-
-
-def replicas_bytes(paths: Iterable[str | Path], *, topic: str | None = None, partition: int | None = None) -> int:
-    """What :func:`inspect_replicas` tells its ``progress`` in all (a progress bar's total): the segments of every
-    replica it compares twice, read by its load and by the comparison."""
-    return sum(2 * segment_bytes(part.files) for group in replica_groups(paths, topic, partition)
-               for part, _name in group)
-
-
 # --- leader-epoch history ----------------------------------------------------------------------------------
 
 
@@ -568,8 +422,6 @@ def epoch_history(paths: Iterable[str | Path], *, topic: str | None = None, part
     """Per partition dir under ``paths``: findings (``verify``'s epoch checks and any damage), one
     :class:`EpochRow` per epoch, then the :class:`EpochHistory`. ``progress`` is told the bytes of the segments as
     the loads read them, :func:`epochs_bytes` in all."""
-    from .verify import check_epochs
-
     met: list[Finding] = []
     groups = replica_groups(paths, topic, partition, minimum=1, met=met)
     if not groups:

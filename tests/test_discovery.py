@@ -20,7 +20,7 @@ import pytest
 from kafkatool.errors import UsageError
 from kafkatool.internal import consumer_offsets
 from kafkatool.model import Finding
-from kafkatool.replicas import ReplicaState, inspect_replicas
+from kafkatool.partition import ReplicaState, inspect_replicas
 from kafkatool.verify import PartitionSummary, verify_paths
 from kafkatool.walk import FoundFile, LogDir, PartitionDir, discover, expand, partition_dirs
 

@@ -19,7 +19,7 @@ import pytest
 from kafkatool.build import RecordSpec, record_batch
 from kafkatool.election import UncleanElection
 from kafkatool.logwriter import LogDirWriter
-from kafkatool.replicas import inspect_replicas
+from kafkatool.partition import inspect_replicas
 
 from .conftest import corpus_root
 

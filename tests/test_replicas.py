@@ -20,19 +20,13 @@ from typing import NamedTuple
 import pytest
 
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
+from kafkatool.epochs import EpochCache
 from kafkatool.formats.checkpoints import build_epoch_checkpoint
 from kafkatool.logwriter import LogDirWriter
 from kafkatool.model import Batch, Finding
+from kafkatool.partition import PartitionReplicas, ReplicaState, inspect_replicas
 from kafkatool.records import scan
-from kafkatool.replicas import (
-    EpochCache,
-    EpochHistory,
-    EpochRow,
-    PartitionReplicas,
-    ReplicaState,
-    epoch_history,
-    inspect_replicas,
-)
+from kafkatool.replicas import EpochHistory, EpochRow, epoch_history
 from kafkatool.smallfiles import (
     TimeIndexEntry,
     read_offset_checkpoint,
@@ -985,7 +979,8 @@ def test_progress_counts_every_segment_byte_replicas_truncation_and_epochs_read(
     truncation offset on: the segments before it, or all when nothing is discarded, counted as skipped), epochs
     once (the load). A pass stopped by a cut counts the rest when it skips it, so that the bar reaches the total it
     was given (``replicas_bytes``, ``truncation_bytes``, ``epochs_bytes``)."""
-    from kafkatool.replicas import epoch_history, epochs_bytes, replicas_bytes
+    from kafkatool.partition import replicas_bytes
+    from kafkatool.replicas import epoch_history, epochs_bytes
     from kafkatool.truncation import truncation_bytes
 
     crashed = crashed_copies(tmp_path)

@@ -94,7 +94,7 @@ def replicas(
     Exit 0 when the replicas agree (lagging is normal), 1 when two diverge, a log is damaged or a high
     watermark is beyond its log end, 2 usage error, 3 I/O error.
     """
-    from ..replicas import inspect_replicas, replicas_bytes
+    from ..partition import inspect_replicas, replicas_bytes
 
     out = _output(fmt)
     if isr is not None:
