@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
-from .model import Batch, FileStart, Finding, Record, RecordRun, Stretch, Trailing
-from .records import RawBatch, ScanOptions, record_chunks, scan
+from .model import Batch, FileStart, Finding, Record, Stretch, Trailing
+from .records import RawBatch, RecordRun, ScanOptions, record_chunks, scan
 from .walk import FoundFile, discover, found_files, partition_of
 
 if TYPE_CHECKING:

@@ -202,49 +202,6 @@ class Marker(NamedTuple):
     timestamp: int           # the record's
 
 
-class RecordRun(NamedTuple):
-    """Whole v2 batches in a row with their records decoded natively into columns (no Python object per
-    batch or record): what ``scan(decoded=True)`` yields for them with the native core.
-
-    ``columns`` is a ``kafkatool._native.WindowColumns`` (a piece of a reader window; see ``native/src/columns.rs``
-    for its layout and Rust API), ``lo:hi`` the batches of this run in it. Every batch of a run was decoded
-    without a finding; compressed and control batches, and any the native decoder declines, come as
-    :class:`RawBatch` instead (Python decodes them, with its findings).
-
-    Or one chunk of the records of a batch that declares more than a window decodes (``records.record_chunks`` with
-    ``lines``, for ``dump``): ``columns`` a ``kafkatool._native.RecordChunk``, ``lo:hi`` its records. The batch comes
-    before its first chunk as a :class:`Batch` (its line written once), so such a run has records and no batch.
-    """
-
-    columns: Any
-    lo: int
-    hi: int
-
-    def batches(self) -> Iterator[Batch]:
-        """The run's batches as :class:`Batch` tuples, exactly as ``scan()`` makes them (a chunk: none)."""
-        if self.columns.__class__.__name__ == "RecordChunk":
-            return iter(())
-        return column_batches(self.columns, self.lo, self.hi)
-
-    def items(self) -> Iterator[Batch | Record]:
-        """Each batch followed by its records, as the per-record path (``decode_records``) gives them (a chunk: its
-        records, as ``record_chunks`` gives them without ``lines``)."""
-        from .records import _columns_to_records, decode_records
-
-        if self.columns.__class__.__name__ == "RecordChunk":
-            yield from _columns_to_records(self.columns.columns())[self.lo:self.hi]
-            return
-        raw = self.columns.raw
-        for i, batch in enumerate(self.batches(), self.lo):
-            yield batch
-            yield from decode_records(batch, raw(i), "")[0]
-
-    def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object]) -> None:
-        """The lines ``dump`` prints for the run (``fmt`` text or jsonl), given to ``write`` as UTF-8 bytes in pieces
-        of whole lines; see ``WindowColumns.render`` (and ``RecordChunk.render``: a chunk's record lines alone)."""
-        self.columns.render(self.lo, self.hi, fmt, values, fallback, write)
-
-
 class Stretch(NamedTuple):
     """Batches ``lo:hi`` of a window's columns (``kafkatool._native.WindowColumns``) of which each *follows* the
     batch before it, the first one following the batch yielded just before the stretch: its CRC matches, its base

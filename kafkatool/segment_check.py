@@ -50,13 +50,12 @@ from .model import (
     NO_MARKERS,
     Batch,
     Finding,
-    RecordRun,
     Stretch,
     Trailing,
     column_batch,
     pushback,
 )
-from .records import RawBatch, ScanOptions, record_chunks, scan, stretch_bounds
+from .records import RawBatch, RecordRun, ScanOptions, record_chunks, scan, stretch_bounds
 
 if TYPE_CHECKING:  # the index readers are imported where indexes are read: a segment checked alone needs none
     from .smallfiles import AbortedTxn

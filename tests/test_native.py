@@ -533,7 +533,7 @@ def dumped_batches(path: Path, options: ScanOptions, fmt: str) -> str:
 def deep_misses(data: bytes, options: ScanOptions) -> list[int]:
     """Positions of batches inside RecordRuns where ``verify --deep``'s Python check
     (``segment_check._deep_check``) finds something the columns did not flag as suspect."""
-    from kafkatool.model import RecordRun
+    from kafkatool.records import RecordRun
     from kafkatool.segment_check import _deep_check, _Sink
 
     misses = []
@@ -638,7 +638,7 @@ def test_columns_render_in_pieces_of_whole_lines(core, monkeypatch) -> None:
     per-record path prints, in every format and --values mode."""
     from kafkatool import records as reader
     from kafkatool.cli.output import _RENDER_FALLBACK
-    from kafkatool.model import RecordRun
+    from kafkatool.records import RecordRun
 
     ts = 1_700_000_000_123
     odd = [b"it's", "zoë ☃ 𝄞".encode(), b"\xff\xfe bad \xc3", b"tab\there\n\x7f\x00", b"x" * 3000, b""]
@@ -696,8 +696,8 @@ def test_a_big_batch_renders_natively_a_chunk_at_a_time(core, tmp_path: Path) ->
     once at its offset across the chunk boundaries, and a chunk's items are the per-record path's records."""
     from kafkatool.cli.output import Output
     from kafkatool.dump import DumpOptions, dump_paths
-    from kafkatool.model import Batch, RecordRun
-    from kafkatool.records import RECORD_CHUNK
+    from kafkatool.model import Batch
+    from kafkatool.records import RECORD_CHUNK, RecordRun
 
     n = RECORD_CHUNK + 3  # a boundary, a last chunk of 3 (the decompressed section); then one of raw bytes
     seg = tmp_path / f"{0:020d}.log"
@@ -735,7 +735,7 @@ def test_columns_decoded_in_pieces_of_any_size(core, monkeypatch) -> None:
     seeds (compressed, control and legacy batches among them), the rendering seeds and their mutations print the
     same lines, with the same findings, as the per-record path."""
     from kafkatool import records as reader
-    from kafkatool.model import RecordRun
+    from kafkatool.records import RecordRun
 
     seed_list = seeds() + render_seeds()
     cases = [(seed, RENDER_MODES[i % len(RENDER_MODES)]) for i, seed in enumerate(seed_list)]

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import Any
 
-from ..model import RecordRun, Stretch, render_bytes
+from ..model import Stretch, render_bytes
+from ..records import RecordRun
 
 FORMATS = ("text", "jsonl")
 DUMP_FORMATS = (*FORMATS, "dump-log")  # dump only: kafka-dump-log's own text
