@@ -23,8 +23,9 @@ def python_modules() -> set[str]:
 def test_every_python_module_is_named() -> None:
     named = set(re.findall(r"`((?:kafkatool|formats)/[\w/]+\.py)`", TEXT))
     assert len(python_modules()) > 50
-    assert sorted(python_modules() - named) == [], "modules ARCHITECTURE.md does not name"
-    assert sorted(named - python_modules()) == [], "modules ARCHITECTURE.md names that do not exist"
+    unnamed, gone = sorted(python_modules() - named), sorted(named - python_modules())
+    assert not unnamed, f"modules ARCHITECTURE.md does not name: {unnamed}"
+    assert not gone, f"modules ARCHITECTURE.md names that do not exist: {gone}"
 
 
 def test_every_native_module_is_named() -> None:
