@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .filetypes import FileKind, classify, open_regular, read_regular
-from .logwriter import segment_file
+from .logfiles import segment_file
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
 from .smallfiles import offset_index_sanity, read_offset_index

@@ -6,8 +6,8 @@ it (``storage/.../internals/log/LogLoader.java``, ``load``), in the broker's ord
 1. **Leftovers** (``removeTempFilesAndCollectSwapFiles``, then the swap passes of ``load``): ``.deleted`` and
    ``.cleaned`` files are ignored, and so is every ``.swap`` at or above the smallest ``.cleaned`` base offset
    (KAFKA-6264); the remaining ``.swap`` logs replace the segments whose base offsets lie in their offset range
-   (every file with an offset there goes: indexes and producer snapshots too). :func:`leftovers` is that step,
-   also as the file operations ``repair`` performs.
+   (every file with an offset there goes: indexes and producer snapshots too).
+   :func:`kafkatool.logfiles.leftover_passes` is that step, also as the file operations ``repair`` performs.
 2. **Load-phase recovery** (``loadSegmentFiles`` -> ``recoverSegment``): a segment whose offset index is missing
    or fails ``LogSegment.sanityCheck`` is recovered on its own, before and independently of step 3: its invalid
    tail is cut, later segments stay.
@@ -67,8 +67,9 @@ from typing import Any
 
 from .epochs import EpochCache
 from .errors import InputIOError
-from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size, open_regular
+from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, file_size, open_regular
 from .logdir import LogDir
+from .logfiles import Leftovers, leftover_passes, sort_files
 from .logwriter import ProducerState, java_hashmap_order, last_sequence
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
 from .records import ScanOptions, read_marker, scan
@@ -412,55 +413,6 @@ def segment_items(path: Path, display: str, options: ScanOptions, end: int | Non
 
 
 @dataclass
-class Leftovers:
-    """What the leftover passes of ``LogLoader`` do to a partition dir's files (step 1 of the module doc).
-
-    ``removeTempFilesAndCollectSwapFiles`` deletes ``*.deleted`` and ``*.cleaned`` files, and every ``*.swap`` file at
-    or above the smallest ``.cleaned`` base offset (KAFKA-6264); ``load``'s second pass deletes every other file whose
-    offset lies in [smallest ``.log.swap`` base offset, largest ``.log.swap`` next offset) (the segments the swap
-    replaces, their indexes and producer snapshots), then renames the ``.swap`` files into place."""
-
-    deleted: list[tuple[Path, str, str]] = field(default_factory=list)   # (path, display, why)
-    renamed: list[tuple[Path, str, Path]] = field(default_factory=list)  # (.swap path, display, destination)
-    swapped_logs: dict[int, tuple[Path, str]] = field(default_factory=dict)  # base offset -> its .log.swap
-
-
-def leftovers(listing: list[tuple[Path, str]], options: ScanOptions) -> Leftovers:
-    """The leftover passes of ``LogLoader.load`` over a partition dir's (path, display) listing; reads only the
-    ``.log.swap`` files (their next offsets)."""
-    out = Leftovers()
-    infos = [(p, d, classify(p)) for p, d in listing]
-    cleaned = [i.base_offset for _, _, i in infos if i.leftover == ".cleaned" and i.base_offset is not None]
-    min_cleaned = min(cleaned, default=None)
-    swaps: list[tuple[Path, str, Any]] = []
-    for p, d, info in infos:
-        if info.leftover == ".deleted":
-            out.deleted.append((p, d, "marked for deletion (.deleted): the broker deletes it at start-up"))
-        elif info.leftover == ".cleaned":
-            out.deleted.append((p, d, "output of an interrupted cleaner pass (.cleaned): the broker deletes it and "
-                                      "cleans again"))
-        elif info.leftover == ".swap":
-            if min_cleaned is not None and (info.base_offset or 0) >= min_cleaned:
-                out.deleted.append((p, d, f"swap file at or above the interrupted cleaning at {min_cleaned} "
-                                          "(KAFKA-6264): the broker deletes it"))
-            else:
-                swaps.append((p, d, info))
-    logs = {i.base_offset or 0: (p, d) for p, d, i in swaps if i.kind is FileKind.LOG}
-    if logs:
-        lo = min(logs)
-        hi = max(_next_offset(p, d, base, options) for base, (p, d) in logs.items())
-        for p, d, info in infos:
-            if (info.leftover is None and info.base_offset is not None and lo <= info.base_offset < hi
-                    and info.kind is not FileKind.KRAFT_SNAPSHOT):
-                out.deleted.append((p, d, f"replaced by the interrupted swap of offsets {lo}..{hi - 1}: the broker "
-                                          "deletes it before renaming the .swap files"))
-        out.swapped_logs = logs
-    for p, d, _info in swaps:
-        out.renamed.append((p, d, p.with_name(p.name[: -len(".swap")])))
-    return out
-
-
-@dataclass
 class _Files:
     segments: dict[int, LoadedSegment] = field(default_factory=dict)
     indexes: dict[tuple[int, str], Path] = field(default_factory=dict)
@@ -477,10 +429,10 @@ def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None)
 
 def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files:
     """The files as the broker sees them after the leftover passes of ``LogLoader.load`` (step 1)."""
-    out = _Files(leftovers=leftovers(listing, options))
+    files = sort_files(listing)
+    out = _Files(leftovers=leftover_passes(files, lambda p, d, base: _next_offset(p, d, base, options)))
     gone = {p for p, _, _ in out.leftovers.deleted}
-    for p, d in listing:
-        info = classify(p)
+    for p, d, info in files.files:
         if info.base_offset is None and info.kind is not FileKind.EPOCH_CHECKPOINT:
             continue
         if info.leftover is not None or p in gone:
@@ -490,15 +442,12 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
                                        f"{info.base_offset}, above 2^63-1: the broker cannot parse the name "
                                        "(LogFileUtils.offsetFromFileName, Long.parseLong) and fails to load the "
                                        "partition; left out here"))
-            continue
-        if info.kind is FileKind.LOG:
-            out.segments[info.base_offset] = LoadedSegment(info.base_offset, p, d, file_size(p))  # type: ignore[arg-type]
-        elif info.kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
-            out.indexes[(info.base_offset, info.kind.value)] = p  # type: ignore[index]
-        elif info.kind is FileKind.PRODUCER_SNAPSHOT:
-            out.snapshots[info.base_offset] = p
-        elif info.kind is FileKind.EPOCH_CHECKPOINT:
-            out.epoch_checkpoint = p
+    live = {p for p, _, i in files.files if p not in gone and (i.base_offset or 0) <= INT64_MAX}
+    out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if p in live}
+    out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if p in live}
+    out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if p in live}
+    if files.epoch_checkpoint is not None:
+        out.epoch_checkpoint = files.epoch_checkpoint[0]
     for base, (p, d) in out.leftovers.swapped_logs.items():
         out.segments[base] = LoadedSegment(base, p, d, file_size(p))
         out.swapped.add(base)
@@ -1006,6 +955,6 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
     return [(e.epoch, e.start_offset) for e in items if isinstance(e, EpochEntry)]
 
 
-__all__ = ["COMPACTED_TOPICS", "Leftovers", "LoadedPartition", "LoadedSegment", "PartitionLoad", "ProducerReplay",
-           "Rebuild", "RecoveryCut", "latest_snapshot", "leftovers", "load_problem", "load_partition",
+__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "PartitionLoad", "ProducerReplay",
+           "Rebuild", "RecoveryCut", "latest_snapshot", "load_problem", "load_partition",
            "log_start_offset", "read_logdir", "segment_bytes", "segment_files", "segment_items"]

@@ -64,6 +64,7 @@ from .formats import checkpoints, metadata_files
 from .formats import index as index_format
 from .formats import producer_snapshot as snapshot_format
 from .formats import txnindex as txn_format
+from .logfiles import segment_file
 from .model import Batch
 from .records import RawBatch, decode_records, scan
 from .segment_indexes import IndexAppendError, SegmentIndexes
@@ -88,11 +89,6 @@ class Appended(NamedTuple):
     last_offset: int
     segment_base_offset: int
     position: int         # byte position in the segment's .log
-
-
-def segment_file(dir: Path, base_offset: int, suffix: str) -> Path:
-    """``<dir>/<base offset, 20 digits>.<suffix>`` (``LogFileUtils``)."""
-    return dir / f"{base_offset:020d}.{suffix}"
 
 
 # --- in-memory state ----------------------------------------------------------------------------------

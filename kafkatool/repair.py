@@ -69,7 +69,8 @@ from .filetypes import FileKind, open_regular, read_regular
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
-from .logwriter import segment_file, snapshot_bytes, txn_index_bytes
+from .logfiles import offset_from_file_name, segment_file, without_swap
+from .logwriter import snapshot_bytes, txn_index_bytes
 from .model import Finding
 from .records import ScanOptions, scan
 from .safewrite import ApplyRefused, FileOp, check_ops
@@ -218,8 +219,7 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
                                               display))
     for action in result.actions:  # never a file named past 2^63-1 (the loader reports no such offset: a bug)
         op = action.op
-        if op is not None and op.kind == "write" and (stem := op.path.name.split(".")[0]).isdigit() \
-                and int(stem) > INT64_MAX:
+        if op is not None and op.kind == "write" and (offset_from_file_name(op.path.name) or 0) > INT64_MAX:
             raise PlanError(f"{action.path}: refusing to name a file with an offset above 2^63-1")
     # What the apply would refuse (a FIFO or a link where a file is written, truncated or deleted): refused in the
     # plan too, so the dry run and the apply tell the same story.
@@ -237,7 +237,7 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
 
 
 def _leftover_actions(loaded: LoadedPartition, display: str) -> list[Action]:
-    """(a) :class:`kafkatool.loader.Leftovers` as actions: deletions, then the renames completing a swap."""
+    """(a) :class:`kafkatool.logfiles.Leftovers` as actions: deletions, then the renames completing a swap."""
     left = loaded.leftovers
     if left is None:
         return []
@@ -246,11 +246,6 @@ def _leftover_actions(loaded: LoadedPartition, display: str) -> list[Action]:
                        FileOp("rename", p, dest=dest), {"to": os.path.join(display, dest.name)})
                 for p, d, dest in left.renamed]
     return actions
-
-
-def _final(path: Path) -> Path:
-    """Where a segment's bytes end up once the swap renames are done."""
-    return path.with_name(path.name[: -len(".swap")]) if path.name.endswith(".swap") else path
 
 
 def _segment_actions(loaded: LoadedPartition, result: PartitionRepair, indexes_only: dict[int, str],
@@ -269,7 +264,7 @@ def _segment_actions(loaded: LoadedPartition, result: PartitionRepair, indexes_o
                    if ending is not None else f"the log end offset is below the log start checkpoint {leo}: the "
                    "broker deletes every segment")
             for ext in ("log", "index", "timeindex", "txnindex"):
-                path = _final(seg.path) if ext == "log" else loaded.index_files.get((base, ext))
+                path = without_swap(seg.path) if ext == "log" else loaded.index_files.get((base, ext))
                 if path is not None:
                     result.actions.append(Action(os.path.join(display, path.name), "delete", why,
                                                  FileOp("delete", path)))
@@ -285,9 +280,9 @@ def _segment_actions(loaded: LoadedPartition, result: PartitionRepair, indexes_o
                 ends = ("the broker truncates the segment there" if cut.ends_log else
                         "the broker truncates the segment there and keeps the later segments")
                 result.actions.append(Action(
-                    os.path.join(display, _final(seg.path).name), "truncate",
+                    os.path.join(display, without_swap(seg.path).name), "truncate",
                     f"{why}: the first invalid batch is at byte {cut.position} ({cut.finding.code}: "
-                    f"{cut.finding.message}); {ends}", FileOp("truncate", _final(seg.path), size=seg.valid_bytes),
+                    f"{cut.finding.message}); {ends}", FileOp("truncate", without_swap(seg.path), size=seg.valid_bytes),
                     {"size_before": seg.size, "size_after": seg.valid_bytes, "bad_position": cut.position}))
         elif base in indexes_only:
             why, indexes, txns = indexes_only[base], _indexes_of(seg, options), None

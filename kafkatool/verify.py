@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
+from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
 from .walk import FoundFile, LogDir, PartitionDir, discover
@@ -270,51 +270,20 @@ def _verify_file(path: Path, display: str, options: VerifyOptions, runner: _Runn
 # --- a partition ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Files:
-    """A partition dir's files by role: segments by base offset, snapshots, checkpoints, the rest."""
-
-    logs: dict[int, tuple[Path, str]] = field(default_factory=dict)
-    by_kind: dict[tuple[int, FileKind], str] = field(default_factory=dict)
-    snapshots: dict[int, tuple[Path, str]] = field(default_factory=dict)
-    epoch_checkpoint: tuple[Path, str] | None = None
-    partition_metadata: tuple[Path, str] | None = None
-    others: list[tuple[Path, str, FileKind]] = field(default_factory=list)   # KRaft snapshots, quorum-state
-    leftovers: list[tuple[Path, str, str]] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-
-
-def _sort_files(part: _Partition) -> tuple[_Files, list[Finding]]:
-    out, findings = _Files(), list(part.findings)
-    for path, display in part.files:
-        info = classify(path)
-        if info.leftover is not None:
-            out.leftovers.append((path, display, info.leftover))
-        elif info.kind is FileKind.LOG:
-            out.logs[info.base_offset] = (path, display)
-        elif info.kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
-            out.by_kind[(info.base_offset, info.kind)] = display
-        elif info.kind is FileKind.PRODUCER_SNAPSHOT:
-            out.snapshots[info.base_offset] = (path, display)
-        elif info.kind is FileKind.EPOCH_CHECKPOINT:
-            out.epoch_checkpoint = (path, display)
-        elif info.kind is FileKind.PARTITION_METADATA:
-            out.partition_metadata = (path, display)
-        elif info.kind in (FileKind.KRAFT_SNAPSHOT, FileKind.QUORUM_STATE):
-            out.others.append((path, display, info.kind))
+def _sort_files(part: _Partition) -> tuple[PartitionFiles, list[Finding]]:
+    """The partition dir's files by role (:func:`kafkatool.logfiles.sort_files`), and what discovery met in it with
+    a word on each file the broker does not write there."""
+    out, findings = sort_files(part.files), list(part.findings)
+    for path, display in out.unknown:
+        if interrupted := _interrupted_apply(path, display):
+            findings.append(interrupted)
+        elif misnamed(path.name):
+            findings.append(Finding("error", "segment-name-invalid", display, None,
+                                    f"{path.name}: segment files are named by a 20-digit base offset; "
+                                    "the broker ignores this file"))
         else:
-            out.unknown.append(display)
-            name = path.name
-            segmentish = re.match(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$", name)
-            if interrupted := _interrupted_apply(path, display):
-                findings.append(interrupted)
-            elif segmentish:
-                findings.append(Finding("error", "segment-name-invalid", display, None,
-                                        f"{name}: segment files are named by a 20-digit base offset; "
-                                        "the broker ignores this file"))
-            else:
-                findings.append(Finding("info", "unknown-file", display, None,
-                                        "not a file the broker writes in a partition dir; ignored by it"))
+            findings.append(Finding("info", "unknown-file", display, None,
+                                    "not a file the broker writes in a partition dir; ignored by it"))
     return out, findings
 
 
@@ -330,13 +299,13 @@ def _interrupted_apply(path: Path, display: str) -> Finding | None:
 
 
 _LEFTOVER_MEANING = {
-    ".deleted": ("info", "a segment file scheduled for deletion (retention, truncation, compaction); "
+    DELETED: ("info", "a segment file scheduled for deletion (retention, truncation, compaction); "
                          "the broker deletes it at start-up"),
-    ".cleaned": ("warning", "output of an interrupted log-cleaner pass; the broker deletes it at start-up "
+    CLEANED: ("warning", "output of an interrupted log-cleaner pass; the broker deletes it at start-up "
                             "and cleans again"),
-    ".swap": ("warning", "an interrupted segment replacement (cleaner or split); the broker completes it at "
+    SWAP: ("warning", "an interrupted segment replacement (cleaner or split); the broker completes it at "
                          "start-up by renaming this file over the segment, so its contents become the log"),
-    ".tmp": ("info", "a temporary file from an interrupted write; the broker ignores or deletes it"),
+    TMP: ("info", "a temporary file from an interrupted write; the broker ignores or deletes it"),
 }
 
 
@@ -370,11 +339,11 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
 
     # Leftover files: what the broker will do with them; a .swap log is what the segment will become.
     swap_tasks = []
-    for path, display, suffix in files.leftovers:
+    for path, display, info in files.leftovers:
+        suffix = info.leftover or ""
         severity, meaning = _LEFTOVER_MEANING[suffix]
         yield emit(Finding(severity, f"leftover{suffix.replace('.', '-')}", display, None, meaning))  # type: ignore[arg-type]
-        info = classify(path)
-        if suffix == ".swap" and info.kind is FileKind.LOG:
+        if suffix == SWAP and info.kind is FileKind.LOG:
             swap_tasks.append(SegmentTask(info.base_offset or 0, display, standalone=True))
         else:
             runner.skipped([path])  # named, not read
@@ -383,15 +352,14 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
             yield emit(f)
 
     # Segments.
-    bases = sorted(files.logs)
+    bases = sorted(files.segments)
     tasks = []
     for i, base in enumerate(bases):
-        _path, display = files.logs[base]
-        tasks.append(SegmentTask(base, display, files.by_kind.get((base, FileKind.INDEX)),
-                                 files.by_kind.get((base, FileKind.TIME_INDEX)),
-                                 files.by_kind.get((base, FileKind.TXN_INDEX)), active=i == len(bases) - 1))
-    for (base, kind), display in sorted(files.by_kind.items()):
-        if base not in files.logs:
+        _path, display = files.segments[base]
+        index, timeindex, txnindex = (files.indexes.get((base, kind), (None, None))[1] for kind in INDEX_KINDS)
+        tasks.append(SegmentTask(base, display, index, timeindex, txnindex, active=i == len(bases) - 1))
+    for (base, kind), (_path, display) in sorted(files.indexes.items()):
+        if base not in files.segments:
             yield emit(Finding("warning", "orphan-index", display, None,
                                f"no {base:020d}.log beside this {kind.value}: the broker deletes it at start-up"))
     compacted = part.topic in COMPACTED_TOPICS or _cleaner_knows(part)
@@ -495,7 +463,7 @@ class _PartitionState:
         return self.last_segment_base
 
 
-def _snapshot_state(files: _Files, first_base: int | None) -> tuple[dict[int, int], bool]:
+def _snapshot_state(files: PartitionFiles, first_base: int | None) -> tuple[dict[int, int], bool]:
     """Open transactions when the first segment starts: the producer snapshot at its base offset if the broker can
     read it (:func:`kafkatool.loader.latest_snapshot`, ``ProducerStateManager.truncateAndReload``, bounded to that
     offset); False when that state is not known."""
@@ -631,7 +599,8 @@ def _compare_txn_index(
                       "that producer there: read_committed consumers would drop its records")
 
 
-def _check_epochs(files: _Files, state: _PartitionState, part: _Partition, compacted: bool) -> Iterator[Finding]:
+def _check_epochs(files: PartitionFiles, state: _PartitionState, part: _Partition,
+                  compacted: bool) -> Iterator[Finding]:
     return check_epochs(state.epochs, files.epoch_checkpoint, state.leo, state.first_offset, state.legacy,
                         part.display, compacted)
 
@@ -702,7 +671,7 @@ def _epoch_list(entries: list[tuple[int, int]]) -> str:
     return shown + (f", … ({len(entries)} in all)" if len(entries) > 8 else "")
 
 
-def _check_snapshots(files: _Files, state: _PartitionState) -> Iterator[Finding]:
+def _check_snapshots(files: PartitionFiles, state: _PartitionState) -> Iterator[Finding]:
     from .smallfiles import ProducerSnapshotHeader
 
     leo = state.leo
@@ -718,9 +687,9 @@ def _check_snapshots(files: _Files, state: _PartitionState) -> Iterator[Finding]
                           "deletes it when it loads the log")
 
 
-def _check_partition_metadata(files: _Files, part: _Partition) -> Iterator[Finding]:
+def _check_partition_metadata(files: PartitionFiles, part: _Partition) -> Iterator[Finding]:
     if files.partition_metadata is None:
-        if files.logs and part.logdir is not None:
+        if files.segments and part.logdir is not None:
             yield Finding("info", "partition-metadata-missing", os.path.join(part.display, "partition.metadata"),
                           None, "no partition.metadata (topic id): written by brokers since 2.8; the broker "
                           "writes it when it next leads or follows this partition")

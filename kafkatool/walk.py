@@ -21,7 +21,8 @@ typed the wrong path is told so.
 Order is the broker's: log dirs and partition dirs by name, partitions by topic then partition number; in a
 partition dir, files by name (20-digit base offsets: segments in offset order). :func:`expand` flattens the
 same discovery into files in reading order for ``dump`` and the Spark planner (each ``.log`` before its
-indexes, see :func:`kafkatool.filetypes.sort_key`).
+indexes, see :func:`kafkatool.filetypes.sort_key`); :func:`url_files` lists what is under a URL for the Spark
+planner.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, sort_key, type_name
@@ -352,6 +353,38 @@ def total_bytes(paths: list[str] | list[Path]) -> int:
     return total
 
 
-__all__ = ["NOTHING_FOUND", "PARTITION_DIR", "FoundFile", "LogDir", "PartitionDir", "Unit", "dir_files", "discover",
-           "expand", "found_files", "list_partition", "partition_dirs", "partition_dirs_and_findings", "partition_of",
-           "total_bytes"]
+# --- a URL: the same listing through a store's client ----------------------------------------------
+
+
+class UrlStore(Protocol):
+    """The store behind one URL (``s3://``, ``hdfs://``, ``file://``...), as :func:`url_files` lists it. The Spark
+    planner's is :mod:`pyarrow.fs` (pyarrow stays inside :mod:`kafkatool.spark`)."""
+
+    root: str   # the path the store gives the URL
+
+    def files_under(self, path: str) -> list[str] | None:
+        """Every file under ``path`` at any depth, ``[path]`` for a file, None when nothing is there."""
+        ...
+
+
+def url_files(url: str, store: UrlStore) -> tuple[str, list[tuple[str, str]]] | None:
+    """What is under ``url``: ``(store.root, [(name, URL) of each file, by name])``, the URL's own file alone when
+    it names a file; None when it names nothing. Each file's URL is the given one with its path extended, so what
+    the URL carries besides the path (credentials, a namenode's host:port, ``?endpoint_override=`` for an
+    S3-compatible store...) reaches whoever opens it. A store lists keys, not dirs: every file under the URL is
+    listed, at any depth (a reader sorts them by their dir, :func:`kafkatool.logfiles.sort_files`)."""
+    root = store.root
+    names = store.files_under(root)
+    if names is None:
+        return None
+    head, _, query = url.partition("?")
+    after_scheme = head.index("://") + 3
+    head = head[:after_scheme] + head[after_scheme:].rstrip("/")  # file:/// stays file://
+    query = f"?{query}" if query else ""
+    cut = len(root.rstrip("/"))
+    return root, [(name, url if name == root else head + name[cut:] + query) for name in sorted(names)]
+
+
+__all__ = ["NOTHING_FOUND", "PARTITION_DIR", "FoundFile", "LogDir", "PartitionDir", "Unit", "UrlStore", "dir_files",
+           "discover", "expand", "found_files", "list_partition", "partition_dirs", "partition_dirs_and_findings",
+           "partition_of", "total_bytes", "url_files"]

@@ -351,25 +351,29 @@ def _partitions_of(found: list[tuple], sibling: Callable[[str], str | None]) -> 
 
     ``found``: ``(name, path, directory, partition dir name, FileInfo)`` per file, in plan order: ``name``
     as listed (what siblings are derived from), ``path`` as rows show and executors open it;
-    ``sibling(name)`` is the path of a listed sibling file, else None. The active segment is each
-    directory's largest base offset.
+    ``sibling(name)`` is the path of a listed sibling file, else None. Each directory's files found are sorted
+    by role as every reader sorts them (:func:`kafkatool.logfiles.sort_files`): its segments get their indexes,
+    the active segment is the largest base offset.
     """
+    from pathlib import Path
+
     from kafkatool.filetypes import FileKind
+    from kafkatool.logfiles import sort_files
     from kafkatool.walk import partition_of
 
-    last: dict[str, int] = {}
-    for _name, _path, d, _dir_name, info in found:
-        if info.kind is FileKind.LOG and info.base_offset is not None and info.leftover is None:
-            last[d] = max(last.get(d, -1), info.base_offset)
+    listings: dict[str, list[tuple[Path, str]]] = {}
+    for name, _path, d, _dir_name, _info in found:
+        listings.setdefault(d, []).append((Path(name), name))
+    roles = {d: sort_files(listing) for d, listing in listings.items()}
     out = []
     for name, path, d, dir_name, info in found:
-        part = partition_of(dir_name)
+        files, part = roles[d], partition_of(dir_name)
         segment = info.base_offset if info.kind is FileKind.LOG else None  # a snapshot's name is its end offset
         indexes = [None, None, None]
-        if segment is not None and info.leftover is None and name.endswith(".log"):
+        if segment is not None and files.segments.get(segment, (None, None))[1] == name:
             indexes = [sibling(name[:-3] + ext) for ext in ("index", "timeindex", "txnindex")]
         out.append(SegmentPartition(path, part[0] if part else None, part[1] if part else -1, segment, 0, None,
-                                    *indexes, active=segment is not None and last.get(d) == segment))
+                                    *indexes, active=segment is not None and files.active_base == segment))
     return out
 
 
@@ -388,39 +392,20 @@ def _plan_local(path: str, include_leftovers: bool, include_snapshots: bool = Fa
 def _plan_remote(url: str, include_leftovers: bool, include_snapshots: bool = False) -> list[SegmentPartition]:
     import posixpath
 
-    from pyarrow import fs as pafs
-
     from kafkatool.filetypes import classify
+    from kafkatool.walk import url_files
 
-    filesystem, root = pafs.FileSystem.from_uri(url)
-    # Each file's URL is the given one with its path extended, so what the URL carries besides the
-    # path (credentials, a namenode's host:port, ?endpoint_override= for an S3-compatible store...)
-    # reaches the executors that open it.
-    head, _, query = url.partition("?")
-    after_scheme = head.index("://") + 3
-    head = head[:after_scheme] + head[after_scheme:].rstrip("/")  # file:/// stays file://
-    query = f"?{query}" if query else ""
-    info = filesystem.get_file_info(root)
-    if info.type == pafs.FileType.Directory:
-        infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
-        names = sorted(i.path for i in infos if i.type == pafs.FileType.File)
-    elif info.type == pafs.FileType.File:
-        names = [root]
-    else:
+    listed = url_files(url, _ArrowStore(url))
+    if listed is None:
         raise FileNotFoundError(f"kafka-log: no such file or directory: {url}")
-    cut = len(root.rstrip("/"))
-
-    def url_of(name: str) -> str:
-        return url if name == root else head + name[cut:] + query
-
+    root, files = listed
     found = []
-    for name in names:
+    for name, file_url in files:
         ci = classify(name, by_extension=name == root)
         if _wanted(ci.kind, name == root, ci.leftover, include_leftovers, include_snapshots):
             d = posixpath.dirname(name)
-            found.append((name, url_of(name), d, posixpath.basename(d), ci))
-    listed = set(names)
-    return _partitions_of(found, lambda sib: url_of(sib) if sib in listed else None)
+            found.append((name, file_url, d, posixpath.basename(d), ci))
+    return _partitions_of(found, dict(files).get)
 
 
 _INDEX_ENTRY = struct.Struct(">ii")
@@ -829,6 +814,24 @@ def filesystem_of(url: str) -> tuple:
     filesystem, inner = pafs.FileSystem.from_uri(url)
     _STORES[key] = (filesystem, inner[:len(inner) - len(path)]) if inner.endswith(path) else None
     return filesystem, inner
+
+
+class _ArrowStore:
+    """:class:`kafkatool.walk.UrlStore` through :mod:`pyarrow.fs`, for one URL."""
+
+    def __init__(self, url: str) -> None:
+        from pyarrow import fs as pafs
+
+        self.filesystem, self.root = pafs.FileSystem.from_uri(url)
+
+    def files_under(self, path: str) -> list[str] | None:
+        from pyarrow import fs as pafs
+
+        info = self.filesystem.get_file_info(path)
+        if info.type == pafs.FileType.Directory:
+            infos = self.filesystem.get_file_info(pafs.FileSelector(path, recursive=True))
+            return [i.path for i in infos if i.type == pafs.FileType.File]
+        return [path] if info.type == pafs.FileType.File else None
 
 
 def _arrow_schema(schema: StructType):
