@@ -68,8 +68,9 @@ from typing import Any
 from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size, open_regular
+from .javacompat import java_hashmap_order
 from .logdir import LogDir
-from .logwriter import ProducerState, java_hashmap_order, last_sequence
+from .logwriter import ProducerState, last_sequence
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
 from .records import ScanOptions, read_marker, scan
 from .segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes, last_offset_limit, offset_misfit
