@@ -66,14 +66,14 @@ from pathlib import Path
 from typing import Any
 
 from .epochs import EpochCache
-from .errors import InputIOError
+from .errors import IndexAppendError, InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, classify, file_size, open_regular
 from .javacompat import java_hashmap_order
 from .logdir import LogDir
 from .logwriter import ProducerState, last_sequence
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
 from .records import ScanOptions, read_marker, scan
-from .segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes, last_offset_limit, offset_misfit
+from .segment_indexes import INT64_MAX, SegmentIndexes, last_offset_limit, offset_misfit
 from .smallfiles import (
     AbortedTxn,
     EpochEntry,

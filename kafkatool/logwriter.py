@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from .epochs import EpochCache
-from .errors import KafkaToolError
+from .errors import AppendError, IndexAppendError
 from .formats import checkpoints, metadata_files
 from .formats import index as index_format
 from .formats import producer_snapshot as snapshot_format
@@ -65,7 +65,7 @@ from .formats import txnindex as txn_format
 from .javacompat import java_date, java_hashmap_order, java_properties_order
 from .model import Batch
 from .records import RawBatch, decode_records, scan
-from .segment_indexes import IndexAppendError, SegmentIndexes
+from .segment_indexes import SegmentIndexes
 from .smallfiles import AbortedTxn, IndexEntry, ProducerEntry, TimeIndexEntry
 
 DEFAULT_SEGMENT_BYTES = 1 << 30          # segment.bytes
@@ -74,10 +74,6 @@ DEFAULT_SEGMENT_INDEX_BYTES = 10 << 20   # segment.index.bytes
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000  # segment.ms
 _INT32_MAX = (1 << 31) - 1
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (once per append)
-
-
-class AppendError(KafkaToolError):
-    """An append Kafka would refuse (bad framing or CRC, offsets going back, invalid transaction state...)."""
 
 
 class Appended(NamedTuple):

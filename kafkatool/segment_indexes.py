@@ -26,7 +26,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import KafkaToolError
+from .errors import IndexAppendError
 from .formats import index as index_format
 from .model import Batch, Stretch, placed
 
@@ -55,15 +55,6 @@ def offset_misfit(base_offset: int, last_offset: int) -> str | None:
         return (f"its last offset {last_offset} is more than 2^31-1 above the segment base offset {base_offset}: "
                 "the indexes cannot address it (LogSegment.ensureOffsetInRange)")
     return None
-
-
-class IndexAppendError(KafkaToolError):
-    """An entry Kafka's index would refuse (``InvalidOffsetException``, ``IllegalStateException``): offsets or
-    timestamps going back. ``position``: the byte of the batch whose entry it is (None: the closing time entry)."""
-
-    def __init__(self, message: str, position: int | None = None) -> None:
-        super().__init__(message)
-        self.position = position
 
 
 class SegmentIndexes:
@@ -192,4 +183,4 @@ assert _OFFSET_ENTRY.size == index_format.OFFSET_INDEX_ENTRY_SIZE
 assert _TIME_ENTRY.size == index_format.TIME_INDEX_ENTRY_SIZE
 
 
-__all__ = ["INT32_MAX", "INT64_MAX", "IndexAppendError", "SegmentIndexes", "last_offset_limit", "offset_misfit"]
+__all__ = ["INT32_MAX", "INT64_MAX", "SegmentIndexes", "last_offset_limit", "offset_misfit"]

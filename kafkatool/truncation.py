@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import ApplyRefused, UsageError
 from .filetypes import FileKind, classify, open_regular, read_regular
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
 from .loader import segment_bytes
@@ -66,7 +66,7 @@ from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
 from .replicas import UNDEFINED_EPOCH_OFFSET, EpochCache, Replica, Segment, compare, merge, open_replica
-from .safewrite import ApplyRefused, FileOp
+from .safewrite import FileOp
 from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
 from .walk import PartitionDir, list_partition, partition_dirs_and_findings
 

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from kafkatool.epochs import EpochCache
+from kafkatool.errors import IndexAppendError
 from kafkatool.loader import Rebuild, load_partition
 from kafkatool.model import Batch
 from kafkatool.records import scan
-from kafkatool.segment_indexes import IndexAppendError, SegmentIndexes
+from kafkatool.segment_indexes import SegmentIndexes
 
 from .conftest import corpus_root
 
