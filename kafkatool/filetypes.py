@@ -114,6 +114,11 @@ def classify(path: str | Path, *, by_extension: bool = False) -> FileInfo:
     return FileInfo(FileKind.UNKNOWN, leftover)
 
 
+def segment_file(dir: Path, base_offset: int, suffix: str) -> Path:
+    """``<dir>/<base offset, 20 digits>.<suffix>`` (``LogFileUtils``): the name :func:`classify` reads back."""
+    return dir / f"{base_offset:020d}.{suffix}"
+
+
 def sort_key(path: Path) -> tuple:
     """Offset order within a directory: segments by base offset (log, then its indexes), then the rest."""
     info = classify(path)

@@ -26,8 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .filetypes import FileKind, classify, open_regular, read_regular
-from .logwriter import segment_file
+from .filetypes import FileKind, classify, open_regular, read_regular, segment_file
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
 from .smallfiles import offset_index_sanity, read_offset_index

@@ -65,15 +65,15 @@ from typing import Any
 from crc32c import crc32c
 
 from .errors import ApplyRefused, IndexAppendError, InputIOError, PlanError
-from .filetypes import FileKind, open_regular, read_regular
+from .filetypes import FileKind, open_regular, read_regular, segment_file
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
-from .logwriter import segment_file, snapshot_bytes, txn_index_bytes
 from .model import Finding
+from .producer_state import snapshot_bytes
 from .records import ScanOptions, scan
 from .safewrite import FileOp, check_ops
-from .segment_indexes import INT64_MAX, SegmentIndexes
+from .segment_indexes import INT64_MAX, SegmentIndexes, txn_index_bytes
 from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
 from .walk import partition_dirs_and_findings
 

@@ -1200,8 +1200,8 @@ def rebuilt(part: Path, options) -> tuple[str, int]:
     transactions, producer state at its base) whether or not that differs from the files; and how many stretches
     that load took whole in the segments it recovered (a tap hands on a stretch it takes whole, the batches of one
     it takes apart)."""
-    from kafkatool.logwriter import snapshot_bytes
     from kafkatool.model import Stretch
+    from kafkatool.producer_state import snapshot_bytes
     from kafkatool.repair import plan_partition
 
     plan = plan_partition(part, str(part), options)

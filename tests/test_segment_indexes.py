@@ -63,7 +63,7 @@ def test_the_loader_rebuilds_what_kafkas_recovery_wrote(case: str) -> None:
     """``LogLoader.recoverLog`` from the case's recovery point: for each segment the loader recovers, the indexes it
     rebuilt from batch headers and the aborted transactions its producer replay found (``LogSegment.updateTxnIndex``
     with ``ProducerStateManager.lastStableOffset``) are Kafka's ``.index``, ``.timeindex`` and ``.txnindex``."""
-    from kafkatool.logwriter import txn_index_bytes
+    from kafkatool.segment_indexes import txn_index_bytes
 
     config = json.loads((corpus_root() / "kafka/recovery" / case / "case.json").read_text())
     inv = config["recovery_invocation"]
