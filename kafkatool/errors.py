@@ -58,3 +58,35 @@ class DecompressionError(FormatError):
 
 class DecompressionLimitExceeded(DecompressionError):
     """A compressed payload would expand beyond the configured cap (decompression bomb guard)."""
+
+
+class AppendError(KafkaToolError):
+    """An append Kafka would refuse (bad framing or CRC, offsets going back, invalid transaction state...)."""
+
+
+class IndexAppendError(KafkaToolError):
+    """An entry Kafka's index would refuse (``InvalidOffsetException``, ``IllegalStateException``): offsets or
+    timestamps going back. ``position``: the byte of the batch whose entry it is (None: the closing time entry)."""
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class PlanError(KafkaToolError):
+    """The partition cannot be planned safely (reported as a finding; nothing is changed)."""
+
+
+class ApplyRefused(KafkaToolError):
+    """The ops cannot be applied safely as asked; nothing was changed (under ``root``)."""
+
+    exit_code = 2
+
+
+class JournalError(KafkaToolError):
+    """An interrupted apply cannot be completed: its journal is unreadable, or the files are in neither the state
+    before nor after an op (changed by something else). The journal and the backups are left in place."""
+
+
+class OutputRefused(UsageError):
+    """``--out`` names something that is neither written in place nor replaced safely; nothing was written."""

@@ -23,7 +23,7 @@ from construct import ConstructError
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, file_size, open_regular, read_regular
 from .formats import internal_topics as it
-from .logwriter import _java_string_hash
+from .javacompat import java_string_hash
 from .model import Batch, CappedFindings, Finding, Record, Trailing
 from .records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
 from .walk import partition_dirs, partition_dirs_and_findings
@@ -32,12 +32,6 @@ OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
 
 # --- partitionFor ---------------------------------------------------------------------------------
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode()`` (over UTF-16 code units) as the signed 32-bit int Java shows."""
-    h = _java_string_hash(s)
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def partition_for(key: str, partitions: int = 50) -> int:

@@ -26,8 +26,9 @@ it (``storage/.../internals/log/LogLoader.java``, ``load``), in the broker's ord
    ``truncateFromStart(log start)``.
 6. **Producer state** (``UnifiedLog.rebuildProducerState``, ``ProducerStateManager.truncateAndReload``): the latest
    readable snapshot at or before the first recovered segment (without recovery: at or before the log end),
-   else the log start, then every batch from there to the log end replayed (``ProducerAppendInfo``). After a
-   clean shutdown with no snapshot file at all the broker assumes no producer state and replays nothing.
+   else the log start, then every batch from there to the log end replayed (``ProducerAppendInfo``, in
+   :class:`kafkatool.producer_state.ProducerReplay`). After a clean shutdown with no snapshot file at all the broker
+   assumes no producer state and replays nothing.
 7. **Offsets the broker derives** (``UnifiedLog``): the high watermark is the checkpoint clamped to
    [log start, LEO] (``updateHighWatermark``); the first unstable offset is the oldest open transaction's
    first offset, raised to the log start (``maybeIncrementFirstUnstableOffset``); the last stable offset is the
@@ -60,20 +61,20 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .epochs import EpochCache
-from .errors import InputIOError
+from .errors import IndexAppendError, InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, file_size, open_regular
 from .logdir import LogDir
 from .logfiles import Leftovers, leftover_passes, sort_files
-from .logwriter import ProducerState, java_hashmap_order, last_sequence
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
-from .records import ScanOptions, read_marker, scan
-from .segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes, last_offset_limit, offset_misfit
+from .producer_state import ProducerReplay, ProducerState, fenced
+from .records import ScanOptions, scan
+from .segment_indexes import INT64_MAX, SegmentIndexes, last_offset_limit, offset_misfit
 from .smallfiles import (
     AbortedTxn,
     EpochEntry,
@@ -270,84 +271,6 @@ def latest_snapshot(
 # --- producer state ------------------------------------------------------------------------------------------------
 
 
-class ProducerReplay:
-    """``ProducerStateManager`` fed by ``ProducerAppendInfo.append`` with origin REPLICATION, from batch headers.
-
-    Per producer: epoch, last batch (sequence, offset, offset delta), timestamp, coordinator epoch, open
-    transaction. A batch with a bad CRC and a fenced batch (an epoch older than the current one) change nothing.
-    """
-
-    def __init__(self, entries: Iterable[ProducerEntry] = ()) -> None:
-        self.producers: dict[int, ProducerState] = {}
-        self.aborted: list[tuple[int, int, int]] = []
-        self.fenced: list[tuple[int, int, int]] = []
-        self.txn_index: list[AbortedTxn] | None = None  # a list: each ABORT's .txnindex entry goes there
-        for e in entries:
-            self.producers[e.producer_id] = ProducerState(
-                e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp, e.current_txn_first_offset,
-                (e.last_sequence, e.last_offset, e.offset_delta) if e.last_offset >= 0 else None)
-
-    def batch(self, b: Batch, control_raw: bytes | None, path: str, marker: Marker | None = None) -> list[Finding]:
-        """Apply one v2 batch with a producer id; returns the findings of decoding a control batch (its bytes
-        ``control_raw``; or ``marker``, the end-transaction marker it holds as the scan read it)."""
-        if not b[6]:  # crc_valid
-            return []
-        pid, producer_epoch = b[14], b[15]
-        p = self.producers.get(pid)  # type: ignore[arg-type]
-        if p is not None and p.epoch >= 0 and producer_epoch < p.epoch:  # checkProducerEpoch
-            self.fenced.append((pid, producer_epoch, b[1]))  # type: ignore[arg-type]
-            return []
-        if b[18]:  # control
-            return self._marker(b, control_raw, path, p, marker)
-        if p is None:
-            p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]
-        p.epoch = producer_epoch  # type: ignore[assignment]  # (maybeUpdateProducerEpoch: last_batch is replaced)
-        p.last_batch = (last_sequence(b), b[2], b[2] - b[1])
-        p.last_timestamp = b[11]
-        if b[17] and p.txn_first_offset < 0:  # transactional: beginning a transaction
-            p.txn_first_offset = b[1]
-        return []
-
-    def expire(self, now_ms: int, expiration_ms: int) -> None:
-        """The state as ``loadFromSnapshot`` reads back a snapshot taken now: in the snapshot's (hash map) order,
-        without the producers with no open transaction idle for ``producer.id.expiration.ms``
-        (``isProducerExpired``)."""
-        self.producers = {pid: p for pid in java_hashmap_order(list(self.producers))
-                          if (p := self.producers[pid]).txn_first_offset >= 0
-                          or now_ms - p.last_timestamp < expiration_ms}
-
-    def state(self) -> dict[int, ProducerState]:
-        """A copy of the producer state (what a snapshot taken now holds)."""
-        return {pid: p.copy() for pid, p in self.producers.items()}
-
-    def _marker(self, b: Batch, raw: bytes | None, path: str, p: ProducerState | None,
-                marker: Marker | None) -> list[Finding]:
-        """``appendEndTxnMarker``: an ABORT/COMMIT closes the open transaction; an empty control batch does nothing."""
-        findings: Sequence[Finding] = ()
-        if marker is None:
-            if raw is None:
-                return []
-            marker, findings = read_marker(b, raw, path)
-            if marker is None:
-                return list(findings)
-        pid = b.producer_id
-        if p is None:
-            p = self.producers[pid] = ProducerState(pid)  # type: ignore[arg-type]
-        if p.txn_first_offset >= 0 and marker.control_type == "ABORT":
-            self.aborted.append((pid, p.txn_first_offset, b.base_offset))  # type: ignore[arg-type]
-            if self.txn_index is not None:  # LogSegment.updateTxnIndex, with ProducerStateManager.lastStableOffset
-                others = [o.txn_first_offset for o in self.producers.values()
-                          if o.txn_first_offset >= 0 and o.producer_id != pid]
-                lso = min(others) if others else b.base_offset + 1
-                self.txn_index.append(AbortedTxn(0, pid, p.txn_first_offset, b.base_offset, lso))  # type: ignore[arg-type]
-        p.set_epoch(b.producer_epoch)  # type: ignore[arg-type]
-        epoch = marker.coordinator_epoch
-        p.coordinator_epoch = epoch if epoch is not None else -1
-        p.txn_first_offset = -1
-        p.last_timestamp = marker.timestamp
-        return list(findings)
-
-
 def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, next_offset: int,
                    last_offset: int) -> list[tuple[Batch, Marker | None]] | None:
     """The batches a producer replay of a :class:`Stretch` (offsets ``next_offset..last_offset``) must see, in order,
@@ -378,7 +301,7 @@ def _producer_runs(stretch: Stretch, replay: ProducerReplay | None, start: int, 
         if next_offset < start:
             return None
         p = producers.get(pid)
-        if not rising or (p is not None and p.epoch >= 0 and first_epoch < p.epoch):  # checkProducerEpoch
+        if not rising or fenced(p, first_epoch):
             return None
     marker = markers.get
     return [(column_batch(columns, i), marker(i)) for i, pid, _base, _kinds in columns.producer_events(lo, hi)
@@ -955,6 +878,6 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
     return [(e.epoch, e.start_offset) for e in items if isinstance(e, EpochEntry)]
 
 
-__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "PartitionLoad", "ProducerReplay",
+__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "PartitionLoad",
            "Rebuild", "RecoveryCut", "latest_snapshot", "load_problem", "load_partition",
            "log_start_offset", "read_logdir", "segment_bytes", "segment_files", "segment_items"]

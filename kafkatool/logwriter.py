@@ -2,7 +2,7 @@
 
 Used to build fixtures and by replica-scenario tests. ``repair`` rebuilds indexes and snapshots through the loader
 (:func:`kafkatool.loader.load_partition`), with the same index builder (:mod:`kafkatool.segment_indexes`), epoch
-cache (:mod:`kafkatool.epochs`) and snapshot bytes (:func:`snapshot_bytes`) as this writer.
+cache (:mod:`kafkatool.epochs`) and producer state (:mod:`kafkatool.producer_state`) as this writer.
 Every file goes through the build helpers of :mod:`kafkatool.formats`; nothing depends on the wall clock.
 
 One :meth:`PartitionWriter.append` is one ``UnifiedLog.append`` with the offsets taken as given (the follower
@@ -26,10 +26,11 @@ path, origin REPLICATION; ``core/src/main/scala/kafka/log/UnifiedLog.scala``), i
    ``index.interval.bytes`` were appended since the last index entry (counted *before* this append), the offset
    index gets (last offset of the append, its file position) and the time index (max timestamp so far, offset
    of the batch that first reached it) unless that timestamp is not above its last entry's.
-4. Producer state (``ProducerAppendInfo``, ``ProducerStateEntry``, ``ProducerStateManager.update``): per batch
-   with a producer id; a new producer epoch forgets the previous batch; a transactional data batch with no open
-   transaction opens one at its base offset; a COMMIT/ABORT marker closes it, sets the coordinator epoch and
-   the timestamp and keeps the last data batch's sequence/offset (same epoch).
+4. Producer state (``ProducerAppendInfo``, ``ProducerStateEntry``, ``ProducerStateManager.update``; their rules are
+   :mod:`kafkatool.producer_state`'s): per batch with a producer id; a new producer epoch forgets the previous
+   batch; a transactional data batch with no open transaction opens one at its base offset; a COMMIT/ABORT marker
+   closes it, sets the coordinator epoch and the timestamp and keeps the last data batch's sequence/offset (same
+   epoch).
 5. Aborted transactions (``LogSegment.updateTxnIndex``, ``ProducerStateManager.lastStableOffset``): each ABORT of
    a non-empty transaction appends (producer id, first offset, marker offset, LSO) to the ``.txnindex`` of the
    segment that holds the marker; LSO = first offset of the earliest still-open transaction of *another*
@@ -42,32 +43,38 @@ preallocated (zero-filled to ``segment.index.bytes`` rounded down to whole entri
 no snapshot at the log end. :class:`LogDirWriter` adds what ``LogManager.shutdown`` and ``ReplicaManager`` write:
 offset checkpoints, ``meta.properties`` and ``.kafka_cleanshutdown``.
 
-Orders Kafka takes from Java hash maps are reproduced: snapshot entries in ``HashMap<Long, _>`` order,
-``meta.properties`` keys in ``Properties`` (``ConcurrentHashMap``) order as ``Properties.store`` writes them on
-JDK 17 (JDK 18+ sorts the keys). Offset checkpoints list partitions in the order they were created (Kafka's own
-order comes from a hash map of ``TopicPartition``).
+Orders Kafka takes from Java hash maps are reproduced (:mod:`kafkatool.javacompat`): snapshot entries in
+``HashMap<Long, _>`` order, ``meta.properties`` keys in ``Properties`` (``ConcurrentHashMap``) order as
+``Properties.store`` writes them on JDK 17 (JDK 18+ sorts the keys). Offset checkpoints list partitions in the
+order they were created (Kafka's own order comes from a hash map of ``TopicPartition``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
-from collections import Counter
-from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from .epochs import EpochCache
-from .errors import KafkaToolError
+from .errors import AppendError, IndexAppendError
 from .formats import checkpoints, metadata_files
 from .formats import index as index_format
-from .formats import producer_snapshot as snapshot_format
 from .formats import txnindex as txn_format
+from .javacompat import java_date, java_properties_order
 from .logfiles import segment_file
-from .model import Batch
+from .model import Batch, Marker
+from .producer_state import (
+    ProducerState,
+    ProducerStateManager,
+    append_data_batch,
+    append_end_txn_marker,
+    invalid_txn_state,
+    snapshot_bytes,
+    snapshot_entries,
+)
 from .records import RawBatch, decode_records, scan
-from .segment_indexes import IndexAppendError, SegmentIndexes
+from .segment_indexes import SegmentIndexes, txn_index_bytes
 from .smallfiles import AbortedTxn, IndexEntry, ProducerEntry, TimeIndexEntry
 
 DEFAULT_SEGMENT_BYTES = 1 << 30          # segment.bytes
@@ -76,10 +83,6 @@ DEFAULT_SEGMENT_INDEX_BYTES = 10 << 20   # segment.index.bytes
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000  # segment.ms
 _INT32_MAX = (1 << 31) - 1
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (once per append)
-
-
-class AppendError(KafkaToolError):
-    """An append Kafka would refuse (bad framing or CRC, offsets going back, invalid transaction state...)."""
 
 
 class Appended(NamedTuple):
@@ -92,35 +95,6 @@ class Appended(NamedTuple):
 
 
 # --- in-memory state ----------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(slots=True)
-class ProducerState:
-    """``ProducerStateEntry`` reduced to what a snapshot stores (only the last batch's metadata is kept).
-
-    Also the state :mod:`kafkatool.producers` rebuilds from a log.
-    """
-
-    producer_id: int
-    epoch: int = -1
-    coordinator_epoch: int = -1
-    last_timestamp: int = -1
-    txn_first_offset: int = -1
-    last_batch: tuple[int, int, int] | None = None  # last sequence, last offset, offset delta
-
-    def set_epoch(self, epoch: int) -> None:
-        if epoch != self.epoch:  # maybeUpdateProducerEpoch: a new epoch forgets the batch metadata
-            self.epoch, self.last_batch = epoch, None
-
-    def copy(self) -> ProducerState:
-        """A copy to change (``dataclasses.replace`` costs several times more, once per batch)."""
-        return ProducerState(self.producer_id, self.epoch, self.coordinator_epoch, self.last_timestamp,
-                             self.txn_first_offset, self.last_batch)
-
-    def entry(self) -> ProducerEntry:
-        seq, offset, delta = self.last_batch or (-1, -1, 0)
-        return ProducerEntry(self.producer_id, self.epoch, seq, offset, delta, self.last_timestamp,
-                             self.coordinator_epoch, self.txn_first_offset)
 
 
 @dataclasses.dataclass
@@ -179,8 +153,7 @@ class PartitionWriter:
         self.closed = False
         self._log_end_offset = start_offset
         self._epochs = EpochCache()  # LeaderEpochFileCache
-        self._producers: dict[int, ProducerState] = {}  # insertion order = HashMap insertion order
-        self._ongoing: dict[int, int] = {}          # first offset -> producer id (ongoingTxns)
+        self._state = ProducerStateManager()
         self._map_end_offset = self._last_snapshot_offset = start_offset
         self._sealed: list[_Segment] = []
 
@@ -208,7 +181,7 @@ class PartitionWriter:
 
     def producers(self) -> list[ProducerEntry]:
         """The producer state as a snapshot taken now would list it (and in that order)."""
-        return snapshot_entries(self._producers)
+        return snapshot_entries(self._state.producers)
 
     def offset_index(self, base_offset: int) -> list[IndexEntry]:
         return [IndexEntry(o, p) for o, p in self._segment(base_offset).indexes.offsets]
@@ -311,8 +284,7 @@ class PartitionWriter:
             if b.magic < 2 or b.producer_id < 0:
                 return None
             if not b.control:
-                known = self._producers.get(b.producer_id)
-                if known is not None and known.txn_first_offset >= 0 and not b.transactional:
+                if invalid_txn_state(self._state.producers.get(b.producer_id), b.transactional):
                     raise _not_transactional(b)
                 return b
         pending = _Pending({}, [], [])
@@ -323,38 +295,40 @@ class PartitionWriter:
             pid = b.producer_id
             p = pending.producers.get(pid)
             if p is None:
-                known = self._producers.get(pid)
+                known = self._state.producers.get(pid)
                 p = known.copy() if known is not None else ProducerState(pid)
             pending.producers[pid] = p
             if b.control:
                 _end_transaction(p, raw_batch, pending)
-            elif _append_data_batch(p, b):
-                pending.started.append((b.base_offset, pid))
+            else:
+                if invalid_txn_state(p, b.transactional):
+                    raise _not_transactional(b)
+                if append_data_batch(p, b):
+                    pending.started.append((b.base_offset, pid))
         return pending
 
     def _apply(self, pending: _Pending | Batch | None, seg: _Segment) -> None:
         """``ProducerStateManager.update`` for each producer, then the completed transactions."""
         if pending is None:
             return
+        state = self._state
         if isinstance(pending, Batch):
             pid = pending.producer_id
-            p = self._producers.get(pid)
+            p = state.producers.get(pid)
             if p is None:
-                p = self._producers[pid] = ProducerState(pid)
-            if _append_data_batch(p, pending):
-                self._ongoing[pending.base_offset] = pid
+                p = state.producers[pid] = ProducerState(pid)
+            if append_data_batch(p, pending):
+                state.ongoing.add((pending.base_offset, pid))
             return
-        self._producers.update(pending.producers)
-        self._ongoing.update(pending.started)
+        state.update(pending.producers, pending.started)
         for pid, first_offset, marker_offset, aborted in pending.completed:
-            others = [off for off in sorted(self._ongoing) if self._ongoing[off] != pid]
-            lso = others[0] if others else marker_offset + 1
+            lso = state.last_stable_offset(pid, marker_offset)
             if aborted:
                 txn = AbortedTxn(txn_format.CURRENT_VERSION, pid, first_offset, marker_offset, lso)
                 seg.aborted.append(txn)
                 with open(segment_file(self.dir, seg.base_offset, "txnindex"), "ab") as fh:
                     fh.write(txn_index_bytes([txn]))
-            if self._ongoing.pop(first_offset, None) is None:
+            if not state.complete_txn(pid, first_offset):
                 raise AppendError(f"producer {pid}: completed transaction at {first_offset} was never started")
 
     # --- segments, snapshots, close ------------------------------------------------------------------
@@ -395,7 +369,7 @@ class PartitionWriter:
         if self._map_end_offset <= self._last_snapshot_offset:
             return None
         path = segment_file(self.dir, self._map_end_offset, "snapshot")
-        path.write_bytes(snapshot_bytes(self._producers))
+        path.write_bytes(snapshot_bytes(self._state.producers))
         self._last_snapshot_offset = self._map_end_offset
         return path
 
@@ -446,31 +420,9 @@ def _parse(records: bytes) -> list[RawBatch]:
     return batches
 
 
-def last_sequence(b: Batch) -> int:
-    """``DefaultRecordBatch.lastSequence``: base sequence + last offset delta, wrapping past Int.MAX."""
-    if b.base_sequence < 0:
-        return -1
-    delta = b.last_offset - b.base_offset
-    seq = b.base_sequence + delta
-    return seq - _INT32_MAX - 1 if seq > _INT32_MAX else seq
-
-
 def _not_transactional(b: Batch) -> AppendError:
     return AppendError(f"producer {b.producer_id}: non-transactional batch at offset {b.base_offset} inside its open "
                        "transaction (InvalidTxnStateException)")
-
-
-def _append_data_batch(p: ProducerState, b: Batch) -> bool:
-    """``ProducerAppendInfo.appendDataBatch`` for a batch with a producer id; True when it opens a transaction."""
-    p.set_epoch(b.producer_epoch)
-    p.last_batch = (last_sequence(b), b.last_offset, b.last_offset - b.base_offset)
-    p.last_timestamp = b.max_timestamp
-    if p.txn_first_offset >= 0 and not b.transactional:
-        raise _not_transactional(b)
-    if p.txn_first_offset < 0 and b.transactional:
-        p.txn_first_offset = b.base_offset
-        return True
-    return False
 
 
 def _end_transaction(p: ProducerState, raw_batch: RawBatch, pending: _Pending) -> None:
@@ -485,87 +437,9 @@ def _end_transaction(p: ProducerState, raw_batch: RawBatch, pending: _Pending) -
     if marker.control_type not in ("ABORT", "COMMIT"):
         raise AppendError(f"control batch at offset {b.base_offset} with producer id {p.producer_id} is "
                           f"{marker.control_type}, not an end-transaction marker")
-    if p.txn_first_offset >= 0:
-        pending.completed.append((p.producer_id, p.txn_first_offset, b.base_offset, marker.control_type == "ABORT"))
-    p.set_epoch(b.producer_epoch)
-    p.coordinator_epoch = marker.coordinator_epoch
-    p.txn_first_offset = -1
-    p.last_timestamp = marker.timestamp
-
-
-def txn_index_bytes(aborted: Iterable[AbortedTxn]) -> bytes:
-    """``.txnindex`` bytes of these aborted transactions (``TransactionIndex.append``, one entry each)."""
-    return b"".join(txn_format.AbortedTxnEntry.build(dataclasses.asdict(t)) for t in aborted)
-
-
-def snapshot_entries(producers: dict[int, ProducerState]) -> list[ProducerEntry]:
-    """The producers as a snapshot lists them: ``ProducerStateManager``'s ``HashMap<Long, _>`` order, ``producers``
-    holding them in the order they were put in the map."""
-    return [producers[pid].entry() for pid in java_hashmap_order(list(producers))]
-
-
-def snapshot_bytes(producers: dict[int, ProducerState]) -> bytes:
-    """``ProducerStateManager.takeSnapshot``'s file for this producer state (``writeSnapshot``)."""
-    return snapshot_format.build_snapshot(dataclasses.asdict(e) for e in snapshot_entries(producers))
-
-
-# --- Java hash orders -----------------------------------------------------------------------------------
-
-
-def java_hashmap_order(keys: list[int]) -> list[int]:
-    """Iteration order of a ``java.util.HashMap<Long, _>`` that had ``keys`` put in this order, no removals.
-
-    ``Long.hashCode`` folds the two halves, ``HashMap.hash`` XORs in the high 16 bits; iteration goes bucket by
-    bucket (``hash & (table size - 1)``), each bucket in insertion order. The table starts at 16 and doubles when
-    the size passes 3/4 of it, or when a bucket passes 8 nodes while the table is under 64 (``treeifyBin``).
-    Not modelled: the order inside tree bins (more than 8 colliding keys in a table of 64 or more).
-    """
-    def spread(key: int) -> int:
-        key &= (1 << 64) - 1
-        h = (key ^ (key >> 32)) & 0xFFFFFFFF
-        return h ^ (h >> 16)
-
-    table, bucket_sizes = 16, Counter[int]()
-    for n, key in enumerate(keys, 1):
-        bucket_sizes[spread(key) & (table - 1)] += 1
-        grown = table * 2 if bucket_sizes[spread(key) & (table - 1)] > 8 and table < 64 else table
-        if n > grown * 3 // 4:
-            grown *= 2
-        if grown != table:
-            table, bucket_sizes = grown, Counter(spread(k) & (grown - 1) for k in keys[:n])
-    return [k for _, k in sorted(((spread(k) & (table - 1), i), k) for i, k in enumerate(keys))]
-
-
-def _java_string_hash(s: str) -> int:
-    """``String.hashCode``: over UTF-16 code units, 32-bit wrapping."""
-    utf16 = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(utf16), 2):
-        h = (31 * h + int.from_bytes(utf16[i:i + 2], "big")) & 0xFFFFFFFF
-    return h
-
-
-def java_properties_order(keys: Iterable[str]) -> list[str]:
-    """Order ``Properties.store`` writes up to 12 keys on JDK 9-17: its ``ConcurrentHashMap`` (16 bins)."""
-    keys = list(keys)
-    if len(keys) > 12:
-        raise ValueError("more keys than a 16-bin ConcurrentHashMap holds before resizing")
-
-    def bucket(k: str) -> int:
-        h = _java_string_hash(k)
-        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & 15
-
-    return [k for _, k in sorted(((bucket(k), i), k) for i, k in enumerate(keys))]
-
-
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-def java_date(ms: int) -> str:
-    """``java.util.Date.toString()`` in UTC, e.g. ``Tue Nov 14 22:13:20 UTC 2023``."""
-    d = datetime.fromtimestamp(ms / 1000, UTC)
-    return f"{_DAYS[d.weekday()]} {_MONTHS[d.month - 1]} {d:%d %H:%M:%S} UTC {d.year}"
+    first = append_end_txn_marker(p, b, Marker(marker.control_type, marker.coordinator_epoch, marker.timestamp))
+    if first >= 0:
+        pending.completed.append((p.producer_id, first, b.base_offset, marker.control_type == "ABORT"))
 
 
 # --- a log dir --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 The partition is read as the broker loads it (:func:`kafkatool.loader.load_partition`: leftovers resolved,
 recovery's cuts made), and one pass over its batches in offset order replays each as the broker's producer state
 does (``ProducerAppendInfo``, ``ProducerStateEntry``, ``ProducerStateManager``; the state machine is the loader's
-:class:`kafkatool.loader.ProducerReplay`): per producer id the epoch, the last batch's sequence and offset, the
+:class:`kafkatool.producer_state.ProducerReplay`): per producer id the epoch, the last batch's sequence and offset, the
 coordinator epoch and the open transaction. A batch whose CRC does not match changes nothing, and neither does a
 fenced one (an epoch older than the producer's current epoch: the leader refuses such a write). The pass also
 judges each batch as the leader would have on a client's append (``ProducerAppendInfo.checkSequence``/
@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .filetypes import FileKind, classify
-from .loader import LoadedPartition, ProducerReplay, latest_snapshot, load_partition, segment_bytes, segment_items
+from .loader import LoadedPartition, latest_snapshot, load_partition, segment_bytes, segment_items
 from .logdir import LogDir
-from .logwriter import ProducerState, last_sequence
 from .model import NO_MARKERS, Batch, Finding, Marker, Stretch
+from .producer_state import ProducerReplay, ProducerState, fenced, invalid_txn_state, last_sequence
 from .progress import Tally
 from .records import ScanOptions, read_marker
 from .smallfiles import ProducerEntry, read_producer_entries
@@ -249,7 +249,7 @@ def _between_markers(s: Stretch) -> Iterator[Stretch | tuple[Batch, Marker]]:
 
 
 class _Replay:
-    """The audit's per-batch rules; the producer state itself is :class:`kafkatool.loader.ProducerReplay`'s (the
+    """The audit's per-batch rules; the producer state itself is :class:`kafkatool.producer_state.ProducerReplay`'s (the
     loader's), kept in :class:`PartitionHistory`."""
 
     def __init__(self, history: PartitionHistory) -> None:
@@ -285,7 +285,7 @@ class _Replay:
         if b.control:
             self.marker(b, control_raw, path, p, read)
             return
-        if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:
+        if fenced(p, b.producer_epoch):
             self.find("error", "producer-fenced", path, b,
                       f"producer {pid}: batch at offsets {b.base_offset}..{b.last_offset} has epoch {b.producer_epoch}"
                       f", older than its epoch {p.epoch} already in the log: the broker fences such a write "
@@ -294,7 +294,7 @@ class _Replay:
             return
         if p is not None:
             self.check_sequence(p, b, path)
-            if p.txn_first_offset >= 0 and not b.transactional:
+            if invalid_txn_state(p, b.transactional):
                 self.find("error", "txn-invalid-state", path, b,
                           f"producer {pid}: non-transactional batch at offset {b.base_offset} inside its transaction "
                           f"open since {p.txn_first_offset} (the broker refuses it: InvalidTxnState)")
@@ -340,9 +340,9 @@ class _Replay:
             if not sequences:  # its only batch in the stretch
                 continue
             p = producers.get(pid)
-            if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:  # fenced: each of them
+            if fenced(p, b.producer_epoch):  # each of them
                 return False
-            if not b.transactional and p is not None and p.txn_first_offset >= 0:  # txn-invalid-state: each
+            if invalid_txn_state(p, b.transactional):  # each of them
                 return False
             if self.top.get((pid, b.producer_epoch), -1) >= memoryview(sequences).cast("i")[0]:  # maybe repeated
                 return False
@@ -450,7 +450,7 @@ class _Replay:
             if marker is None:
                 return
         pid = b.producer_id
-        if p is not None and p.epoch >= 0 and b.producer_epoch < p.epoch:
+        if fenced(p, b.producer_epoch):
             self.find("error", "producer-fenced", path, b,
                       f"producer {pid}: {marker.control_type} marker at offset {b.base_offset} has epoch "
                       f"{b.producer_epoch}, older than its epoch {p.epoch} (the coordinator fences it); it does not "

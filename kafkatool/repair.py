@@ -64,17 +64,17 @@ from typing import Any
 
 from crc32c import crc32c
 
-from .errors import InputIOError
+from .errors import ApplyRefused, IndexAppendError, InputIOError, PlanError
 from .filetypes import FileKind, open_regular, read_regular
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
 from .logfiles import offset_from_file_name, segment_file, without_swap
-from .logwriter import snapshot_bytes, txn_index_bytes
 from .model import Finding
+from .producer_state import snapshot_bytes
 from .records import ScanOptions, scan
-from .safewrite import ApplyRefused, FileOp, check_ops
-from .segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes
+from .safewrite import FileOp, check_ops
+from .segment_indexes import INT64_MAX, SegmentIndexes, txn_index_bytes
 from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
 from .walk import partition_dirs_and_findings
 
@@ -147,10 +147,6 @@ class PartitionRepair:
             "recovery_point_note": self.recovery_point_note, "index_interval_bytes": self.index_interval_bytes,
             "index_interval_source": self.index_interval_source, "index_interval_note": self.index_interval_note,
         }
-
-
-class PlanError(Exception):
-    """The partition cannot be planned safely (reported as a finding; nothing is changed)."""
 
 
 # --- the plan ------------------------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import KafkaToolError, LogDirLocked, UsageError
+from .errors import ApplyRefused, JournalError, LogDirLocked, OutputRefused, UsageError
 from .filetypes import NotRegularFile, open_regular, read_regular, type_name
 
 TMP_SUFFIX = ".kafkatool-tmp"
@@ -95,17 +95,6 @@ _VERSION = 1
 _MANIFEST_VERSION = 2   # 2: entries per apply, with the state before and after and tail copies
 _CHUNK = 1 << 20
 REMOVED_SUFFIX = ".removed"
-
-
-class ApplyRefused(KafkaToolError):
-    """The ops cannot be applied safely as asked; nothing was changed (under ``root``)."""
-
-    exit_code = 2
-
-
-class JournalError(KafkaToolError):
-    """An interrupted apply cannot be completed: its journal is unreadable, or the files are in neither the state
-    before nor after an op (changed by something else). The journal and the backups are left in place."""
 
 
 @dataclass(frozen=True)
@@ -280,10 +269,6 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 # --- --out: a file the user names ---------------------------------------------------------------------------
-
-
-class OutputRefused(UsageError):
-    """``--out`` names something that is neither written in place nor replaced safely; nothing was written."""
 
 
 # Names whose open is a duplicate of a descriptor this process already has (the shell's redirect): written in

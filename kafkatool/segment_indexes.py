@@ -22,13 +22,16 @@ the interval after it.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import KafkaToolError
+from .errors import IndexAppendError
 from .formats import index as index_format
+from .formats import txnindex as txn_format
 from .model import Batch, Stretch, placed
+from .smallfiles import AbortedTxn
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1  # offsets are Java longs: a batch ending here has no next offset (lastOffset + 1 wraps)
@@ -55,15 +58,6 @@ def offset_misfit(base_offset: int, last_offset: int) -> str | None:
         return (f"its last offset {last_offset} is more than 2^31-1 above the segment base offset {base_offset}: "
                 "the indexes cannot address it (LogSegment.ensureOffsetInRange)")
     return None
-
-
-class IndexAppendError(KafkaToolError):
-    """An entry Kafka's index would refuse (``InvalidOffsetException``, ``IllegalStateException``): offsets or
-    timestamps going back. ``position``: the byte of the batch whose entry it is (None: the closing time entry)."""
-
-    def __init__(self, message: str, position: int | None = None) -> None:
-        super().__init__(message)
-        self.position = position
 
 
 class SegmentIndexes:
@@ -184,6 +178,11 @@ class SegmentIndexes:
         return b"".join([pack(t, o - base) for t, o in self.times]) + bytes(pad)
 
 
+def txn_index_bytes(aborted: Iterable[AbortedTxn]) -> bytes:
+    """``.txnindex`` bytes of these aborted transactions (``TransactionIndex.append``, one entry each)."""
+    return b"".join(txn_format.AbortedTxnEntry.build(dataclasses.asdict(t)) for t in aborted)
+
+
 # The entry layouts of kafkatool.formats.index (OffsetIndexEntry: relative offset, position; TimeIndexEntry:
 # timestamp, relative offset), big-endian.
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -192,4 +191,4 @@ assert _OFFSET_ENTRY.size == index_format.OFFSET_INDEX_ENTRY_SIZE
 assert _TIME_ENTRY.size == index_format.TIME_INDEX_ENTRY_SIZE
 
 
-__all__ = ["INT32_MAX", "INT64_MAX", "IndexAppendError", "SegmentIndexes", "last_offset_limit", "offset_misfit"]
+__all__ = ["INT32_MAX", "INT64_MAX", "SegmentIndexes", "last_offset_limit", "offset_misfit", "txn_index_bytes"]

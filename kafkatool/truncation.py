@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from .epochs import UNDEFINED_EPOCH_OFFSET, EpochCache
-from .errors import UsageError
+from .errors import ApplyRefused, UsageError
 from .filetypes import FileKind, classify, open_regular, read_regular
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
 from .loader import segment_bytes
@@ -67,7 +67,7 @@ from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
 from .replicas import Replica, Segment, compare, merge, open_replica
-from .safewrite import ApplyRefused, FileOp
+from .safewrite import FileOp
 from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
 from .walk import PartitionDir, list_partition, partition_dirs_and_findings
 

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
-from kafkatool.segment_indexes import INT64_MAX, IndexAppendError, SegmentIndexes
+from kafkatool.errors import IndexAppendError
+from kafkatool.segment_indexes import INT64_MAX, SegmentIndexes
 
 # DefaultRecordBatch: baseOffset (0, int64), length (8), ..., crc (17, uint32, over attributes..end from 21),
 # attributes (21), lastOffsetDelta (23, int32)

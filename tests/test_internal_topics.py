@@ -17,6 +17,7 @@ import pytest
 
 from kafkatool import internal
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
+from kafkatool.javacompat import java_string_hash
 
 from .conftest import PROJECT_ROOT, corpus_root
 
@@ -49,18 +50,18 @@ def _java_hash(s: str) -> int:
                                  "grüße", "日本語グループ", "emoji-\U0001F600-group", "x" * 300])
 @pytest.mark.parametrize("partitions", [1, 3, 50, 64])
 def test_partition_for_matches_java(key: str, partitions: int) -> None:
-    assert internal.java_string_hash(key) == _java_hash(key)
+    assert java_string_hash(key) == _java_hash(key)
     assert internal.partition_for(key, partitions) == _kafka_partition(key, partitions)
 
 
 def test_partition_for_known_values() -> None:
-    assert internal.java_string_hash("hello") == 99162322           # documented Java value
-    assert internal.java_string_hash("polygenelubricants") == -2**31  # Integer.MIN_VALUE: abs() would stay negative
+    assert java_string_hash("hello") == 99162322           # documented Java value
+    assert java_string_hash("polygenelubricants") == -2**31  # Integer.MIN_VALUE: abs() would stay negative
     assert internal.partition_for("polygenelubricants", 7) == 0    # Utils.abs(MIN_VALUE) is 0
     # a negative hash: Math.abs, not n & 0x7fffffff (which would give 35); a real broker put it in -13
-    assert internal.java_string_hash("my-first-app") == -1618955613
+    assert java_string_hash("my-first-app") == -1618955613
     assert internal.partition_for("my-first-app", 50) == 13
-    assert internal.java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00  # two UTF-16 units, not one code point
+    assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00  # two UTF-16 units, not one code point
 
 
 def test_partition_for_agrees_with_the_corpus() -> None:

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, record_batch
+from kafkatool.errors import AppendError
 from kafkatool.formats.metadata_files import parse_partition_metadata, uuid_from_string
-from kafkatool.logwriter import AppendError, LogDirWriter, PartitionWriter, java_date, java_hashmap_order
+from kafkatool.javacompat import java_date, java_hashmap_order
+from kafkatool.logwriter import LogDirWriter, PartitionWriter
 from kafkatool.records import RawBatch, scan
 from kafkatool.smallfiles import (
     AbortedTxn,

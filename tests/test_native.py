@@ -1162,7 +1162,8 @@ def test_indexes_rebuilt_a_stretch_at_a_time_are_the_batch_by_batch_ones(core) -
     ``IndexAppendError`` at the same batch; at intervals from 0 to beyond the segment, so that entries fall on the
     first batch of a stretch, in its middle, on its last batch or nowhere in it, and with max timestamps reached
     early, late or never again."""
-    from kafkatool.segment_indexes import IndexAppendError, SegmentIndexes
+    from kafkatool.errors import IndexAppendError
+    from kafkatool.segment_indexes import SegmentIndexes
 
     def built(data: bytes, interval: int, options: ScanOptions) -> tuple:
         indexes = SegmentIndexes(0, interval)
@@ -1199,8 +1200,8 @@ def rebuilt(part: Path, options) -> tuple[str, int]:
     transactions, producer state at its base) whether or not that differs from the files; and how many stretches
     that load took whole in the segments it recovered (a tap hands on a stretch it takes whole, the batches of one
     it takes apart)."""
-    from kafkatool.logwriter import snapshot_bytes
     from kafkatool.model import Stretch
+    from kafkatool.producer_state import snapshot_bytes
     from kafkatool.repair import plan_partition
 
     plan = plan_partition(part, str(part), options)

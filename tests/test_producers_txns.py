@@ -210,7 +210,7 @@ def test_injected_idempotence_anomalies(tmp_path: Path) -> None:
     assert [x["code"] for x in lines if x["type"] == "finding"] == [c for c, _ in got]
     producers = {x["producer_id"]: x for x in lines if x["type"] == "producer"}
     # the fenced batch at 10 (epoch 0 after 1) changes nothing: the producer stays at epoch 1, last offset 9
-    # (ProducerAppendInfo.checkProducerEpoch refuses it from a client; kafkatool.loader.ProducerReplay ignores it)
+    # (ProducerAppendInfo.checkProducerEpoch refuses it from a client; producer_state.ProducerReplay ignores it)
     assert producers[9]["producer_epoch"] == 1 and producers[9]["last_offset"] == 9
     assert producers[10]["ongoing_transaction"] and producers[10]["current_txn_first_offset"] == 11
 

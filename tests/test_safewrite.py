@@ -23,12 +23,10 @@ from pathlib import Path
 import pytest
 
 from kafkatool import safewrite
-from kafkatool.errors import LogDirLocked
+from kafkatool.errors import ApplyRefused, JournalError, LogDirLocked
 from kafkatool.safewrite import (
     JOURNAL_NAME,
-    ApplyRefused,
     FileOp,
-    JournalError,
     RestoreRefused,
     apply_ops,
     atomic_write,

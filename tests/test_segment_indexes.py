@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from kafkatool.epochs import EpochCache
+from kafkatool.errors import IndexAppendError
 from kafkatool.loader import Rebuild, load_partition
 from kafkatool.model import Batch
 from kafkatool.records import scan
-from kafkatool.segment_indexes import IndexAppendError, SegmentIndexes
+from kafkatool.segment_indexes import SegmentIndexes
 
 from .conftest import corpus_root
 
@@ -62,7 +63,7 @@ def test_the_loader_rebuilds_what_kafkas_recovery_wrote(case: str) -> None:
     """``LogLoader.recoverLog`` from the case's recovery point: for each segment the loader recovers, the indexes it
     rebuilt from batch headers and the aborted transactions its producer replay found (``LogSegment.updateTxnIndex``
     with ``ProducerStateManager.lastStableOffset``) are Kafka's ``.index``, ``.timeindex`` and ``.txnindex``."""
-    from kafkatool.logwriter import txn_index_bytes
+    from kafkatool.segment_indexes import txn_index_bytes
 
     config = json.loads((corpus_root() / "kafka/recovery" / case / "case.json").read_text())
     inv = config["recovery_invocation"]

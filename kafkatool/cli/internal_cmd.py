@@ -101,8 +101,8 @@ def partition_for(
     ids (both 50 by default). Exit 0, or 2 when no id was given.
     """
     from ..errors import UsageError
-    from ..internal import java_string_hash
     from ..internal import partition_for as compute
+    from ..javacompat import java_string_hash
     from .output import FORMATS, Output
 
     if fmt not in FORMATS:
