@@ -313,7 +313,7 @@ def test_pure_python_is_forced_by_the_environment() -> None:
 def test_a_native_panic_is_the_internal_error_exit(core, capsys) -> None:
     """A panic inside the crate reaches Python as ``NativePanic`` (a RuntimeError, not PyO3's
     BaseException ``PanicException``), so the CLI's handler turns it into exit 70 with one line."""
-    from kafkatool.cli.main import EXIT_INTERNAL, command
+    from kafkatool.cli.exits import EXIT_INTERNAL, command
 
     with pytest.raises(RuntimeError, match="panicked"):
         core._panic_for_test()

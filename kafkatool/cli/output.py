@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import Any
 
+from ..errors import UsageError
 from ..model import RecordRun, Stretch, render_bytes
 
 FORMATS = ("text", "jsonl")
@@ -76,6 +77,11 @@ _ESCAPE = re.compile(r"(\\*)(\[[a-z#/@][^\[]*?\])")  # the same, whole
 _NUMBER = re.compile(r"-?[\d,]+|-")
 _FOLD_MIN = 16  # a folded column keeps at least this many characters a line
 
+
+def check_format(fmt: str, formats: tuple[str, ...] = FORMATS) -> None:
+    """``--format`` is one of ``formats`` (a usage error, exit 2, before anything is read)."""
+    if fmt not in formats:
+        raise UsageError(f"--format must be one of {', '.join(formats)}")
 
 def console(stream: Any, width: int | None = None) -> Any:
     """rich's Console for a stream that may be a terminal (rich decides: ``isatty``, ``FORCE_COLOR``,
@@ -252,13 +258,11 @@ class Output:
             self._summary_table()
         self._out.flush()
 
-    def exit_code(self, fail_on: str = "warning") -> int:
-        """3 when a file could not be read, 1 when a finding at or above ``fail_on`` was emitted, else 0."""
-        if self.codes["io-error"]:
-            return 3
-        order = ["info", "warning", "error"]
-        worst = [s for s in order[order.index(fail_on):] if self.findings[s]]
-        return 1 if worst else 0
+    def exit_code(self, fail_on: str, verdict: bool = False) -> int:
+        """The exit code of what was emitted, by the one exit policy (:func:`kafkatool.cli.exits.exit_code`)."""
+        from .exits import exit_code
+
+        return exit_code(self.findings, fail_on, io_errors=self.codes["io-error"], verdict=verdict)
 
     def _revalue(self, d: dict[str, Any]) -> dict[str, Any]:
         def conv(v: str | None) -> str | None:
