@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
-from kafkatool.cli.output import printable
+from kafkatool.cli.output.terminal import printable
 from kafkatool.formats import internal_topics as it
 from kafkatool.logwriter import LogDirWriter
 

@@ -637,7 +637,7 @@ def test_columns_render_in_pieces_of_whole_lines(core, monkeypatch) -> None:
     whole lines (text holding non-ASCII decodes piece by piece), and the pieces together are what the
     per-record path prints, in every format and --values mode."""
     from kafkatool import records as reader
-    from kafkatool.cli.output import _RENDER_FALLBACK
+    from kafkatool.cli.output.text import _RENDER_FALLBACK
     from kafkatool.model import RecordRun
 
     ts = 1_700_000_000_123

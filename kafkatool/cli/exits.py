@@ -51,7 +51,7 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> None:
         debug = os.environ.get("KAFKATOOL_DEBUG", "") not in ("", "0")
-        from .output import printable  # a message may quote a hostile file name: no raw control character
+        from .output.terminal import printable  # a message may quote a hostile file name: no raw control character
 
         try:
             code = fn(*args, **kwargs)

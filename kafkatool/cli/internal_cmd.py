@@ -171,7 +171,7 @@ def _heartbeats_counted(items):
 
 
 def _iso_ms(ts: int) -> str:
-    from .output import _iso
+    from .output.text import _iso
 
     return _iso(ts)
 

@@ -205,7 +205,7 @@ def scan(
         from rich.table import Table
 
         from .console import QuietConsole
-        from .output import escape, printable
+        from .output.terminal import escape, printable
 
         table = Table(box=None, pad_edge=False)
         for col in ("partition", "dirs", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
