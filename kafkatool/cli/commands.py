@@ -28,7 +28,7 @@ from typer import _click
 from typer._click.shell_completion import CompletionItem
 from typer._coercion import RuntimeParam
 from typer.core import TyperCommand, TyperGroup
-from typer.main import get_command_from_info
+from typer.main import get_command_from_info, get_group
 from typer.models import CommandInfo
 
 from .exits import command
@@ -316,6 +316,15 @@ def lazy_command(module: str, function: str, examples: str) -> LazyCommand:
         return get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
 
     return LazyCommand(lambda: first_sentence(reflow(load()[0].__doc__ or "")), build)
+
+
+def lazy_group(module: str, app: str) -> LazyCommand:
+    """The typer group ``app`` of ``kafkatool.cli.<module>``, imported only when it is listed or used."""
+
+    def load() -> typer.Typer:
+        return getattr(importlib.import_module(f"{__package__}.{module}"), app)
+
+    return LazyCommand(lambda: first_sentence(load().info.help), lambda: get_group(load()))
 
 
 def group(name: str, help_text: str, cls: type[LazyGroup], **settings: Any) -> typer.Typer:

@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from .commands import LazyCommand, LazyGroup, first_sentence, group, lazy_command
+from .commands import LazyGroup, group, lazy_command, lazy_group
 from .exits import EXIT_OK
 
 
@@ -24,18 +24,6 @@ def _version(value: bool) -> None:
             from .. import __version__ as v
         sys.stdout.write(f"kafkatool {v}\n")
         raise typer.Exit(EXIT_OK)
-
-
-def _spark() -> LazyCommand:
-    """The ``spark`` group of :mod:`kafkatool.cli.spark_cmd`, imported only when listed or used."""
-    from typer.main import get_group
-
-    def app() -> typer.Typer:
-        from . import spark_cmd
-
-        return spark_cmd.app
-
-    return LazyCommand(lambda: first_sentence(app().info.help), lambda: get_group(app()))
 
 
 class _Kafkatool(LazyGroup):
@@ -57,7 +45,7 @@ class _Kafkatool(LazyGroup):
         "delivery": lazy_command("delivery_cmd", "delivery", "EXAMPLES"),
         "producers": lazy_command("producers_cmd", "producers", "PRODUCERS_EXAMPLES"),
         "txns": lazy_command("producers_cmd", "txns", "TXNS_EXAMPLES"),
-        "spark": _spark(),
+        "spark": lazy_group("spark_cmd", "app"),
     }
 
 
