@@ -18,6 +18,7 @@ indexes removed, garbled, or left preallocated by a crash.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -484,6 +485,20 @@ def test_cli_jsonl_contract() -> None:
     assert ts["time_index_entry"] == {"timestamp": 1700000113002, "offset": 119}
     latest = json.loads(kt(partition, "--timestamp", "latest", "-f", "jsonl").stdout)
     assert (latest["offset"], latest["batch"], latest["target"]["name"]) == (269, None, "latest")
+
+
+def test_cli_not_found_with_an_unreadable_file_exits_3(tmp_path: Path) -> None:
+    """The one exit policy (kafkatool/cli/exits.py): a file that could not be read is exit 3 whatever else was
+    found, here an offset past the log end (which alone exits 1; locate exited 1 for both before)."""
+    partition = tmp_path / "txn-0"
+    shutil.copytree(ROOT / "kafka/logdir/txn-0", partition)
+    index = partition / "00000000000000000000.index"
+    index.unlink()
+    os.mkfifo(index)  # never read from: an io-error finding
+    proc = kt(partition, "--offset", "999999")
+    assert "not found: offset 999999" in proc.stdout and "io-error" in proc.stdout, proc.stdout
+    assert proc.returncode == 3, proc.stderr
+    assert kt(partition, "--offset", "999999", "--fail-on", "error").returncode == 3
 
 
 def test_cli_text_shows_each_step() -> None:
