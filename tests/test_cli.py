@@ -14,7 +14,7 @@ import pytest
 
 from kafkatool.build import RecordSpec, record_batch
 
-from .conftest import corpus_root
+from .conftest import PROJECT_ROOT, corpus_root
 
 ROOT = corpus_root()
 TXN = ROOT / "kafka/logdir/txn-0"
@@ -224,3 +224,64 @@ def test_shell_completion_completes_commands_and_options() -> None:
     assert complete("kafkatool ver") == ["verify"]
     assert complete("kafkatool tr") == ["truncation"]
     assert set(complete("kafkatool verify --f")) == {"--format", "--fail-on"}
+
+
+def _commands() -> dict[str, object]:
+    """Every command of the CLI by its full name (``spark scan`` too), each built as it is when it runs."""
+    from typer import _click
+    from typer.main import get_group
+
+    from kafkatool.cli.commands import LazyGroup
+    from kafkatool.cli.main import app
+
+    found: dict[str, object] = {}
+
+    def walk(prefix: str, group: LazyGroup) -> None:
+        for name in group.list_commands(_click.Context(group)):
+            command = group.commands[name]
+            if isinstance(command, LazyGroup):
+                walk(f"{prefix}{name} ", command)
+            else:
+                found[prefix + name] = command
+
+    walk("", get_group(app))
+    return found
+
+
+def test_a_short_flag_means_one_long_option_across_the_cli() -> None:
+    """``-o`` was --offset (locate) and --out (spark scan); ``-t`` --timestamp, --topic and --transactional-id."""
+    meanings: dict[str, set[str]] = {}
+    for name, command in _commands().items():
+        for param in command.params:  # type: ignore[attr-defined]
+            names = [*param.opts, *param.secondary_opts]
+            longs = {n for n in names if n.startswith("--")}
+            for short in (n for n in names if n.startswith("-") and not n.startswith("--")):
+                meanings.setdefault(short, set()).update(f"{long} ({name})" for long in longs)
+    clashes = {s: sorted(m) for s, m in meanings.items() if len({x.split()[0] for x in m}) != 1}
+    assert not clashes, clashes
+    assert {s: next(iter(m)).split()[0] for s, m in meanings.items()} == {
+        "-f": "--format", "-o": "--out", "-t": "--topic", "-p": "--partition", "-r": "--records", "-g": "--group",
+        "-j": "--jobs", "-s": "--sink", "-l": "--leader", "-F": "--follower"}
+
+
+def test_every_command_that_reports_findings_takes_fail_on() -> None:
+    """One exit policy (kafkatool/cli/exits.py): each command with findings has --fail-on; partition-for has none."""
+    lacking = [name for name, command in _commands().items()
+               if "--fail-on" not in {o for p in command.params for o in p.opts}]  # type: ignore[attr-defined]
+    assert lacking == ["partition-for"]
+
+
+@pytest.mark.parametrize("args", [["verify"], ["dump"], ["overview"], ["producers"], ["txns"], ["offsets"],
+                                  ["txn-state"], ["metadata"], ["replicas"], ["epochs"], ["repair"],
+                                  ["locate", "--offset", "0"], ["delivery", "--sink", "-"]])
+def test_fail_on_is_checked_before_anything_is_read(args: list[str]) -> None:
+    proc = kt(*args, "--fail-on", "fatal", TXN)
+    assert proc.returncode == 2 and "--fail-on must be one of info, warning, error" in proc.stderr, proc.stderr
+
+
+def test_fail_on_sets_the_severity_that_exits_1() -> None:
+    """producers of the fixture log dir: info findings only (epoch bumps); the incident's: errors."""
+    logdir, incident = PROJECT_ROOT / "fixtures/logdir", PROJECT_ROOT / "fixtures/incident"
+    assert kt("producers", logdir).returncode == 0
+    assert kt("producers", "--fail-on", "info", logdir).returncode == 1
+    assert kt("producers", "--fail-on", "error", incident).returncode == 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.cli.output import printable
+from kafkatool.cli.output.terminal import printable
 
 from .conftest import corpus_root
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
-from kafkatool.cli.output import printable
+from kafkatool.cli.output.terminal import printable
 from kafkatool.formats import internal_topics as it
 from kafkatool.logwriter import LogDirWriter
 
@@ -165,7 +165,7 @@ def case(name: str, b1: Path, b2: Path) -> tuple[list[object], int, list[str]]:
         "truncation": (["truncation", "-l", p2, "-F", p1], 1, [b1.name, TOPIC]),
         "epochs": (["epochs", b1, b2], 1, [str(p1), str(p2)]),
         "delivery": (["delivery", "--sink", sink, "-g", EVIL, b1], 1, [EVIL]),
-        "locate": (["locate", p1, "-o", "0"], 0, [str(p1), EVIL]),
+        "locate": (["locate", p1, "--offset", "0"], 0, [str(p1), EVIL]),
         "repair": (["repair", b1], 1, [str(p1)]),
         "dump": (["dump", "-r", b1], 1, [str(p1), EVIL]),
         "dump --values hex": (["dump", "-r", "--values", "hex", b1], 1, [str(p1), EVIL]),

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from kafkatool.cli.main import EXIT_INTERNAL, command
+from kafkatool.cli.exits import EXIT_INTERNAL, command
 from kafkatool.errors import InputIOError, UsageError
 from kafkatool.filetypes import NotRegularFile, open_regular, read_regular
 

@@ -18,6 +18,7 @@ indexes removed, garbled, or left preallocated by a crash.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -479,38 +480,52 @@ def test_cli_jsonl_contract() -> None:
     assert [s["step"] for s in line["steps"]] == ["segment", "index", "scan"]
     assert all(isinstance(s["message"], str) for s in line["steps"])
 
-    ts = json.loads(kt(partition, "-t", "2023-11-14T22:15:13.5Z", "-f", "jsonl").stdout)
+    ts = json.loads(kt(partition, "--timestamp", "2023-11-14T22:15:13.5Z", "-f", "jsonl").stdout)
     assert ts["target"] == {"timestamp": 1700000113500} and ts["record"]["offset"] == 126
     assert ts["time_index_entry"] == {"timestamp": 1700000113002, "offset": 119}
-    latest = json.loads(kt(partition, "-t", "latest", "-f", "jsonl").stdout)
+    latest = json.loads(kt(partition, "--timestamp", "latest", "-f", "jsonl").stdout)
     assert (latest["offset"], latest["batch"], latest["target"]["name"]) == (269, None, "latest")
+
+
+def test_cli_not_found_with_an_unreadable_file_exits_3(tmp_path: Path) -> None:
+    """The one exit policy (kafkatool/cli/exits.py): a file that could not be read is exit 3 whatever else was
+    found, here an offset past the log end (which alone exits 1; locate exited 1 for both before)."""
+    partition = tmp_path / "txn-0"
+    shutil.copytree(ROOT / "kafka/logdir/txn-0", partition)
+    index = partition / "00000000000000000000.index"
+    index.unlink()
+    os.mkfifo(index)  # never read from: an io-error finding
+    proc = kt(partition, "--offset", "999999")
+    assert "not found: offset 999999" in proc.stdout and "io-error" in proc.stdout, proc.stdout
+    assert proc.returncode == 3, proc.stderr
+    assert kt(partition, "--offset", "999999", "--fail-on", "error").returncode == 3
 
 
 def test_cli_text_shows_each_step() -> None:
     partition = ROOT / RECOVERY.format("missing-indexes/before")
-    proc = kt(partition, "-o", "120")
+    proc = kt(partition, "--offset", "120")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "segment 00000000000000000086.log (base offset 86: binary search over 4 segments)" in out
     assert "fallback: 00000000000000000086.index is missing" in out
     assert "scanned 3,380 bytes (20 batches) from position 0 to the batch at position 3041" in out
     assert "offset 120..121  pos 3041" in out and "| 120  2023-11-14T22:15:13.000Z  key='key-120'" in out
-    indexed = kt(ROOT / PARTITIONS[0], "-o", "120").stdout
+    indexed = kt(ROOT / PARTITIONS[0], "--offset", "120").stdout
     assert "index entry offset 112 → position 2195 (00000000000000000086.index, slot 1 of 7" in indexed
 
 
 def test_cli_exit_codes() -> None:
     partition = ROOT / PARTITIONS[0]
-    missing = kt(partition, "-o", "269")
+    missing = kt(partition, "--offset", "269")
     assert missing.returncode == 1 and "not found: offset 269 is at or past the log end offset 269" in missing.stdout
-    flipped = kt(ROOT / RECOVERY.format("crc-flip/before"), "-o", "264", "-f", "jsonl")
+    flipped = kt(ROOT / RECOVERY.format("crc-flip/before"), "--offset", "264", "-f", "jsonl")
     assert flipped.returncode == 1
     assert [json.loads(x)["type"] for x in flipped.stdout.splitlines()] == ["location", "finding"]
-    for args in ([], ["-o", "1", "-t", "1"], ["-t", "soon"], ["-o", "1", "-f", "xml"]):
+    for args in ([], ["--offset", "1", "--timestamp", "1"], ["--timestamp", "soon"], ["--offset", "1", "-f", "xml"]):
         proc = kt(partition, *args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
-    assert kt(ROOT / "kafka/logdir", "-o", "1").returncode == 2
+    assert kt(ROOT / "kafka/logdir", "--offset", "1").returncode == 2
     helped = subprocess.run([sys.executable, "-m", "kafkatool", "locate", "--help"], capture_output=True, text=True,
                             check=False)
     assert helped.returncode == 0 and "Examples" in helped.stdout

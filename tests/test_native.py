@@ -313,7 +313,7 @@ def test_pure_python_is_forced_by_the_environment() -> None:
 def test_a_native_panic_is_the_internal_error_exit(core, capsys) -> None:
     """A panic inside the crate reaches Python as ``NativePanic`` (a RuntimeError, not PyO3's
     BaseException ``PanicException``), so the CLI's handler turns it into exit 70 with one line."""
-    from kafkatool.cli.main import EXIT_INTERNAL, command
+    from kafkatool.cli.exits import EXIT_INTERNAL, command
 
     with pytest.raises(RuntimeError, match="panicked"):
         core._panic_for_test()
@@ -637,7 +637,7 @@ def test_columns_render_in_pieces_of_whole_lines(core, monkeypatch) -> None:
     whole lines (text holding non-ASCII decodes piece by piece), and the pieces together are what the
     per-record path prints, in every format and --values mode."""
     from kafkatool import records as reader
-    from kafkatool.cli.output import _RENDER_FALLBACK
+    from kafkatool.cli.output.text import _RENDER_FALLBACK
     from kafkatool.records import RecordRun
 
     ts = 1_700_000_000_123

@@ -153,7 +153,7 @@ def test_markup_escape_is_richs_and_shows_text_as_written() -> None:
 
     from rich.markup import escape as rich_escape
 
-    from kafkatool.cli.output import _markup, escape
+    from kafkatool.cli.output.terminal import _markup, escape
 
     rng = random.Random(14)
     for _ in range(20_000):

@@ -16,15 +16,22 @@ Python. kafkatool's options are plain (text, integers with a lower bound, paths,
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, get_args, get_origin
 
+import typer
 from typer import _click
 from typer._click.shell_completion import CompletionItem
 from typer._coercion import RuntimeParam
 from typer.core import TyperCommand, TyperGroup
+from typer.main import get_command_from_info, get_group
+from typer.models import CommandInfo
+
+from .exits import command
 
 _PLAIN = (str, int, float, Path, bool)
 _BOOL = {"1": True, "true": True, "yes": True, "y": True, "on": True, "0": False, "false": False, "no": False,
@@ -245,3 +252,84 @@ class LazyGroup(Group):
                  if name.startswith(incomplete)]
         # then the group's own options: click's Command.shell_complete, past TyperGroup's (which builds every command)
         return names + super(TyperGroup, self).shell_complete(ctx, incomplete)
+
+
+def paste_ready(examples: str, width: int = 76) -> str:
+    """Examples whose long commands continue on the next line with a backslash, cut between shell words, so
+    the help renderer never wraps one mid-word at 80 columns and each can be pasted as it stands."""
+    out: list[str] = []
+    for line in examples.splitlines():
+        indent = line[:len(line) - len(line.lstrip())]
+        if len(line) <= width or line.lstrip().startswith("#"):
+            out.append(line)
+            continue
+        words, current = _shell_words(line.strip()), indent
+        for word in words:
+            if current.strip() and len(current) + 1 + len(word) > width - 2:
+                out.append(current + " \\")
+                current = indent + "    "
+            current += ("" if not current.strip() else " ") + word
+        out.append(current)
+    return "\n".join(out)
+
+
+def _shell_words(text: str) -> list[str]:
+    """``text`` split at spaces outside quotes (the quotes kept: the words are pasted back as they were)."""
+    words, current, quote = [], "", None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == " ":
+            if current:
+                words.append(current)
+            current = ""
+            continue
+        current += ch
+    if current:
+        words.append(current)
+    return words
+
+
+def reflow(doc: str) -> str:
+    """A docstring as help text: each paragraph one line, for the terminal to wrap at its own width (the help
+    renderer keeps hard line breaks, which cut sentences in two at any width but the source's)."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def lazy_command(module: str, function: str, examples: str) -> LazyCommand:
+    """The command ``function`` of ``kafkatool.cli.<module>``, with its ``examples`` under its help; the module is
+    imported when the command is listed (its short help) or built, never before."""
+
+    def load() -> tuple[Callable[..., int], str]:
+        commands = importlib.import_module(f"{__package__}.{module}")
+        return getattr(commands, function), getattr(commands, examples)
+
+    def build() -> TyperCommand:
+        fn, text = load()
+        callback = command(fn)
+        callback.__doc__ = reflow(fn.__doc__ or "")
+        # named after its function, as typer's @app.command() names it: partition_for is partition-for
+        info = CommandInfo(cls=Command, callback=callback, epilog=paste_ready(text))
+        return get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+
+    return LazyCommand(lambda: first_sentence(reflow(load()[0].__doc__ or "")), build)
+
+
+def lazy_group(module: str, app: str) -> LazyCommand:
+    """The typer group ``app`` of ``kafkatool.cli.<module>``, imported only when it is listed or used."""
+
+    def load() -> typer.Typer:
+        return getattr(importlib.import_module(f"{__package__}.{module}"), app)
+
+    return LazyCommand(lambda: first_sentence(load().info.help), lambda: get_group(load()))
+
+
+def group(name: str, help_text: str, cls: type[LazyGroup], **settings: Any) -> typer.Typer:
+    """A typer app for a :class:`LazyGroup`: plain help (``-h`` too), no completion commands, no rich tracebacks
+    (errors are :func:`kafkatool.cli.exits.command`'s one line)."""
+    return typer.Typer(name=name, help=help_text, cls=cls, no_args_is_help=True, rich_markup_mode=None,
+                       context_settings={"help_option_names": ["-h", "--help"]}, pretty_exceptions_enable=False,
+                       **settings)

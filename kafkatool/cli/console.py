@@ -1,6 +1,6 @@
 """rich's Console, for output on a terminal (colour, its width, progress bars): imported only where a terminal
-may be involved (see :func:`kafkatool.cli.output.console`), as rich costs more to import than a small ``verify``
-takes to run."""
+may be involved (see :func:`kafkatool.cli.output.terminal.console`), as rich costs more to import than a small
+``verify`` takes to run."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-OFFSET_MAX = (1 << 63) - 1  # kafkatool.delivery.OFFSET_MAX, written out: the command is built without importing it
+from .options import FailOn, Format, FromOffset, Isolation, ToOffset
 
 EXAMPLES = """
 [bold]Examples[/bold]
@@ -33,19 +33,14 @@ def delivery(
         "--sink", "-s", help="What the consumer processed: CSV with a header naming topic, partition, offset; "
                              "JSON lines with those keys; or .parquet. Repeatable; - reads standard input.",
         show_default=False)],
-    isolation: Annotated[str, typer.Option(
-        help="The consumer's isolation.level: read_committed (no aborted records, stops at the LSO) or "
-             "read_uncommitted.", metavar="read_committed|read_uncommitted")] = "read_committed",
-    from_offset: Annotated[int | None, typer.Option(
-        "--from-offset", min=0, max=OFFSET_MAX, help="First offset expected (default: the log start).",
-        show_default=False)] = None,
-    to_offset: Annotated[int | None, typer.Option(
-        "--to-offset", min=0, max=OFFSET_MAX, help="Last offset expected (default: the highest offset in the sink).",
-        show_default=False)] = None,
+    isolation: Isolation = "read_committed",
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
     group: Annotated[str | None, typer.Option(
         "--group", "-g", help="The consumer group: its committed offset says what a restart re-delivers and what "
                               "was committed but never processed.", show_default=False)] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl", help="text or jsonl.")] = "text",
+    fmt: Format = "text",
+    fail_on: FailOn = "warning",
 ) -> int:
     """Did a consumer lose or duplicate records? Compare what it processed with what the log holds.
 
@@ -56,14 +51,14 @@ def delivery(
     at-most-once (missing) or loss-and-duplicates.
 
     Exit 0 when exactly once, 1 when anything is missing, duplicated, aborted-delivered or unexpected (or
-    another finding), 2 usage error or nothing to read, 3 I/O error.
+    a finding reaches --fail-on, default warning), 2 usage error or nothing to read, 3 I/O error.
     """
     from ..delivery import delivery_paths
-    from ..errors import UsageError
-    from .output import FORMATS, Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
+    check_fail_on(fail_on)
     out = Output(fmt)
     dirty = False
     with out.counter("reading the sink", "rows") as advance:
@@ -72,4 +67,4 @@ def delivery(
             dirty |= not getattr(item, "clean", True)
             out.emit(item)
     out.close()
-    return out.exit_code("warning") or int(dirty)
+    return out.exit_code(fail_on, verdict=dirty)

@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatchBytes, MaxDecompressed
+from .options import (
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_MAX_DECOMPRESSED,
+    FailOn,
+    FromOffset,
+    Isolation,
+    MaxBatchBytes,
+    MaxDecompressed,
+    Records,
+    ToOffset,
+)
 
 EXAMPLES = """
 [bold]Examples[/bold]
@@ -39,32 +49,23 @@ def dump(
                                           "Spark records level's columns); findings go to stderr for the last "
                                           "three.")] = "text",
     out_file: Annotated[Path | None, typer.Option(
-        "--out", help="Write csv or parquet to this file (a device or FIFO: in place).", show_default=False)] = None,
-    records: Annotated[bool, typer.Option("--records", "-r", help="Also decode the records inside batches.")] = False,
+        "--out", "-o", help="Write csv or parquet to this file (a device or FIFO: in place).",
+        show_default=False)] = None,
+    records: Records = False,
     values: Annotated[
         str | None,
         typer.Option(help="Keys/values as base64, text, hex or none (default: text for text, base64 for jsonl).",
                      metavar="base64|text|hex|none"),
     ] = None,
-    from_offset: Annotated[int | None, typer.Option(
-        help="Show batches and records from this offset on, read from where a fetch of it starts (its segment, "
-             "then the offset index); with either offset only the record files are shown.",
-        min=0, max=2**63 - 1)] = None,  # offsets are signed 64-bit
-    to_offset: Annotated[int | None, typer.Option(
-        help="Show batches and records up to this offset; reading stops at the first batch past it.",
-        min=0, max=2**63 - 1)] = None,
+    from_offset: FromOffset = None,
+    to_offset: ToOffset = None,
     max_batches: Annotated[int | None, typer.Option(help="Stop each record file after N batches.", min=1)] = None,
     max_bytes: Annotated[
         int | None, typer.Option(help="Read only the entries starting in the first N bytes of each record file.", min=1)
     ] = None,
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
-    isolation: Annotated[
-        str, typer.Option(metavar="read_uncommitted|read_committed",
-                          help="read_uncommitted (every batch) or read_committed (what such a consumer receives: "
-                               "no aborted records or control batches, nothing from the last stable offset or "
-                               "high watermark on).")
-    ] = "read_uncommitted",
+    isolation: Isolation = "read_uncommitted",
     key: Annotated[str | None, typer.Option(help="Only records whose key matches this regular expression "
                                                  "(searched in the key as UTF-8).", show_default=False)] = None,
     value: Annotated[str | None, typer.Option("--value-match", "--value",
@@ -83,6 +84,7 @@ def dump(
         help="Decode the records of Kafka's internal topics (implies --records): consumer-offsets, "
              "transaction-state, cluster-metadata, share-group-state, or auto (by the partition's topic).",
         metavar="DECODER", show_default=False)] = None,
+    fail_on: FailOn = "warning",
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
 
@@ -90,17 +92,19 @@ def dump(
     position, reason) and the dump goes on where the framing allows.
     --key, --value, --header, --producer-id, --from-time and --to-time search: only the matching records are
     shown, each after its batch's line (they imply --records when a record field is searched).
-    Exit 1 when there were findings.
+    With --from-offset or --to-offset only the record files are shown.
+    Exit 1 when a finding reaches --fail-on (default: warning).
     """
     from ..dump import DECODERS, DumpOptions, dump_paths, record_filter
     from ..errors import UsageError
     from ..records import ScanOptions
     from ..walk import total_bytes
-    from .output import DUMP_FORMATS, VALUE_MODES, Output
+    from .exits import check_fail_on
+    from .output import DUMP_FORMATS, VALUE_MODES, Output, check_format
 
     exporting = fmt in ("csv", "parquet")
-    if fmt not in DUMP_FORMATS and not exporting:
-        raise UsageError(f"--format must be one of {', '.join((*DUMP_FORMATS, 'csv', 'parquet'))}")
+    check_format(fmt, (*DUMP_FORMATS, "csv", "parquet"))
+    check_fail_on(fail_on)
     if out_file is not None and not exporting:
         raise UsageError("--out is for --format csv or parquet")
     if values is not None and values not in VALUE_MODES:
@@ -135,8 +139,8 @@ def dump(
                 report.progress(lambda: total_bytes(paths), "dump") as advance:
             report.emit_all(export(dump_paths(paths, options, progress=advance, name_files=True), fmt, sink,
                                    values or "base64"))
-        return report.exit_code("warning")
+        return report.exit_code(fail_on)
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
         out.emit_all(dump_paths(paths, options, progress=advance, name_files=fmt == "dump-log"))
-    return out.exit_code("warning")
+    return out.exit_code(fail_on)

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from .options import FailOn, Format, Groups, Topic, TransactionalIds
+
 OFFSETS_EXAMPLES = """
 [bold]Examples[/bold]
 
@@ -50,16 +52,15 @@ METADATA_EXAMPLES = """
   kafkatool metadata -f jsonl /var/lib/kafka/meta | jq -c 'select(.type=="partition_state")'
 """
 
-Format = Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl", help="text (tables) or jsonl.")]
-
 
 def offsets(
     paths: Annotated[list[Path], typer.Argument(help="Log dirs or __consumer_offsets-N partition dirs (and the "
                                                      "log dirs holding the data partitions, for lag).",
                                                 show_default=False)],
     fmt: Format = "text",
-    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="Only this group (repeatable).")] = None,
+    group: Groups = None,
     lag: Annotated[bool, typer.Option(help="Compare commits with the data partitions in the same log dir.")] = True,
+    fail_on: FailOn = "warning",
 ) -> int:
     """Committed offsets and consumer groups, replayed from __consumer_offsets as the group coordinator loads it.
 
@@ -67,28 +68,26 @@ def offsets(
     once committed. Each group's generation, protocol, leader and members. Where the data partition is in the
     same log dir as the __consumer_offsets partition: its log start, LEO, high watermark and the lag; a commit
     beyond the LEO is an error (another log dir's copy of the partition is never compared).
-    Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
+    Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
     """
-    from ..errors import UsageError
     from ..internal import CommittedOffset, GroupState, consumer_offsets, consumer_offsets_bytes
-    from .output import FORMATS, Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
+    check_fail_on(fail_on)
     wanted = set(group or ())
     out = Output(fmt)
     with out.progress(lambda: consumer_offsets_bytes(paths, with_lag=lag), "offsets") as advance:
         items = consumer_offsets(paths, with_lag=lag, progress=advance)
         out.emit_all(i for i in items
                      if not wanted or not isinstance(i, CommittedOffset | GroupState) or i.group in wanted)
-    return out.exit_code("warning")
+    return out.exit_code(fail_on)
 
 
 def partition_for(
-    group: Annotated[list[str] | None, typer.Option("--group", "-g", help="A consumer group id (repeatable).")] = None,
-    transactional_id: Annotated[
-        list[str] | None, typer.Option("--transactional-id", "-t", help="A transactional id (repeatable).")
-    ] = None,
+    group: Groups = None,
+    transactional_id: TransactionalIds = None,
     partitions: Annotated[int, typer.Option(
         help="Partitions of the internal topic (the broker's config named above).", min=1, metavar="N")] = 50,
     fmt: Format = "text",
@@ -103,10 +102,9 @@ def partition_for(
     from ..errors import UsageError
     from ..internal import partition_for as compute
     from ..javacompat import java_string_hash
-    from .output import FORMATS, Output
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
     ids = [("group", "__consumer_offsets", g) for g in group or ()]
     ids += [("transactional_id", "__transaction_state", t) for t in transactional_id or ()]
     if not ids:
@@ -122,28 +120,27 @@ def txn_state(
     paths: Annotated[list[Path], typer.Argument(help="Log dirs or __transaction_state-N partition dirs.",
                                                 show_default=False)],
     fmt: Format = "text",
-    transactional_id: Annotated[
-        list[str] | None, typer.Option("--transactional-id", "-t", help="Only this transactional id (repeatable).")
-    ] = None,
+    transactional_id: TransactionalIds = None,
+    fail_on: FailOn = "warning",
 ) -> int:
     """Transactional ids from __transaction_state: producer id and epoch, timeout, state, partitions, times.
 
     The latest value per transactional id wins, a tombstone (expired id) deletes. Every TransactionLogValue
     version (0, and flexible 1 with its tagged previous/next producer id and client transaction version).
-    Exit 0 ok, 1 findings (warning or worse), 2 usage error, 3 I/O error.
+    Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
     """
-    from ..errors import UsageError
     from ..internal import TransactionLogEntry, transaction_states, transaction_states_bytes
-    from .output import FORMATS, Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
+    check_fail_on(fail_on)
     wanted = set(transactional_id or ())
     out = Output(fmt)
     with out.progress(lambda: transaction_states_bytes(paths), "txn-state") as advance:
         out.emit_all(i for i in transaction_states(paths, progress=advance)
                      if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
-    return out.exit_code("warning")
+    return out.exit_code(fail_on)
 
 
 def _heartbeats_counted(items):
@@ -174,7 +171,7 @@ def _heartbeats_counted(items):
 
 
 def _iso_ms(ts: int) -> str:
-    from .output import _iso
+    from .output.text import _iso
 
     return _iso(ts)
 
@@ -184,7 +181,7 @@ def metadata(
                                                      "single segments / .checkpoint snapshots.",
                                                 show_default=False)],
     fmt: Format = "text",
-    topic: Annotated[str | None, typer.Option("--topic", help="Only the timeline of this topic.")] = None,
+    topic: Topic = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also every other metadata record (topics, brokers, "
                                                          "features, and undecoded types).")] = False,
     under_min_isr: Annotated[bool, typer.Option(
@@ -196,6 +193,7 @@ def metadata(
                                              "else 1 (Kafka's default).")] = None,
     server_properties: Annotated[Path | None, typer.Option(
         "--server-properties", help="A broker's server.properties to read min.insync.replicas from.")] = None,
+    fail_on: FailOn = "warning",
 ) -> int:
     """The partition leadership / ISR timeline from the KRaft __cluster_metadata log and snapshots.
 
@@ -204,9 +202,9 @@ def metadata(
     offset in its own column), time, topic-partition, leader, ISR, leader epoch, partition epoch, and a
     marker where the ISR falls below min.insync.replicas and where it is back.
     Record types not decoded are named by type and version and skipped.
-    Exit 0 ok, 1 findings (warning or worse; with --under-min-isr also any interval), 2 usage error, 3 I/O error.
+    Exit 0 ok, 1 findings (--fail-on, default warning; with --under-min-isr also any interval), 2 usage error,
+    3 I/O error.
     """
-    from ..errors import UsageError
     from ..internal import (
         MetadataEvent,
         PartitionState,
@@ -215,10 +213,11 @@ def metadata(
         metadata_timeline,
         read_min_insync_replicas,
     )
-    from .output import FORMATS, Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
+    check_fail_on(fail_on)
     if min_insync_replicas is None:
         min_insync_replicas = (read_min_insync_replicas(server_properties) if server_properties else None) or 1
     out = Output(fmt, tables=not show_all)  # --all: one line per record, partition steps among them
@@ -237,9 +236,9 @@ def metadata(
                  if keep(i))
         if not under_min_isr:
             out.emit_all(_heartbeats_counted(items) if fmt == "text" else items)
-            return out.exit_code("warning")
+            return out.exit_code(fail_on)
         # Each interval is known when it ends: shown in order of the metadata log, then of partition.
         found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
                                              i.partition) if isinstance(i, UnderMinIsr) else (-1,))
         out.emit_all(found)
-    return out.exit_code("warning") or int(any(isinstance(i, UnderMinIsr) for i in found))
+    return out.exit_code(fail_on, verdict=any(isinstance(i, UnderMinIsr) for i in found))

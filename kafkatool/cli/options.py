@@ -1,15 +1,54 @@
-"""Options several commands share, declared once (same flag, same help, same default everywhere)."""
+"""Options several commands share, declared once (same flags, same help everywhere; a command sets the default).
+
+A short flag means one long option across the whole CLI (tests/test_cli.py walks every command to hold it):
+``-f`` ``--format``, ``-o`` ``--out``, ``-t`` ``--topic``, ``-p`` ``--partition``, ``-r`` ``--records``,
+``-g`` ``--group``, ``-j`` ``--jobs``, ``-s`` ``--sink``, ``-l`` ``--leader``, ``-F`` ``--follower``. Offsets,
+timestamps and transactional ids are long options only.
+"""
 
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+OFFSET_MAX = 2**63 - 1  # offsets are signed 64-bit (kafkatool.delivery.OFFSET_MAX; not imported: commands build cheap)
+
+Format = Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
+                                     help="text (readable lines and tables) or jsonl (one JSON object a line).")]
+FailOn = Annotated[str, typer.Option("--fail-on", metavar="info|warning|error",
+                                     help="Exit 1 when a finding is at or above this severity.")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Check segments in N processes.", min=1)]
+Topic = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.", show_default=False)]
+PartitionNo = Annotated[int | None, typer.Option("--partition", "-p", help="Only this partition number.", min=0,
+                                                 show_default=False)]
+Records = Annotated[bool, typer.Option("--records", "-r", help="Also read every record of the batches "
+                                                               "(decompressed).")]
+Deep = Annotated[bool, typer.Option("--deep", help="Also decompress every batch and decode every record (slower).")]
+Isolation = Annotated[str, typer.Option(
+    "--isolation", metavar="read_uncommitted|read_committed",
+    help="The consumer's isolation.level: read_uncommitted (every batch) or read_committed (no aborted records or "
+         "control batches, nothing from the last stable offset or high watermark on).")]
+FromOffset = Annotated[int | None, typer.Option(
+    "--from-offset", help="Only offsets from this one on (default: the log start), read from where a fetch of it "
+                          "starts (its segment, then the offset index).", min=0, max=OFFSET_MAX, show_default=False)]
+ToOffset = Annotated[int | None, typer.Option(
+    "--to-offset", help="Only offsets up to this one (default: the log end; delivery: the highest offset in the "
+                        "sink); reading stops at the first batch past it.", min=0, max=OFFSET_MAX,
+    show_default=False)]
+Groups = Annotated[list[str] | None, typer.Option("--group", "-g", help="A consumer group id (repeatable).",
+                                                  show_default=False)]
+TransactionalIds = Annotated[list[str] | None, typer.Option("--transactional-id",
+                                                            help="A transactional id (repeatable).",
+                                                            show_default=False)]
+BackupDir = Annotated[Path | None, typer.Option(
+    "--backup-dir", help="With --apply: where the originals are copied before anything changes (default: "
+                         "kafkatool-backup-<log dir>-<UTC time> beside the log dir changed).")]
 MaxDecompressed = Annotated[
     int, typer.Option(help="Refuse to decompress a batch beyond N bytes (decompression-bomb guard).", min=1,
-                     metavar="N")
+                      metavar="N")
 ]
 MaxBatchBytes = Annotated[
     int, typer.Option(help="Treat an entry declaring more than N bytes as a corrupt length.", min=61, metavar="N")

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from .options import FailOn, Format, Topic
+
 EXAMPLES = """
 [bold]Examples[/bold]
 
@@ -21,23 +23,24 @@ EXAMPLES = """
 
 def overview(
     paths: Annotated[list[Path], typer.Argument(help="Log dirs (or partition dirs).", show_default=False)],
-    topic: Annotated[str | None, typer.Option("--topic", help="Only this topic's partitions.",
-                                              show_default=False)] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl", help="text or jsonl.")] = "text",
+    topic: Topic = None,
+    fmt: Format = "text",
+    fail_on: FailOn = "warning",
 ) -> int:
     """One row per partition, biggest first: segments, bytes, log start, log end and high watermark (as the broker
     loads them), first and last timestamp, open transactions, producers, compacted or not, and how many problems
     loading met; then totals per topic.
 
     Reads batch headers and the log dir's checkpoints only; `verify` checks everything and explains each problem.
-    Exit 0 when loading met no problem, 1 when it did, 2 usage error or nothing to read, 3 I/O error.
+    Exit 0 when loading met no problem, 1 when it did (or a finding reaches --fail-on, default warning), 2 usage
+    error or nothing to read, 3 I/O error.
     """
-    from ..errors import UsageError
     from ..overview import PartitionOverview, overview_paths
-    from .output import FORMATS, Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
+    check_fail_on(fail_on)
     out = Output(fmt)
     problems = 0
     for item in overview_paths(paths, topic=topic):
@@ -45,4 +48,4 @@ def overview(
             problems += item.problems
         out.emit(item)
     out.close()
-    return out.exit_code("warning") or int(problems > 0)
+    return out.exit_code(fail_on, verdict=problems > 0)

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from .options import FailOn, Format
+
 PRODUCERS_EXAMPLES = """
 [bold]Examples[/bold]
 
@@ -29,45 +31,43 @@ TXNS_EXAMPLES = """
 """
 
 Paths = Annotated[list[Path], typer.Argument(help="Partition dirs or log dirs.", show_default=False)]
-Format = Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
-                                     help="text (findings, then tables) or jsonl.")]
 
 
-def producers(paths: Paths, fmt: Format = "text") -> int:
+def producers(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -> int:
     """Rebuild each producer's state from the log and audit idempotence.
 
     Per producer id: epoch, first and last sequence, last offset, open transaction; compared with the
     newest producer .snapshot. Findings: duplicate batches, sequence gaps and out-of-order sequences
     (what the broker rejects with OutOfOrderSequence), writes of fenced epochs, epoch bumps (info).
-    Exit 0 when clean (info only), 1 on warnings or errors, 2 usage error, 3 I/O error.
+    Exit 0 when clean (info only), 1 on warnings or errors (--fail-on), 2 usage error, 3 I/O error.
     """
     from ..producers import producers_bytes, producers_paths
 
-    return _run(fmt, "producers", lambda: producers_bytes(paths),
+    return _run(fmt, fail_on, "producers", lambda: producers_bytes(paths),
                 lambda advance: producers_paths(paths, progress=advance))
 
 
-def txns(paths: Paths, fmt: Format = "text") -> int:
+def txns(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -> int:
     """List every transaction of each partition and check the .txnindex files.
 
     Per transaction: producer id and epoch, first and last offset (the marker's), records, outcome
     (COMMIT, ABORT, or OPEN: hanging), coordinator epoch, duration. Open transactions are findings
     saying how far they hold back the last stable offset; the .txnindex checks are verify's.
-    Exit 0 when clean, 1 on warnings or errors, 2 usage error, 3 I/O error.
+    Exit 0 when clean, 1 on warnings or errors (--fail-on), 2 usage error, 3 I/O error.
     """
     from ..txns import txns_bytes, txns_paths
 
-    return _run(fmt, "txns", lambda: txns_bytes(paths), lambda advance: txns_paths(paths, progress=advance))
+    return _run(fmt, fail_on, "txns", lambda: txns_bytes(paths), lambda advance: txns_paths(paths, progress=advance))
 
 
-def _run(fmt: str, label: str, total, items) -> int:
+def _run(fmt: str, fail_on: str, label: str, total, items) -> int:
     """``items(progress)`` emitted, with a progress bar of ``total()`` bytes on a terminal."""
-    from ..errors import UsageError
-    from .output import FORMATS, Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
+    check_fail_on(fail_on)
     out = Output(fmt)
     with out.progress(total, label) as advance:
         out.emit_all(items(advance))
-    return out.exit_code("warning")
+    return out.exit_code(fail_on)

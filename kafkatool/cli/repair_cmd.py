@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatchBytes, MaxDecompressed
+from .options import (
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_MAX_DECOMPRESSED,
+    BackupDir,
+    FailOn,
+    Format,
+    MaxBatchBytes,
+    MaxDecompressed,
+)
 
 EXAMPLES = """
 [bold]Examples[/bold]
@@ -40,11 +48,7 @@ def repair(
                                        "when the backup dir is not beside it.",
                      show_default=False),
     ] = None,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option(help="Where originals are copied before anything changes (default: "
-                          "kafkatool-backup-<log dir>-<UTC time> beside the log dir)."),
-    ] = None,
+    backup_dir: BackupDir = None,
     salvage: Annotated[
         bool, typer.Option("--salvage", help="Also copy the valid batches found after a cut into a side file in the "
                                              "backup dir.")
@@ -65,8 +69,8 @@ def repair(
         typer.Option(help="The broker clock for producer-id expiry in rebuilt snapshots (default: now).", min=0,
                      metavar="MS"),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
-                                     help="text (readable) or jsonl.")] = "text",
+    fmt: Format = "text",
+    fail_on: FailOn = "error",
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
 ) -> int:
@@ -80,20 +84,22 @@ def repair(
     written to a temporary name, fsynced and renamed; a killed repair completes when run again.
     With --restore BACKUP_DIR the applies recorded there are undone, every file made byte-identical to its
     original again (refused, changing nothing, when a file changed since: the broker ran).
-    Exit 0 when nothing is (left) to do, 1 when a dry run found work or something could not be repaired.
+    Exit 0 when nothing is (left) to do, 1 when a dry run found work or something could not be repaired (a
+    finding at or above --fail-on, default error).
     """
     from ..errors import UsageError
     from ..records import ScanOptions
     from ..repair import RepairOptions, repair_paths
     from ..walk import total_bytes
-    from .output import FORMATS, Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
+    check_fail_on(fail_on)
     if restore is not None:
         if paths and len(paths) > 1:
             raise UsageError("--restore takes the backup dir and at most one PATH: its log dir")
-        return _restore(restore, apply, fmt, paths[0] if paths else None)
+        return _restore(restore, apply, fmt, fail_on, paths[0] if paths else None)
     if not paths:
         raise UsageError("give the partition dirs or log dirs to repair (or --restore BACKUP_DIR)")
     options = RepairOptions(
@@ -109,11 +115,10 @@ def repair(
             if d["type"] == "partition" and d["actions"] and not d["applied"]:
                 pending = True
     out.close()
-    code = out.exit_code("error")
-    return code or (1 if pending else 0)
+    return out.exit_code(fail_on, verdict=pending)
 
 
-def _restore(backup_dir: Path, apply: bool, fmt: str, log_dir: Path | None) -> int:
+def _restore(backup_dir: Path, apply: bool, fmt: str, fail_on: str, log_dir: Path | None) -> int:
     from ..model import Finding
     from ..safewrite import restore
     from .output import Output
@@ -130,4 +135,4 @@ def _restore(backup_dir: Path, apply: bool, fmt: str, log_dir: Path | None) -> i
         message = f"dry run: {len(steps)} files to restore; run again with --apply (broker stopped) to do it"
     out.emit(Finding("info", "restore", str(backup_dir), None, message))
     out.close()
-    return 1 if steps and not apply else 0
+    return out.exit_code(fail_on, verdict=bool(steps) and not apply)

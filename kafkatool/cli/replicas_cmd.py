@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatchBytes, MaxDecompressed
+from .options import (
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_MAX_DECOMPRESSED,
+    BackupDir,
+    FailOn,
+    Format,
+    MaxBatchBytes,
+    MaxDecompressed,
+    PartitionNo,
+    Topic,
+)
 
 REPLICAS_EXAMPLES = """
 [bold]Examples[/bold]
@@ -45,10 +55,6 @@ EPOCHS_EXAMPLES = """
   kafkatool epochs -f jsonl /var/lib/kafka/data | jq 'select(.type=="epochs" and .disagreements > 0)'
 """
 
-Topic = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
-PartitionNo = Annotated[int | None, typer.Option("--partition", "-p", help="Only this partition number.", min=0)]
-Format = Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl", help="text (tables) or jsonl.")]
-
 
 def _options(max_decompressed: int, max_batch_bytes: int):  # -> ScanOptions (imported when run)
     from ..records import ScanOptions
@@ -56,12 +62,12 @@ def _options(max_decompressed: int, max_batch_bytes: int):  # -> ScanOptions (im
     return ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes)
 
 
-def _output(fmt: str):  # -> Output
-    from ..errors import UsageError
-    from .output import FORMATS, Output
+def _output(fmt: str, fail_on: str):  # -> Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    check_format(fmt)
+    check_fail_on(fail_on)
     return Output(fmt)
 
 
@@ -79,6 +85,7 @@ def replicas(
         "--unclean", help="Simulate the unclean election of every replica, not only of those outside --isr.")
     ] = False,
     fmt: Format = "text",
+    fail_on: FailOn = "warning",
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
 ) -> int:
@@ -92,17 +99,17 @@ def replicas(
     if an unclean election made it leader, the acknowledged offsets (below the high watermark) lost, with
     records and producer ids, and what each other replica would truncate.
     Exit 0 when the replicas agree (lagging is normal), 1 when two diverge, a log is damaged or a high
-    watermark is beyond its log end, 2 usage error, 3 I/O error.
+    watermark is beyond its log end (findings at or above --fail-on, default warning), 2 usage error, 3 I/O error.
     """
     from ..partition import inspect_replicas, replicas_bytes
 
-    out = _output(fmt)
+    out = _output(fmt, fail_on)
     if isr is not None:
         isr = [name for value in isr for name in value.split(",") if name]
     with out.progress(lambda: replicas_bytes(paths, topic=topic, partition=partition), "replicas") as advance:
         out.emit_all(inspect_replicas(paths, isr=isr, topic=topic, partition=partition, unclean=unclean,
                                       options=_options(max_decompressed, max_batch_bytes), progress=advance))
-    return out.exit_code("warning")
+    return out.exit_code(fail_on)
 
 
 def truncation(
@@ -121,10 +128,9 @@ def truncation(
     apply: Annotated[bool, typer.Option(
         "--apply", help="Carry the truncation out on the follower's dir (its broker stopped); needs --rule epoch "
                         "or --rule hw. Default: only show it.")] = False,
-    backup_dir: Annotated[Path | None, typer.Option(
-        help="With --apply: where the originals are copied before anything changes (default: "
-             "kafkatool-backup-<log dir>-<UTC time> beside the follower's log dir).")] = None,
+    backup_dir: BackupDir = None,
     fmt: Format = "text",
+    fail_on: FailOn = "error",
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
 ) -> int:
@@ -139,7 +145,8 @@ def truncation(
     log dir's checkpoints updated. Exit 0 when no rule loses data (with --apply: when it was done
     or nothing was left to do), 1 when one discards batches the leader does not have (data lost
     from the partition) or leaves the follower's log diverged from the leader's (with --apply: when
-    it was refused, e.g. a damaged log), 2 usage error, 3 I/O error.
+    it was refused, e.g. a damaged log; or a finding reaches --fail-on, default error), 2 usage error, 3 I/O
+    error.
     """
     from ..errors import UsageError
     from ..truncation import RULES, Truncation, apply_truncations, truncation_bytes, truncations
@@ -148,7 +155,7 @@ def truncation(
         raise UsageError("--rule must be one of epoch, hw, both")
     if apply and rule not in RULES:
         raise UsageError("--apply needs one rule: --rule epoch (the leader-epoch protocol) or --rule hw")
-    out = _output(fmt)
+    out = _output(fmt, fail_on)
     options = _options(max_decompressed, max_batch_bytes)
     lossy = False
     with out.progress(lambda: truncation_bytes(leader, follower, topic=topic, partition=partition, apply=apply),
@@ -164,8 +171,7 @@ def truncation(
                 lossy = lossy or item.data_loss or item.keeps_divergence_from is not None
             out.emit(item)
     out.close()
-    code = out.exit_code("error")
-    return code if code or apply else int(lossy)
+    return out.exit_code(fail_on, verdict=lossy and not apply)
 
 
 def epochs(
@@ -173,6 +179,7 @@ def epochs(
     topic: Topic = None,
     partition: PartitionNo = None,
     fmt: Format = "text",
+    fail_on: FailOn = "warning",
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
 ) -> int:
@@ -181,12 +188,12 @@ def epochs(
     One row per epoch: where the checkpoint starts it and the offsets of the batches carrying it, with
     disagreements flagged (an epoch missing from the checkpoint, a different start, epochs going back,
     entries beyond the log end), then the cache the broker would load. Exit 0 when they agree, 1 when
-    they do not (or the log is damaged), 2 usage error, 3 I/O error.
+    they do not (or the log is damaged: --fail-on, default warning), 2 usage error, 3 I/O error.
     """
     from ..replicas import epoch_history, epochs_bytes
 
-    out = _output(fmt)
+    out = _output(fmt, fail_on)
     with out.progress(lambda: epochs_bytes(paths, topic=topic, partition=partition), "epochs") as advance:
         out.emit_all(epoch_history(paths, topic=topic, partition=partition,
                                    options=_options(max_decompressed, max_batch_bytes), progress=advance))
-    return out.exit_code("warning")
+    return out.exit_code(fail_on)

@@ -1,4 +1,4 @@
-"""``kafkatool spark scan``: segments to Parquet with Spark, and a summary per topic partition."""
+"""``kafkatool spark`` and its ``scan``: segments to Parquet with Spark, and a summary per topic partition."""
 
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
@@ -11,18 +11,16 @@ from typing import Annotated
 
 import typer
 
-from .commands import Group
+from .commands import LazyGroup, group, lazy_command
+from .options import Deep, FailOn, Format, Records
 
-app = typer.Typer(
-    name="spark",
-    help="Scan log dirs with Apache Spark (needs the spark extra: pip install 'kafkatool[spark]').",
-    cls=Group,
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-)
+
+class _Spark(LazyGroup):
+    lazy = {"scan": lazy_command("spark_cmd", "scan", "SCAN_EXAMPLES")}
+
+
+app = group("spark", "Scan log dirs with Apache Spark (needs the spark extra: pip install 'kafkatool[spark]').", _Spark,
+            add_completion=False)
 
 
 @app.callback()
@@ -143,7 +141,7 @@ def scan(
                                                "(s3://, hdfs:// through pyarrow.fs).", show_default=False)],
     out: Annotated[str, typer.Option("--out", "-o", help="Output dir (or URL) for the Parquet tables and "
                                      "summary.json.", show_default=False)],
-    records: Annotated[bool, typer.Option("--records", "-r", help="Also write every record (decompressed).")] = False,
+    records: Records = False,
     master: Annotated[str, typer.Option(help="Spark master URL; '' keeps what spark-submit set.")] = "local[*]",
     split_bytes: Annotated[
         int, typer.Option(help="Split segments above N bytes into several tasks at indexed batch starts (0: off).",
@@ -155,11 +153,9 @@ def scan(
                           "segments, e.g. 134217728, but never fewer than the cores Spark has where the data "
                           "allows (0: off, one task per segment).", min=0)
     ] = 0,
-    deep: Annotated[bool, typer.Option("--deep", help="Findings also decompress and decode every record, as "
-                                       "verify --deep (slower).")] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
-                                     help="text (a table) or jsonl (one line per partition).")
-                   ] = "text",
+    deep: Deep = False,
+    fmt: Format = "text",
+    fail_on: FailOn = "error",
 ) -> int:
     """Write batches (and records with --records) and findings as Parquet
     partitioned by topic; summarise.
@@ -171,14 +167,16 @@ def scan(
     after its last marker: the oldest one's first offset is where the last
     stable offset, and read_committed consumers, stop.
 
-    Exit 0 when clean, 1 when there are error findings, 2 usage error.
+    Exit 0 when clean, 1 when a finding reaches --fail-on (default: error), 2 usage error.
     """
     import json
 
     from ..errors import UsageError
+    from .exits import check_fail_on, exit_code
+    from .output import check_format
 
-    if fmt not in ("text", "jsonl"):
-        raise UsageError("--format must be one of text, jsonl")
+    check_format(fmt)
+    check_fail_on(fail_on)
     try:
         from ..spark.scan import scan_paths, session, stderr_lines
     except ImportError as exc:
@@ -207,7 +205,7 @@ def scan(
         from rich.table import Table
 
         from .console import QuietConsole
-        from .output import escape, printable
+        from .output.terminal import escape, printable
 
         table = Table(box=None, pad_edge=False)
         for col in ("partition", "dirs", "bytes", "batches", "records", "offsets", "time", "codecs", "producers",
@@ -230,4 +228,5 @@ def scan(
         console.print(f"{t['partitions']} partitions, {t['bytes']:,} bytes, {t['batches']:,} batches, "
                       f"{t['records']:,} records; {t['crc_failures']} CRC failures, {t['errors']} errors, "
                       f"{t['warnings']} warnings; Parquet ({tables}) and summary.json in {escape(printable(out))}")
-    return 1 if result.total["errors"] else 0
+    t = result.total
+    return exit_code({"error": t["errors"], "warning": t["warnings"], "info": t["info"]}, fail_on)

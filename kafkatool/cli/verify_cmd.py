@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from .options import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_DECOMPRESSED, MaxBatchBytes, MaxDecompressed
+from .options import (
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_MAX_DECOMPRESSED,
+    Deep,
+    FailOn,
+    Format,
+    Jobs,
+    MaxBatchBytes,
+    MaxDecompressed,
+)
 
 EXAMPLES = """
 [bold]Examples[/bold]
@@ -25,16 +34,10 @@ EXAMPLES = """
 
 def verify(
     paths: Annotated[list[Path], typer.Argument(help="Log dirs, partition dirs or single files.", show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
-                                     help="text (findings, then a table) or jsonl.")] = "text",
-    deep: Annotated[
-        bool, typer.Option("--deep", help="Also decompress every batch and decode every record (slower).")
-    ] = False,
-    fail_on: Annotated[
-        str, typer.Option(help="Exit 1 when a finding is at or above this severity.",
-                          metavar="info|warning|error")
-    ] = "error",
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Check segments in N processes.", min=1)] = 1,
+    fmt: Format = "text",
+    deep: Deep = False,
+    fail_on: FailOn = "error",
+    jobs: Jobs = 1,
     index_interval_bytes: Annotated[
         int, typer.Option(help="The topics' index.interval.bytes, to judge whether an index is as dense as "
                                "the broker writes it.", min=1)
@@ -51,17 +54,15 @@ def verify(
     follows (segments, bytes, batches, log start, LEO, HW, open transactions, index state).
     Exit 0 when clean, 1 when a finding reaches --fail-on, 2 usage error, 3 I/O error.
     """
-    from ..errors import UsageError
     from ..records import ScanOptions
     from ..segment_check import CheckOptions
     from ..verify import VerifyOptions, verify_paths
     from ..walk import total_bytes
-    from .output import FORMATS, Output
+    from .exits import check_fail_on
+    from .output import Output, check_format
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
-    if fail_on not in ("info", "warning", "error"):
-        raise UsageError("--fail-on must be one of info, warning, error")
+    check_format(fmt)
+    check_fail_on(fail_on)
     options = VerifyOptions(
         check=CheckOptions(
             deep=deep, index_interval_bytes=index_interval_bytes, max_findings_per_code=max_findings,

@@ -1,5 +1,5 @@
 //! Batch and record lines of `kafkatool dump --records`, rendered from [`WindowColumns`] straight into
-//! one output buffer: the text and JSON-lines formats of `kafkatool/cli/output.py` (`_batch`, `_record`,
+//! one output buffer: the text and JSON-lines formats of `kafkatool/cli/output/text.py` (`_batch`, `_record`,
 //! `Batch.as_dict`, `Record.as_dict`, `json.dumps` with its default separators and `ensure_ascii`),
 //! byte for byte (`tests/test_native.py` holds the two identical).
 //!
@@ -49,11 +49,11 @@ impl<'a> Records<'a> {
 /// Python's rendering of the rare cases (see the module docs).
 pub trait Fallback {
     type Error;
-    /// `output._text_bytes(data)`: a quoted string when UTF-8, else `0x<hex>`.
+    /// `output.text._text_bytes(data)`: a quoted string when UTF-8, else `0x<hex>`.
     fn text_bytes(&mut self, data: &[u8]) -> Result<String, Self::Error>;
     /// `repr(key.decode("utf-8", "replace"))`.
     fn key_repr(&mut self, key: &[u8]) -> Result<String, Self::Error>;
-    /// `output._iso(ts)`.
+    /// `output.text._iso(ts)`.
     fn iso(&mut self, ts: i64) -> Result<String, Self::Error>;
 }
 

@@ -1,0 +1,133 @@
+"""The text format's tables: the value types shown as rows (:data:`_TABLE_TYPES`, with their chosen columns), the
+per-partition summary, and the plain-string table layout that folds a path on a narrow terminal."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .text import _cell
+
+_TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
+                "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
+                "partition_overview", "topic_overview"}
+# Tables showing chosen fields (field -> header) rather than every field of the value:
+_TABLE_COLUMNS = {
+    "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
+                "recovery_point": "recovery pt", "lso": "LSO", "latest_epoch": "epoch",
+                "latest_epoch_start_offset": "epoch start", "lag": "lag", "in_isr": "ISR", "batches": "batches",
+                "size": "bytes"},
+    "epoch_compare": {"epoch": "epoch", "checkpoint_start": "checkpoint start", "log_start": "log: first offset",
+                      "log_end": "last offset", "status": "status"},
+    "committed_offset": {"group": "group", "topic": "topic", "partition": "partition", "offset": "committed",
+                         "commit_timestamp": "commit time", "log_start_offset": "log start", "log_end_offset": "LEO",
+                         "high_watermark": "HW", "lag": "lag", "leader_epoch": "leader epoch",
+                         "metadata": "metadata", "coordinator_partition": "in"},
+    "partition_state": {"offset": "offset", "snapshot_end_offset": "snapshot", "timestamp": "time",
+                        "topic": "topic", "partition": "partition", "leader": "leader", "isr": "ISR",
+                        "leader_epoch": "leader epoch", "partition_epoch": "partition epoch", "record": "record",
+                        "min_isr": "min ISR"},
+    "partition_overview": {"path": "partition", "segments": "segments", "bytes": "bytes",
+                           "log_start_offset": "log start", "log_end_offset": "LEO", "high_watermark": "HW",
+                           "first_timestamp": "first", "last_timestamp": "last", "open_transactions": "open txns",
+                           "producers": "producers", "compacted": "compacted", "problems": "problems"},
+    "topic_overview": {"topic": "topic", "partitions": "partitions", "segments": "segments", "bytes": "bytes",
+                       "offsets": "offsets", "first_timestamp": "first", "last_timestamp": "last",
+                       "open_transactions": "open txns", "problems": "problems"},
+    "under_min_isr": {"topic": "topic", "partition": "partition", "isr": "ISR", "replicas": "replicas",
+                      "min_insync_replicas": "min ISR", "min_isr_source": "set by", "from_offset": "from offset",
+                      "from_snapshot_end_offset": "from snapshot", "from_time": "from", "to_offset": "to offset",
+                      "to_time": "to", "source": "metadata log"},
+    "partition_for": {"kind": "kind", "id": "id", "hash_code": "hashCode", "partition": "partition",
+                      "topic_partition": "topic-partition"},
+    "transaction_state": {"transactional_id": "transactional id", "producer_id": "producer",
+                          "producer_epoch": "epoch", "state": "state", "timeout_ms": "timeout ms",
+                          "start_timestamp": "started", "last_update_timestamp": "updated",
+                          "partitions": "partitions", "coordinator_partition": "in"},
+    "transaction": {"partition": "partition", "producer_id": "producer", "producer_epoch": "epoch",
+                    "first_offset": "first offset", "last_offset": "last offset", "outcome": "outcome",
+                    "records": "records", "coordinator_epoch": "coord. epoch", "duration_ms": "duration ms",
+                    "lso_held_back": "holds LSO back"},
+}
+_SUMMARY_COLUMNS = {
+    "path": "partition", "segments": "segments", "bytes": "bytes", "batches": "batches",
+    "log_start_offset": "log start", "log_end_offset": "LEO", "high_watermark": "HW",
+    "open_transactions": "open txns", "index": "index", "errors": "errors", "warnings": "warnings",
+    "infos": "info",
+}
+_SGR = {"bold": "1", "bold red": "1;31", "yellow": "33"}  # table lines are written as plain text
+_NUMBER = re.compile(r"-?[\d,]+|-")
+_FOLD_MIN = 16  # a folded column keeps at least this many characters a line
+
+
+class Tables:
+    """Rows gathered and written as tables, for :class:`kafkatool.cli.output.Output`."""
+
+    _out: Any
+    _console: Any
+    _table_rows: list[dict[str, Any]]
+    _summaries: list[dict[str, Any]]
+
+    def _flush_table(self) -> None:
+        if not self._table_rows:
+            return
+        rows, self._table_rows = self._table_rows, []
+        chosen = _TABLE_COLUMNS.get(rows[0]["type"])
+        cols = chosen or {k: k for k in rows[0] if k != "type"}
+        self._print_table(list(cols.values()), [[_cell(c, r.get(c)) for c in cols] for r in rows])
+
+    def _print_table(self, headers: list[str], rows: list[list[str]], styles: list[str | None] | None = None) -> None:
+        """Columns two spaces apart, no trailing spaces. On a terminal narrower than the table, the widest column
+        of text (a path) is folded onto more lines; a number is never cut. Plain string work: rich's Table took
+        seconds for the 2,000 partitions of a big log dir."""
+        assert self._console is not None
+        limit = self._console.width if self._out.isatty() else None
+        colour = self._console.color_system is not None and self._console.is_terminal
+        lines = _table_lines(headers, rows, limit)
+        style_of = [_SGR["bold"], *((_SGR.get(x) if x else None) for x in (styles or [None] * len(rows)))]
+        out = []
+        for i, cells in lines:
+            line = "  ".join(cells).rstrip()
+            sgr = style_of[i] if colour else None
+            out.append(f"\x1b[{sgr}m{line}\x1b[0m" if sgr else line)
+        self._out.write("\n".join(out) + "\n")
+
+    def _summary_table(self) -> None:
+        rows, self._summaries = self._summaries, []
+        parts = [r for r in rows if r.get("scope") == "partition"]
+        assert self._console is not None
+        if parts:
+            styles = ["bold red" if r["errors"] else "yellow" if r["warnings"] else None for r in parts]
+            self._console.print()
+            self._print_table(list(_SUMMARY_COLUMNS.values()),
+                              [[_cell(k, r.get(k)) for k in _SUMMARY_COLUMNS] for r in parts], styles)
+        for r in rows:
+            if r.get("scope") == "total":
+                verdict = ("[bold red]errors[/]" if r["errors"] else "[yellow]warnings[/]" if r["warnings"]
+                           else "[green]clean[/]")
+                self._console.print(
+                    f"\n{verdict}: {r['partitions']} partitions, {r['files']} files, {r['bytes']:,} bytes, "
+                    f"{r['batches']:,} batches; {r['errors']} errors, {r['warnings']} warnings, {r['infos']} info")
+
+
+def _table_lines(headers: list[str], rows: list[list[str]], limit: int | None) -> list[tuple[int, list[str]]]:
+    """The padded cells of each line, with the index of the row it shows (0: the header). Past ``limit`` columns,
+    the widest column holding any text that is not a number is folded to fit."""
+    table = [headers, *rows]
+    widths = [max(map(len, col)) for col in zip(*table, strict=True)]
+    stack = limit is not None and sum(widths) + 2 * (len(widths) - 1) > limit
+    if stack:  # headers of more than one word take a line a word ("log start": "log", "start")
+        widths = [max(max(map(len, h.split(" "))), *(len(r[j]) for r in rows)) for j, h in enumerate(headers)]
+        total = sum(widths) + 2 * (len(widths) - 1)
+        text = [j for j in range(len(widths)) if any(not _NUMBER.fullmatch(r[j]) for r in rows)]
+        if text and total > limit:
+            j = max(text, key=lambda k: widths[k])
+            widths[j] = max(_FOLD_MIN, widths[j] - (total - limit))
+    out: list[tuple[int, list[str]]] = []
+    for i, row in enumerate(table):
+        parts = [c.split(" ") if i == 0 and stack else
+                 [c[k:k + w] for k in range(0, len(c), w)] if len(c) > w else [c]
+                 for c, w in zip(row, widths, strict=True)]
+        for n in range(max(map(len, parts))):
+            out.append((i, [(p[n] if n < len(p) else "").ljust(w) for p, w in zip(parts, widths, strict=True)]))
+    return out
