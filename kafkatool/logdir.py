@@ -20,15 +20,20 @@ from typing import TYPE_CHECKING, NamedTuple
 from .errors import InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind
 from .model import Finding
-from .smallfiles import OffsetCheckpointEntry, read_small_file
 
 if TYPE_CHECKING:
+    from .smallfiles import OffsetCheckpointEntry  # noqa: F401 (annotations)
     from .walk import PartitionDir
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 META_PROPERTIES = "meta.properties"
 BROKER_FILES = frozenset({META_PROPERTIES, CLEAN_SHUTDOWN, *OFFSET_CHECKPOINT_NAMES})
 """Names only a log dir holds (never a partition dir): a dir with one of them is a log dir."""
+
+BACKUP_PREFIX = "kafkatool-backup-"
+"""kafkatool's own backups (``repair --apply``, ``truncation --apply``) are named so, beside the log dirs."""
+MANIFEST_NAME = "MANIFEST.json"
+"""What a kafkatool backup dir holds, under any name (:mod:`kafkatool.safewrite.backup`)."""
 
 
 class Checkpoint(NamedTuple):
@@ -88,6 +93,10 @@ class LogDir:
         return None if cp is None else cp.offsets.get((topic, partition))
 
     def _read_checkpoint(self, name: str) -> Checkpoint | None:
+        # Here, not at the top: smallfiles brings the Construct declarations, which a segment verified on its
+        # own never needs (tests/test_startup.py); smallfiles imports no module of discovery, so no cycle.
+        from .smallfiles import OffsetCheckpointEntry, read_small_file
+
         found = self.file(name)
         if found is None:
             return None
@@ -101,4 +110,10 @@ class LogDir:
         return Checkpoint(entries, offsets, tuple(i for i in items if isinstance(i, Finding)))
 
 
-__all__ = ["BROKER_FILES", "CLEAN_SHUTDOWN", "META_PROPERTIES", "Checkpoint", "LogDir"]
+def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()) -> bool:
+    """A dir kafkatool's ``--apply`` wrote its backups into (default name, or holding its manifest)."""
+    return name.startswith(BACKUP_PREFIX) or MANIFEST_NAME in file_names
+
+
+__all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "MANIFEST_NAME", "META_PROPERTIES", "Checkpoint",
+           "LogDir", "is_backup_dir"]

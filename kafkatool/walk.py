@@ -36,9 +36,8 @@ from typing import NamedTuple
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, sort_key, type_name
-from .logdir import BROKER_FILES, LogDir
+from .logdir import BROKER_FILES, LogDir, is_backup_dir
 from .model import Finding
-from .safewrite.backup import is_backup_dir
 
 # topic-3, or topic-3.<uuid hex>-delete / -future / -stray (a dir being deleted, moved in, or no longer assigned)
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]{32}-(?P<state>delete|future|stray))?$")

@@ -12,7 +12,7 @@ killed before its commit), an identical copy is reused and a different one kept,
 none for a file the apply creates), the copy with its size and sha256, where the kept prefix ends and its
 sha256, and the file's size and sha256 before and after the apply; merged with the entries of earlier applies.
 :mod:`.restore` reads it back; :mod:`kafkatool.walk` never takes a backup dir for a log dir
-(:func:`is_backup_dir`).
+(:func:`kafkatool.logdir.is_backup_dir`, which also holds the names of backup dirs and of the manifest).
 """
 
 from __future__ import annotations
@@ -26,20 +26,13 @@ from typing import Any
 
 from ..errors import ApplyRefused
 from ..filetypes import open_regular, read_regular
+from ..logdir import MANIFEST_NAME
 from .durable import CHUNK, atomic_write, create_temp, fsync, makedirs, replace, tmp_of, unlink
 
-BACKUP_PREFIX = "kafkatool-backup-"
-"""kafkatool's own backups (``repair --apply``, ``truncation --apply``) are named so, beside the log dirs."""
-MANIFEST_NAME = "MANIFEST.json"
 REMOVED_SUFFIX = ".removed"
 
 _MANIFEST_FORMAT = "kafkatool-backup-manifest"
 _MANIFEST_VERSION = 2   # 2: entries per apply, with the state before and after and tail copies
-
-
-def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()) -> bool:
-    """A dir kafkatool's ``--apply`` wrote its backups into (default name, or holding its manifest)."""
-    return name.startswith(BACKUP_PREFIX) or MANIFEST_NAME in file_names
 
 
 @dataclass(frozen=True)

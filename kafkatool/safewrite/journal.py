@@ -59,8 +59,8 @@ from typing import Any
 
 from ..errors import ApplyRefused, JournalError
 from ..filetypes import open_regular, read_regular, type_name
+from ..logdir import MANIFEST_NAME
 from .backup import (
-    MANIFEST_NAME,
     BackedUp,
     backup_copy,
     backup_tail,

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..errors import ApplyRefused, UsageError
 from ..filetypes import OFFSET_CHECKPOINT_NAMES, classify, open_regular
+from ..logdir import MANIFEST_NAME
 from ..walk import partition_of
-from .backup import MANIFEST_NAME, REMOVED_SUFFIX, file_state, hash_file, hash_prefix, load_manifest
+from .backup import REMOVED_SUFFIX, file_state, hash_file, hash_prefix, load_manifest
 from .durable import (
     CHUNK,
     abs_path,
