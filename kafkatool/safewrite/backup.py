@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import ApplyRefused
 from ..filetypes import open_regular, read_regular
 from ..logdir import MANIFEST_NAME
-from .durable import CHUNK, atomic_write, create_temp, fsync, makedirs, replace, tmp_of, unlink
+from .durable import CHUNK, atomic_write, copy_to_temp, create_temp, fsync, makedirs, replace, tmp_of, unlink
 
 REMOVED_SUFFIX = ".removed"
 
@@ -119,20 +119,8 @@ def backup_copy(src: Path, dst: Path) -> tuple[int, str]:
     """Copy ``src`` to ``dst`` (temp + fsync + rename), hashing as it goes; the directory is fsynced later."""
     tmp = tmp_of(dst)
     h = hashlib.sha256()
-    size = 0
-    buf = bytearray(CHUNK)
     with open_regular(src, buffering=0) as fin:
-        fd = create_temp(tmp, 0o600)
-        try:
-            while n := fin.readinto(buf):
-                chunk = memoryview(buf)[:n]
-                h.update(chunk)
-                size += n
-                while chunk:
-                    chunk = chunk[os.write(fd, chunk):]
-            fsync(fd)
-        finally:
-            os.close(fd)
+        size = copy_to_temp(fin, tmp, 0o600, h=h)
     replace(tmp, dst)
     return size, h.hexdigest()
 

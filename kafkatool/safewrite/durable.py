@@ -18,6 +18,7 @@ import os
 import signal
 import stat
 from pathlib import Path
+from typing import Any, BinaryIO
 
 TMP_SUFFIX = ".kafkatool-tmp"
 CHUNK = 1 << 20
@@ -127,6 +128,28 @@ def write_temp(tmp: Path, data: bytes, like: os.stat_result | None, mode: bool) 
         fsync(fd)
     finally:
         os.close(fd)
+
+
+def copy_to_temp(fin: BinaryIO, tmp: Path, perm: int, like: os.stat_result | None = None, mode: bool = False,
+                 h: Any = None) -> int:
+    """The rest of ``fin`` copied into a new ``tmp`` (:func:`create_temp`, owned as :func:`take_owner` says) and
+    fsynced, hashed into ``h`` on the way when given; the bytes copied. The caller renames it into place."""
+    buf = bytearray(CHUNK)
+    size = 0
+    fd = create_temp(tmp, perm)
+    try:
+        take_owner(fd, like, mode)
+        while n := fin.readinto(buf):
+            chunk = memoryview(buf)[:n]
+            if h is not None:
+                h.update(chunk)
+            size += n
+            while chunk:
+                chunk = chunk[os.write(fd, chunk):]
+        fsync(fd)
+    finally:
+        os.close(fd)
+    return size
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -21,12 +21,11 @@ from .backup import REMOVED_SUFFIX, file_state, hash_file, hash_prefix, load_man
 from .durable import (
     CHUNK,
     abs_path,
-    create_temp,
+    copy_to_temp,
     fsync,
     fsync_dir,
     inside,
     replace,
-    take_owner,
     take_step,
     tmp_of,
     unlink,
@@ -309,18 +308,8 @@ def _undo(root: Path, step: RestoreStep, backup_dir: Path) -> None:
         except FileNotFoundError:
             like, mode = path.parent.stat(), False
         tmp = tmp_of(path)
-        buf = bytearray(CHUNK)
         with open_regular(backup_dir / e["copy"], buffering=0) as fin:
-            fd = create_temp(tmp, 0o644)
-            try:
-                take_owner(fd, like, mode)
-                while n := fin.readinto(buf):
-                    chunk = memoryview(buf)[:n]
-                    while chunk:
-                        chunk = chunk[os.write(fd, chunk):]
-                fsync(fd)
-            finally:
-                os.close(fd)
+            copy_to_temp(fin, tmp, 0o644, like, mode)
         replace(tmp, path)
         fsync_dir(path.parent)
     else:  # append / zeros: the original bytes after the kept prefix go back
