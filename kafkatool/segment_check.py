@@ -639,15 +639,11 @@ def _check_log(
     if standalone or not task.check_indexes:
         return
     if report.index is None:
-        report.index = _missing(task, options, report, sink, "index",
-                                "the broker rebuilds it when loading (slow start); offset lookups scan the whole "
-                                "segment until then")
+        report.index = _missing(task, options, report, sink, "index")
     else:
         _finish_offset_index(task, options, report, sink, offset_entries, oi, pending_exact, inexact, largest_indexed)
     if report.timeindex is None:
-        report.timeindex = _missing(task, options, report, sink, "timeindex",
-                                    "the broker rebuilds it when loading; until then time-based retention and "
-                                    "offset-for-time lookups see this segment as empty")
+        report.timeindex = _missing(task, options, report, sink, "timeindex")
     else:
         _finish_time_index(task, options, report, sink, time_entries, ti, time_usable, time_inexact, seg_max)
 
@@ -799,13 +795,21 @@ def _finish_offset_index(task, options, report, sink, entries, oi, pending_exact
              f"{verdict.worst_scan_bytes} bytes")
 
 
-def _missing(task, options, report, sink, ext: str, consequence: str) -> IndexVerdict | None:
+_MISSING_COSTS = {
+    "index": "the broker rebuilds it when loading (slow start); offset lookups scan the whole segment until then",
+    "timeindex": "the broker rebuilds it when loading; until then time-based retention and offset-for-time lookups "
+                 "see this segment as empty",
+}
+
+
+def _missing(task, options, report, sink, ext: str) -> IndexVerdict | None:
     """A missing index of a segment holding batches. It costs a segment recovery at start-up; below one index
     interval the rebuilt one would be empty anyway (info)."""
     if not report.batches:
         return None
     severity = "info" if report.valid_end <= options.index_interval_bytes else "warning"
-    sink(severity, f"{ext}-missing", _sibling(task.log, ext), None, f"no .{ext} for this segment: {consequence}")
+    sink(severity, f"{ext}-missing", _sibling(task.log, ext), None,
+         f"no .{ext} for this segment: {_MISSING_COSTS[ext]}")
     return IndexVerdict("missing")
 
 
