@@ -125,7 +125,7 @@ class OwnedBuffer:
 
 class RecordChunk:
     """One chunk of the records of a big batch (:func:`decode_v2_chunk` with ``lines``), over the records section
-    it indexes; ``kafkatool.model.RecordRun`` holds one to render its records as ``dump`` prints them."""
+    it indexes; ``kafkatool.records.RecordRun`` holds one to render its records as ``dump`` prints them."""
 
     def __len__(self) -> int: ...
 
@@ -140,7 +140,7 @@ class RecordChunk:
 
 class WindowColumns:
     """The columns of one window's whole v2 batches (:func:`decode_window_columns`); ``kafkatool.model.Stretch`` and
-    ``RecordRun`` hold one with a batch range ``lo..hi``."""
+    ``kafkatool.records.RecordRun`` hold one with a batch range ``lo..hi``."""
 
     def __len__(self) -> int: ...
 
