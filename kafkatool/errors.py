@@ -40,6 +40,21 @@ class LogDirLocked(KafkaToolError):
         self.lock_file = lock_file
 
 
+class ApplyRefused(KafkaToolError):
+    """The ops cannot be applied safely as asked; nothing was changed (under ``root``)."""
+
+    exit_code = 2
+
+
+class JournalError(KafkaToolError):
+    """An interrupted apply cannot be completed: its journal is unreadable, or the files are in neither the state
+    before nor after an op (changed by something else). The journal and the backups are left in place."""
+
+
+class OutputRefused(UsageError):
+    """``--out`` names something that is neither written in place nor replaced safely; nothing was written."""
+
+
 class FormatError(KafkaToolError):
     """Bytes that do not follow the declared layout.
 
@@ -75,18 +90,3 @@ class IndexAppendError(KafkaToolError):
 
 class PlanError(KafkaToolError):
     """The partition cannot be planned safely (reported as a finding; nothing is changed)."""
-
-
-class ApplyRefused(KafkaToolError):
-    """The ops cannot be applied safely as asked; nothing was changed (under ``root``)."""
-
-    exit_code = 2
-
-
-class JournalError(KafkaToolError):
-    """An interrupted apply cannot be completed: its journal is unreadable, or the files are in neither the state
-    before nor after an op (changed by something else). The journal and the backups are left in place."""
-
-
-class OutputRefused(UsageError):
-    """``--out`` names something that is neither written in place nor replaced safely; nothing was written."""

@@ -123,7 +123,7 @@ def write_parquet(rows: Iterable[tuple | Finding], out: IO[bytes]) -> Iterator[F
 
 def export(items: Iterable[object], fmt: str, out: IO[bytes] | None, values: str = "base64") -> Iterator[Finding]:
     """Write dump's records as ``fmt`` to ``out`` (csv: stdout when None; parquet needs ``out``); yields the findings.
-    ``out`` comes from :func:`kafkatool.safewrite.output_file`, which decides how ``--out`` is written."""
+    ``out`` comes from :func:`kafkatool.safewrite.outpath.output_file`, which decides how ``--out`` is written."""
     rows = record_rows(items)
     if fmt == "parquet":
         if out is None:

@@ -32,6 +32,8 @@ BROKER_FILES = frozenset({META_PROPERTIES, CLEAN_SHUTDOWN, *OFFSET_CHECKPOINT_NA
 
 BACKUP_PREFIX = "kafkatool-backup-"
 """kafkatool's own backups (``repair --apply``, ``truncation --apply``) are named so, beside the log dirs."""
+MANIFEST_NAME = "MANIFEST.json"
+"""What a kafkatool backup dir holds, under any name (:mod:`kafkatool.safewrite.backup`)."""
 
 
 class Checkpoint(NamedTuple):
@@ -91,6 +93,8 @@ class LogDir:
         return None if cp is None else cp.offsets.get((topic, partition))
 
     def _read_checkpoint(self, name: str) -> Checkpoint | None:
+        # Here, not at the top: smallfiles brings the Construct declarations, which a segment verified on its
+        # own never needs (tests/test_startup.py); smallfiles imports no module of discovery, so no cycle.
         from .smallfiles import OffsetCheckpointEntry, read_small_file
 
         found = self.file(name)
@@ -108,10 +112,8 @@ class LogDir:
 
 def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()) -> bool:
     """A dir kafkatool's ``--apply`` wrote its backups into (default name, or holding its manifest)."""
-    from .safewrite import MANIFEST_NAME
-
     return name.startswith(BACKUP_PREFIX) or MANIFEST_NAME in file_names
 
 
-__all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "META_PROPERTIES", "Checkpoint", "LogDir",
-           "is_backup_dir"]
+__all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "MANIFEST_NAME", "META_PROPERTIES", "Checkpoint",
+           "LogDir", "is_backup_dir"]

@@ -1,6 +1,7 @@
 """Appending record batches to a partition as a Kafka broker does, and writing the log dir's broker-level files.
 
-Used to build fixtures and by replica-scenario tests. ``repair`` rebuilds indexes and snapshots through the loader
+Kafka's writer side: used by the fixtures, the tests, the benchmarks and ``repair``'s rewrite (:func:`segment_file`,
+:func:`snapshot_bytes`, :func:`txn_index_bytes`). ``repair`` rebuilds indexes and snapshots through the loader
 (:func:`kafkatool.loader.load_partition`), with the same index builder (:mod:`kafkatool.segment_indexes`), epoch
 cache (:mod:`kafkatool.epochs`) and producer state (:mod:`kafkatool.producer_state`) as this writer.
 Every file goes through the build helpers of :mod:`kafkatool.formats`; nothing depends on the wall clock.

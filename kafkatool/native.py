@@ -6,7 +6,9 @@
 v2 batch; compressed payloads); everything else, every check and every finding stays in Python,
 which is also the readable reference the native core is tested against (``tests/test_native.py``).
 
-The crate lives in ``native/`` (see its ``src/lib.rs``).
+The crate lives in ``native/`` (see its ``src/lib.rs``); ``kafkatool/_native.pyi`` types and documents what it
+exports, each function with its pure-Python twin. ``CORE`` and :func:`available` are that module (a module cannot
+be named as a type: checkers infer it from the import, and read its API from the stub) or ``None``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 PURE_ENV = "KAFKATOOL_PURE_PYTHON"
 
 
-def _load() -> ModuleType | None:
+def _load():  # -> kafkatool._native (typed by _native.pyi) | None
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return None
     try:
@@ -29,10 +34,10 @@ def _load() -> ModuleType | None:
     return _native
 
 
-CORE: ModuleType | None = _load()
+CORE = _load()
 
 
-def available() -> ModuleType | None:
+def available():  # -> kafkatool._native (typed by _native.pyi) | None
     """The extension module if it is installed, whatever ``KAFKATOOL_PURE_PYTHON`` says."""
     try:
         from . import _native

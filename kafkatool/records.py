@@ -2,7 +2,7 @@
 
 The byte layouts are declared in :mod:`kafkatool.formats.record_batch` and
 :mod:`kafkatool.formats.legacy`; this module reads the same layouts with ``struct`` and hand-inlined
-varints because it runs per batch and per record over terabytes. ``tests/test_fastpath_agrees.py``
+varints because it runs per batch and per record over terabytes. ``tests/test_records_formats.py``
 proves both agree on every batch and record of the corpus.
 
 Framing follows ``FileLogInputStream.nextBatch``: 12 bytes of offset + size; fewer than 12 bytes

@@ -1,7 +1,7 @@
 """``repair``: what the broker's recovery after an unclean shutdown would do to a partition, planned offline.
 
 The plan follows Kafka's ``LogLoader`` (storage module) step by step, and every step becomes an
-:class:`Action` holding the file operation that performs it (:class:`kafkatool.safewrite.FileOp`):
+:class:`Action` holding the file operation that performs it (:class:`kafkatool.safewrite.journal.FileOp`):
 
 1. **Leftovers** (``removeTempFilesAndCollectSwapFiles``, then the swap passes of ``load``): ``*.deleted``
    files are deleted; ``*.cleaned`` files are deleted, and so is every ``*.swap`` file whose base offset is
@@ -73,7 +73,9 @@ from .logfiles import offset_from_file_name, segment_file, without_swap
 from .model import Finding
 from .producer_state import snapshot_bytes
 from .records import ScanOptions, scan
-from .safewrite import FileOp, check_ops
+from .safewrite.durable import atomic_write
+from .safewrite.journal import FileOp, apply_ops, check_ops, resume
+from .safewrite.lock import log_dir_lock
 from .segment_indexes import INT64_MAX, SegmentIndexes, txn_index_bytes
 from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
 from .walk import partition_dirs_and_findings
@@ -486,12 +488,10 @@ def repair_paths(
     Values come out per partition: its actions, then its :class:`PartitionRepair`. With ``apply``, the log dir's
     ``.lock`` is held for the whole partition (a live broker's lock refuses it), an interrupted earlier apply is
     completed first, the partition is planned once and that plan applied (originals backed up before anything
-    changes; a truncation backs up only the bytes it removes, see :mod:`kafkatool.safewrite`). Then every
+    changes; a truncation backs up only the bytes it removes, see :mod:`kafkatool.safewrite.backup`). Then every
     segment the plan cut is scanned again: it must now end with its last whole valid batch (a header scan of
     the cut segments only, not a second replay).
     """
-    from .safewrite import apply_ops, atomic_write, log_dir_lock, resume
-
     for found in partition_dirs_and_findings(paths):
         if isinstance(found, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
             yield found

@@ -446,6 +446,11 @@ def _check_log(
     open_file: Opener = open_local,
     tap: Tap | None = None,
 ) -> None:
+    """The log's one pass: each batch checked as ``LogSegment.recover`` takes it (size and CRC in the scan, offsets
+    following each other, the record count, timestamps, leader-epoch changes, transactions and control batches),
+    with the ``.index`` and ``.timeindex`` entries merged as the batches pass (:func:`_offset_entries_at`,
+    :func:`_time_entries_reached`) and judged at the end (:func:`_finish_offset_index`, :func:`_finish_time_index`).
+    """
     path = task.log
     assert path is not None
     deep = options.deep
@@ -495,12 +500,7 @@ def _check_log(
         batch = None
         keep_raw = deep or pread is None
         raw_of_deep: list[bytes] = [b""]  # the current batch's bytes, when kept (the decoding happens in _deep)
-        items = scan(fh, path, with_raw=keep_raw and not deep, decoded=deep, stretches=not keep_raw,
-                     options=options.scan, progress=progress)
-        if keep_raw:
-            items = _deep(items, path, options, sink, raw_of_deep, check=deep)
-        if tap is not None:
-            items = tap(items)
+        items = _log_items(fh, path, options, sink, progress, tap, keep_raw, raw_of_deep)
         back: list = []  # the rest of a stretch, to take batch by batch from where something happens in it
         for item in pushback(items, back):
             if item.__class__ is Batch:
@@ -529,14 +529,7 @@ def _check_log(
                         ti = ti_passed
                         next_toff = time_entries[ti][1] if ti < n_ti else _NEVER
                         next_event = min(next_toff, pending_exact)
-                    # in order: each producer's first transactional data batch, and its first after each of its
-                    # markers, begins its transaction, as below; each marker (of a transactional batch with a
-                    # producer id) ends it, as _control_batch
-                    for i, pid, base, kinds in columns.producer_events(lo, k, EVENT_BEGINS | EVENT_CONTROL):
-                        if kinds & EVENT_CONTROL:
-                            _end_transaction(pid, base, markers[i].control_type, ongoing, first_marker, aborts)
-                        elif pid >= 0 and pid not in ongoing:
-                            ongoing[pid] = base
+                    _stretch_transactions(columns, lo, k, markers, ongoing, first_marker, aborts)
                 if k < hi:
                     if k + 1 < hi:
                         back.append(_tuple_new(Stretch, (columns, k + 1, hi, markers)))
@@ -581,7 +574,7 @@ def _check_log(
                 else:
                     compacted += 1
             records += count
-            if epoch != epoch_now:  # leader epoch changes (v0/v1 entries carry none: -1)
+            if epoch != epoch_now:  # leader epoch changes (LeaderEpochFileCache.assign; v0/v1 carry none: -1)
                 epoch_now = epoch
                 if magic >= 2:
                     epochs.append((epoch, base, position))
@@ -595,16 +588,11 @@ def _check_log(
                     if last != pending_exact and base <= pending_exact:
                         inexact += 1
                     pending_exact = _NEVER
-                while last >= next_toff:
-                    t_e, o_e = time_entries[ti]
-                    if seg_max >= t_e:
-                        time_usable = False
-                        sink("error", "timeindex-entry-wrong", task.timeindex or path, ti * 12,
-                             f"entry {ti} ({t_e} at offset {o_e}): an earlier batch already has timestamp "
-                             f"{seg_max}; a search for that time would skip it")
-                    elif max_ts != t_e:
-                        time_inexact += 1
-                    ti += 1
+                if last >= next_toff:
+                    ti, wrong, n_inexact = _time_entries_reached(sink, task.timeindex or path, time_entries, ti, last,
+                                                                 seg_max, max_ts)
+                    time_usable = time_usable and not wrong
+                    time_inexact += n_inexact
                     next_toff = time_entries[ti][1] if ti < n_ti else _NEVER
                 next_event = min(next_toff, pending_exact)
             if max_ts > seg_max:
@@ -613,26 +601,12 @@ def _check_log(
             if position >= next_ipos:
                 if size > largest_indexed:
                     largest_indexed = size
-                while oi < n_oi and ipos[oi] < position:
-                    o_e, p_e = base_offset + irel[oi], ipos[oi]
-                    sink("error", "index-entry-not-batch-start", task.index or path, oi * 8,
-                         f"entry {oi} (offset {o_e}) points at position {p_e}, which is not the start of a batch")
-                    _broken(report)
-                    oi += 1
-                if oi < n_oi and ipos[oi] == position:
-                    o_e = base_offset + irel[oi]
-                    if o_e <= prev_last:  # the offset lives in an earlier batch
-                        sink("error", "index-entry-points-too-far", task.index or path, oi * 8,
-                             f"entry {oi} (offset {o_e}) points at position {position}, a batch starting at "
-                             f"offset {base}: a lookup of offset {o_e} would not find it")
-                        _broken(report)
-                    elif last >= o_e:
-                        if last != o_e and base <= o_e:
-                            inexact += 1
-                    else:
-                        pending_exact = o_e
-                        next_event = min(next_event, o_e)
-                    oi += 1
+                oi, pending, n_inexact = _offset_entries_at(sink, report, task.index or path, offset_entries, oi,
+                                                            position, base, last, prev_last)
+                inexact += n_inexact
+                if pending != _NEVER:
+                    pending_exact = pending
+                    next_event = min(next_event, pending)
                 next_ipos = ipos[oi] if oi < n_oi else _NEVER
             # transactions, control batches, the delete horizon (attributes 0x10, 0x20, 0x40)
             if attrs & 0x70 and magic >= 2:
@@ -651,13 +625,7 @@ def _check_log(
             largest_indexed = max(largest_indexed, batch.size)
             if first_offset is None:
                 first_offset = base_offset
-            if prev_last > base_offset + _INT32_MAX and not standalone:
-                sink("error", "offset-beyond-segment-range", path, batch.position,
-                     f"offsets up to {prev_last} are more than 2^31-1 above the segment base {base_offset}: "
-                     "the index cannot address them")
-            elif prev_last >= _INT64_MAX:
-                sink("error", "offset-beyond-segment-range", path, batch.position,
-                     f"offsets up to {prev_last}: the next offset passes 2^63-1 (offsets are signed 64-bit)")
+            _check_offset_range(sink, path, batch.position, prev_last, base_offset, standalone)
 
     irel_bytes.release()
     ipos_bytes.release()
@@ -670,8 +638,29 @@ def _check_log(
     report.valid_end = valid_end
     if standalone or not task.check_indexes:
         return
-    _finish_offset_index(task, options, report, sink, offset_entries, oi, pending_exact, inexact, largest_indexed)
-    _finish_time_index(task, options, report, sink, time_entries, ti, time_usable, time_inexact, seg_max)
+    if report.index is None:
+        report.index = _missing(task, options, report, sink, "index")
+    else:
+        _finish_offset_index(task, options, report, sink, offset_entries, oi, pending_exact, inexact, largest_indexed)
+    if report.timeindex is None:
+        report.timeindex = _missing(task, options, report, sink, "timeindex")
+    else:
+        _finish_time_index(task, options, report, sink, time_entries, ti, time_usable, time_inexact, seg_max)
+
+
+def _log_items(fh, path: str, options: CheckOptions, sink: _Sink, progress: Callable[[int], None] | None,
+               tap: Tap | None, keep_raw: bool, raw_of_deep: list[bytes]) -> Iterator:
+    """The log's scan items as :func:`_check_log` takes them: batches (runs of them as :class:`Stretch` es when their
+    bytes need not be kept), findings; with ``keep_raw`` each batch's bytes in ``raw_of_deep[0]`` and, with
+    ``--deep``, its records decoded and checked (:func:`_deep`); through ``tap`` when given."""
+    deep = options.deep
+    items = scan(fh, path, with_raw=keep_raw and not deep, decoded=deep, stretches=not keep_raw,
+                 options=options.scan, progress=progress)
+    if keep_raw:
+        items = _deep(items, path, options, sink, raw_of_deep, check=deep)
+    if tap is not None:
+        items = tap(items)
+    return items
 
 
 def _time_columns(entries: Entries) -> tuple[memoryview, memoryview]:
@@ -693,13 +682,87 @@ def _broken(report: SegmentReport) -> None:
         report.index.status = "broken"
 
 
+def _stretch_transactions(columns, lo: int, hi: int, markers, ongoing, first_marker, aborts) -> None:
+    """The transactions a stretch's batches ``lo:hi`` begin and end, in order (``ProducerStateManager``'s view, as
+    the per-batch path below): each producer's first transactional data batch, and its first after each of its
+    markers, begins its transaction; each marker (of a transactional batch with a producer id) ends it, as
+    :func:`_control_batch`."""
+    for i, pid, base, kinds in columns.producer_events(lo, hi, EVENT_BEGINS | EVENT_CONTROL):
+        if kinds & EVENT_CONTROL:
+            _end_transaction(pid, base, markers[i].control_type, ongoing, first_marker, aborts)
+        elif pid >= 0 and pid not in ongoing:
+            ongoing[pid] = base
+
+
+def _time_entries_reached(sink, where: str, entries: Entries, ti: int, last: int, seg_max: int,
+                          max_ts: int) -> tuple[int, bool, int]:
+    """The ``.timeindex`` entries from ``ti`` whose offset the batch ending at ``last`` reaches. Each must name the
+    batch at which the segment's running maximum timestamp became its timestamp (``LogSegment.append`` adds an
+    entry when ``maxTimestampSoFar`` grows): one whose time an earlier batch already reached is wrong (a search
+    for that time would skip it), one that differs from this batch's max timestamp inexact. Returns the next
+    entry, whether one was wrong, and how many were inexact."""
+    wrong, inexact = False, 0
+    n = len(entries)
+    while ti < n and last >= entries[ti][1]:
+        t_e, o_e = entries[ti]
+        if seg_max >= t_e:
+            wrong = True
+            sink("error", "timeindex-entry-wrong", where, ti * 12,
+                 f"entry {ti} ({t_e} at offset {o_e}): an earlier batch already has timestamp "
+                 f"{seg_max}; a search for that time would skip it")
+        elif max_ts != t_e:
+            inexact += 1
+        ti += 1
+    return ti, wrong, inexact
+
+
+def _offset_entries_at(sink, report: SegmentReport, where: str, entries: OffsetEntries, oi: int, position: int,
+                       base: int, last: int, prev_last: int) -> tuple[int, int, int]:
+    """The ``.index`` entries from ``oi`` up to the batch at ``position`` (offsets ``base..last``). An entry must
+    point at the first byte of a batch (``OffsetIndex.lookup`` positions a read there), and its offset must not
+    live in an earlier batch; the broker writes the last offset of an append at the position of its first batch
+    (``LogSegment.append``), so an offset inside the batch is inexact. Returns the next entry, the offset of an
+    entry at this position that a later batch must end (``_NEVER``: none), and how many were inexact."""
+    pending, inexact = _NEVER, 0
+    irel, ipos = entries.relative, entries.position
+    n = len(ipos)
+    while oi < n and ipos[oi] < position:
+        o_e, p_e = entries.base + irel[oi], ipos[oi]
+        sink("error", "index-entry-not-batch-start", where, oi * 8,
+             f"entry {oi} (offset {o_e}) points at position {p_e}, which is not the start of a batch")
+        _broken(report)
+        oi += 1
+    if oi < n and ipos[oi] == position:
+        o_e = entries.base + irel[oi]
+        if o_e <= prev_last:  # the offset lives in an earlier batch
+            sink("error", "index-entry-points-too-far", where, oi * 8,
+                 f"entry {oi} (offset {o_e}) points at position {position}, a batch starting at "
+                 f"offset {base}: a lookup of offset {o_e} would not find it")
+            _broken(report)
+        elif last >= o_e:
+            if last != o_e and base <= o_e:
+                inexact += 1
+        else:
+            pending = o_e
+        oi += 1
+    return oi, pending, inexact
+
+
+def _check_offset_range(sink, path: str, position: int, last: int, base_offset: int, standalone: bool) -> None:
+    """The segment's last offset against what its index can address (``LogSegment.ensureOffsetInRange``: an
+    offset more than 2^31-1 above the base cannot be an index entry's relative offset) and the 64-bit limit."""
+    if last > base_offset + _INT32_MAX and not standalone:
+        sink("error", "offset-beyond-segment-range", path, position,
+             f"offsets up to {last} are more than 2^31-1 above the segment base {base_offset}: "
+             "the index cannot address them")
+    elif last >= _INT64_MAX:
+        sink("error", "offset-beyond-segment-range", path, position,
+             f"offsets up to {last}: the next offset passes 2^63-1 (offsets are signed 64-bit)")
+
+
 def _finish_offset_index(task, options, report, sink, entries, oi, pending_exact, inexact, largest_batch) -> None:
+    """The ``.index`` entries no batch reached, and how close the index is to what the broker writes."""
     verdict = report.index
-    if verdict is None:
-        report.index = _missing(task, options, report, sink, "index",
-                                "the broker rebuilds it when loading (slow start); offset lookups scan the whole "
-                                "segment until then")
-        return
     for i in range(oi, len(entries)):
         o_e, p_e = entries.entry(i)
         sink("error", "index-entry-beyond-log", task.index, i * 8,
@@ -732,23 +795,28 @@ def _finish_offset_index(task, options, report, sink, entries, oi, pending_exact
              f"{verdict.worst_scan_bytes} bytes")
 
 
-def _missing(task, options, report, sink, ext: str, consequence: str) -> IndexVerdict | None:
+_MISSING_COSTS = {
+    "index": "the broker rebuilds it when loading (slow start); offset lookups scan the whole segment until then",
+    "timeindex": "the broker rebuilds it when loading; until then time-based retention and offset-for-time lookups "
+                 "see this segment as empty",
+}
+
+
+def _missing(task, options, report, sink, ext: str) -> IndexVerdict | None:
     """A missing index of a segment holding batches. It costs a segment recovery at start-up; below one index
     interval the rebuilt one would be empty anyway (info)."""
     if not report.batches:
         return None
     severity = "info" if report.valid_end <= options.index_interval_bytes else "warning"
-    sink(severity, f"{ext}-missing", _sibling(task.log, ext), None, f"no .{ext} for this segment: {consequence}")
+    sink(severity, f"{ext}-missing", _sibling(task.log, ext), None,
+         f"no .{ext} for this segment: {_MISSING_COSTS[ext]}")
     return IndexVerdict("missing")
 
 
 def _finish_time_index(task, options, report, sink, entries, ti, usable, inexact, seg_max) -> None:
+    """The ``.timeindex`` entries no batch reached, and whether its last entry is the segment's largest timestamp
+    (what ``onBecomeInactiveSegment`` writes and the broker reads back)."""
     verdict = report.timeindex
-    if verdict is None:
-        report.timeindex = _missing(task, options, report, sink, "timeindex",
-                                    "the broker rebuilds it when loading; until then time-based retention and "
-                                    "offset-for-time lookups see this segment as empty")
-        return
     for i in range(ti, len(entries)):
         t_e, o_e = entries[i]
         sink("error", "timeindex-entry-beyond-log", task.timeindex, i * 12,

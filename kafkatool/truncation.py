@@ -67,7 +67,8 @@ from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
 from .replicas import Replica, Segment, compare, merge, open_replica
-from .safewrite import FileOp
+from .safewrite.journal import FileOp, apply_ops, resume
+from .safewrite.lock import log_dir_lock
 from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
 from .walk import PartitionDir, list_partition, partition_dirs_and_findings
 
@@ -476,7 +477,6 @@ def apply_truncations(
     :func:`truncations` and, once applied, the same again for the check; a check not needed (nothing applied)
     counted as skipped, :func:`truncation_bytes` (``apply=True``) in all."""
     from .repair import default_backup_dir
-    from .safewrite import apply_ops, log_dir_lock, resume
 
     if rule not in RULES:
         raise UsageError(f"applying needs one rule: {' or '.join(RULES)}")

@@ -288,8 +288,9 @@ def _sort_files(part: _Partition) -> tuple[PartitionFiles, list[Finding]]:
 
 
 def _interrupted_apply(path: Path, display: str) -> Finding | None:
-    """The journal or a temporary file of a kafkatool ``--apply`` that was killed (see kafkatool.safewrite)."""
-    from .safewrite import JOURNAL_NAME, TMP_SUFFIX
+    """The journal or a temporary file of a kafkatool ``--apply`` that was killed (see kafkatool.safewrite.journal)."""
+    from .safewrite.durable import TMP_SUFFIX
+    from .safewrite.journal import JOURNAL_NAME
 
     if path.name == JOURNAL_NAME or path.name.endswith(TMP_SUFFIX):
         return Finding("warning", "apply-interrupted", display, None,

@@ -12,6 +12,7 @@ The extension must be built in CI (``CI=true``): there a missing extension fails
 
 from __future__ import annotations
 
+import ast
 import functools
 import io
 import os
@@ -308,6 +309,34 @@ def test_pure_python_is_forced_by_the_environment() -> None:
     env["KAFKATOOL_PURE_PYTHON"] = "0"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(CORE is None)
+
+
+def _stub_names(node: ast.AST) -> set[str]:
+    """The public names a stub body declares: functions, classes, annotated or assigned names (``_``-private type
+    aliases and dunders left out, ``_panic_for_test`` kept: the extension exports it)."""
+    names = set()
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef | ast.ClassDef):
+            names.add(item.name)
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            names.add(item.target.id)
+        elif isinstance(item, ast.Assign):
+            names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+    return {n for n in names if not n.startswith("__") and (not n.startswith("_") or n == "_panic_for_test")}
+
+
+def test_the_stub_names_exactly_what_the_extension_exports(core) -> None:
+    """``kafkatool/_native.pyi`` types the native API: every function, class and constant the built extension
+    exports, no more (its own type aliases aside), and every method of each class."""
+    stub = ast.parse((PROJECT_ROOT / "kafkatool" / "_native.pyi").read_text())
+    aliases = {"BatchColumns", "BatchFields", "RecordColumns", "ChunkColumns", "VarParts"}
+    exported = {n for n in dir(core) if not n.startswith("__")}
+    assert _stub_names(stub) - aliases == exported
+    assert set(core.__all__) == exported
+    for cls in (c for c in stub.body if isinstance(c, ast.ClassDef) and c.name != "NativePanic"):
+        declared = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)} - {"__buffer__"}  # PEP 688's name
+        own = {n for n in vars(getattr(core, cls.name)) if not n.startswith("__") or n in ("__len__", "__new__")}
+        assert declared == own, cls.name
 
 
 def test_a_native_panic_is_the_internal_error_exit(core, capsys) -> None:

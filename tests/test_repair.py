@@ -182,15 +182,15 @@ def test_killed_at_any_point_a_rerun_completes_the_repair(case: str, tmp_path: P
     The steps are counted on an uninterrupted run; a spread of them (the first ones, every twelfth of the way,
     the last ones) is interrupted here; ``tests/test_safewrite.py`` interrupts every step of the layer itself.
     """
-    from kafkatool import safewrite
     from kafkatool.repair import RepairOptions, repair_paths
+    from kafkatool.safewrite import durable
 
     reference = copy_before(case, tmp_path / "reference")
     rp = case_json(case)["recovery_invocation"]["recoveryPointCheckpoint"]
-    before_steps = safewrite.steps_taken()
+    before_steps = durable.steps_taken()
     items = list(repair_paths([reference / "rtopic-0"], RepairOptions(index_interval_bytes=1024, recovery_point=rp),
                               apply=True, backup_dir=tmp_path / "reference-backup"))
-    total = safewrite.steps_taken() - before_steps
+    total = durable.steps_taken() - before_steps
     assert items[-1].applied and total > 20
     expected = tree(reference)
     points = sorted({1, 2, 3, *range(1, total + 1, max(1, total // 12)), total - 1, total})

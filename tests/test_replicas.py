@@ -655,14 +655,14 @@ def test_apply_killed_at_any_point_completes_when_run_again(tmp_path: Path) -> N
     """SIGKILL a real ``truncation --apply`` before one of its durable steps (counted on an uninterrupted run; a
     spread of them), then run it again: the follower must end as the uninterrupted apply left it, with every
     original byte in the backup and no temporary file left."""
-    from kafkatool import safewrite
-    from kafkatool.safewrite import restore
+    from kafkatool.safewrite import durable
+    from kafkatool.safewrite.restore import restore
     from kafkatool.truncation import apply_truncations
 
     ref = copy_brokers(tmp_path / "reference", "broker-1", "broker-2")
-    start = safewrite.steps_taken()
+    start = durable.steps_taken()
     items = list(apply_truncations(ref / "broker-2", ref / "broker-1", rule="epoch", backup_dir=tmp_path / "ref-bk"))
-    total = safewrite.steps_taken() - start
+    total = durable.steps_taken() - start
     assert isinstance(items[-1], Truncation) and items[-1].applied and total > 20
     expected = tree(ref / "broker-1")
     points = sorted({1, 2, *range(3, total, max(1, total // 6)), total - 1, total})  # about 10

@@ -22,18 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool import safewrite
 from kafkatool.errors import ApplyRefused, JournalError, LogDirLocked
-from kafkatool.safewrite import (
-    JOURNAL_NAME,
-    FileOp,
-    RestoreRefused,
-    apply_ops,
-    atomic_write,
-    log_dir_lock,
-    restore,
-    resume,
-)
+from kafkatool.safewrite import durable
+from kafkatool.safewrite.durable import atomic_write
+from kafkatool.safewrite.journal import JOURNAL_NAME, FileOp, apply_ops, resume
+from kafkatool.safewrite.lock import log_dir_lock
+from kafkatool.safewrite.restore import RestoreRefused, restore
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +38,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def temp_files(*dirs: Path) -> list[str]:
-    return [str(p) for d in dirs if d.exists() for p in d.rglob("*") if p.name.endswith(safewrite.TMP_SUFFIX)]
+    return [str(p) for d in dirs if d.exists() for p in d.rglob("*") if p.name.endswith(durable.TMP_SUFFIX)]
 
 
 def noise(seed: int, size: int) -> bytes:
@@ -232,12 +226,12 @@ CUT = "p-0/00000000000000000000.log"
 RUN_APPLY = """
 import pickle, sys
 from pathlib import Path
-from kafkatool.safewrite import apply_ops, resume
+from kafkatool.safewrite.journal import apply_ops, resume
 ops = pickle.loads(Path("ops.pickle").read_bytes())
 if sys.argv[1] == "apply":
     apply_ops(Path("root"), ops, Path("backup"))
 elif sys.argv[1] == "restore":
-    from kafkatool.safewrite import restore
+    from kafkatool.safewrite.restore import restore
     restore(Path("backup"), apply=True)
 else:
     resume(Path("root"))
@@ -301,9 +295,9 @@ def finish_like_a_caller(trial: Path) -> str:
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], int]:
     """The uninterrupted result, and how many durable steps it takes."""
     trial = new_trial(tmp_path_factory.mktemp("reference"), "t")
-    before = safewrite.steps_taken()
+    before = durable.steps_taken()
     apply_ops(trial / "root", rebase(CRASH_OPS, trial), trial / "backup")
-    steps = safewrite.steps_taken() - before
+    steps = durable.steps_taken() - before
     expected = tree(trial / "root")
     assert_complete(trial, expected, "uninterrupted")
     assert expected["p-0/00000000000000000000.timeindex.deleted"] == CRASH_FILES["p-0/00000000000000000000.timeindex"]
@@ -336,9 +330,9 @@ def test_killed_while_resuming_a_resume_still_completes(tmp_path: Path,
     crash_at = steps - 12  # after the commit, a few ops in
     probe = new_trial(tmp_path, "probe")
     assert run(probe, "apply", crash_at) == -9 and (probe / "root" / JOURNAL_NAME).exists()
-    before = safewrite.steps_taken()
+    before = durable.steps_taken()
     assert resume(probe / "root") is not None
-    resume_steps = safewrite.steps_taken() - before
+    resume_steps = durable.steps_taken() - before
     assert_complete(probe, expected, "resumed")
 
     def kill_resume_then_finish(m: int) -> None:
@@ -384,9 +378,9 @@ def test_a_restore_killed_at_any_step_completes_when_run_again(tmp_path: Path,
     """Kill ``restore(apply=True)`` before each of its durable steps, run it again: the originals, exactly."""
     probe = new_trial(tmp_path, "probe")
     assert run(probe, "apply", None) == 0
-    before = safewrite.steps_taken()
+    before = durable.steps_taken()
     restore(probe / "backup", apply=True)
-    restore_steps = safewrite.steps_taken() - before
+    restore_steps = durable.steps_taken() - before
     assert tree(probe / "root") == CRASH_FILES and restore_steps > 5
 
     def kill_restore_then_finish(m: int) -> None:

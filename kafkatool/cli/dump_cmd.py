@@ -129,7 +129,7 @@ def dump(
         from contextlib import nullcontext
 
         from ..export import export
-        from ..safewrite import output_file
+        from ..safewrite.outpath import output_file
 
         if fmt == "parquet" and out_file is None:
             raise UsageError("--format parquet needs --out FILE")

@@ -120,7 +120,7 @@ def repair(
 
 def _restore(backup_dir: Path, apply: bool, fmt: str, fail_on: str, log_dir: Path | None) -> int:
     from ..model import Finding
-    from ..safewrite import restore
+    from ..safewrite.restore import restore
     from .output import Output
 
     out = Output(fmt)

@@ -184,7 +184,7 @@ def scan(
     for p in paths:
         if "://" not in p and not any(c in p for c in "*?[") and not Path(p).exists():
             raise UsageError(f"no such file or directory: {p}")
-    from ..safewrite import output_dir
+    from ..safewrite.outpath import output_dir
 
     output_dir(out)  # refused before a Spark session starts
 

@@ -310,7 +310,7 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     Spark plans more stages (adaptive execution submits a query as several jobs) and loses the stages
     Spark ends up skipping (their shuffle output reused).
     """
-    from ..safewrite import output_dir, output_file
+    from ..safewrite.outpath import output_dir, output_file
 
     out = str(out)
     output_dir(out)  # a file, a device, a FIFO or a dangling link is refused before Spark writes anything

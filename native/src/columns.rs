@@ -980,7 +980,7 @@ mod py {
 
     /// One chunk of the records of a batch that declares more than a window decodes (`decode_v2_chunk` with `lines`,
     /// `kafkatool.records.record_chunks`): their columns, over the records section `data` they index (held, not
-    /// copied). `kafkatool.model.RecordRun` holds one to render its records as `dump` prints them, without the
+    /// copied). `kafkatool.records.RecordRun` holds one to render its records as `dump` prints them, without the
     /// batch's line (written once, before the first chunk): no Python object per record.
     #[pyclass(frozen, name = "RecordChunk", module = "kafkatool._native")]
     pub struct PyRecordChunk {

@@ -1,0 +1,188 @@
+"""The backup dir: what an apply keeps of every file it changes, and its ``MANIFEST.json``.
+
+Every file an op changes, deletes, renames or renames over is backed up, as it is before the apply, to
+``backup_dir/<path relative to root>``. A file the ops only cut short, or rewrite keeping its first bytes where
+all that follows them is zero (a preallocated index trimmed or rebuilt), is backed up as the bytes after the
+kept prefix, to ``<path>.removed`` (nothing when they are all zero): cutting 500 bytes off a 512 MiB segment
+copies 500 bytes. A copy only ever appears complete (temp + fsync + rename) and is never overwritten or
+deleted: when the backup dir already holds a copy of that path (an earlier apply into the same dir, or one
+killed before its commit), an identical copy is reused and a different one kept, the current file going to
+``<path>.~2~`` (``.~3~``...). ``backup_dir/MANIFEST.json`` (version 2) has one entry per file and apply
+(applies numbered from 1 per backup dir): root, path, the kind of backup (``whole``, ``tail``, ``zeros``, or
+none for a file the apply creates), the copy with its size and sha256, where the kept prefix ends and its
+sha256, and the file's size and sha256 before and after the apply; merged with the entries of earlier applies.
+:mod:`.restore` reads it back; :mod:`kafkatool.walk` never takes a backup dir for a log dir
+(:func:`kafkatool.logdir.is_backup_dir`, which also holds the names of backup dirs and of the manifest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ApplyRefused
+from ..filetypes import open_regular, read_regular
+from ..logdir import MANIFEST_NAME
+from .durable import CHUNK, atomic_write, copy_to_temp, create_temp, fsync, makedirs, replace, tmp_of, unlink
+
+REMOVED_SUFFIX = ".removed"
+
+_MANIFEST_FORMAT = "kafkatool-backup-manifest"
+_MANIFEST_VERSION = 2   # 2: entries per apply, with the state before and after and tail copies
+
+
+@dataclass(frozen=True)
+class BackedUp:
+    """One original file and its copy in the backup dir: the whole file, or (a file only cut short) the bytes cut."""
+
+    path: Path          # the original (under root)
+    copy: Path | None   # backup_dir / path relative to root (``.~2~``... when an earlier version is there); for a
+    #                     cut, ``<path>.removed``; None when the bytes cut are all zero (nothing to copy)
+    size: int           # bytes in the copy
+    sha256: str         # of the copy
+    kind: str = "whole"          # "whole" | "tail" (the bytes from ``offset`` to the end) | "zeros" (as tail, all 0)
+    offset: int | None = None    # tail, zeros: where the cut is (the length kept)
+
+
+
+def hash_file(path: Path) -> tuple[int, str]:
+    h = hashlib.sha256()
+    size = 0
+    with open_regular(path) as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def hash_prefix(path: Path, length: int) -> str:
+    h = hashlib.sha256()
+    with open_regular(path) as f:
+        while length > 0 and (chunk := f.read(min(CHUNK, length))):
+            h.update(chunk)
+            length -= len(chunk)
+    return h.hexdigest()
+
+
+def file_state(size: int, sha256: str) -> dict[str, Any]:
+    """A file's state as the manifest records it (before and after an apply)."""
+    return {"size": size, "sha256": sha256}
+
+
+def load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
+    """The backup dir's manifest entries (one per file and apply)."""
+    path = backup_dir / MANIFEST_NAME
+    try:
+        doc = json.loads(read_regular(path))
+        if doc.get("format") != _MANIFEST_FORMAT or doc.get("version") not in (1, _MANIFEST_VERSION):
+            raise ValueError(f"not a {_MANIFEST_FORMAT} of a known version")
+        entries = doc["files"]
+        if not all(isinstance(e, dict) and "path" in e and "root" in e for e in entries):
+            raise ValueError("an entry without root or path")
+        return entries
+    except FileNotFoundError:
+        return []
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise ApplyRefused(f"{path}: unreadable ({exc}); use a new backup dir") from None
+
+
+def copy_for(backup_dir: Path, rel: str, src: Path) -> tuple[Path, tuple[int, str] | None]:
+    """Where the original of ``rel`` goes: a complete copy already there with the same bytes (reused: its size
+    and sha256 come along), else the first free name of ``<rel>``, ``<rel>.~2~``, ``<rel>.~3~``... An existing
+    copy is never overwritten: a different one is an earlier version (an earlier apply into the same dir)."""
+    size = src.stat().st_size
+    digest = None
+    n = 1
+    while True:
+        copy = backup_dir / (rel if n == 1 else f"{rel}.~{n}~")
+        if not copy.exists():
+            return copy, None
+        if copy.stat().st_size == size:
+            digest = digest or hash_file(src)
+            if hash_file(copy) == digest:
+                return copy, digest
+        n += 1
+
+
+def write_manifest(backup_dir: Path, entries: list[dict[str, Any]]) -> None:
+    """Write ``backup_dir``'s manifest (atomically): ``entries`` are those of the earlier applies and this one's."""
+    atomic_write(backup_dir / MANIFEST_NAME, (json.dumps({
+        "format": _MANIFEST_FORMAT, "version": _MANIFEST_VERSION,
+        "files": sorted(entries, key=lambda e: (e["root"], e["path"], e.get("apply", 0)))}, indent=1) + "\n").encode())
+
+
+def backup_copy(src: Path, dst: Path) -> tuple[int, str]:
+    """Copy ``src`` to ``dst`` (temp + fsync + rename), hashing as it goes; the directory is fsynced later."""
+    tmp = tmp_of(dst)
+    h = hashlib.sha256()
+    with open_regular(src, buffering=0) as fin:
+        size = copy_to_temp(fin, tmp, 0o600, h=h)
+    replace(tmp, dst)
+    return size, h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The backup of a file an apply only cuts short: the bytes removed, and the hashes to put them back."""
+
+    copy: Path | None     # None: the bytes removed are all zero (a preallocated index, a zero-filled tail)
+    size: int             # bytes removed
+    sha256: str           # of the bytes removed
+    reused: bool          # an identical copy was already in the backup dir
+    before: tuple[int, str]   # the whole original: size, sha256
+    kept: str             # sha256 of the first ``before[0] - size`` bytes: the file as the apply leaves it
+
+
+def backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> Tail:
+    """Copy the bytes of ``src`` from ``keep`` to its end into ``<rel>.removed`` in the backup dir (temp + fsync +
+    rename; an identical copy there is reused, a different one kept and the next free ``.~N~`` name taken),
+    hashing the kept prefix and the whole original on the way (one read of the file). Nothing is written when
+    the bytes removed are all zero."""
+    h_all, h_tail = hashlib.sha256(), hashlib.sha256()
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    first = backup_dir / f"{rel}{REMOVED_SUFFIX}"
+    tmp = tmp_of(first)
+    size, zeros = 0, True
+    with open_regular(src, buffering=0) as fin:
+        left = keep
+        while left:
+            n = fin.readinto(view[:min(CHUNK, left)])
+            if not n:
+                raise ApplyRefused(f"{src}: shorter than {keep} bytes while being backed up (changed meanwhile?)")
+            h_all.update(view[:n])
+            left -= n
+        kept = h_all.copy().hexdigest()
+        makedirs(tmp.parent, sync=False)
+        fd = create_temp(tmp, 0o600)
+        try:
+            while n := fin.readinto(buf):
+                chunk = view[:n]
+                h_all.update(chunk)
+                h_tail.update(chunk)
+                zeros = zeros and buf.count(0, 0, n) == n
+                size += n
+                while chunk:
+                    chunk = chunk[os.write(fd, chunk):]
+            if not zeros:
+                fsync(fd)
+        finally:
+            os.close(fd)
+    before, tail_sha = (keep + size, h_all.hexdigest()), h_tail.hexdigest()
+    if zeros:
+        unlink(tmp)
+        return Tail(None, size, tail_sha, False, before, kept)
+    n = 1
+    while True:
+        copy = first if n == 1 else first.with_name(f"{first.name}.~{n}~")
+        if not copy.exists():
+            replace(tmp, copy)
+            return Tail(copy, size, tail_sha, False, before, kept)
+        if copy.stat().st_size == size and hash_file(copy) == (size, tail_sha):
+            unlink(tmp)
+            return Tail(copy, size, tail_sha, True, before, kept)
+        n += 1
