@@ -45,8 +45,12 @@ from typing import Any, BinaryIO
 
 from .errors import InputIOError, UsageError
 from .filetypes import open_regular
+from .internal import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
 from .model import Finding
+from .producers import segment_logs
 from .records import DEFAULT_MAX_DECOMPRESSED, RECORD_BATCH_OVERHEAD, RawBatch, record_chunks, scan
+from .txns import checkpointed_offset, committed_view, high_watermark
+from .walk import partition_dirs
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 SINK_COLUMNS = ("topic", "partition", "offset")
@@ -439,9 +443,6 @@ def log_offsets(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
     """(offset, kind) of every record in ``[lo, hi]`` that the log holds, in order, with kind ``data`` (what the
     consumer receives), ``aborted`` (data of an aborted transaction, under read_committed) or ``control``.
     Records at or past the fetch limit (LSO and high watermark, or the high watermark) are not yielded."""
-    from .producers import segment_logs
-    from .txns import committed_view, high_watermark
-
     if isolation == "read_committed":
         view = committed_view(part_dir)
         limit, delivers = view.limit, view.delivers
@@ -505,9 +506,6 @@ def log_start_offset(part_dir: Path) -> int:
     """Where a consumer can start reading: the first segment's base offset, or the log dir's
     ``log-start-offset-checkpoint`` entry when it is above it (records deleted by DeleteRecords or retention
     inside the first segment are gone for consumers)."""
-    from .producers import segment_logs
-    from .txns import checkpointed_offset
-
     segments = segment_logs(part_dir)
     first = segments[0][0] if segments else 0
     return max(first, checkpointed_offset(part_dir, "log-start-offset-checkpoint") or 0)
@@ -609,9 +607,6 @@ def delivery_paths(
     """Per topic-partition of the sinks (in topic, partition order): findings, then its :class:`PartitionDelivery`.
     At most ``run_size`` sink offsets are held in memory, all partitions together; the rest wait in sorted runs
     on disk."""
-    from .internal import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
-    from .walk import partition_dirs
-
     if isolation not in ISOLATIONS:
         raise UsageError(f"--isolation must be one of {', '.join(ISOLATIONS)}")
     if from_offset is not None and to_offset is not None and from_offset > to_offset:

@@ -51,6 +51,11 @@ class JournalError(KafkaToolError):
     before nor after an op (changed by something else). The journal and the backups are left in place."""
 
 
+class RestoreRefused(ApplyRefused):
+    """A backup dir cannot be restored safely (a file changed since the apply, a copy is damaged...); nothing was
+    changed."""
+
+
 class OutputRefused(UsageError):
     """``--out`` names something that is neither written in place nor replaced safely; nothing was written."""
 

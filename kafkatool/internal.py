@@ -21,11 +21,14 @@ from typing import Any
 from construct import ConstructError
 
 from .errors import InputIOError, UsageError
+from .fastparse import prefix_reader, reader
 from .filetypes import FileKind, classify, file_size, open_regular, read_regular
 from .formats import internal_topics as it
 from .javacompat import java_string_hash
+from .loader import segment_bytes
 from .model import Batch, CappedFindings, Finding, Record, Trailing
 from .records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
+from .replicas import open_replica
 from .walk import partition_dirs, partition_dirs_and_findings
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -66,8 +69,6 @@ def _parse(decl: Any, data: bytes, what: str) -> Any:
     (the same result), and by Construct where it gives up, to word the error."""
     global _fast
     if _fast is None:
-        from .fastparse import reader
-
         _fast = {id(d): (d, r) for d in (*_FAST_DECLS, *_metadata_layouts()) if (r := reader(d)) is not None}
     fast = _fast.get(id(decl))
     if fast is not None and data.__class__ is bytes and (value := fast[1](data)) is not None:
@@ -391,9 +392,6 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
     the loads of the data partitions for lag; a data partition of their log dirs no commit names is counted as
     skipped once the commits are known), :func:`consumer_offsets_bytes` in all.
     """
-    from .loader import segment_bytes
-    from .replicas import open_replica
-
     parts = []
     for part in partition_dirs_and_findings(paths):
         if isinstance(part, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
@@ -462,8 +460,6 @@ def consumer_offsets_bytes(paths: Iterable[str | Path], *, with_lag: bool = True
     """What :func:`consumer_offsets` tells its ``progress`` in all (a progress bar's total): the segments of the
     ``__consumer_offsets-*`` partitions under ``paths`` and, ``with_lag``, those of every data partition under
     ``paths`` in their log dirs (each once; the ones no commit names count as skipped)."""
-    from .loader import segment_bytes
-
     parts = list(partition_dirs(paths))
     homes = {part.logdir_path.resolve() for part in parts if part.topic == OFFSETS_TOPIC}
     total = sum(_segment_bytes(part.files) for part in parts if part.topic == OFFSETS_TOPIC)
@@ -721,8 +717,6 @@ def _metadata_frame(value: bytes) -> tuple[Any, int]:
     """A metadata record's frame (frame version, record type, version) and where its body begins."""
     global _METADATA_FRAME
     if _METADATA_FRAME is None:
-        from .fastparse import prefix_reader
-
         _METADATA_FRAME = prefix_reader(it.MetadataFrame)
     got = _METADATA_FRAME(value) if value.__class__ is bytes else None  # type: ignore[misc]
     return got if got is not None else (it.MetadataFrame.parse(value), _frame_len(value))

@@ -59,6 +59,7 @@ from typing import Any, BinaryIO
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
 from .formats.index import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
+from .loader import log_start_offset, read_logdir, segment_files
 from .model import Batch, Finding, Record
 from .records import ScanOptions, record_chunks, scan
 from .segment_indexes import offset_misfit
@@ -267,8 +268,6 @@ class PartitionFiles:
 def partition_files(path: str | Path) -> PartitionFiles:
     """The segments and log start of the partition dir at ``path`` (or of the one ``.log`` named). UsageError if
     there is no segment."""
-    from .loader import log_start_offset, read_logdir, segment_files
-
     p = Path(path)
     if p.exists() and not p.is_dir():  # a FIFO named too: its reading refuses it
         info = classify(p, by_extension=True)

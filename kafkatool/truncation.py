@@ -66,6 +66,7 @@ from .loader import segment_bytes
 from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
+from .repair import default_backup_dir
 from .replicas import Replica, Segment, compare, merge, open_replica
 from .safewrite.journal import FileOp, apply_ops, resume
 from .safewrite.lock import log_dir_lock
@@ -476,8 +477,6 @@ def apply_truncations(
     ``progress`` is told the bytes of the segments as they are read: per partition the reads of
     :func:`truncations` and, once applied, the same again for the check; a check not needed (nothing applied)
     counted as skipped, :func:`truncation_bytes` (``apply=True``) in all."""
-    from .repair import default_backup_dir
-
     if rule not in RULES:
         raise UsageError(f"applying needs one rule: {' or '.join(RULES)}")
     backups: dict[Path, Path] = {}  # one default backup dir per log dir, however many partitions it holds

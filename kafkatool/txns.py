@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .loader import segment_bytes
+from .loader import read_logdir, segment_bytes
 from .model import Batch, Finding
 from .producers import Transaction, replay_partition
 from .progress import Tally
+from .verify import verify_partition_dir
 from .walk import partition_dirs, partition_dirs_and_findings, partition_of, total_bytes
 
 
@@ -57,8 +58,6 @@ def high_watermark(partition_dir: Path) -> int | None:
 def checkpointed_offset(partition_dir: Path, checkpoint_name: str) -> int | None:
     """The partition's entry in one of its log dir's offset checkpoints (high watermark, log start, recovery
     point), if there is one (read by :class:`kafkatool.logdir.LogDir`, as the loader reads it)."""
-    from .loader import read_logdir
-
     tp = partition_of(partition_dir.name)
     if tp is None:
         return None
@@ -83,8 +82,6 @@ def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | No
     """Per partition under ``paths``: its transactions in offset order, a finding per open transaction holding
     back the LSO, then the ``.txnindex`` findings of ``verify``. ``progress`` is told the bytes of the segments as
     they are read, :func:`txns_bytes` in all."""
-    from .verify import verify_partition_dir
-
     for pd in partition_dirs_and_findings(paths):
         if isinstance(pd, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
             yield pd

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
@@ -617,7 +618,6 @@ def check_epochs(
     holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
     epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
-    from .epochs import EpochCache
     from .smallfiles import EpochEntry
 
     implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order

@@ -37,7 +37,7 @@ def test_ctrl_c_is_130_with_one_line() -> None:
 def test_one_error_root() -> None:
     """Every exception class of the engines derives from ``KafkaToolError`` and lives in ``kafkatool.errors``, each with
     its exit code; outside it only ``filetypes.NotRegularFile`` (an ``OSError`` on purpose: callers catch it as one),
-    ``safewrite.RestoreRefused`` (an ``ApplyRefused``) and the private control-flow ones (caught where raised: one
+    the private control-flow ones (caught where raised: one
     that escaped would be a bug, an internal error, not a message mapped to an exit code)."""
     import importlib
     import inspect
@@ -53,11 +53,11 @@ def test_one_error_root() -> None:
         for name, cls in vars(importlib.import_module(m.name)).items():
             if inspect.isclass(cls) and issubclass(cls, BaseException) and cls.__module__ == m.name != errors.__name__:
                 outside.add(f"{m.name}.{name}")
-    assert outside == {"kafkatool.filetypes.NotRegularFile", "kafkatool.safewrite.RestoreRefused",
+    assert outside == {"kafkatool.filetypes.NotRegularFile",
                        "kafkatool.fastparse._Miss", "kafkatool.internal._Undecodable", "kafkatool.locate._BadPosition",
                        "kafkatool.delivery._RowTooLong"}
     codes = {name: cls.exit_code for name, cls in vars(errors).items()
              if inspect.isclass(cls) and issubclass(cls, errors.KafkaToolError)}
     assert codes == {"KafkaToolError": 1, "UsageError": 2, "InputIOError": 3, "LogDirLocked": 2, "FormatError": 1,
                      "DecompressionError": 1, "DecompressionLimitExceeded": 1, "AppendError": 1, "IndexAppendError": 1,
-                     "PlanError": 1, "ApplyRefused": 2, "JournalError": 1, "OutputRefused": 2}
+                     "PlanError": 1, "ApplyRefused": 2, "RestoreRefused": 2, "JournalError": 1, "OutputRefused": 2}

@@ -34,11 +34,6 @@ from .journal import resume
 from .lock import log_dir_lock
 
 
-class RestoreRefused(ApplyRefused):
-    """A backup dir cannot be restored safely (a file changed since the apply, a copy is damaged...); nothing was
-    changed."""
-
-
 @dataclass(frozen=True)
 class RestoreStep:
     """Undoing one file's change by one apply: put its original back from the backup dir."""
