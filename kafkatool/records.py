@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from itertools import repeat
 from typing import Any, BinaryIO, NamedTuple
 
@@ -728,14 +728,35 @@ def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _D
                                       f"{batch.compression} payload cannot be decompressed: {exc}")
                         return
                     data = pure
-            records, pos, finding = _v2_records(batch, pure, pos, k, done, path)
-            yield _times(records) if times else records
-            if finding is not None:
-                yield finding
+            pos = yield from v2_record_chunks(batch, pure, pos, done, path, upto=done + k, times=times)
+            if pos is None:
                 return
         done += k
     if pos != len(data):
         yield _trailing_bytes(batch, path, len(data) - pos)
+
+
+def v2_record_chunks(batch: Batch, data: bytes, pos: int, done: int, path: str, *, upto: int | None = None,
+                     times: bool = False) -> Generator[list[Record] | tuple[list[int], list[int]] | Finding, None,
+                                                       int | None]:
+    """The pure reader of a v2 batch's records from its ``done``-th to its ``upto``-th (None: its last), at
+    ``data[pos:]`` (its records section, decompressed), in lists of at most :data:`RECORD_CHUNK` (with ``times``, as
+    their ``(offsets, timestamps)``); then the finding where one is invalid (the records before it kept), and having
+    read the last, where bytes remain after it. Returns where the records end (None after a finding). The Python
+    reader taking over where the native core gives up, here (:func:`record_chunks`) and in the Spark source's
+    Arrow builder."""
+    last = batch[12] if upto is None else upto
+    while done < last:
+        k = min(RECORD_CHUNK, last - done)
+        records, pos, finding = _v2_records(batch, data, pos, k, done, path)
+        yield _times(records) if times else records
+        if finding is not None:
+            yield finding
+            return None
+        done += k
+    if upto is None and pos != len(data):
+        yield _trailing_bytes(batch, path, len(data) - pos)
+    return pos
 
 
 def _times(records: list[Record]) -> tuple[list[int], list[int]]:
