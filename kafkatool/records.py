@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from itertools import repeat
 from typing import Any, BinaryIO, NamedTuple
 
@@ -80,13 +80,13 @@ class RecordRun(NamedTuple):
         self.columns.render(self.lo, self.hi, fmt, values, fallback, write)
 
 
-def crc32c(data: bytes | memoryview) -> int:
-    """CRC32C, from the ``crc32c`` package imported at first use (then called directly): its import costs more
-    than checking a small segment with the native core, which never needs it."""
+def crc32c(data: bytes | memoryview, value: int = 0) -> int:
+    """CRC32C (continuing ``value``), from the ``crc32c`` package imported at first use (then called directly): its
+    import costs more than checking a small segment with the native core, which never needs it."""
     from crc32c import crc32c as compute
 
     globals()["crc32c"] = compute  # later calls go straight to the package's C function
-    return compute(data)
+    return compute(data, value)
 
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -523,6 +523,83 @@ def _native_records(core, window, p, base, limit, max_batch, path, max_decompres
 
 
 # --------------------------------------------------------------------------------------------
+# Resynchronising: whole v2 batches found after damage, and at a given position
+
+
+def resync(fh: BinaryIO, start: int, end: int | None = None, *, window: int = DEFAULT_WINDOW
+           ) -> Iterator[tuple[int, int]]:
+    """``(position, size)`` of every whole v2 batch with a valid CRC that begins in ``[start, end)``, in file order,
+    found by resynchronising: the search goes on byte by byte where the framing is lost, and after each batch found.
+
+    ``scan`` follows the framing as ``FileLogInputStream.nextBatch`` does and stops where it is lost, as
+    ``LogSegment.recover`` truncates there; this is how ``repair --salvage`` finds what lies after such a cut, and
+    how the Spark source checks a cut point (``end = start + 1``: a batch exactly there). A candidate passes
+    ``DefaultRecordBatch``'s own checks: magic 2, a size of at least ``RECORD_BATCH_OVERHEAD`` that fits in the
+    file, and its CRC32C (``ensureValid``). Read a window at a time (a batch running past its window is checked in
+    1 MiB pieces), so memory stays bounded whatever the file or a declared size; the native core searches a window
+    when it is there (``frame::resync``), :func:`_resync_window` otherwise: the same positions.
+    """
+    file_size = fh.seek(0, 2)
+    stop = file_size if end is None else min(end, file_size)
+    core = native.CORE
+    find = _resync_window if core is None else core.resync
+    pos = start
+    while pos < stop and pos + RECORD_BATCH_OVERHEAD <= file_size:
+        fh.seek(pos)  # the candidates in [pos, stop) and their headers, at most a window
+        buf = fh.read(min(max(window, RECORD_BATCH_OVERHEAD), file_size - pos, stop - pos + RECORD_BATCH_OVERHEAD - 1))
+        if len(buf) < RECORD_BATCH_OVERHEAD:  # the file shrank under us
+            return
+        room = file_size - pos - len(buf)
+        c = 0
+        while (hit := find(buf, c, stop - pos, room)) is not None:
+            c, total, whole = hit
+            if whole or _crc_matches(fh, pos + c, total):
+                yield pos + c, total
+                c += total
+            else:
+                c += 1
+        pos += max(c, len(buf) - RECORD_BATCH_OVERHEAD + 1)  # the next window's first candidate
+
+
+def _resync_window(buf: bytes, start: int, until: int, room: int) -> tuple[int, int, bool] | None:
+    """The pure twin of the native ``resync`` (``native/src/frame.rs``): the first offset ``c`` in ``[start, until)``
+    of ``buf`` (with a whole header in it) where a v2 batch's header checks pass, ``(c, size, whole)``; its CRC
+    checked when the batch lies whole in ``buf`` (``whole``), else left to the caller (``room``: the file's bytes
+    after ``buf``, where it may end)."""
+    n = len(buf)
+    end = min(until, n - RECORD_BATCH_OVERHEAD + 1)
+    c = start
+    while c < end:
+        magic_at = buf.find(b"\x02", c + MAGIC_OFFSET, end + MAGIC_OFFSET)
+        if magic_at < 0:
+            return None
+        c = magic_at - MAGIC_OFFSET
+        size, _magic, crc = _V2_FRAME.unpack_from(buf, c)
+        total = size + LOG_OVERHEAD
+        if RECORD_BATCH_OVERHEAD <= total <= n - c + room:
+            if c + total > n:
+                return c, total, False
+            if crc32c(memoryview(buf)[c + ATTRIBUTES_OFFSET:c + total]) == crc:
+                return c, total, True
+        c += 1
+    return None
+
+
+def _crc_matches(fh: BinaryIO, position: int, total: int) -> bool:
+    """Whether the stored CRC32C of the ``total``-byte v2 batch at ``position`` matches, read in 1 MiB pieces."""
+    fh.seek(position + MAGIC_OFFSET + 1)
+    stored = fh.read(4)
+    crc, left = 0, total - ATTRIBUTES_OFFSET
+    while left > 0:
+        piece = fh.read(min(left, 1 << 20))
+        if not piece:
+            return False
+        crc = crc32c(piece, crc)
+        left -= len(piece)
+    return len(stored) == 4 and crc == int.from_bytes(stored, "big")
+
+
+# --------------------------------------------------------------------------------------------
 # v2 records
 
 
@@ -692,14 +769,35 @@ def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _D
                                       f"{batch.compression} payload cannot be decompressed: {exc}")
                         return
                     data = pure
-            records, pos, finding = _v2_records(batch, pure, pos, k, done, path)
-            yield _times(records) if times else records
-            if finding is not None:
-                yield finding
+            pos = yield from v2_record_chunks(batch, pure, pos, done, path, upto=done + k, times=times)
+            if pos is None:
                 return
         done += k
     if pos != len(data):
         yield _trailing_bytes(batch, path, len(data) - pos)
+
+
+def v2_record_chunks(batch: Batch, data: bytes, pos: int, done: int, path: str, *, upto: int | None = None,
+                     times: bool = False) -> Generator[list[Record] | tuple[list[int], list[int]] | Finding, None,
+                                                       int | None]:
+    """The pure reader of a v2 batch's records from its ``done``-th to its ``upto``-th (None: its last), at
+    ``data[pos:]`` (its records section, decompressed), in lists of at most :data:`RECORD_CHUNK` (with ``times``, as
+    their ``(offsets, timestamps)``); then the finding where one is invalid (the records before it kept), and having
+    read the last, where bytes remain after it. Returns where the records end (None after a finding). The Python
+    reader taking over where the native core gives up, here (:func:`record_chunks`) and in the Spark source's
+    Arrow builder."""
+    last = batch[12] if upto is None else upto
+    while done < last:
+        k = min(RECORD_CHUNK, last - done)
+        records, pos, finding = _v2_records(batch, data, pos, k, done, path)
+        yield _times(records) if times else records
+        if finding is not None:
+            yield finding
+            return None
+        done += k
+    if upto is None and pos != len(data):
+        yield _trailing_bytes(batch, path, len(data) - pos)
+    return pos
 
 
 def _times(records: list[Record]) -> tuple[list[int], list[int]]:

@@ -54,15 +54,12 @@ next position holding a whole v2 batch with a valid CRC) and written to a side f
 
 from __future__ import annotations
 
-import mmap
 import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-from crc32c import crc32c
 
 from .errors import ApplyRefused, IndexAppendError, InputIOError, PlanError
 from .filetypes import FileKind, open_regular, read_regular
@@ -72,7 +69,7 @@ from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
 from .logfiles import offset_from_file_name, segment_file, without_swap
 from .model import Finding
 from .producer_state import snapshot_bytes
-from .records import ScanOptions, scan
+from .records import ScanOptions, resync, scan
 from .safewrite.durable import atomic_write
 from .safewrite.journal import FileOp, apply_ops, check_ops, resume
 from .safewrite.lock import log_dir_lock
@@ -80,7 +77,6 @@ from .segment_indexes import INT64_MAX, SegmentIndexes, txn_index_bytes
 from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
 from .walk import partition_dirs_and_findings
 
-_V2_MIN = 61
 # the loader's findings that refuse an apply: a batch whose offsets do not fit a segment the broker trusts, a file
 # named with an offset above 2^63-1 (the broker fails to load the partition)
 _MISFIT_CODES = ("offset-beyond-segment-range", "offset-below-segment-base", "base-offset-overflow")
@@ -445,29 +441,15 @@ def _recovery_point(logdir: Path, key: tuple[str, int], leo: int, display: str) 
 
 
 def salvage_batches(path: Path, start: int) -> Iterator[tuple[int, bytes]]:
-    """Whole v2 batches with a valid CRC found after ``start`` by resynchronising on the next plausible header.
-
-    Candidates are the positions whose magic byte (16 bytes in) is 2, found with ``find`` over a memory map, so
-    long stretches of garbage cost little and the file is never read into memory whole.
-    """
+    """Whole v2 batches with a valid CRC found after ``start`` (a cut), resynchronising on the next plausible
+    header after each damaged stretch (:func:`kafkatool.records.resync`), with their bytes."""
     with open_regular(path) as fh:
-        if os.fstat(fh.fileno()).st_size <= start + 1:
-            return
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            n = len(data)
-            pos = start + 1
-            while pos + _V2_MIN <= n:
-                magic_at = data.find(b"\x02", pos + 16)
-                if magic_at < 0:
-                    return
-                pos = magic_at - 16
-                total = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True) + 12
-                if (_V2_MIN <= total <= n - pos
-                        and crc32c(data[pos + 21:pos + total]) == int.from_bytes(data[pos + 17:pos + 21], "big")):
-                    yield pos, data[pos:pos + total]
-                    pos += total
-                else:
-                    pos += 1
+        for position, total in resync(fh, start + 1):
+            fh.seek(position)
+            raw = fh.read(total)
+            if len(raw) < total:  # the file shrank under us
+                return
+            yield position, raw
 
 
 # --- the command's library function ------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, re
 from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
 from kafkatool.errors import DecompressionError
 from kafkatool.loader import PartitionLoad, Rebuild, load_partition
-from kafkatool.records import RawBatch, ScanOptions, decode_records, decompress_payload, scan
+from kafkatool.records import RawBatch, ScanOptions, _resync_window, decode_records, decompress_payload, resync, scan
 from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
 
 from .conftest import CORE, PROJECT_ROOT, load_essence
@@ -192,6 +192,60 @@ def test_mutated_inputs_read_the_same(core) -> None:
             if len(differ) >= 5:
                 break
     assert not differ, f"native and pure differ on mutation cases {differ} (rebuild one with mutate(...))"
+
+
+# -- resynchronising (records.resync: repair --salvage, the Spark source's cut points) --------------------------
+
+def resync_reference(data: bytes, start: int) -> list[tuple[int, int]]:
+    """What ``resync`` means, spelled out over the whole buffer: from ``start`` on, every position where a whole v2
+    batch with a valid CRC begins (magic 2, at least 61 bytes, within the data), going on after each."""
+    out, pos = [], start
+    while pos + 61 <= len(data):
+        total = struct.unpack_from(">i", data, pos + 8)[0] + 12
+        if (data[pos + 16] == 2 and 61 <= total <= len(data) - pos
+                and crc32c(data[pos + 21:pos + total]) == struct.unpack_from(">I", data, pos + 17)[0]):
+            out.append((pos, total))
+            pos += total
+        else:
+            pos += 1
+    return out
+
+
+def test_resync_finds_the_same_batches_both_ways_at_any_window(core) -> None:
+    """Mutated seeds, some with garbage (full of magic bytes) put between their batches, from a random start to a
+    random end: the native search and the pure one find exactly the reference's batches, at windows small enough
+    that batches and headers straddle them."""
+    seed_list = seeds()
+    differ = []
+    for case in range(3000):
+        rng = random.Random(case)
+        data = mutate(seed_list[case % len(seed_list)], rng, case // len(seed_list))
+        if case % 3:
+            at = rng.randrange(len(data) + 1)
+            junk = bytes(2 if rng.random() < 0.2 else rng.randrange(256) for _ in range(rng.randrange(1, 200)))
+            data = data[:at] + junk + data[at:]
+        start = rng.randrange(len(data) + 1) if case % 2 else 0
+        end = rng.choice((None, start, start + 1, rng.randrange(len(data) + 2)))
+        want = [hit for hit in resync_reference(data, start) if end is None or hit[0] < end]
+        for window in (61, 97, 4096):
+            for reader in (None, core):
+                with native.using(reader):
+                    got = list(resync(io.BytesIO(data), start, end, window=window))
+                if got != want:
+                    differ.append((case, window, reader is not None))
+    assert not differ, f"resync differs from the reference: {differ[:5]} (case, window, native)"
+
+
+def test_resync_window_is_the_native_search(core) -> None:
+    """The pure twin and ``frame::resync`` on every start, bound and room of a buffer cut anywhere."""
+    seed = seeds()[0] + bytes([2]) * 30 + seeds()[3]
+    for cut in range(0, len(seed) + 1, 7):
+        buf = seed[:cut]
+        for start in range(0, cut + 2, 3):
+            for until in (start, start + 1, cut, 1 << 40):
+                for room in (0, 5, 1 << 40):
+                    assert core.resync(buf, start, until, room) == _resync_window(buf, start, until, room), (
+                        cut, start, until, room)
 
 
 # -- control batches: the markers the native core reads for every reader ------------------------------

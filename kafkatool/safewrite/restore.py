@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import RestoreRefused, UsageError
 from ..filetypes import OFFSET_CHECKPOINT_NAMES, classify, open_regular
 from ..logdir import MANIFEST_NAME
 from ..walk import partition_of

@@ -35,7 +35,7 @@ import pyarrow as pa
 from kafkatool import native
 from kafkatool.errors import DecompressionError
 from kafkatool.model import Batch, Finding, Record
-from kafkatool.records import RECORD_CHUNK, _trailing_bytes, _v2_records, decompress_records, record_chunks
+from kafkatool.records import decompress_records, record_chunks, v2_record_chunks
 
 # The columns the builders make, in the schema's order (``records_schema``; ``value`` only when there is one).
 COLUMNS = ("offset", "timestamp", "key", "value", "headers", "batch_base_offset", "control_type", "crc_valid",
@@ -142,22 +142,6 @@ def _add_decoded(builder: PureRecords | NativeRecords, chunks: Iterable[list[Rec
             last = item[-1].offset
 
 
-def _rest(batch: Batch, data: bytes, pos: int, done: int, path: str) -> Iterator[list[Record] | Finding]:
-    """``record_chunks`` from the ``done``-th record on, at ``data[pos:]``: the pure reader takes over where the
-    native core gave up part of the way through a batch (damage, a value beyond 64 bits), with its findings."""
-    count = batch[12]
-    while done < count:
-        k = min(RECORD_CHUNK, count - done)
-        records, pos, finding = _v2_records(batch, data, pos, k, done, path)
-        yield records
-        if finding is not None:
-            yield finding
-            return
-        done += k
-    if pos != len(data):
-        yield _trailing_bytes(batch, path, len(data) - pos)
-
-
 def base64_strings(values: Sequence[bytes | None]) -> pa.Array:
     """The ``value`` column of ``values=base64``: each value's base64 text (null stays null)."""
     return pa.array([None if v is None else base64.b64encode(v).decode("ascii") for v in values], pa.string())
@@ -224,7 +208,7 @@ class NativeRecords:
             k = min(room(), count - done)
             added = self._add_v2_part(data, pos, k, batch[1], batch[10], log_append_time, batch[6], done + k == count)
             if added is None:
-                yield from _add_decoded(self, _rest(batch, data, pos, done, path), batch, room, last)
+                yield from _add_decoded(self, v2_record_chunks(batch, data, pos, done, path), batch, room, last)
                 return
             (pos, last), done = added, done + k
             yield

@@ -409,18 +409,17 @@ def _plan_remote(url: str, include_leftovers: bool, include_snapshots: bool = Fa
 
 
 _INDEX_ENTRY = struct.Struct(">ii")
-_V2_PREFIX = struct.Struct(">qiiBI")  # base offset, length, leader epoch, magic, crc
 
 
 def _split(p: SegmentPartition, split_bytes: int) -> list[SegmentPartition]:
     """Byte ranges of about ``split_bytes`` each, cut at batch starts named by the offset index.
 
-    Every cut point is checked (a whole v2 batch with a valid CRC begins there), so a broken index can
-    only cost parallelism, never a batch; ``scan(start=, end=)`` takes the entries that begin in a range.
+    Every cut point is checked (a whole v2 batch with a valid CRC begins there: :func:`kafkatool.records.resync`
+    of that one position), so a broken index can only cost parallelism, never a batch; ``scan(start=, end=)``
+    takes the entries that begin in a range.
     """
-    from crc32c import crc32c
-
     from kafkatool.filetypes import open_regular
+    from kafkatool.records import RECORD_BATCH_OVERHEAD, resync
 
     if p.index is None or _is_url(p.path):
         return [p]
@@ -439,13 +438,9 @@ def _split(p: SegmentPartition, split_bytes: int) -> list[SegmentPartition]:
         for pos in positions:  # index positions increase; a non-increasing entry is skipped
             if pos < target or (cuts and pos <= cuts[-1]) or pos >= size:
                 continue
-            header = os.pread(log.fileno(), 61, pos)
-            if len(header) < 61:
+            if pos + RECORD_BATCH_OVERHEAD > size:  # no v2 header fits here, nor further on
                 break
-            _base, length, _epoch, magic, crc = _V2_PREFIX.unpack_from(header)
-            if magic != 2 or length < 49 or pos + 12 + length > size:
-                continue
-            if crc32c(os.pread(log.fileno(), length - 9, pos + 21)) != crc:
+            if next(resync(log, pos, pos + 1), None) is None:
                 continue
             cuts.append(pos)
             target = pos + split_bytes

@@ -193,6 +193,39 @@ pub fn scan_v2_until(
     }
 }
 
+/// Resynchronising after damage: the first offset `c` in `from..until` of `buf` where an entry passes a v2
+/// batch's header checks (`DefaultRecordBatch`: magic 2 at offset 16, `batchLength + 12` at least
+/// `RECORD_BATCH_OVERHEAD`, and within the bytes there are: the rest of `buf` and the `room` bytes of the file
+/// after it) and, when it lies whole in `buf`, its CRC (`ensureValid`). Returns `(c, total, whole)`; `whole`
+/// false: the entry runs past `buf`, and the caller checks its CRC from the file. Candidates are the offsets
+/// whose magic byte is 2, found by a byte search, so long stretches of garbage cost little. Kafka itself never
+/// resynchronises (`LogSegment.recover` truncates at the first invalid batch); `repair --salvage` does.
+pub fn resync(buf: &[u8], from: usize, until: usize, room: u64) -> Option<(usize, usize, bool)> {
+    // the last offset with a whole header in `buf`: one further on is the next window's
+    let end = until.min(buf.len().checked_sub(RECORD_BATCH_OVERHEAD)? + 1);
+    let mut c = from;
+    while c < end {
+        let magics = buf.get(c + 16..end + 16)?;
+        c += magics.iter().position(|&b| b == 2)?;
+        let header = parse_header(buf, c)?;
+        let total = i64::from(header.batch_length) + LOG_OVERHEAD as i64;
+        let there = u64::try_from(buf.len() - c).ok()?.checked_add(room)?;
+        if total >= RECORD_BATCH_OVERHEAD as i64 && u64::try_from(total).ok()? <= there {
+            let total = usize::try_from(total).ok()?;
+            match buf.get(c..c + total) {
+                None => return Some((c, total, false)),
+                Some(bytes) => {
+                    if crc32c::crc32c(bytes.get(ATTRIBUTES_OFFSET..).unwrap_or_default()) == header.crc {
+                        return Some((c, total, true));
+                    }
+                }
+            }
+        }
+        c += 1;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,6 +327,33 @@ mod tests {
     }
 
     #[test]
+    fn resync_finds_the_next_valid_batch_after_garbage() {
+        let one = batch(0, b"abc", 1);
+        let mut buf = vec![2u8; 37]; // garbage full of magic bytes
+        buf.extend_from_slice(&one);
+        let mut bad = batch(1, b"", 1);
+        bad[30] ^= 1; // a bad CRC: skipped
+        buf.extend_from_slice(&bad);
+        buf.extend(batch(2, b"0123456789", 1));
+        let after_bad = 37 + one.len() + bad.len();
+        assert_eq!(resync(&buf, 0, usize::MAX, 0), Some((37, one.len(), true)));
+        assert_eq!(resync(&buf, 38, usize::MAX, 0), Some((after_bad, 71, true)));
+        assert_eq!(resync(&buf, 38, after_bad, 0), None); // `until` bounds the candidates
+        // a batch running past the buffer: framing checked against the room after it, the CRC left to the caller
+        let cut = &buf[..after_bad + 65];
+        assert_eq!(resync(cut, 38, usize::MAX, 0), None);
+        assert_eq!(resync(cut, 38, usize::MAX, 6), Some((after_bad, 71, false)));
+        assert_eq!(resync(cut, 38, usize::MAX, 5), None);
+        // a header not whole in the buffer is the next window's candidate
+        assert_eq!(resync(&buf[..after_bad + 60], 38, usize::MAX, u64::MAX), None);
+        for length in [i32::MIN, -12, 0, 48, i32::MAX] {
+            let mut b = one.clone();
+            b[8..12].copy_from_slice(&length.to_be_bytes());
+            assert_eq!(resync(&b, 0, usize::MAX, u64::MAX), None, "length {length}");
+        }
+    }
+
+    #[test]
     fn every_truncation_and_offset_is_safe() {
         let mut buf = batch(0, b"0123456789", 1);
         buf.extend(batch(1, b"", 1));
@@ -301,6 +361,10 @@ mod tests {
             for start in 0..=cut + 1 {
                 let _ = scan_v2(&buf[..cut], start, i64::MAX - 3, i64::MAX, 64, |_, _| {});
                 let _ = scan_v2(&buf[..cut], start, 0, i64::MAX, i64::MAX, |_, _| {});
+                for until in [0, start, start + 1, cut, usize::MAX] {
+                    let _ = resync(&buf[..cut], start, until, u64::MAX);
+                    let _ = resync(&buf[..cut], start, until, 0);
+                }
             }
         }
     }

@@ -122,6 +122,14 @@ fn scan_batches<'py>(
     })
 }
 
+/// [`frame::resync`]: `(offset, total, whole)` of the first entry in `start..until` of `window` passing a v2
+/// batch's header checks (and its CRC when whole in `window`; `room`: the file's bytes after it), or `None`.
+#[pyfunction]
+#[pyo3(signature = (window, start, until, room))]
+fn resync(window: &Bound<'_, PyAny>, start: usize, until: usize, room: u64) -> PyResult<Option<(usize, usize, bool)>> {
+    guarded(|| with_bytes(window, |buf| Ok(frame::resync(buf, start, until, room))))
+}
+
 /// The Python strings a batch row shares (interned once per process: a reader asking for one batch at a time,
 /// `WindowColumns.batch`, paid a third of its cost interning them again).
 pub(crate) struct RowNames<'py> {
@@ -373,6 +381,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NativePanic", m.py().get_type::<NativePanic>())?;
     m.add_function(wrap_pyfunction!(scan_batches, m)?)?;
     m.add_function(wrap_pyfunction!(scan_headers, m)?)?;
+    m.add_function(wrap_pyfunction!(resync, m)?)?;
     m.add_function(wrap_pyfunction!(decode_v2, m)?)?;
     m.add_function(wrap_pyfunction!(decode_v2_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::py::decompress, m)?)?;
