@@ -61,6 +61,13 @@ def scan_headers(window: _Bytes, p: int, base: int, limit: int,
     which packs the same :class:`kafkatool.records.HeaderRun`."""
 
 
+def resync(window: _Bytes, start: int, until: int, room: int) -> tuple[int, int, bool] | None:
+    """``(offset, size, whole)`` of the first offset in ``[start, until)`` of ``window`` where a v2 batch's header
+    checks pass (its CRC too when the batch lies whole in ``window``: ``whole``; ``room``: the file's bytes after
+    ``window``, where it may end), or None. Pure twin: :func:`kafkatool.records._resync_window` (under
+    :func:`kafkatool.records.resync`)."""
+
+
 def decode_window_columns(window: _Bytes, p: int, base: int, limit: int, max_batch: int, decode: bool = True,
                           max_decompressed: int = 0, budget: int | None = None) -> tuple[int, int, WindowColumns]:
     """``(p, stop, columns)``: the whole v2 batches of ``window`` from ``p`` on and (with ``decode``) their records;
