@@ -26,6 +26,8 @@ from kafkatool.logwriter import LogDirWriter
 from kafkatool.records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
 from tests.conftest import CORE
 
+from .clirun import KAFKATOOL
+
 LIMIT_MB = 256  # the README's bound for a record-count bomb under the default --max-decompressed
 MINIMAL = b"\x0c\x00\x00\x00\x01\x01\x00"  # length 6, attributes, timestamp delta 0, offset delta 0, null key/value
 TS = 1_700_000_000_000
@@ -77,7 +79,7 @@ def _peak(args: list[str], env: dict[str, str]) -> tuple[int, int, str]:
              "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
              "sys.stdout.buffer.write(r.stdout[-4000:])\n"
              "print('\\nPEAK', r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n")
-    out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "kafkatool", *args],
+    out = subprocess.run([sys.executable, "-c", probe, *KAFKATOOL, *args],
                          env={**os.environ, **env}, capture_output=True, text=True, check=True).stdout
     text, _, tail = out.rpartition("\nPEAK ")
     code, peak = map(int, tail.split())
@@ -136,7 +138,7 @@ def test_dump_records_shows_every_record_of_a_bomb_natively_and_bounded(tmp_path
              "while piece := p.stdout.read(1 << 20):\n"
              "    lines, tail = lines + piece.count(b'\\n'), (tail + piece)[-200:]\n"
              "print(p.wait(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, lines, tail)\n")
-    out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "kafkatool", "dump", "-r", "-f", "jsonl",
+    out = subprocess.run([sys.executable, "-c", probe, *KAFKATOOL, "dump", "-r", "-f", "jsonl",
                           str(bomb / "00000000000000000000.log")], capture_output=True, text=True, check=True).stdout
     code, peak, lines, tail = out.split(" ", 3)
     assert (code, lines) == ("0", "18000001")  # the batch line, then each record once

@@ -21,7 +21,6 @@ import json
 import random
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +45,7 @@ from kafkatool.model import Batch, Finding, Record
 from kafkatool.records import RawBatch, decode_records, scan
 from kafkatool.smallfiles import read_offset_index
 
+from .clirun import cli
 from .conftest import corpus_root
 
 ROOT = corpus_root()
@@ -459,8 +459,7 @@ def test_damage_met_on_the_way_is_reported() -> None:
 
 
 def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", "locate", *map(str, args)], capture_output=True,
-                          text=True, check=False)
+    return cli("locate", *args)
 
 
 def test_cli_jsonl_contract() -> None:
@@ -511,8 +510,7 @@ def test_cli_exit_codes() -> None:
         assert proc.returncode == 2, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
     assert kt(ROOT / "kafka/logdir", "-o", "1").returncode == 2
-    helped = subprocess.run([sys.executable, "-m", "kafkatool", "locate", "--help"], capture_output=True, text=True,
-                            check=False)
+    helped = kt("--help")
     assert helped.returncode == 0 and "Examples" in helped.stdout
 
 
