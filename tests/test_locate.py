@@ -160,7 +160,13 @@ def partition_id(rel: str) -> str:
 # --- every offset, every timestamp ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rel", PARTITIONS, ids=partition_id)
+# every offset of these is located one at a time: ~35 s and ~12 s of CPU
+SLOW_PARTITIONS = {"real/kafkajs_fixtures/v4_response_mixed_formats/test-mixed-message-formats-0",
+                   "real/tuyen-nnt_kafka_2.13-3.0.0/data/kafka/__consumer_offsets-13"}
+
+
+@pytest.mark.parametrize("rel", [pytest.param(rel, marks=[pytest.mark.slow] if rel in SLOW_PARTITIONS else [])
+                                 for rel in PARTITIONS], ids=partition_id)
 def test_every_offset_agrees_with_brute_force(rel: str) -> None:
     partition = ROOT / rel
     truth = brute_force(partition)
@@ -360,6 +366,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_generated_partition_agrees_everywhere(generated: Path) -> None:
     truth = brute_force(generated)
     segments = partition_segments(generated)

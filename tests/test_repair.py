@@ -169,6 +169,7 @@ def test_apply_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path, kind: str, r
     assert run_cli("repair", "--apply", *repair_args("torn-tail"), str(logdir / "rtopic-0")).returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["crc-flip", "leftovers"])
 def test_killed_at_any_point_a_rerun_completes_the_repair(case: str, tmp_path: Path, run_cli) -> None:
     """SIGKILL a real ``repair --apply`` before one of its durable steps (fsync, rename, unlink, truncate), then

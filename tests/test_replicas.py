@@ -651,6 +651,7 @@ def test_apply_refuses_a_follower_whose_lock_is_held(tmp_path: Path, run_cli) ->
     assert run_cli(*args).returncode == 0
 
 
+@pytest.mark.slow
 def test_apply_killed_at_any_point_completes_when_run_again(tmp_path: Path, run_cli) -> None:
     """SIGKILL a real ``truncation --apply`` before one of its durable steps (counted on an uninterrupted run; a
     spread of them), then run it again: the follower must end as the uninterrupted apply left it, with every
