@@ -105,6 +105,7 @@ def valid(tmp_path_factory) -> Path:
     return _logdir(tmp_path_factory.mktemp("valid"), _batch(12_000_000, valid=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_verify_deep_on_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> None:
     env, count = mode
@@ -115,6 +116,7 @@ def test_verify_deep_on_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -
     assert peak < LIMIT_MB, f"verify --deep peaked at {peak} MB"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_dump_records_of_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> None:
     env, count = mode
@@ -146,6 +148,7 @@ def test_dump_records_shows_every_record_of_a_bomb_natively_and_bounded(tmp_path
     assert int(peak) < LIMIT_MB, f"dump -r peaked at {peak} MB"
 
 
+@pytest.mark.slow
 def test_a_valid_twelve_million_record_batch_is_bounded(valid: Path) -> None:
     code, peak, out = _peak(["verify", "--deep", "-f", "jsonl", str(valid)], {})
     assert code == 0, out
@@ -204,6 +207,7 @@ def test_a_damaged_record_count_bomb_is_bounded_too(tmp_path) -> None:
     assert peak < LIMIT_MB, f"verify --deep peaked at {peak} MB"
 
 
+@pytest.mark.slow
 def test_a_control_batch_declaring_millions_of_records_is_bounded(tmp_path) -> None:
     # a COMMIT record (key version 0 type 1, value version 0 epoch 5) 2 M times in one control batch: plain verify
     # reads a control batch's records (its marker, its count): 460 MB of them before they came a chunk at a time
@@ -225,6 +229,7 @@ def test_a_control_batch_declaring_millions_of_records_is_bounded(tmp_path) -> N
 # --- locate (and dump --from-offset / --from-time): the found batch read a chunk at a time -------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_locate_in_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> None:
     env, count = mode
@@ -237,6 +242,7 @@ def test_locate_in_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> Non
     assert peak < LIMIT_MB, f"locate peaked at {peak} MB (3.36 GB before its records came a chunk at a time)"
 
 
+@pytest.mark.slow
 def test_dump_from_an_offset_in_a_record_count_bomb_is_bounded(tmp_path_factory) -> None:
     env, count = MODES[0].values[0]
     bomb = _bomb(count, tmp_path_factory)
@@ -287,6 +293,7 @@ def wrapper(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_a_legacy_wrapper_of_millions_of_messages_is_bounded(wrapper: Path) -> None:
     code, peak, out = _peak(["verify", "-f", "jsonl", str(wrapper)], {})
     assert code == 0, out
@@ -302,6 +309,7 @@ def test_a_legacy_wrapper_of_millions_of_messages_is_bounded(wrapper: Path) -> N
 # --- delivery: a batch whose offsets it must decode (a gap, as compaction leaves) read a chunk at a time -------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_delivery_over_a_record_count_bomb_is_bounded(tmp_path, isolation: str) -> None:
     # 18 M records at offset 0 in a batch whose last offset is 18 M: its count does not fill its offsets, so the
