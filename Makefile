@@ -9,7 +9,7 @@ export KAFKATOOL_CORPUS ?= $(CORPUS)
 NATIVE_SRC = native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
 NATIVE  = $(VENV)/.native-built
 
-.PHONY: install demo test lint bench fixtures clean
+.PHONY: install demo test test-fast lint bench fixtures clean
 
 install: $(STAMP) $(NATIVE)
 
@@ -45,6 +45,11 @@ test: install
 	$(PY) -m pytest -n 2 -q -m "not spark" --durations=15
 	KAFKATOOL_PURE_PYTHON=1 $(PY) -m pytest -n 2 -q -p no:cacheprovider $(PURE_TESTS)
 	$(PY) -m pytest -q -m spark
+
+## test-fast: the suite without the tests marked slow (kill-at-every-step, 10^7-row inputs: ~10 s to minutes each)
+## and without Spark, for a quick check while working; make test runs everything
+test-fast: install
+	$(PY) -m pytest -n 2 -q -m "not spark and not slow"
 
 lint: install
 	$(VENV)/bin/ruff check kafkatool formats fixtures tests bench

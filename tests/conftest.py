@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the ground-truth corpus lives.
+"""Shared test fixtures: where the ground-truth corpus lives, the command line in a child process.
 
 The corpus is read in place (``KAFKATOOL_CORPUS``, default ``../shared/corpus`` beside the project
 root). A missing corpus is a test *failure*, never a skip: CI must not go green without it.
@@ -16,6 +16,8 @@ import pytest
 
 from kafkatool import native
 from kafkatool.loader import LoadedPartition
+
+from .clirun import CliResult, cli
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CORE = native.available()   # the Rust extension if it is built (whatever KAFKATOOL_PURE_PYTHON says)
@@ -46,6 +48,12 @@ def core():
             pytest.fail("kafkatool._native is not built: CI must build the native core (cargo, setuptools-rust)")
         pytest.skip("kafkatool._native is not built here (no cargo at install time)")
     return CORE
+
+
+@pytest.fixture(scope="session")
+def run_cli() -> Callable[..., CliResult]:
+    """``run_cli("verify", path)``: ``kafkatool ARGS`` run to the end in a child process (``tests/clirun.py``)."""
+    return cli
 
 
 def golden_files(suffixes: tuple[str, ...]) -> list[tuple[Path, Path]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import shutil
 import subprocess
@@ -20,59 +18,50 @@ ROOT = corpus_root()
 TXN = ROOT / "kafka/logdir/txn-0"
 
 
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                          check=False)
-
-
-def jsonl(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines()]
-
-
-def test_clean_dump_exits_0_and_jsonl_is_plain_json() -> None:
-    proc = kt("dump", "--format", "jsonl", "--records", TXN)
+def test_clean_dump_exits_0_and_jsonl_is_plain_json(run_cli) -> None:
+    proc = run_cli("dump", "--format", "jsonl", "--records", TXN)
     assert proc.returncode == 0, proc.stderr
-    lines = jsonl(proc.stdout)
+    lines = proc.jsonl()
     assert lines[0] == {"type": "file", "path": str(TXN / "00000000000000000000.log")}
     assert not [x for x in lines if x["type"] == "finding"]
     assert {"batch", "record", "index_entry", "time_index_entry", "aborted_txn", "producer"} <= {
         x["type"] for x in lines}
 
 
-def test_damaged_file_exits_1_with_findings_on_stdout() -> None:
+def test_damaged_file_exits_1_with_findings_on_stdout(run_cli) -> None:
     torn = ROOT / "kafka/recovery/torn-tail/before/rtopic-0/00000000000000000259.log"
-    proc = kt("dump", "--format", "jsonl", torn)
+    proc = run_cli("dump", "--format", "jsonl", torn)
     assert proc.returncode == 1
-    finding = jsonl(proc.stdout)[-1]
+    finding = proc.jsonl()[-1]
     assert finding == {"type": "finding", "severity": "error", "code": "torn-tail", "path": str(torn),
                        "position": 846, "message": finding["message"]}
 
 
-def test_usage_errors_exit_2() -> None:
-    assert kt("dump", "/no/such/path").returncode == 2
-    assert kt("dump", "--format", "xml", TXN).returncode == 2
-    assert kt("dump", "--no-such-option", TXN).returncode == 2
-    assert kt("no-such-command").returncode == 2
+def test_usage_errors_exit_2(run_cli) -> None:
+    assert run_cli("dump", "/no/such/path").returncode == 2
+    assert run_cli("dump", "--format", "xml", TXN).returncode == 2
+    assert run_cli("dump", "--no-such-option", TXN).returncode == 2
+    assert run_cli("no-such-command").returncode == 2
 
 
-def test_unreadable_file_is_a_finding_and_exits_3(tmp_path: Path) -> None:
+def test_unreadable_file_is_a_finding_and_exits_3(tmp_path: Path, run_cli) -> None:
     """An I/O error on one file is reported with its path; the other files are still dumped."""
     (tmp_path / "00000000000000000000.log").symlink_to("/proc/self/mem")  # any read fails, even for root
     shutil.copyfile(TXN / "leader-epoch-checkpoint", tmp_path / "leader-epoch-checkpoint")
-    proc = kt("dump", "-f", "jsonl", tmp_path)
+    proc = run_cli("dump", "-f", "jsonl", tmp_path)
     assert proc.returncode == 3, proc.stderr
-    lines = jsonl(proc.stdout)
+    lines = proc.jsonl()
     (err,) = [x for x in lines if x["type"] == "finding"]
     assert (err["code"], err["path"]) == ("io-error", str(tmp_path / "00000000000000000000.log"))
     assert any(x["type"] == "epoch" for x in lines)
     assert "Traceback" not in proc.stderr
 
 
-def test_help_has_examples_and_does_not_import_the_engines() -> None:
+def test_help_has_examples_and_does_not_import_the_engines(run_cli) -> None:
     for args in (["--help"], ["dump", "--help"]):
-        proc = kt(*args)
+        proc = run_cli(*args)
         assert proc.returncode == 0
-    assert "Examples" in kt("dump", "--help").stdout
+    assert "Examples" in run_cli("dump", "--help").stdout
     probe = ("import sys, kafkatool.cli.main as m; "
              "print(sorted(x for x in sys.modules if x.split('.')[0] in ('construct', 'crc32c', 'zstandard', 'lz4', "
              "'cramjam', 'pyspark') or x in ('kafkatool.records', 'kafkatool.codecs', 'kafkatool.dump')))")
@@ -80,23 +69,23 @@ def test_help_has_examples_and_does_not_import_the_engines() -> None:
     assert out.strip() == "[]", f"heavy modules imported at start-up: {out}"
 
 
-def test_filters_and_limits() -> None:
+def test_filters_and_limits(run_cli) -> None:
     seg = TXN / "00000000000000000000.log"
-    lines = jsonl(kt("dump", "-f", "jsonl", "-r", "--from-offset", "20", "--to-offset", "25", seg).stdout)
+    lines = run_cli("dump", "-f", "jsonl", "-r", "--from-offset", "20", "--to-offset", "25", seg).jsonl()
     batches = [x for x in lines if x["type"] == "batch"]
     assert batches and all(b["last_offset"] >= 20 and b["base_offset"] <= 25 for b in batches)
     assert sorted({x["offset"] for x in lines if x["type"] == "record"}) == list(range(20, 26))
-    assert len([x for x in jsonl(kt("dump", "-f", "jsonl", "--max-batches", "3", seg).stdout)
+    assert len([x for x in run_cli("dump", "-f", "jsonl", "--max-batches", "3", seg).jsonl()
                 if x["type"] == "batch"]) == 3
-    first = [x for x in jsonl(kt("dump", "-f", "jsonl", "--max-bytes", "1", seg).stdout) if x["type"] == "batch"]
+    first = [x for x in run_cli("dump", "-f", "jsonl", "--max-bytes", "1", seg).jsonl() if x["type"] == "batch"]
     assert [b["position"] for b in first] == [0]
 
 
-def test_value_renderings() -> None:
+def test_value_renderings(run_cli) -> None:
     seg = ROOT / "kafka/logdir/headers-0/00000000000000000000.log"
-    base = jsonl(kt("dump", "-f", "jsonl", "-r", "--max-batches", "1", seg).stdout)
+    base = run_cli("dump", "-f", "jsonl", "-r", "--max-batches", "1", seg).jsonl()
     for mode in ("text", "hex", "none"):
-        got = jsonl(kt("dump", "-f", "jsonl", "-r", "--max-batches", "1", "--values", mode, seg).stdout)
+        got = run_cli("dump", "-f", "jsonl", "-r", "--max-batches", "1", "--values", mode, seg).jsonl()
         assert len(got) == len(base)
         rec = [x for x in got if x["type"] == "record"][0]
         if mode == "none":
@@ -105,23 +94,23 @@ def test_value_renderings() -> None:
             assert rec["key"] == b"k".hex()
         else:
             assert rec["key"] == "k"
-    text = kt("dump", "-r", "--max-batches", "1", seg)
+    text = run_cli("dump", "-r", "--max-batches", "1", seg)
     assert text.returncode == 0 and "key='k'" in text.stdout and "0x000102fffe" in text.stdout
 
 
-def test_decompression_bomb_is_a_finding_not_an_allocation(tmp_path: Path) -> None:
+def test_decompression_bomb_is_a_finding_not_an_allocation(tmp_path: Path, run_cli) -> None:
     bomb = record_batch(0, [RecordSpec(None, bytes(64 << 20), 1_700_000_000_000)], compression="zstd")
     assert len(bomb) < 64 << 10
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(bomb)
-    proc = kt("dump", "-f", "jsonl", "-r", "--max-decompressed", str(1 << 20), seg)
+    proc = run_cli("dump", "-f", "jsonl", "-r", "--max-decompressed", str(1 << 20), seg)
     assert proc.returncode == 1
-    findings = [x for x in jsonl(proc.stdout) if x["type"] == "finding"]
+    findings = [x for x in proc.jsonl() if x["type"] == "finding"]
     assert [(f["code"], f["position"]) for f in findings] == [("decompression-limit", 0)]
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_mutated_segments_never_crash(tmp_path: Path, seed: int) -> None:
+def test_mutated_segments_never_crash(tmp_path: Path, seed: int, run_cli) -> None:
     """Random byte flips, truncations and garbage: always findings with positions, never a traceback."""
     rng = random.Random(seed)
     sources = [TXN / "00000000000000000000.log", ROOT / "kafka/logdir/codecs-4/00000000000000000000.log",
@@ -135,31 +124,31 @@ def test_mutated_segments_never_crash(tmp_path: Path, seed: int) -> None:
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(bytes(data))
     for fmt in ("jsonl", "text"):
-        proc = kt("dump", "-f", fmt, "-r", seg)
+        proc = run_cli("dump", "-f", fmt, "-r", seg)
         assert proc.returncode in (0, 1), proc.stderr
         assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
-    for f in jsonl(kt("dump", "-f", "jsonl", "-r", seg).stdout):
+    for f in run_cli("dump", "-f", "jsonl", "-r", seg).jsonl():
         if f["type"] == "finding":
             assert f["path"] == str(seg) and isinstance(f["position"], int) and f["message"]
 
 
-def test_text_dump_of_a_whole_log_dir() -> None:
-    proc = kt("dump", "--records", ROOT / "kafka/logdir")
+def test_text_dump_of_a_whole_log_dir(run_cli) -> None:
+    proc = run_cli("dump", "--records", ROOT / "kafka/logdir")
     assert proc.returncode == 0, proc.stderr
     assert "── " in proc.stdout and "COMMIT" in proc.stdout and "ABORT" in proc.stdout
     assert "producer_id" in proc.stdout  # producer snapshot table header
 
 
-def test_absurd_length_field_is_a_finding_not_an_allocation(tmp_path: Path) -> None:
+def test_absurd_length_field_is_a_finding_not_an_allocation(tmp_path: Path, run_cli) -> None:
     """A size field that fits in the file but exceeds --max-batch-bytes is corruption, not a 1 GiB read."""
     good = record_batch(0, [RecordSpec(b"k", b"v", 1_700_000_000_000)])
     bad = bytearray(record_batch(1, [RecordSpec(b"k", b"v" * 5000, 1_700_000_000_000)]))
     bad[8:12] = (len(bad) - 12 + 1).to_bytes(4, "big")  # declares more than it holds, still within the file
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(good + bytes(bad) + bytes(4096))
-    proc = kt("dump", "-f", "jsonl", "--max-batch-bytes", "4096", seg)
+    proc = run_cli("dump", "-f", "jsonl", "--max-batch-bytes", "4096", seg)
     assert proc.returncode == 1
-    lines = jsonl(proc.stdout)
+    lines = proc.jsonl()
     assert [x["type"] for x in lines] == ["batch", "finding"]
     assert (lines[1]["code"], lines[1]["position"]) == ("batch-too-large", len(good))
 
@@ -173,7 +162,7 @@ _PATH_COMMANDS = {
 
 @pytest.mark.parametrize("layout", ["empty", "unrelated"])
 @pytest.mark.parametrize("command", [*_PATH_COMMANDS, "truncation"])
-def test_nothing_kafka_under_the_path_exits_2_with_one_line(tmp_path: Path, command: str, layout: str) -> None:
+def test_nothing_kafka_under_the_path_exits_2_with_one_line(tmp_path: Path, command: str, layout: str, run_cli) -> None:
     """A wrong path (an empty dir, or a dir of files that are not Kafka's) is a usage error for every command:
     exit 2, one line on stderr naming the path, nothing on stdout (before: verify said "clean", dump, txns,
     producers and repair printed nothing and exited 0)."""
@@ -184,9 +173,9 @@ def test_nothing_kafka_under_the_path_exits_2_with_one_line(tmp_path: Path, comm
         (wrong / "photos").mkdir()
         (wrong / "photos" / "a.jpg").write_bytes(b"\xff\xd8\xff")
     if command == "truncation":
-        proc = kt(command, "--leader", wrong, "--follower", TXN)
+        proc = run_cli(command, "--leader", wrong, "--follower", TXN)
     else:
-        proc = kt(command, *_PATH_COMMANDS[command], wrong)
+        proc = run_cli(command, *_PATH_COMMANDS[command], wrong)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert proc.stderr == f"kafkatool: error: no Kafka log dir, partition or segment under {wrong}\n"
     assert proc.stdout == ""
@@ -202,22 +191,19 @@ def test_shell_completion_script_for_the_running_shell() -> None:
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "powershell"])
-def test_shell_completion_script(shell: str) -> None:
+def test_shell_completion_script(shell: str, run_cli) -> None:
     """Each shell typer supports gets its script. The shell is named through typer's own switch for that
     (``_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION``: the option then takes the shell's name), since only bash is
     sure to be installed here."""
-    env = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
-    p = subprocess.run([sys.executable, "-m", "kafkatool", "--show-completion", shell], capture_output=True,
-                       text=True, env=env)
+    p = run_cli("--show-completion", shell, env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert p.returncode == 0 and "_KAFKATOOL_COMPLETE" in p.stdout, (p.stdout, p.stderr)
 
 
-def test_shell_completion_completes_commands_and_options() -> None:
+def test_shell_completion_completes_commands_and_options(run_cli) -> None:
     """The callback the bash script makes: command names, then a command's own options."""
     def complete(words: str) -> list[str]:
         env = {"_KAFKATOOL_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
-        p = subprocess.run([sys.executable, "-m", "kafkatool"], capture_output=True, text=True,
-                           env={**os.environ, **env})
+        p = run_cli(env=env)
         assert p.returncode == 0, p.stderr
         return p.stdout.split()
 
@@ -274,14 +260,14 @@ def test_every_command_that_reports_findings_takes_fail_on() -> None:
 @pytest.mark.parametrize("args", [["verify"], ["dump"], ["overview"], ["producers"], ["txns"], ["offsets"],
                                   ["txn-state"], ["metadata"], ["replicas"], ["epochs"], ["repair"],
                                   ["locate", "--offset", "0"], ["delivery", "--sink", "-"]])
-def test_fail_on_is_checked_before_anything_is_read(args: list[str]) -> None:
-    proc = kt(*args, "--fail-on", "fatal", TXN)
+def test_fail_on_is_checked_before_anything_is_read(args: list[str], run_cli) -> None:
+    proc = run_cli(*args, "--fail-on", "fatal", TXN)
     assert proc.returncode == 2 and "--fail-on must be one of info, warning, error" in proc.stderr, proc.stderr
 
 
-def test_fail_on_sets_the_severity_that_exits_1() -> None:
+def test_fail_on_sets_the_severity_that_exits_1(run_cli) -> None:
     """producers of the fixture log dir: info findings only (epoch bumps); the incident's: errors."""
     logdir, incident = PROJECT_ROOT / "fixtures/logdir", PROJECT_ROOT / "fixtures/incident"
-    assert kt("producers", logdir).returncode == 0
-    assert kt("producers", "--fail-on", "info", logdir).returncode == 1
-    assert kt("producers", "--fail-on", "error", incident).returncode == 1
+    assert run_cli("producers", logdir).returncode == 0
+    assert run_cli("producers", "--fail-on", "info", logdir).returncode == 1
+    assert run_cli("producers", "--fail-on", "error", incident).returncode == 1

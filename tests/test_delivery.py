@@ -15,8 +15,6 @@ import csv
 import json
 import shutil
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,24 +22,17 @@ import pytest
 from kafkatool.build import RecordSpec, record_batch
 from kafkatool.delivery import delivery_paths
 
+from .clirun import cli
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logdir"
-
-
-def kt(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=120,
-                          input=stdin)
-
-
-def jsonl(p: subprocess.CompletedProcess) -> list[dict]:
-    return [json.loads(line) for line in p.stdout.splitlines()]
 
 
 @pytest.fixture(scope="module")
 def truth() -> dict[str, list[int]]:
     """payments-0's data offsets by what a consumer receives: committed, aborted, open, control."""
     part = FIXTURES / "payments-0"
-    batches = [d for d in jsonl(kt("dump", "-f", "jsonl", str(part))) if d["type"] == "batch"]
-    txns = [d for d in jsonl(kt("txns", "-f", "jsonl", str(part))) if d["type"] == "transaction"]
+    batches = [d for d in cli("dump", "-f", "jsonl", str(part)).jsonl() if d["type"] == "batch"]
+    txns = [d for d in cli("txns", "-f", "jsonl", str(part)).jsonl() if d["type"] == "transaction"]
     aborted = [(t["producer_id"], t["first_offset"], t["last_offset"]) for t in txns if t["outcome"] == "ABORT"]
     lso = min(t["first_offset"] for t in txns if t["outcome"] == "OPEN")
     out: dict[str, list[int]] = {"committed": [], "aborted": [], "control": [], "beyond_lso": []}
@@ -70,8 +61,8 @@ def sink(tmp_path: Path, offsets: list[int], name: str = "sink.csv", topic: str 
 
 
 def check(tmp_path: Path, offsets: list[int], *args: str) -> tuple[int, dict]:
-    p = kt("delivery", "-f", "jsonl", "--sink", str(sink(tmp_path, offsets)), *args, str(FIXTURES))
-    rows = [d for d in jsonl(p) if d["type"] == "delivery"]
+    p = cli("delivery", "-f", "jsonl", "--sink", str(sink(tmp_path, offsets)), *args, str(FIXTURES))
+    rows = [d for d in p.jsonl() if d["type"] == "delivery"]
     assert len(rows) == 1, p.stdout + p.stderr
     return p.returncode, rows[0]
 
@@ -114,14 +105,14 @@ def test_reprocessing_after_a_crash_is_at_least_once(tmp_path: Path, truth: dict
     assert (d["duplicates_count"], d["duplicates_extra"]) == (10, 10)
 
 
-def test_commit_before_processing_is_at_most_once(tmp_path: Path, truth: dict) -> None:
+def test_commit_before_processing_is_at_most_once(tmp_path: Path, truth: dict, run_cli) -> None:
     lost = truth["committed"][10:25]
     code, d = check(tmp_path, [o for o in truth["committed"] if o not in lost])
     assert code == 1 and d["verdict"] == "at-most-once"
     assert d["missing"] == ranges(lost) and d["missing_count"] == 15
     # also through the pure function: the text names the missing ranges
-    text = kt("delivery", "--sink", str(sink(tmp_path, [o for o in truth["committed"] if o not in lost])),
-              str(FIXTURES))
+    text = run_cli("delivery", "--sink", str(sink(tmp_path, [o for o in truth["committed"] if o not in lost])),
+                   str(FIXTURES))
     assert "at-most-once" in text.stdout and f"{lost[0]}" in text.stdout and text.returncode == 1
 
 
@@ -159,15 +150,15 @@ def _s16(s: str) -> bytes:
     return struct.pack(">h", len(s.encode())) + s.encode()
 
 
-def test_group_committed_ahead_of_processing(tmp_path: Path, truth: dict) -> None:
+def test_group_committed_ahead_of_processing(tmp_path: Path, truth: dict, run_cli) -> None:
     """Commit-before-process: the group committed offset 100 but the sink stops at the 40th record. The range
     runs to the commit; what lies between is lost (a restart starts at 100)."""
     logdir = tmp_path / "logdir"
     shutil.copytree(FIXTURES, logdir)
     offsets_partition(logdir, "billing", 100)
     processed = truth["committed"][:40]
-    p = kt("delivery", "-f", "jsonl", "--group", "billing", "--sink", str(sink(tmp_path, processed)), str(logdir))
-    d = [x for x in jsonl(p) if x["type"] == "delivery"][0]
+    p = run_cli("delivery", "-f", "jsonl", "--group", "billing", "--sink", str(sink(tmp_path, processed)), str(logdir))
+    d = [x for x in p.jsonl() if x["type"] == "delivery"][0]
     assert p.returncode == 1 and d["committed_offset"] == 100 and d["to_offset"] == 99
     lost = [o for o in truth["committed"] if processed[-1] < o < 100]
     assert d["committed_not_processed"] == ranges(lost) == d["missing"]
@@ -176,13 +167,13 @@ def test_group_committed_ahead_of_processing(tmp_path: Path, truth: dict) -> Non
     offsets_partition_dir = logdir / "__consumer_offsets-0"
     shutil.rmtree(offsets_partition_dir)
     offsets_partition(logdir, "billing", 20)
-    p = kt("delivery", "-f", "jsonl", "--group", "billing", "--sink", str(sink(tmp_path, processed)), str(logdir))
-    d = [x for x in jsonl(p) if x["type"] == "delivery"][0]
+    p = run_cli("delivery", "-f", "jsonl", "--group", "billing", "--sink", str(sink(tmp_path, processed)), str(logdir))
+    d = [x for x in p.jsonl() if x["type"] == "delivery"][0]
     assert d["redelivered_on_restart"] == ranges([o for o in processed if o >= 20])
     assert d["committed_not_processed"] == []
 
 
-def test_sink_formats_and_bad_rows(tmp_path: Path, truth: dict) -> None:
+def test_sink_formats_and_bad_rows(tmp_path: Path, truth: dict, run_cli) -> None:
     import pyarrow as pa  # noqa: TID251 - writing the Parquet sink (the [spark] extra)
     import pyarrow.parquet as pq  # noqa: TID251
 
@@ -191,24 +182,24 @@ def test_sink_formats_and_bad_rows(tmp_path: Path, truth: dict) -> None:
                    tmp_path / "a.parquet")
     lines = [json.dumps({"topic": "payments", "partition": 0, "offset": o, "v": "x"}) for o in c[36:]]
     (tmp_path / "b.jsonl").write_text("\n".join([lines[0], "{not json", '{"topic": "payments"}', *lines[1:]]))
-    p = kt("delivery", "-f", "jsonl", "--sink", str(tmp_path / "a.parquet"), "--sink", str(tmp_path / "b.jsonl"),
-           str(FIXTURES))
-    rows = jsonl(p)
+    p = run_cli("delivery", "-f", "jsonl", "--sink", str(tmp_path / "a.parquet"), "--sink", str(tmp_path / "b.jsonl"),
+                str(FIXTURES))
+    rows = p.jsonl()
     bad = [(r["code"], r["message"].split(":")[0]) for r in rows if r["type"] == "finding"]
     assert bad == [("sink-row-invalid", "line 2"), ("sink-row-invalid", "line 3")]
     d = [r for r in rows if r["type"] == "delivery"][0]
     assert d["verdict"] == "exactly-once" and d["delivered"] == 72 and p.returncode == 1  # the bad rows
     # standard input, CSV
     stdin = "topic,partition,offset\n" + "".join(f"payments,0,{o}\n" for o in c)
-    p = kt("delivery", "--sink", "-", str(FIXTURES), stdin=stdin)
+    p = run_cli("delivery", "--sink", "-", str(FIXTURES), input=stdin)
     assert p.returncode == 0 and "exactly-once" in p.stdout
     # nothing to check, a partition not on disk, an inverted range
     (tmp_path / "empty.csv").write_text("topic,partition,offset\n")
-    assert kt("delivery", "--sink", str(tmp_path / "empty.csv"), str(FIXTURES)).returncode == 2
-    p = kt("delivery", "-f", "jsonl", "--sink", str(sink(tmp_path, [1], topic="nope")), str(FIXTURES))
-    assert p.returncode == 1 and jsonl(p)[0]["code"] == "delivery-partition-missing"
-    assert kt("delivery", "--sink", str(sink(tmp_path, c)), "--from-offset", "9", "--to-offset", "3",
-              str(FIXTURES)).returncode == 2
+    assert run_cli("delivery", "--sink", str(tmp_path / "empty.csv"), str(FIXTURES)).returncode == 2
+    p = run_cli("delivery", "-f", "jsonl", "--sink", str(sink(tmp_path, [1], topic="nope")), str(FIXTURES))
+    assert p.returncode == 1 and p.jsonl()[0]["code"] == "delivery-partition-missing"
+    assert run_cli("delivery", "--sink", str(sink(tmp_path, c)), "--from-offset", "9", "--to-offset", "3",
+                   str(FIXTURES)).returncode == 2
 
 
 def test_sorted_runs_spill_and_agree(tmp_path: Path, truth: dict) -> None:

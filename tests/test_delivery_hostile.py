@@ -23,16 +23,10 @@ from kafkatool.build import RecordSpec, record_batch
 from kafkatool.delivery import MAX_RANGES, MAX_ROW_CHARS, MAX_ROW_FINDINGS, delivery_paths
 from tests.test_delivery import truth as truth  # the fixture, shared
 
+from .clirun import KAFKATOOL, cli
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logdir"
 OFFSET_MAX = (1 << 63) - 1
-
-
-def kt(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, timeout=600, input=stdin)
-
-
-def jsonl(p: subprocess.CompletedProcess) -> list[dict]:
-    return [json.loads(line) for line in p.stdout.splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +38,8 @@ def committed(truth: dict[str, list[int]]) -> list[int]:
 def run(*sinks: Path | str, stdin: bytes | None = None) -> tuple[int, list[dict], list[dict], str]:
     """Exit code, findings, delivery lines and stderr of ``delivery -f jsonl`` over the fixture log dir."""
     args = [a for s in sinks for a in ("--sink", str(s))]
-    p = kt("delivery", "-f", "jsonl", *args, str(FIXTURES), stdin=stdin)
-    rows = jsonl(p)
+    p = cli("delivery", "-f", "jsonl", *args, str(FIXTURES), input=stdin, text=False)
+    rows = p.jsonl()
     return (p.returncode, [r for r in rows if r["type"] == "finding"], [r for r in rows if r["type"] == "delivery"],
             p.stderr.decode())
 
@@ -196,10 +190,10 @@ def test_headers_refused(tmp_path: Path) -> None:
     assert "topic named more than once" in findings[0]["message"] and "no partition column" in findings[1]["message"]
 
 
-def test_a_fifo_sink_is_refused_unopened(tmp_path: Path) -> None:
+def test_a_fifo_sink_is_refused_unopened(tmp_path: Path, run_cli) -> None:
     """A FIFO given as a sink is never opened (nothing writes to it: opening would block): a usage error."""
     os.mkfifo(tmp_path / "fifo")
-    p = kt("delivery", "--sink", str(tmp_path / "fifo"), str(FIXTURES))
+    p = run_cli("delivery", "--sink", str(tmp_path / "fifo"), str(FIXTURES), text=False)
     assert p.returncode == 2 and b"is not a regular file (for a pipe: --sink -)" in p.stderr
 
 
@@ -221,7 +215,7 @@ def partition_of(logdir: Path, records: int) -> Path:
     return part
 
 
-def test_ranges_are_listed_up_to_a_bound_and_all_counted(tmp_path: Path) -> None:
+def test_ranges_are_listed_up_to_a_bound_and_all_counted(tmp_path: Path, run_cli) -> None:
     """Every other offset of 4,000 missing, the others each processed twice, 3,000 single unexpected offsets past
     the log end, rows of 150 partitions not on disk: the delivery line lists MAX_RANGES ranges of each kind and
     counts all; text lists 8; the absent partitions past the first 100 are one finding. The offsets spill in runs
@@ -246,7 +240,7 @@ def test_ranges_are_listed_up_to_a_bound_and_all_counted(tmp_path: Path) -> None
     absent = [f for f in items if getattr(f, "code", None) == "delivery-partition-missing"]
     assert len(absent) == 101 and absent[-1].message.startswith("the sink has 50 more rows")
 
-    p = kt("delivery", "--sink", str(sink), str(tmp_path / "logdir"))
+    p = run_cli("delivery", "--sink", str(sink), str(tmp_path / "logdir"), text=False)
     text = p.stdout.decode()
     assert p.returncode == 1 and len(text) < 20_000
     assert "missing 2,000: 0, 2, 4, 6, 8, 10, 12, 14, ... (1,992 more ranges)" in text
@@ -300,9 +294,8 @@ def test_ten_million_unexpected_rows_stay_bounded(tmp_path: Path) -> None:
                "with open(sys.argv[1], 'wb') as out:\n"
                "    code = subprocess.run(sys.argv[2:], stdout=out).returncode\n"
                "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
-    p = subprocess.run([sys.executable, "-c", measure, str(out), sys.executable, "-m", "kafkatool", "delivery",
-                        "-f", "jsonl", "--sink", str(sink), str(FIXTURES)], capture_output=True, text=True,
-                       timeout=1800)
+    p = subprocess.run([sys.executable, "-c", measure, str(out), *KAFKATOOL, "delivery", "-f", "jsonl", "--sink",
+                        str(sink), str(FIXTURES)], capture_output=True, text=True, timeout=1800)
     code, peak_kb = map(int, p.stdout.split())
     assert code == 1, p.stderr
     assert peak_kb < PEAK_MB * 1024, f"peak RSS {peak_kb // 1024} MB"

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -30,15 +28,6 @@ ROOT = corpus_root()
 CODECS = ROOT / "kafka/logdir/codecs-0"
 IN_SYNC = ROOT / "kafka/replicas/in-sync"
 MASHA = ROOT / "real/MashaKosher_Internship"   # one broker's log dir, copied on two days
-
-
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                          check=False)
-
-
-def jsonl(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines()]
 
 
 def _summaries(paths: list[Path]) -> list[PartitionSummary]:
@@ -117,7 +106,7 @@ def test_a_log_dir_reads_its_broker_files_once(tmp_path: Path) -> None:
 # --- the corpus / user bugs ----------------------------------------------------------------------------
 
 
-def test_a_partition_holding_a_directory_named_like_a_segment_is_still_verified(tmp_path: Path) -> None:
+def test_a_partition_holding_a_directory_named_like_a_segment_is_still_verified(tmp_path: Path, run_cli) -> None:
     """``LogLoader.loadSegmentFiles`` keeps only files: a *directory* ``00000000000000000099.log`` in a partition
     dir is ignored by the broker, and the partition is loaded from its real segments. verify used to drop the
     whole partition ("clean: 0 partitions"); now it verifies it as the unmodified copy and reports the dir."""
@@ -137,12 +126,12 @@ def test_a_partition_holding_a_directory_named_like_a_segment_is_still_verified(
     # dump reads the same record files as in the unmodified partition, and says why it skips the dir
     assert [f.path.name for f in expand([part]) if f.kind.holds_records] == [
         f.path.name for f in expand([CODECS]) if f.kind.holds_records]
-    proc = kt("dump", "-f", "jsonl", part)
+    proc = run_cli("dump", "-f", "jsonl", part)
     assert proc.returncode == 1, proc.stderr  # the warning
-    assert [x["path"] for x in jsonl(proc.stdout) if x["type"] == "finding"] == [str(odd)]
+    assert [x["path"] for x in proc.jsonl() if x["type"] == "finding"] == [str(odd)]
 
 
-def test_a_symbolic_link_to_nothing_is_an_io_error_and_the_rest_is_read(tmp_path: Path) -> None:
+def test_a_symbolic_link_to_nothing_is_an_io_error_and_the_rest_is_read(tmp_path: Path, run_cli) -> None:
     """A dangling link ``00000000000000000300.log``: the broker's ``File.isFile`` is false for it, so the
     segment silently is not there. kafkatool says so: an ``io-error`` naming the link (exit 3), and the real
     segments are still read (the same batches as the unmodified partition)."""
@@ -154,18 +143,18 @@ def test_a_symbolic_link_to_nothing_is_an_io_error_and_the_rest_is_read(tmp_path
     assert summary.batches == _summaries([CODECS])[0].batches
     errors = [f for f in _findings([part]) if f.severity == "error"]
     assert [(f.code, f.path) for f in errors] == [("io-error", str(link))]
-    dumped = kt("dump", "-f", "jsonl", part)
-    baseline = kt("dump", "-f", "jsonl", CODECS)
+    dumped = run_cli("dump", "-f", "jsonl", part)
+    baseline = run_cli("dump", "-f", "jsonl", CODECS)
     assert dumped.returncode == 3, dumped.stderr
-    assert Counter(x["type"] for x in jsonl(dumped.stdout) if x["type"] != "finding") == Counter(
-        x["type"] for x in jsonl(baseline.stdout) if x["type"] != "finding")
+    assert Counter(x["type"] for x in dumped.jsonl() if x["type"] != "finding") == Counter(
+        x["type"] for x in baseline.jsonl() if x["type"] != "finding")
     for command in ("verify", "producers", "txns", "epochs", "repair"):
-        proc = kt(command, "-f", "jsonl", part)
+        proc = run_cli(command, "-f", "jsonl", part)
         assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
-        assert any(x.get("code") == "io-error" and x.get("path") == str(link) for x in jsonl(proc.stdout)), command
+        assert any(x.get("code") == "io-error" and x.get("path") == str(link) for x in proc.jsonl()), command
 
 
-def test_offsets_compares_commits_only_with_partitions_of_the_same_log_dir(tmp_path: Path) -> None:
+def test_offsets_compares_commits_only_with_partitions_of_the_same_log_dir(tmp_path: Path, run_cli) -> None:
     """Two copies of one broker's log dir (taken a day apart) side by side: each alone is consistent, so
     together they must give exactly the union of what each gives alone, and no false ``commit-beyond-leo``
     from comparing one day's commits with the other day's partitions."""
@@ -180,11 +169,11 @@ def test_offsets_compares_commits_only_with_partitions_of_the_same_log_dir(tmp_p
     assert together == alone[0] + alone[1]
     assert not any('"commit-beyond-leo"' in v for v in together)
     assert any('"committed_offset"' in v for v in together)
-    codes = [kt("offsets", tmp_path / b).returncode for b in ("b1", "b2")]
-    assert kt("offsets", tmp_path).returncode == max(codes)
+    codes = [run_cli("offsets", tmp_path / b).returncode for b in ("b1", "b2")]
+    assert run_cli("offsets", tmp_path).returncode == max(codes)
 
 
-def test_a_kafkatool_backup_beside_the_log_dirs_is_not_a_replica(tmp_path: Path) -> None:
+def test_a_kafkatool_backup_beside_the_log_dirs_is_not_a_replica(tmp_path: Path, run_cli) -> None:
     """``repair --apply`` writes ``kafkatool-backup-<log dir>-<time>`` beside the log dir it repaired
     (``repair.default_backup_dir``). ``replicas`` on the dir holding the three brokers' log dirs must still
     see three replicas, and verify/dump must not read the backup (one info finding says it was skipped)."""
@@ -194,7 +183,7 @@ def test_a_kafkatool_backup_beside_the_log_dirs_is_not_a_replica(tmp_path: Path)
     active = sorted((tmp_path / brokers[0]).glob("*-0/*.log"))[-1]
     with open(active, "ab") as fh:  # a torn tail: a batch header with its body missing
         fh.write((0).to_bytes(8, "big") + (60).to_bytes(4, "big") + b"torn")
-    repaired = kt("repair", "--apply", tmp_path / brokers[0])
+    repaired = run_cli("repair", "--apply", tmp_path / brokers[0])
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     (backup,) = [p for p in tmp_path.iterdir() if p.name not in brokers]
     # files named as a segment's: the cut's removed bytes ("*.log.removed") and whole copies of rewritten files
@@ -202,12 +191,12 @@ def test_a_kafkatool_backup_beside_the_log_dirs_is_not_a_replica(tmp_path: Path)
 
     states = [v for v in inspect_replicas([tmp_path]) if isinstance(v, ReplicaState)]
     assert sorted(s.name for s in states) == brokers
-    proc = kt("replicas", "-f", "jsonl", tmp_path)
+    proc = run_cli("replicas", "-f", "jsonl", tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not any(str(backup) in line for line in proc.stdout.splitlines())
 
     for command in ("verify", "dump"):
-        lines = jsonl(kt(command, "-f", "jsonl", tmp_path).stdout)
+        lines = run_cli(command, "-f", "jsonl", tmp_path).jsonl()
         inside = [x for x in lines if str(backup) in str(x.get("path", ""))]
         assert [(x["type"], x.get("code")) for x in inside] == [("finding", "backup-dir-skipped")], command
     assert not [p for p in partition_dirs([tmp_path]) if backup in p.path.parents]

@@ -8,8 +8,6 @@ fixture's ``__transaction_state`` and ``__cluster_metadata`` records read as the
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from kafkatool import internal
@@ -19,10 +17,6 @@ from kafkatool.model import Batch
 from .conftest import PROJECT_ROOT, corpus_root
 
 INCIDENT = PROJECT_ROOT / "fixtures" / "incident"
-
-
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True)
 
 
 def test_decoded_consumer_offsets_replay_to_what_offsets_finds() -> None:
@@ -61,8 +55,8 @@ def test_decoded_consumer_offsets_replay_to_what_offsets_finds() -> None:
     assert {k: v for k, v in replayed.items() if v is not None} == want
 
 
-def test_decode_auto_picks_the_decoder_by_topic_and_says_why_a_record_does_not_decode() -> None:
-    p = kt("dump", "-f", "jsonl", "--decode", "auto", INCIDENT)
+def test_decode_auto_picks_the_decoder_by_topic_and_says_why_a_record_does_not_decode(run_cli) -> None:
+    p = run_cli("dump", "-f", "jsonl", "--decode", "auto", INCIDENT)
     assert p.returncode == 0, p.stderr
     rows = [json.loads(x) for x in p.stdout.splitlines()]
     by_dir: dict[str, list[dict]] = {}
@@ -79,15 +73,15 @@ def test_decode_auto_picks_the_decoder_by_topic_and_says_why_a_record_does_not_d
     assert meta[:3] == ["TopicRecord", "PartitionRecord", "ConfigRecord"]
     assert by_dir["__cluster_metadata-0"][2]["decoded"]["fields"]["name"] == "min.insync.replicas"
     # a named decoder on records that are not its topic's: each record says why, nothing crashes
-    p = kt("dump", "-f", "jsonl", "--decode", "transaction-state", INCIDENT / "clicks-0")
+    p = run_cli("dump", "-f", "jsonl", "--decode", "transaction-state", INCIDENT / "clicks-0")
     recs = [json.loads(x) for x in p.stdout.splitlines() if '"record"' in x]
     assert recs and all(r["decoded"] is None and r["decode_error"] for r in recs)
-    text = kt("dump", "--decode", "consumer-offsets", INCIDENT / "__consumer_offsets-0").stdout
+    text = run_cli("dump", "--decode", "consumer-offsets", INCIDENT / "__consumer_offsets-0").stdout
     assert "group=billing" in text and "None" not in text and "True" not in text
-    assert kt("dump", "--decode", "nope", INCIDENT).returncode == 2
+    assert run_cli("dump", "--decode", "nope", INCIDENT).returncode == 2
 
 
-def test_offsets_on_partitions_without_commits_says_so() -> None:
+def test_offsets_on_partitions_without_commits_says_so(run_cli) -> None:
     """``offsets`` on a __consumer_offsets partition holding no commit and no group printed nothing and exited 0;
     it now says so, as a warning (exit 1); a log dir with commits is unchanged (exit 0)."""
     raft = corpus_root() / "real/hiage_kafka-raft/c5f680e5/kafka1"
@@ -95,7 +89,7 @@ def test_offsets_on_partitions_without_commits_says_so() -> None:
              if not any(isinstance(i, (internal.CommittedOffset, internal.GroupState))
                         for i in internal.consumer_offsets([p], with_lag=False))]
     assert empty
-    p = kt("offsets", empty[0])
+    p = run_cli("offsets", empty[0])
     assert p.returncode == 1 and "offsets-empty" in p.stdout and empty[0].name in p.stdout
-    p = kt("offsets", raft)
+    p = run_cli("offsets", raft)
     assert p.returncode == 0 and "offsets-empty" not in p.stdout and "group console-consumer" in p.stdout

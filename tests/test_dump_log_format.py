@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,9 +35,8 @@ def golden(segment: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("segment", SEGMENTS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_dump_log_lines_carry_the_goldens_fields(segment: Path) -> None:
-    p = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "-f", "dump-log", "--records", str(segment)],
-                       capture_output=True, text=True)
+def test_dump_log_lines_carry_the_goldens_fields(segment: Path, run_cli) -> None:
+    p = run_cli("dump", "-f", "dump-log", "--records", segment)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0] == f"Dumping {segment}" and lines[1] == f"Log starting offset: {int(segment.stem)}"
@@ -76,10 +73,9 @@ def test_dump_log_lines_carry_the_goldens_fields(segment: Path) -> None:
             assert line.endswith(" payload: " + printable(base64.b64decode(g["value"]).decode("utf-8", "replace")))
 
 
-def test_damage_goes_to_stderr_and_the_trailing_bytes_line_is_kafkas(tmp_path: Path) -> None:
+def test_damage_goes_to_stderr_and_the_trailing_bytes_line_is_kafkas(tmp_path: Path, run_cli) -> None:
     torn = corpus_root() / "kafka/recovery/torn-tail/before/rtopic-0/00000000000000000259.log"
-    p = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "-f", "dump-log", str(torn)], capture_output=True,
-                       text=True)
+    p = run_cli("dump", "-f", "dump-log", torn)
     assert p.returncode == 1
     assert p.stdout.splitlines()[-1] == f"Found 39 invalid bytes at the end of {torn.name}"
     assert "ERROR torn-tail @ 846" in p.stderr and "ERROR" not in p.stdout

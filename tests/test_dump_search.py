@@ -11,24 +11,19 @@ import base64
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from .clirun import cli
 from .conftest import corpus_root
 
 PARTITIONS = ["kafka/logdir/headers-0", "kafka/logdir/txn-0", "kafka/logdir/codecs-3",
               "kafka/recovery/missing-indexes/after/rtopic-0", "kafka/recovery/missing-indexes/before/rtopic-0"]
 
 
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True)
-
-
 def rows(*args: str | Path) -> list[dict]:
-    return [json.loads(line) for line in kt("dump", "-f", "jsonl", *args).stdout.splitlines()]
+    return cli("dump", "-f", "jsonl", *args).jsonl()
 
 
 def everything(part: Path) -> list[tuple[dict, dict]]:
@@ -88,7 +83,7 @@ def test_each_search_equals_a_brute_force_filter(rel: str) -> None:
         assert searched(part, *args) == expected, (rel, args)
 
 
-def test_from_time_starts_where_the_time_index_points(tmp_path: Path) -> None:
+def test_from_time_starts_where_the_time_index_points(tmp_path: Path, run_cli) -> None:
     """A CRC error in the first segment is never met by a search from a later time: the scan starts at the
     batch ListOffsets finds through the later segment's time index, not at the start of the log."""
     part = tmp_path / "rtopic-0"
@@ -101,7 +96,7 @@ def test_from_time_starts_where_the_time_index_points(tmp_path: Path) -> None:
     assert "crc-mismatch" in {r.get("code") for r in rows(first)}
     last_segment = sorted(part.glob("*.log"))[-1]
     start = rows("--records", last_segment)[1]["timestamp"]
-    p = kt("dump", "-f", "jsonl", "--records", "--from-time", str(start), part)
+    p = run_cli("dump", "-f", "jsonl", "--records", "--from-time", str(start), part)
     out = [json.loads(line) for line in p.stdout.splitlines()]
     assert p.returncode == 0 and not [r for r in out if r["type"] == "finding"]
     assert {Path(r["path"]).name for r in out if r["type"] == "file"} == {last_segment.name}
@@ -131,9 +126,9 @@ def test_an_offset_range_equals_a_brute_force_filter(rel: str) -> None:
         assert len(named) == len(set(named)) and (not expected) == (not named), (rel, args, named)
 
 
-def test_inverted_ranges_and_bad_patterns_are_usage_errors() -> None:
+def test_inverted_ranges_and_bad_patterns_are_usage_errors(run_cli) -> None:
     part = corpus_root() / "kafka/logdir/headers-0"
     for args in (["--from-offset", "10", "--to-offset", "5"], ["--from-time", "2023-11-15", "--to-time", "2023-11-14"],
                  ["--key", "("], ["--header", "=x"], ["--from-time", "yesterday"]):
-        p = kt("dump", *args, part)
+        p = run_cli("dump", *args, part)
         assert p.returncode == 2 and "Traceback" not in p.stderr, args

@@ -10,8 +10,6 @@ the new leader epoch at the elected replica's log end offset; followers truncate
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,19 +19,16 @@ from kafkatool.election import UncleanElection
 from kafkatool.logwriter import LogDirWriter
 from kafkatool.partition import inspect_replicas
 
+from .clirun import cli
 from .conftest import corpus_root
 
 CASES = corpus_root() / "kafka" / "replicas"
 T0 = 1_700_000_000_000
 
 
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True)
-
-
 def held(partition: Path) -> dict[int, tuple]:
     """offset -> the batch holding it (base, last, crc, leader epoch), from ``dump``."""
-    lines = [json.loads(x) for x in kt("dump", "-f", "jsonl", partition).stdout.splitlines()]
+    lines = cli("dump", "-f", "jsonl", partition).jsonl()
     return {o: (b["base_offset"], b["last_offset"], b["crc"], b["partition_leader_epoch"])
             for b in lines if b["type"] == "batch" for o in range(b["base_offset"], b["last_offset"] + 1)}
 
@@ -49,14 +44,14 @@ def ranges(offsets: set[int]) -> list[list[int]]:
 
 
 @pytest.mark.parametrize("case", sorted(p.name for p in CASES.iterdir() if (p / "case.json").is_file()))
-def test_unclean_loss_is_what_the_candidate_lacks_below_the_high_watermark(case: str) -> None:
+def test_unclean_loss_is_what_the_candidate_lacks_below_the_high_watermark(case: str, run_cli) -> None:
     """Every corpus replica case, every replica elected (``--unclean``): the acknowledged offsets lost are those
     below the case's high watermark where the candidate does not hold the ISR leader's batch."""
     c = json.loads((CASES / case / "case.json").read_text())
     hw, leader = c["high_watermark"], c["leader"]
     truth = held(CASES / case / leader / "orders-0")
     args = [a for name in c["isr"] for a in ("--isr", name)]
-    proc = kt("replicas", "-f", "jsonl", "--unclean", *args, CASES / case)
+    proc = run_cli("replicas", "-f", "jsonl", "--unclean", *args, CASES / case)
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     elections = {x["candidate"]: x for x in lines if x["type"] == "unclean_election"}
     assert sorted(elections) == sorted(c["brokers"])
@@ -69,7 +64,7 @@ def test_unclean_loss_is_what_the_candidate_lacks_below_the_high_watermark(case:
         if name in c["isr"]:
             assert e["lost"] == []  # an ISR member holds everything acknowledged
     # without --unclean, only the replicas outside the ISR are elected
-    proc = kt("replicas", "-f", "jsonl", *args, CASES / case)
+    proc = run_cli("replicas", "-f", "jsonl", *args, CASES / case)
     names = [x["candidate"] for x in map(json.loads, proc.stdout.splitlines()) if x["type"] == "unclean_election"]
     assert names == sorted(set(c["brokers"]) - set(c["isr"]))
 
@@ -83,7 +78,7 @@ def broker(root: Path, name: str, batches: list[bytes], hw: int) -> Path:
     return root / name
 
 
-def test_loss_names_records_producers_and_what_followers_truncate(tmp_path: Path) -> None:
+def test_loss_names_records_producers_and_what_followers_truncate(tmp_path: Path, run_cli) -> None:
     """Leader L and follower F (the ISR) hold 0..11: idempotent producer 4000 wrote 0..7 in 2-record batches,
     producer 5000 wrote 8..11 in one batch; HW 12. O fell out of sync after offset 3 and, in a later epoch of its
     own, wrote 4..5 (never replicated). Electing O loses 4..11 (8 records, producers 4000 and 5000); L and F
@@ -105,5 +100,5 @@ def test_loss_names_records_producers_and_what_followers_truncate(tmp_path: Path
                           "producer_ids": [4000, 5000]}]
     assert [(f["replica"], f["truncate_to"], f["offsets_removed"]) for f in d["followers"]] == [
         ("broker-l", 4, 8), ("broker-f", 4, 8)]
-    text = kt("replicas", "--isr", "broker-l,broker-f", lead, fol, other).stdout
+    text = run_cli("replicas", "--isr", "broker-l,broker-f", lead, fol, other).stdout
     assert "unclean election of broker-o" in text and "4..11 (8 records, producers 4000, 5000)" in text

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 
+from .clirun import KAFKATOOL
 from .conftest import PROJECT_ROOT, corpus_root
 
 
 def test_closed_pipe_is_141_and_quiet() -> None:
     for fmt in ("text", "jsonl"):
-        with subprocess.Popen([sys.executable, "-m", "kafkatool", "dump", "-f", fmt, "--records",
+        with subprocess.Popen([*KAFKATOOL, "dump", "-f", fmt, "--records",
                                str(PROJECT_ROOT / "fixtures" / "logdir")], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) as proc:
             assert proc.stdout is not None and proc.stderr is not None
@@ -25,7 +25,7 @@ def test_closed_pipe_is_141_and_quiet() -> None:
 
 def test_ctrl_c_is_130_with_one_line() -> None:
     """``delivery --sink -`` waits on its standard input, which the test keeps open: interrupted there."""
-    with subprocess.Popen([sys.executable, "-m", "kafkatool", "delivery", "--sink", "-",
+    with subprocess.Popen([*KAFKATOOL, "delivery", "--sink", "-",
                            str(corpus_root() / "kafka" / "logdir")], stdin=subprocess.PIPE,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
         time.sleep(5)  # started and reading its stdin

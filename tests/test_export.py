@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq  # noqa: TID251 - the test compares with the Spark source's Arrow batches
@@ -22,10 +20,6 @@ from .conftest import corpus_root
 
 DIRS = ["kafka/logdir", "kafka/recovery/crc-flip/before", "kafka/recovery/torn-tail/before",
         "real/kafkajs_fixtures", "real/SharaWeil_kafka-0.11.0"]
-
-
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True)
 
 
 def spark_rows(root: Path) -> list[tuple]:
@@ -59,28 +53,28 @@ def csv_rows(path: Path) -> list[tuple]:
     return sorted(rows, key=lambda r: (r[0] or "", r[1], r[3], r[4], r[12] or ""))
 
 
-def test_parquet_and_csv_rows_equal_the_spark_records_level(tmp_path: Path) -> None:
+def test_parquet_and_csv_rows_equal_the_spark_records_level(tmp_path: Path, run_cli) -> None:
     for rel in DIRS:
         root = corpus_root() / rel
         want = spark_rows(root)
         assert want, rel
         pq_out, csv_out = tmp_path / "out.parquet", tmp_path / "out.csv"
-        p = kt("dump", "-f", "parquet", "--out", pq_out, root)
+        p = run_cli("dump", "-f", "parquet", "--out", pq_out, root)
         assert p.returncode in (0, 1) and "Traceback" not in p.stderr, p.stderr
         assert parquet_rows(pq_out) == want, rel
-        p = kt("dump", "-f", "csv", "--out", csv_out, root)
+        p = run_cli("dump", "-f", "csv", "--out", csv_out, root)
         # a CSV cell cannot tell an empty key or value from a null one: both are empty
         assert csv_rows(csv_out) == [(*r[:6], r[6] or None, r[7] or None, *r[8:]) for r in want], rel
         if any(r[12] for r in want):  # damage: findings on stderr, rows still written
             assert "ERROR" in p.stderr and p.returncode == 1
 
 
-def test_csv_to_stdout_with_filters_and_values(tmp_path: Path) -> None:
+def test_csv_to_stdout_with_filters_and_values(tmp_path: Path, run_cli) -> None:
     part = corpus_root() / "kafka/logdir/headers-0"
-    p = kt("dump", "-f", "csv", "--values", "text", "--header", "a=dup", part)
+    p = run_cli("dump", "-f", "csv", "--values", "text", "--header", "a=dup", part)
     rows = list(csv.DictReader(p.stdout.splitlines()))
     assert p.returncode == 0 and [(r["key"], r["offset"]) for r in rows] == [("k", "0"), ("k", "5")]
     assert rows[0]["topic"] == "headers"
     assert json.loads(rows[0]["headers"]) == [["a", "1"], ["b", None], ["c", ""], ["a", "dup"]]
-    assert kt("dump", "-f", "parquet", part).returncode == 2  # parquet needs --out
-    assert kt("dump", "--out", tmp_path / "x", part).returncode == 2  # --out is for csv/parquet
+    assert run_cli("dump", "-f", "parquet", part).returncode == 2  # parquet needs --out
+    assert run_cli("dump", "--out", tmp_path / "x", part).returncode == 2  # --out is for csv/parquet

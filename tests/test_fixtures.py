@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from .clirun import cli
 from .conftest import PROJECT_ROOT
 
 FIXTURE = PROJECT_ROOT / "fixtures" / "logdir"
@@ -44,8 +45,7 @@ def test_regenerating_gives_the_committed_bytes(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def dumped() -> dict[str, list[dict]]:
     """``kafkatool dump --format jsonl --records fixtures/logdir``: lines per file (path relative to the log dir)."""
-    proc = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "--format", "jsonl", "--records",
-                           "fixtures/logdir"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
+    proc = cli("dump", "--format", "jsonl", "--records", "fixtures/logdir")
     assert proc.returncode == 0, proc.stderr
     by_file: dict[str, list[dict]] = {}
     for line in proc.stdout.splitlines():
@@ -151,9 +151,8 @@ SINK = PROJECT_ROOT / "fixtures" / "sinks" / "billing.csv"
 
 
 def kt_jsonl(*args: str | Path) -> tuple[int, list[dict]]:
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args), "-f", "jsonl"], capture_output=True,
-                       text=True, cwd=PROJECT_ROOT)
-    return p.returncode, [json.loads(line) for line in p.stdout.splitlines()]
+    p = cli(*args, "-f", "jsonl")
+    return p.returncode, p.jsonl()
 
 
 def test_regenerating_the_incident_gives_the_committed_bytes(tmp_path: Path) -> None:

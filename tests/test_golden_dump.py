@@ -8,12 +8,11 @@ name them the way the goldens' paths do); each golden is then its own test case.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from .clirun import cli
 from .conftest import corpus_root, golden_files, golden_params, read_jsonl
 
 ALL_SUFFIXES = (
@@ -36,10 +35,7 @@ def test_every_golden_is_covered() -> None:
 def dumped() -> dict[str, list[dict]]:
     root = corpus_root()
     rel = [str(src.relative_to(root)) for src, _ in PAIRS]
-    proc = subprocess.run(
-        [sys.executable, "-m", "kafkatool", "dump", "--format", "jsonl", "--records", *rel],
-        cwd=root, capture_output=True, text=True, check=False,
-    )
+    proc = cli("dump", "--format", "jsonl", "--records", *rel, cwd=root)
     assert proc.returncode in (0, 1), proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     out: dict[str, list[dict]] = {}

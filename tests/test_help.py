@@ -4,22 +4,20 @@ metavars a person reads (``PATHS...``, ``text|jsonl``, ``INTEGER``), never typer
 
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
-import sys
 
 import pytest
 
 from kafkatool.cli.main import app
+
+from .clirun import cli
 
 COMMANDS = sorted(c.name for c in app.registered_commands) + ["spark scan"]
 PYTHON_TYPES = ("{", "<bool>", "<list", "<str>", "<int", "<Path>", "<path>", "<float>", "NoneType")
 
 
 def help_of(*command: str) -> str:
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *command, "--help"], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "80", "TERM": "dumb"})
+    p = cli(*command, "--help", env={"COLUMNS": "80", "TERM": "dumb"})
     assert p.returncode == 0, p.stderr
     return p.stdout
 

@@ -26,6 +26,8 @@ from kafkatool.logwriter import LogDirWriter
 from kafkatool.records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
 from tests.conftest import CORE
 
+from .clirun import KAFKATOOL
+
 LIMIT_MB = 256  # the README's bound for a record-count bomb under the default --max-decompressed
 MINIMAL = b"\x0c\x00\x00\x00\x01\x01\x00"  # length 6, attributes, timestamp delta 0, offset delta 0, null key/value
 TS = 1_700_000_000_000
@@ -77,7 +79,7 @@ def _peak(args: list[str], env: dict[str, str]) -> tuple[int, int, str]:
              "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
              "sys.stdout.buffer.write(r.stdout[-4000:])\n"
              "print('\\nPEAK', r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n")
-    out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "kafkatool", *args],
+    out = subprocess.run([sys.executable, "-c", probe, *KAFKATOOL, *args],
                          env={**os.environ, **env}, capture_output=True, text=True, check=True).stdout
     text, _, tail = out.rpartition("\nPEAK ")
     code, peak = map(int, tail.split())
@@ -103,6 +105,7 @@ def valid(tmp_path_factory) -> Path:
     return _logdir(tmp_path_factory.mktemp("valid"), _batch(12_000_000, valid=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_verify_deep_on_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> None:
     env, count = mode
@@ -113,6 +116,7 @@ def test_verify_deep_on_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -
     assert peak < LIMIT_MB, f"verify --deep peaked at {peak} MB"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_dump_records_of_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> None:
     env, count = mode
@@ -136,7 +140,7 @@ def test_dump_records_shows_every_record_of_a_bomb_natively_and_bounded(tmp_path
              "while piece := p.stdout.read(1 << 20):\n"
              "    lines, tail = lines + piece.count(b'\\n'), (tail + piece)[-200:]\n"
              "print(p.wait(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, lines, tail)\n")
-    out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "kafkatool", "dump", "-r", "-f", "jsonl",
+    out = subprocess.run([sys.executable, "-c", probe, *KAFKATOOL, "dump", "-r", "-f", "jsonl",
                           str(bomb / "00000000000000000000.log")], capture_output=True, text=True, check=True).stdout
     code, peak, lines, tail = out.split(" ", 3)
     assert (code, lines) == ("0", "18000001")  # the batch line, then each record once
@@ -144,6 +148,7 @@ def test_dump_records_shows_every_record_of_a_bomb_natively_and_bounded(tmp_path
     assert int(peak) < LIMIT_MB, f"dump -r peaked at {peak} MB"
 
 
+@pytest.mark.slow
 def test_a_valid_twelve_million_record_batch_is_bounded(valid: Path) -> None:
     code, peak, out = _peak(["verify", "--deep", "-f", "jsonl", str(valid)], {})
     assert code == 0, out
@@ -202,6 +207,7 @@ def test_a_damaged_record_count_bomb_is_bounded_too(tmp_path) -> None:
     assert peak < LIMIT_MB, f"verify --deep peaked at {peak} MB"
 
 
+@pytest.mark.slow
 def test_a_control_batch_declaring_millions_of_records_is_bounded(tmp_path) -> None:
     # a COMMIT record (key version 0 type 1, value version 0 epoch 5) 2 M times in one control batch: plain verify
     # reads a control batch's records (its marker, its count): 460 MB of them before they came a chunk at a time
@@ -223,6 +229,7 @@ def test_a_control_batch_declaring_millions_of_records_is_bounded(tmp_path) -> N
 # --- locate (and dump --from-offset / --from-time): the found batch read a chunk at a time -------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_locate_in_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> None:
     env, count = mode
@@ -235,6 +242,7 @@ def test_locate_in_a_record_count_bomb_is_bounded(tmp_path_factory, mode) -> Non
     assert peak < LIMIT_MB, f"locate peaked at {peak} MB (3.36 GB before its records came a chunk at a time)"
 
 
+@pytest.mark.slow
 def test_dump_from_an_offset_in_a_record_count_bomb_is_bounded(tmp_path_factory) -> None:
     env, count = MODES[0].values[0]
     bomb = _bomb(count, tmp_path_factory)
@@ -285,6 +293,7 @@ def wrapper(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_a_legacy_wrapper_of_millions_of_messages_is_bounded(wrapper: Path) -> None:
     code, peak, out = _peak(["verify", "-f", "jsonl", str(wrapper)], {})
     assert code == 0, out
@@ -300,6 +309,7 @@ def test_a_legacy_wrapper_of_millions_of_messages_is_bounded(wrapper: Path) -> N
 # --- delivery: a batch whose offsets it must decode (a gap, as compaction leaves) read a chunk at a time -------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_delivery_over_a_record_count_bomb_is_bounded(tmp_path, isolation: str) -> None:
     # 18 M records at offset 0 in a batch whose last offset is 18 M: its count does not fill its offsets, so the

@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,18 +22,15 @@ from crc32c import crc32c
 from kafkatool.errors import IndexAppendError
 from kafkatool.segment_indexes import INT64_MAX, SegmentIndexes
 
+from .clirun import cli
+
 # DefaultRecordBatch: baseOffset (0, int64), length (8), ..., crc (17, uint32, over attributes..end from 21),
 # attributes (21), lastOffsetDelta (23, int32)
 _BASE, _CRC, _CRC_FROM, _DELTA = 0, 17, 21, 23
 
 
-def kafkatool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=300,
-                          check=False)
-
-
 def jsonl(*args: str) -> tuple[int, list[dict]]:
-    run = kafkatool(*args, "-f", "jsonl")
+    run = cli(*args, "-f", "jsonl")
     assert run.returncode != 70, run.stderr
     assert "Traceback" not in run.stderr
     return run.returncode, [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
@@ -166,11 +161,11 @@ def test_flipped_base_offset_in_a_trusted_segment_refuses_the_apply(logdir: Path
 
 @pytest.mark.parametrize("new_base", [2**63 - 4, 2**63 - 5, 2**63 - 1, 195 - 2**63],
                          ids=["last-2^63", "last-2^63-1", "base-2^63-1", "sign-bit"])
-def test_last_offset_past_the_segment_every_command(part: Path, new_base: int) -> None:
+def test_last_offset_past_the_segment_every_command(part: Path, new_base: int, run_cli) -> None:
     pos = patch(seg(part, 190), 195, new_base=new_base)
     for cmd in (["verify"], ["verify", "--deep"], ["txns"], ["producers"], ["epochs"], ["overview"], ["repair"],
                 ["dump"], ["locate", "--timestamp", "latest"]):
-        run = kafkatool(*cmd, str(part))
+        run = run_cli(*cmd, str(part))
         assert run.returncode in (0, 1), (cmd, run.returncode, run.stderr)
         assert "Traceback" not in run.stderr
     code, items = jsonl("verify", str(part))
@@ -238,7 +233,7 @@ def test_flipped_last_offset_delta_without_crc_is_a_crc_cut(part: Path) -> None:
     converge(part, 195)
 
 
-def test_trusted_last_segment_past_2_63_after_a_clean_shutdown(logdir: Path) -> None:
+def test_trusted_last_segment_past_2_63_after_a_clean_shutdown(logdir: Path, run_cli) -> None:
     """Nothing is recovered after a clean shutdown; the log end offset still never passes 2^63-1."""
     (logdir / ".kafka_cleanshutdown").touch()
     part = logdir / "codecs-0"
@@ -254,19 +249,19 @@ def test_trusted_last_segment_past_2_63_after_a_clean_shutdown(logdir: Path) -> 
     code, items = jsonl("repair", "--apply", str(part))
     assert code == 1 and "offset-beyond-segment-range" in codes(items)
     assert_no_file_past_int64(part)
-    run = kafkatool("locate", "--timestamp", "latest", str(part))
+    run = run_cli("locate", "--timestamp", "latest", str(part))
     assert run.returncode in (0, 1) and "offset 195" in run.stdout
 
 
 # --- a file named past 2^63-1 ------------------------------------------------------------------------------------
 
 
-def test_segment_named_past_2_63(part: Path) -> None:
+def test_segment_named_past_2_63(part: Path, run_cli) -> None:
     for ext in ("log", "index", "timeindex"):
         (part / f"{190:020d}.{ext}").rename(part / f"{10**19 - 1:020d}.{ext}")
-    assert kafkatool("txns", str(part)).returncode in (0, 1)  # (its transactions: none)
+    assert run_cli("txns", str(part)).returncode in (0, 1)  # (its transactions: none)
     for cmd in (["verify"], ["verify", "--deep"], ["overview"], ["epochs"], ["repair", "--apply"]):
-        run = kafkatool(*cmd, str(part))
+        run = run_cli(*cmd, str(part))
         assert run.returncode == 1, (cmd, run.returncode, run.stderr)
         assert "base-offset-overflow" in run.stdout + run.stderr or cmd == ["overview"], cmd
     code, items = jsonl("verify", str(part))
@@ -280,8 +275,8 @@ def test_segment_named_past_2_63(part: Path) -> None:
 @pytest.mark.parametrize("args", [["locate", "--offset", str(2**63)], ["locate", "--offset", "-1"],
                                   ["dump", "--from-offset", str(2**63)], ["dump", "--from-offset", "-5"],
                                   ["dump", "--to-offset", "9" * 30]])
-def test_offsets_outside_int64_are_usage_errors(part: Path, args: list[str]) -> None:
-    run = kafkatool(*args, str(part))
+def test_offsets_outside_int64_are_usage_errors(part: Path, args: list[str], run_cli) -> None:
+    run = run_cli(*args, str(part))
     assert run.returncode == 2 and "Traceback" not in run.stderr
 
 

@@ -10,8 +10,6 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from kafkatool.cli.output.terminal import printable
 from kafkatool.formats import internal_topics as it
 from kafkatool.logwriter import LogDirWriter
 
+from .clirun import cli
 from .conftest import PROJECT_ROOT
 
 # A screen clear and cursor home, a CR then a fake finding, a newline then a line reversed by a bidi override, a
@@ -128,9 +127,7 @@ def brokers(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def run(*args: object, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """``kafkatool ARGS``: exit code, stdout and stderr (both must be UTF-8: no raw byte of a file name)."""
-    base = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR")}
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, timeout=300,
-                       env={**base, **(env or {})})
+    p = cli(*args, env={"FORCE_COLOR": None, "TTY_COMPATIBLE": None, "NO_COLOR": None, **(env or {})}, text=False)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 

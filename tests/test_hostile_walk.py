@@ -29,6 +29,8 @@ from kafkatool.cli.exits import EXIT_INTERNAL, command
 from kafkatool.errors import InputIOError, UsageError
 from kafkatool.filetypes import NotRegularFile, open_regular, read_regular
 
+from .clirun import cli
+
 HANG = 300  # seconds: only a child stuck on a FIFO gets near it
 
 # The command, its arguments for a log dir (``other``: an intact copy, for the commands that compare two), and
@@ -75,14 +77,9 @@ def trees(corpus: Path, tmp_path: Path) -> tuple[Path, Path]:
     return _logdir(corpus, tmp_path / "ld"), _logdir(corpus, tmp_path / "intact")
 
 
-def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True,
-                          timeout=HANG, **kwargs)
-
-
 def _kt(name: str, d: Path, other: Path, **kwargs) -> tuple[subprocess.CompletedProcess, list[dict]]:
     build, _ = COMMANDS[name]
-    proc = _run([name, "-f", "jsonl", *build(d, other)], **kwargs)
+    proc = cli(name, "-f", "jsonl", *build(d, other), timeout=HANG, **kwargs)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, (name, proc.stderr)
     return proc, [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
@@ -103,13 +100,13 @@ def _check(name: str, proc: subprocess.CompletedProcess, lines: list[dict], path
 
 
 @pytest.mark.parametrize("name", [*COMMANDS, "locate"])
-def test_a_link_loop_is_a_finding_and_the_walk_goes_on(trees: tuple[Path, Path], name: str) -> None:
+def test_a_link_loop_is_a_finding_and_the_walk_goes_on(trees: tuple[Path, Path], name: str, run_cli) -> None:
     ld, intact = trees
     (ld / "loopy").symlink_to("loopy")                       # ln -s loopy loopy, in the log dir
     (ld / "codecs-0" / "a").symlink_to("b")                  # an a <-> b pair, in a partition dir
     (ld / "codecs-0" / "b").symlink_to("a")
     if name == "locate":  # one partition named: its own loop, and the offset still found
-        proc = _run(["locate", "-f", "jsonl", str(ld / "codecs-0"), "--offset", "120"])
+        proc = run_cli("locate", "-f", "jsonl", str(ld / "codecs-0"), "--offset", "120", timeout=HANG)
         lines = [json.loads(line) for line in proc.stdout.splitlines()]
         assert proc.returncode == 3, proc.stdout + proc.stderr
         assert _findings(lines, ld / "codecs-0" / "a", "loop") and _findings(lines, ld / "codecs-0" / "b", "loop")
@@ -121,7 +118,7 @@ def test_a_link_loop_is_a_finding_and_the_walk_goes_on(trees: tuple[Path, Path],
         assert _findings(lines, ld / "codecs-0" / "a", "loop"), proc.stdout[-3000:]
 
 
-def test_a_link_back_to_a_dir_above_is_a_loop_not_followed(trees: tuple[Path, Path]) -> None:
+def test_a_link_back_to_a_dir_above_is_a_loop_not_followed(trees: tuple[Path, Path], run_cli) -> None:
     """A dir above log dirs is looked into; a link in it to itself or to a dir it is in was followed until the
     recursion limit."""
     ld, _ = trees
@@ -130,7 +127,7 @@ def test_a_link_back_to_a_dir_above_is_a_loop_not_followed(trees: tuple[Path, Pa
     ld.rename(top / "a" / "data-1")
     (top / "a" / "up").symlink_to("..")
     (top / "self").symlink_to(".")
-    proc = _run(["verify", "-f", "jsonl", str(top)])
+    proc = run_cli("verify", "-f", "jsonl", str(top), timeout=HANG)
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr
     assert _findings(lines, top / "a" / "up", f"the same directory as {top}")
@@ -183,11 +180,11 @@ def test_a_fifo_in_each_file_role_is_never_opened(trees: tuple[Path, Path], role
                                             ("dump", "codecs-0/00000000000000000000.index"),
                                             ("locate", "codecs-0/00000000000000000000.index")])
 def test_a_fifo_read_by_the_internal_topic_commands_dump_and_locate(trees: tuple[Path, Path], name: str,
-                                                                   role: str) -> None:
+                                                                   role: str, run_cli) -> None:
     ld, intact = trees
     fifo = _fifo(ld / role)
     if name == "locate":
-        proc = _run(["locate", "-f", "jsonl", str(ld / "codecs-0"), "--offset", "50"])
+        proc = run_cli("locate", "-f", "jsonl", str(ld / "codecs-0"), "--offset", "50", timeout=HANG)
         lines = [json.loads(line) for line in proc.stdout.splitlines()]
         assert proc.returncode == 3 and _findings(lines, fifo, "a FIFO"), proc.stdout + proc.stderr
         assert lines[0]["found"] and lines[0]["offset"] == 50
@@ -199,11 +196,11 @@ def test_a_fifo_read_by_the_internal_topic_commands_dump_and_locate(trees: tuple
 
 
 @pytest.mark.parametrize("args", [["dump"], ["verify"], ["metadata"], ["locate", "--offset", "1"]])
-def test_a_fifo_named_on_the_command_line_is_refused_not_waited_on(tmp_path: Path, args: list[str]) -> None:
+def test_a_fifo_named_on_the_command_line_is_refused_not_waited_on(tmp_path: Path, args: list[str], run_cli) -> None:
     """Named as a segment: locate and metadata took it for a dir (usage error, exit 2) where it is a file they
     cannot read."""
     fifo = _fifo(tmp_path / "00000000000000000000.log")
-    proc = _run([args[0], str(fifo), *args[1:]])
+    proc = run_cli(args[0], str(fifo), *args[1:], timeout=HANG)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert f"{fifo}: " in proc.stdout + proc.stderr and "file type not supported: a FIFO" in proc.stdout + proc.stderr
 

@@ -19,21 +19,20 @@ import random
 import shutil
 import stat
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from crc32c import crc32c
 
-from .conftest import PROJECT_ROOT, corpus_root
+from .clirun import cli
+from .conftest import corpus_root
 
 EXIT_CODES = {0, 1, 2, 3}  # clean, findings, usage / nothing to read, I/O error; never 70
 
 
 def kt(*args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL)
+    proc = cli(*args, timeout=timeout, stdin=subprocess.DEVNULL)
     assert proc.returncode in EXIT_CODES, f"{args}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
     assert "Traceback" not in proc.stderr, f"{args}:\n{proc.stderr[-4000:]}"
     return proc

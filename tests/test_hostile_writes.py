@@ -18,19 +18,15 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from .clirun import KAFKATOOL, cli
+
 PART = "kafka/logdir/codecs-0"   # about 64 KB of CSV
 TEMP_SUFFIXES = (".tmp", ".kafkatool-tmp")
-
-
-def kt(*args: str | Path, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                          check=False, **kw)
 
 
 def temps(*dirs: Path) -> list[str]:
@@ -49,7 +45,7 @@ def device(path: Path, kind: int, major: int, minor: int) -> Path:
 def expected_csv(corpus: Path, tmp_path: Path) -> bytes:
     """What ``dump -f csv --out`` writes into a new regular file."""
     out = tmp_path / "reference.csv"
-    done = kt("dump", "-f", "csv", "--out", out, corpus / PART)
+    done = cli("dump", "-f", "csv", "--out", out, corpus / PART)
     assert done.returncode == 0 and out.stat().st_size > 10_000, done.stderr
     data = out.read_bytes()
     out.unlink()
@@ -60,9 +56,10 @@ def expected_csv(corpus: Path, tmp_path: Path) -> bytes:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_out_to_a_full_device_is_an_io_error_and_the_device_stays(corpus: Path, tmp_path: Path, fmt: str) -> None:
+def test_out_to_a_full_device_is_an_io_error_and_the_device_stays(corpus: Path, tmp_path: Path, fmt: str,
+                                                                   run_cli) -> None:
     full = device(tmp_path / "full", stat.S_IFCHR, 1, 7)  # /dev/full: every write fails with ENOSPC
-    done = kt("dump", "-f", fmt, "--out", full, corpus / PART)
+    done = run_cli("dump", "-f", fmt, "--out", full, corpus / PART)
     assert done.returncode == 3, done.stderr
     assert f"{full}: No space left on device" in done.stderr and "Traceback" not in done.stderr
     st = full.lstat()
@@ -71,9 +68,9 @@ def test_out_to_a_full_device_is_an_io_error_and_the_device_stays(corpus: Path, 
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_out_to_a_null_device_writes_in_place(corpus: Path, tmp_path: Path, fmt: str) -> None:
+def test_out_to_a_null_device_writes_in_place(corpus: Path, tmp_path: Path, fmt: str, run_cli) -> None:
     null = device(tmp_path / "null", stat.S_IFCHR, 1, 3)
-    done = kt("dump", "-f", fmt, "--out", null, corpus / PART)
+    done = run_cli("dump", "-f", fmt, "--out", null, corpus / PART)
     assert done.returncode == 0, done.stderr
     st = null.lstat()
     assert stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
@@ -82,13 +79,12 @@ def test_out_to_a_null_device_writes_in_place(corpus: Path, tmp_path: Path, fmt:
 
 @pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1"])
 def test_out_to_stdout_appends_to_what_the_shell_opened(corpus: Path, tmp_path: Path, expected_csv: bytes,
-                                                         name: str) -> None:
+                                                         name: str, run_cli) -> None:
     """``--out /dev/stdout >> file``: the rows go where stdout goes, after what was there (an append stays one)."""
     target = tmp_path / "shell.csv"
     target.write_bytes(b"kept\n")
     with open(target, "ab") as stdout:
-        done = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "-f", "csv", "--out", name,
-                               str(corpus / PART)], stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
+        done = run_cli("dump", "-f", "csv", "--out", name, corpus / PART, stdout=stdout)
     assert done.returncode == 0, done.stderr
     assert target.read_bytes() == b"kept\n" + expected_csv
     assert os.path.islink("/dev/stdout") and temps(tmp_path) == []
@@ -114,11 +110,11 @@ def drain(fd: int) -> bytes:
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_out_to_a_fifo_with_a_reader_writes_into_it(corpus: Path, tmp_path: Path, expected_csv: bytes,
-                                                     fmt: str) -> None:
+                                                     fmt: str, run_cli) -> None:
     fifo = tmp_path / "fifo"
     fd = fifo_with_reader(fifo)
     try:
-        done = kt("dump", "-f", fmt, "--out", fifo, corpus / PART)
+        done = run_cli("dump", "-f", fmt, "--out", fifo, corpus / PART)
         data = drain(fd)
     finally:
         os.close(fd)
@@ -131,20 +127,20 @@ def test_out_to_a_fifo_with_a_reader_writes_into_it(corpus: Path, tmp_path: Path
         import pyarrow.parquet as pq  # noqa: TID251
 
         ref = tmp_path / "ref.parquet"
-        assert kt("dump", "-f", "parquet", "--out", ref, corpus / PART).returncode == 0
+        assert run_cli("dump", "-f", "parquet", "--out", ref, corpus / PART).returncode == 0
         assert pq.read_table(pa.BufferReader(data)).equals(pq.read_table(ref))
 
 
-def test_out_to_a_fifo_without_a_reader_is_refused_without_waiting(corpus: Path, tmp_path: Path) -> None:
+def test_out_to_a_fifo_without_a_reader_is_refused_without_waiting(corpus: Path, tmp_path: Path, run_cli) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    done = kt("dump", "-f", "csv", "--out", fifo, corpus / PART, timeout=120)
+    done = run_cli("dump", "-f", "csv", "--out", fifo, corpus / PART, timeout=120)
     assert done.returncode == 3 and "no reader" in done.stderr, done.stderr
     assert stat.S_ISFIFO(fifo.lstat().st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
 
 
 @pytest.mark.parametrize("what", ["directory", "block device", "dangling symlink", "symlink loop", "socket"])
-def test_out_refused_changes_nothing(corpus: Path, tmp_path: Path, what: str) -> None:
+def test_out_refused_changes_nothing(corpus: Path, tmp_path: Path, what: str, run_cli) -> None:
     out = tmp_path / "out"
     if what == "directory":
         out.mkdir()
@@ -163,13 +159,13 @@ def test_out_refused_changes_nothing(corpus: Path, tmp_path: Path, what: str) ->
         sock.close()
     before = {p.name: (p.lstat().st_mode, p.lstat().st_ino) for p in tmp_path.rglob("*")}
     for fmt in ("csv", "parquet"):
-        done = kt("dump", "-f", fmt, "--out", out, corpus / PART)
+        done = run_cli("dump", "-f", fmt, "--out", out, corpus / PART)
         assert done.returncode == 2 and f"--out {out}: " in done.stderr, (fmt, done.stderr)
     assert {p.name: (p.lstat().st_mode, p.lstat().st_ino) for p in tmp_path.rglob("*")} == before
 
 
 def test_out_through_a_symlink_replaces_its_target_in_the_target_dir(corpus: Path, tmp_path: Path,
-                                                                    expected_csv: bytes) -> None:
+                                                                    expected_csv: bytes, run_cli) -> None:
     (tmp_path / "real").mkdir()
     (tmp_path / "links").mkdir()
     target = tmp_path / "real" / "rows.csv"
@@ -177,21 +173,21 @@ def test_out_through_a_symlink_replaces_its_target_in_the_target_dir(corpus: Pat
     target.chmod(0o640)
     link = tmp_path / "links" / "out.csv"
     link.symlink_to("../real/rows.csv")
-    done = kt("dump", "-f", "csv", "--out", link, corpus / PART)
+    done = run_cli("dump", "-f", "csv", "--out", link, corpus / PART)
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and os.readlink(link) == "../real/rows.csv"
     assert target.read_bytes() == expected_csv and stat.S_IMODE(target.stat().st_mode) == 0o640
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["links", "out.csv", "real", "rows.csv"]
 
 
-def test_spark_scan_refuses_an_out_that_is_no_directory(corpus: Path, tmp_path: Path) -> None:
+def test_spark_scan_refuses_an_out_that_is_no_directory(corpus: Path, tmp_path: Path, run_cli) -> None:
     """``spark scan --out`` is a directory of tables: anything else is refused before a Spark session starts."""
     pytest.importorskip("pyspark")
     full = device(tmp_path / "full", stat.S_IFCHR, 1, 7)
     (tmp_path / "file").write_bytes(b"mine")
     (tmp_path / "dangling").symlink_to(tmp_path / "nothing")
     for out in (full, tmp_path / "file", tmp_path / "dangling"):
-        done = kt("spark", "scan", corpus / PART, "--out", out)
+        done = run_cli("spark", "scan", corpus / PART, "--out", out)
         assert done.returncode == 2 and f"--out {out}: " in done.stderr, done.stderr
     assert stat.S_ISCHR(full.lstat().st_mode) and (tmp_path / "file").read_bytes() == b"mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "file", "full"]
@@ -207,12 +203,11 @@ def small_fsize_limit() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
-def test_a_failed_write_leaves_no_temp_file_and_the_old_output(corpus: Path, tmp_path: Path, fmt: str) -> None:
+def test_a_failed_write_leaves_no_temp_file_and_the_old_output(corpus: Path, tmp_path: Path, fmt: str,
+                                                               run_cli) -> None:
     out = tmp_path / f"rows.{fmt}"
     out.write_bytes(b"the previous output\n")
-    done = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "-f", fmt, "--out", str(out),
-                           str(corpus / "kafka/logdir")], capture_output=True, text=True, check=False,
-                          preexec_fn=small_fsize_limit)
+    done = run_cli("dump", "-f", fmt, "--out", out, corpus / "kafka/logdir", preexec_fn=small_fsize_limit)
     assert done.returncode == 3 and "File too large" in done.stderr, done.stderr
     assert out.read_bytes() == b"the previous output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
@@ -238,7 +233,7 @@ def test_an_interrupted_write_leaves_no_temp_file_and_the_old_output(corpus: Pat
     out.write_bytes(b"the previous output\n")
     read_end, write_end = os.pipe()
     fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)  # the findings fill it: the child waits, its temp file open
-    child = subprocess.Popen([sys.executable, "-m", "kafkatool", "dump", "-f", "csv", "--out", str(out), str(part)],
+    child = subprocess.Popen([*KAFKATOOL, "dump", "-f", "csv", "--out", str(out), str(part)],
                              stdout=subprocess.DEVNULL, stderr=write_end)
     os.close(write_end)
     try:
@@ -282,7 +277,7 @@ def applied(corpus: Path, tmp_path: Path) -> tuple[Path, Path, dict]:
     for p in logdir.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     logdir.chmod(0o755)
-    done = kt("repair", "--apply", logdir)
+    done = cli("repair", "--apply", logdir)
     assert done.returncode == 0, done.stdout + done.stderr
     (backup,) = tmp_path.glob("kafkatool-backup-logdir-*")
     (tmp_path / "outside").mkdir()
@@ -301,7 +296,7 @@ def hostile(backup: Path, manifest: dict, /, **change: object) -> None:
 def assert_refused(tmp_path: Path, backup: Path, *extra: str | Path, says: str) -> None:
     before = snapshot(tmp_path)
     for args in (["--restore", backup, *extra], ["--restore", backup, *extra, "--apply"]):
-        done = kt("repair", *args)
+        done = cli("repair", *args)
         assert done.returncode == 2 and says in done.stderr and "nothing was restored" in done.stderr, (
             args, done.stdout, done.stderr)
         assert snapshot(tmp_path) == before, args
@@ -370,18 +365,18 @@ def test_restore_refuses_a_malformed_entry(tmp_path: Path, applied: tuple[Path, 
         assert_refused(tmp_path, backup, says="MANIFEST.json")
 
 
-def test_a_backup_kept_elsewhere_restores_into_the_log_dir_named(corpus: Path, tmp_path: Path) -> None:
+def test_a_backup_kept_elsewhere_restores_into_the_log_dir_named(corpus: Path, tmp_path: Path, run_cli) -> None:
     logdir = tmp_path / "logdir"
     shutil.copytree(corpus / CASE, logdir)
     for p in logdir.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     originals = snapshot(logdir)
     backup = tmp_path / "far" / "bk"
-    assert kt("repair", "--apply", "--backup-dir", backup, logdir).returncode == 0
+    assert run_cli("repair", "--apply", "--backup-dir", backup, logdir).returncode == 0
     assert snapshot(logdir) != originals
     assert_refused(tmp_path, backup, says="kafkatool repair --restore")
     assert_refused(tmp_path, backup, tmp_path / "far", says="which is not this backup's own")
-    done = kt("repair", "--restore", backup, logdir, "--apply")
+    done = run_cli("repair", "--restore", backup, logdir, "--apply")
     assert done.returncode == 0, done.stdout + done.stderr
     assert {k: v for k, v in snapshot(logdir).items() if k != ".lock"} == originals  # the lock a repair takes stays
 
@@ -402,7 +397,7 @@ def damaged(corpus: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("plant", ["symlink", "fifo"])
-def test_repair_never_writes_through_a_planted_temp_name(tmp_path: Path, damaged: Path, plant: str) -> None:
+def test_repair_never_writes_through_a_planted_temp_name(tmp_path: Path, damaged: Path, plant: str, run_cli) -> None:
     """``<file>.kafkatool-tmp`` is ours by its name: one found there (a symlink out, a FIFO) is removed, never
     opened: the rebuilt time index is written in the partition dir, nothing outside changes."""
     tmp = damaged / "rtopic-0" / "00000000000000000259.timeindex.kafkatool-tmp"
@@ -410,16 +405,16 @@ def test_repair_never_writes_through_a_planted_temp_name(tmp_path: Path, damaged
         tmp.symlink_to(tmp_path / "outside" / "precious")
     else:
         os.mkfifo(tmp)
-    done = kt("repair", "--apply", damaged, timeout=120)
+    done = run_cli("repair", "--apply", damaged, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "outside" / "precious").read_bytes() == b"not the log dir's\n"
     index = damaged / "rtopic-0" / "00000000000000000259.timeindex"
     assert stat.S_ISREG(index.lstat().st_mode) and not tmp.exists()
-    assert kt("verify", damaged).returncode == 0
+    assert run_cli("verify", damaged).returncode == 0
 
 
 @pytest.mark.parametrize("plant", ["dangling symlink", "symlink", "fifo"])
-def test_repair_never_takes_a_planted_lock_file(tmp_path: Path, damaged: Path, plant: str) -> None:
+def test_repair_never_takes_a_planted_lock_file(tmp_path: Path, damaged: Path, plant: str, run_cli) -> None:
     """``.lock`` is opened to be created and locked: a symlink there (to nothing: the open would create its target
     outside the log dir; to a file: the lock would be taken on another file) or a FIFO refuses the apply, changing
     nothing and creating nothing."""
@@ -433,7 +428,7 @@ def test_repair_never_takes_a_planted_lock_file(tmp_path: Path, damaged: Path, p
         os.mkfifo(lock)
     before = {p: p.read_bytes() for p in damaged.rglob("*") if p.is_file() and not p.is_symlink()
               and stat.S_ISREG(p.lstat().st_mode)}
-    done = kt("repair", "--apply", damaged, timeout=120)
+    done = run_cli("repair", "--apply", damaged, timeout=120)
     # a link: refused (2); a FIFO: the one rule for what is not a regular file, an I/O error (3)
     assert done.returncode == (3 if plant == "fifo" else 2), done.stderr
     assert ".lock" in done.stderr and "Traceback" not in done.stderr, done.stderr
@@ -446,7 +441,7 @@ def journal(**header: object) -> str:
 
 
 @pytest.mark.parametrize("case", ["delete outside", "staged dir outside", "rename outside", "fifo"])
-def test_repair_refuses_a_hostile_journal(tmp_path: Path, damaged: Path, case: str) -> None:
+def test_repair_refuses_a_hostile_journal(tmp_path: Path, damaged: Path, case: str, run_cli) -> None:
     """A journal left in the log dir is completed before planning; one that names paths outside the log dir, or
     whose staged contents (deleted once done) are not in a backup dir's ``staged/<id>``, is refused: nothing
     outside changes, and a FIFO in its place is never opened."""
@@ -465,6 +460,6 @@ def test_repair_refuses_a_hostile_journal(tmp_path: Path, damaged: Path, case: s
     else:
         os.mkfifo(path)
     before = snapshot(tmp_path)
-    done = kt("repair", "--apply", damaged, timeout=120)
+    done = run_cli("repair", "--apply", damaged, timeout=120)
     assert done.returncode not in (0, 70) and ".kafkatool-apply.journal" in done.stderr, done.stdout + done.stderr
     assert snapshot(tmp_path) == {**before, "logdir/.lock": b""}  # the lock a repair takes, nothing else

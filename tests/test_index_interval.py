@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,10 +20,6 @@ from kafkatool.logwriter import PartitionWriter
 from kafkatool.repair import RepairOptions, plan_partition
 
 from .conftest import corpus_root
-
-
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True)
 
 
 def write(dir: Path, intervals: list[int], batches: int = 120, segment_bytes: int = 40_000) -> Path:
@@ -121,11 +115,11 @@ def test_disagreeing_or_missing_entries_fall_back_to_4096_and_say_so(tmp_path: P
     assert (found.value, found.source) == (4096, "default") and "no offset index entries" in found.note
 
 
-def test_cli_says_where_the_interval_came_from(tmp_path: Path) -> None:
+def test_cli_says_where_the_interval_came_from(tmp_path: Path, run_cli) -> None:
     part = write(tmp_path / "t-0", [1024])
-    p = kt("repair", part)
+    p = run_cli("repair", part)
     assert "index interval 1024 bytes (inferred from" in p.stdout, p.stdout
-    p = kt("repair", "--index-interval-bytes", "2048", "-f", "jsonl", part)
+    p = run_cli("repair", "--index-interval-bytes", "2048", "-f", "jsonl", part)
     (d,) = [json.loads(x) for x in p.stdout.splitlines() if '"partition"' in x]
     assert (d["index_interval_bytes"], d["index_interval_source"]) == (2048, "option")
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -248,12 +246,8 @@ def test_offsets_replay(logdir: Path) -> None:
     assert codes == ["commit-beyond-leo", "offsets-undecodable"]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=120)
-
-
-def test_cli_offsets_jsonl(logdir: Path) -> None:
-    p = _run("offsets", "-f", "jsonl", str(logdir))
+def test_cli_offsets_jsonl(logdir: Path, run_cli) -> None:
+    p = run_cli("offsets", "-f", "jsonl", str(logdir))
     assert p.returncode == 1, p.stderr  # findings: a commit beyond the LEO, an undecodable value
     lines = [json.loads(x) for x in p.stdout.splitlines()]
     commit = next(x for x in lines if x["type"] == "committed_offset" and x["group"] == "g")
@@ -263,45 +257,45 @@ def test_cli_offsets_jsonl(logdir: Path) -> None:
     assert "Traceback" not in p.stderr
 
 
-def test_cli_offsets_real_broker() -> None:
+def test_cli_offsets_real_broker(run_cli) -> None:
     data = corpus_root() / "real/MashaKosher_Internship/c335121f/data"
-    p = _run("offsets", "-f", "jsonl", "--group", "authService", str(data))
+    p = run_cli("offsets", "-f", "jsonl", "--group", "authService", str(data))
     assert p.returncode == 0, p.stderr
     lines = [json.loads(x) for x in p.stdout.splitlines()]
     got = {(x["topic"], x["partition"]): x["offset"] for x in lines if x["type"] == "committed_offset"}
     assert got[("jwtCheckRequest", 0)] == 255 and got[("seasons", 0)] == 58
     assert {x["group"] for x in lines if x["type"] != "finding"} == {"authService"}
-    text = _run("offsets", str(data))
+    text = run_cli("offsets", str(data))
     assert text.returncode == 0 and "authService" in text.stdout and "jwtCheckRequest" in text.stdout
 
 
-def test_cli_partition_for() -> None:
-    p = _run("partition-for", "-f", "jsonl", "--group", "authService", "--transactional-id", "tx-1",
-             "--partitions", "50")
+def test_cli_partition_for(run_cli) -> None:
+    p = run_cli("partition-for", "-f", "jsonl", "--group", "authService", "--transactional-id", "tx-1",
+                "--partitions", "50")
     assert p.returncode == 0, p.stderr
     a, t = (json.loads(x) for x in p.stdout.splitlines())
     assert (a["partition"], a["topic_partition"]) == (15, "__consumer_offsets-15")
     assert t["partition"] == _kafka_partition("tx-1", 50) and t["kind"] == "transactional_id"
-    assert _run("partition-for").returncode == 2
-    assert _run("partition-for", "-g", "x", "--partitions", "0").returncode == 2
+    assert run_cli("partition-for").returncode == 2
+    assert run_cli("partition-for", "-g", "x", "--partitions", "0").returncode == 2
 
 
-def test_cli_metadata_timeline() -> None:
+def test_cli_metadata_timeline(run_cli) -> None:
     kafka1 = corpus_root() / "real/hiage_kafka-raft/c5f680e5/kafka1"
-    p = _run("metadata", "-f", "jsonl", "--topic", "test1", str(kafka1))
+    p = run_cli("metadata", "-f", "jsonl", "--topic", "test1", str(kafka1))
     assert p.returncode == 0, p.stderr
     rows = [json.loads(x) for x in p.stdout.splitlines()]
     states = [r for r in rows if r["type"] == "partition_state"]
     assert {r["partition"] for r in states} == {0, 1, 2, 3, 4}
     assert all(r["topic"] == "test1" and len(r["replicas"]) == 3 and r["leader"] in r["replicas"] for r in states)
-    every = _run("metadata", "--all", str(kafka1))
+    every = run_cli("metadata", "--all", str(kafka1))
     assert every.returncode == 0 and "RegisterBrokerRecord" in every.stdout and "test1" in every.stdout
 
 
-def test_cli_metadata_snapshot_then_log() -> None:
+def test_cli_metadata_snapshot_then_log(run_cli) -> None:
     """A dir with snapshots: the latest snapshot, then only the log records after its end offset."""
     data = corpus_root() / "real/MashaKosher_Internship/c335121f/data/__cluster_metadata-0"
-    p = _run("metadata", "-f", "jsonl", str(data))
+    p = run_cli("metadata", "-f", "jsonl", str(data))
     assert p.returncode == 0, p.stderr
     rows = [json.loads(x) for x in p.stdout.splitlines() if '"partition_state"' in x]
     snap = [r for r in rows if r["source"].endswith(".checkpoint")]
@@ -312,7 +306,7 @@ def test_cli_metadata_snapshot_then_log() -> None:
     assert any(r["topic"] == "seasons" for r in rows)
 
 
-def test_metadata_damage_is_a_finding(tmp_path: Path) -> None:
+def test_metadata_damage_is_a_finding(tmp_path: Path, run_cli) -> None:
     seg = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
     topic = bytes([1, 2, 0]) + _cs("t") + bytes(16) + b"\x00"
     _write(seg, record_batch(0, [RecordSpec(None, topic, 1), RecordSpec(None, topic[:-3], 1),
@@ -321,7 +315,7 @@ def test_metadata_damage_is_a_finding(tmp_path: Path) -> None:
     kinds = [type(i).__name__ for i in items]
     assert kinds == ["MetadataEvent", "Finding", "MetadataEvent"]
     assert items[2].name == "type 99" and not items[2].decoded
-    p = _run("metadata", str(tmp_path))
+    p = run_cli("metadata", str(tmp_path))
     assert p.returncode == 1 and "metadata-undecodable" in p.stdout and "Traceback" not in p.stderr
 
 
@@ -360,7 +354,7 @@ def test_transaction_log_value_tags() -> None:
         internal.decode_transaction_value(b"\x00\x02" + _txn_value(0)[2:])
 
 
-def test_cli_txn_state(tmp_path: Path) -> None:
+def test_cli_txn_state(tmp_path: Path, run_cli) -> None:
     key = struct.pack(">h", 0)
     seg = tmp_path / "__transaction_state-20" / "00000000000000000000.log"
     _write(seg,
@@ -369,14 +363,14 @@ def test_cli_txn_state(tmp_path: Path) -> None:
            record_batch(2, [RecordSpec(key + _s16("tx-a"), _txn_value(1, state=4), 2),    # later wins
                             RecordSpec(key + _s16("tx-b"), None, 2),                     # expired: deleted
                             RecordSpec(key + _s16("tx-c"), b"\x00\x00\x01", 2)]))        # truncated
-    p = _run("txn-state", "-f", "jsonl", str(tmp_path))
+    p = run_cli("txn-state", "-f", "jsonl", str(tmp_path))
     assert p.returncode == 1, p.stderr
     rows = [json.loads(x) for x in p.stdout.splitlines()]
     states = [r for r in rows if r["type"] == "transaction_state"]
     assert [(r["transactional_id"], r["state"], r["partitions"]) for r in states] == [
         ("tx-a", "CompleteCommit", ["orders-0", "orders-3"])]
     assert [r["code"] for r in rows if r["type"] == "finding"] == ["txn-state-undecodable"]
-    text = _run("txn-state", str(tmp_path))
+    text = run_cli("txn-state", str(tmp_path))
     assert "tx-a" in text.stdout and "CompleteCommit" in text.stdout and "Traceback" not in text.stderr
 
 

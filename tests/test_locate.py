@@ -22,7 +22,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +46,7 @@ from kafkatool.model import Batch, Finding, Record
 from kafkatool.records import RawBatch, decode_records, scan
 from kafkatool.smallfiles import read_offset_index
 
+from .clirun import cli
 from .conftest import corpus_root
 
 ROOT = corpus_root()
@@ -161,7 +161,13 @@ def partition_id(rel: str) -> str:
 # --- every offset, every timestamp ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rel", PARTITIONS, ids=partition_id)
+# every offset of these is located one at a time: ~35 s and ~12 s of CPU
+SLOW_PARTITIONS = {"real/kafkajs_fixtures/v4_response_mixed_formats/test-mixed-message-formats-0",
+                   "real/tuyen-nnt_kafka_2.13-3.0.0/data/kafka/__consumer_offsets-13"}
+
+
+@pytest.mark.parametrize("rel", [pytest.param(rel, marks=[pytest.mark.slow] if rel in SLOW_PARTITIONS else [])
+                                 for rel in PARTITIONS], ids=partition_id)
 def test_every_offset_agrees_with_brute_force(rel: str) -> None:
     partition = ROOT / rel
     truth = brute_force(partition)
@@ -361,6 +367,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_generated_partition_agrees_everywhere(generated: Path) -> None:
     truth = brute_force(generated)
     segments = partition_segments(generated)
@@ -460,8 +467,7 @@ def test_damage_met_on_the_way_is_reported() -> None:
 
 
 def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", "locate", *map(str, args)], capture_output=True,
-                          text=True, check=False)
+    return cli("locate", *args)
 
 
 def test_cli_jsonl_contract() -> None:
@@ -526,8 +532,7 @@ def test_cli_exit_codes() -> None:
         assert proc.returncode == 2, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
     assert kt(ROOT / "kafka/logdir", "--offset", "1").returncode == 2
-    helped = subprocess.run([sys.executable, "-m", "kafkatool", "locate", "--help"], capture_output=True, text=True,
-                            check=False)
+    helped = kt("--help")
     assert helped.returncode == 0 and "Examples" in helped.stdout
 
 

@@ -4,27 +4,20 @@ the controller's NoOpRecord heartbeats are counted rather than listed, and no Py
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 
 from .conftest import corpus_root
 
 
-def kt(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True)
-
-
-def test_every_record_type_named_and_decoded_without_python_words() -> None:
+def test_every_record_type_named_and_decoded_without_python_words(run_cli) -> None:
     real = str(corpus_root() / "real")
-    rows = [json.loads(x) for x in kt("metadata", "--all", "-f", "jsonl", real).stdout.splitlines()]
+    rows = run_cli("metadata", "--all", "-f", "jsonl", real).jsonl()
     events = [r for r in rows if r["type"] == "metadata_record"]
     names = {r["name"] for r in events}
     assert {"NoOpRecord", "RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "RegisterControllerRecord",
             "FeatureLevelRecord", "ConfigRecord", "TopicRecord"} <= names
     assert not [n for n in names if n.startswith("type ")] and all(r["decoded"] for r in events)
-    text = kt("metadata", "--all", real)
+    text = run_cli("metadata", "--all", real)
     assert text.returncode == 0
     assert not re.search(r"\bNone\b|\bTrue\b|\bFalse\b|\['", text.stdout)
     # heartbeats: one line per run, and the runs add up to every NoOpRecord

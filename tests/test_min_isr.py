@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -63,16 +61,12 @@ def metadata_log(tmp_path: Path, values: list[bytes]) -> Path:
     return part
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=120)
-
-
 def intervals(items: list) -> list[tuple]:
     return [(u.partition, u.isr, u.min_insync_replicas, u.min_isr_source, u.from_offset, u.to_offset)
             for u in items if isinstance(u, internal.UnderMinIsr)]
 
 
-def test_isr_shrink_topic_config_and_cluster_default(tmp_path: Path) -> None:
+def test_isr_shrink_topic_config_and_cluster_default(tmp_path: Path, run_cli) -> None:
     part = metadata_log(tmp_path, [
         topic_record("orders"),                                    # 0
         partition_record(0, [1, 2, 3], [1, 2, 3], 1),              # 1
@@ -98,17 +92,17 @@ def test_isr_shrink_topic_config_and_cluster_default(tmp_path: Path) -> None:
 
     props = tmp_path / "server.properties"
     props.write_text("# broker\nbroker.id=1\nmin.insync.replicas = 2\n")
-    p = run("metadata", "--under-min-isr", "-f", "jsonl", "--server-properties", str(props), str(part))
+    p = run_cli("metadata", "--under-min-isr", "-f", "jsonl", "--server-properties", str(props), str(part))
     assert p.returncode == 1, p.stderr
     rows = [json.loads(line) for line in p.stdout.splitlines()]
     assert [(r["partition"], r["from_offset"], r["to_offset"], r["from_time"], r["to_time"]) for r in rows] == [
         (0, 3, 4, T0 + 3000, T0 + 4000), (0, 5, 7, T0 + 5000, T0 + 7000), (1, 6, 7, T0 + 6000, T0 + 7000),
         (0, 9, None, T0 + 9000, None)]
     assert {r["type"] for r in rows} == {"under_min_isr"} and rows[0]["isr"] == [1] and rows[0]["replicas"] == [1, 2, 3]
-    text = run("metadata", "--min-insync-replicas", "2", str(part))
+    text = run_cli("metadata", "--min-insync-replicas", "2", str(part))
     assert text.returncode == 0 and "UNDER min ISR" in text.stdout and "back to min ISR" in text.stdout
     # A static default of 1: the ISR of 1 at offset 3 is enough; the topic's own 3 and the empty ISR are not.
-    p = run("metadata", "--under-min-isr", "-f", "jsonl", "--min-insync-replicas", "1", str(part))
+    p = run_cli("metadata", "--under-min-isr", "-f", "jsonl", "--min-insync-replicas", "1", str(part))
     assert [json.loads(line)["from_offset"] for line in p.stdout.splitlines()] == [5, 6, 9]
 
 

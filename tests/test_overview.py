@@ -4,18 +4,16 @@ partition, biggest first, with totals per topic that add the rows up; first and 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
+from .clirun import cli
 from .conftest import PROJECT_ROOT, corpus_root
 
 
 def kt(*args: str | Path) -> tuple[int, list[dict]]:
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args), "-f", "jsonl"], capture_output=True,
-                       text=True, timeout=600)
-    return p.returncode, [json.loads(line) for line in p.stdout.splitlines()]
+    p = cli(*args, "-f", "jsonl")
+    return p.returncode, p.jsonl()
 
 
 def test_overview_equals_verify_on_every_corpus_partition() -> None:
@@ -47,13 +45,12 @@ def test_overview_equals_verify_on_every_corpus_partition() -> None:
                                                                sum(m["bytes"] for m in members))
 
 
-def test_timestamps_topic_filter_and_compacted() -> None:
+def test_timestamps_topic_filter_and_compacted(run_cli) -> None:
     incident = PROJECT_ROOT / "fixtures" / "incident"
     code, rows = kt("overview", "--topic", "clicks", incident)
     (clicks,) = [r for r in rows if r["type"] == "partition_overview"]
-    records = [json.loads(x) for x in subprocess.run(
-        [sys.executable, "-m", "kafkatool", "dump", "-f", "jsonl", "-r", str(incident / "clicks-0")],
-        capture_output=True, text=True).stdout.splitlines() if '"record"' in x]
+    records = [json.loads(x) for x in run_cli("dump", "-f", "jsonl", "-r", incident / "clicks-0").stdout.splitlines()
+               if '"record"' in x]
     assert code == 0 and (clicks["first_timestamp"], clicks["last_timestamp"]) == (
         records[0]["timestamp"], max(r["timestamp"] for r in records))
     assert clicks["producers"] == 1 and not clicks["compacted"]

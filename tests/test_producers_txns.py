@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
@@ -19,15 +16,6 @@ from kafkatool.txns import committed_view
 from .conftest import corpus_root
 
 T0 = 1_700_000_000_000
-
-
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
-
-
-def jsonl(proc: subprocess.CompletedProcess) -> list[dict]:
-    return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
 def batches(dir: Path) -> list[Batch]:
@@ -83,10 +71,10 @@ def test_expired_producer_missing_from_snapshot_is_info() -> None:
     assert "producer 3000" in findings[0].message
 
 
-def test_txns_cli_matches_txnindex_and_reports_open() -> None:
-    proc = kt("txns", "-f", "jsonl", txn_partition())
+def test_txns_cli_matches_txnindex_and_reports_open(run_cli) -> None:
+    proc = run_cli("txns", "-f", "jsonl", txn_partition())
     assert proc.returncode == 1, proc.stderr  # the open transaction is a warning
-    lines = jsonl(proc)
+    lines = proc.jsonl()
     txns = [x for x in lines if x["type"] == "transaction"]
     assert len(txns) == 60
     assert {"producer_id", "producer_epoch", "first_offset", "last_offset", "outcome", "records"} <= txns[0].keys()
@@ -135,32 +123,32 @@ def test_generated_transactions_and_snapshot(tmp_path: Path) -> None:
         e.producer_id: e for e in read_producer_entries(d / f"{11:020d}.snapshot")}
 
 
-def test_dump_read_committed(tmp_path: Path) -> None:
+def test_dump_read_committed(tmp_path: Path, run_cli) -> None:
     d = txn_logdir(tmp_path / "logdir")
 
     def offsets(*extra: str) -> list[int]:
-        proc = kt("dump", "-f", "jsonl", "--records", *extra, d)
+        proc = run_cli("dump", "-f", "jsonl", "--records", *extra, d)
         assert proc.returncode == 0, proc.stderr
-        return [x["offset"] for x in jsonl(proc) if x["type"] == "record"]
+        return [x["offset"] for x in proc.jsonl() if x["type"] == "record"]
 
     assert offsets() == list(range(11))
     # the commit marker (2), the aborted 3-4 and its marker (6) are dropped; pid 3's 5 is kept; stop at LSO 7
     assert offsets("--isolation", "read_committed") == [0, 1, 5]
     view = committed_view(d)
     assert (view.lso, view.high_watermark, view.aborted) == (7, 11, {2: [(3, 6)]})
-    proc = kt("dump", "--isolation", "read_mostly", d)
+    proc = run_cli("dump", "--isolation", "read_mostly", d)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
-def test_read_committed_stops_at_high_watermark(tmp_path: Path) -> None:
+def test_read_committed_stops_at_high_watermark(tmp_path: Path, run_cli) -> None:
     root = tmp_path / "logdir"
     with LogDirWriter(root, cluster_id="c1", node_id=1) as ld:
         w = ld.partition("h", 0, b"\x02" * 16)
         for i in range(0, 6, 2):
             w.append(record_batch(i, rec(i, T0 + i), producer_id=5, producer_epoch=0, base_sequence=i))
         w.high_watermark = 4
-    proc = kt("dump", "-f", "jsonl", "--isolation", "read_committed", root / "h-0")
-    assert [x["base_offset"] for x in jsonl(proc) if x["type"] == "batch"] == [0, 2]
+    proc = run_cli("dump", "-f", "jsonl", "--isolation", "read_committed", root / "h-0")
+    assert [x["base_offset"] for x in proc.jsonl() if x["type"] == "batch"] == [0, 2]
 
 
 def write_raw_log(d: Path, parts: list[bytes]) -> Path:
@@ -174,7 +162,7 @@ def idem(offset: int, n: int, *, pid: int = 9, epoch: int = 0, seq: int, txn: bo
                         producer_epoch=epoch, base_sequence=seq, transactional=txn)
 
 
-def test_injected_idempotence_anomalies(tmp_path: Path) -> None:
+def test_injected_idempotence_anomalies(tmp_path: Path, run_cli) -> None:
     parts = [
         idem(0, 2, seq=0),              # 0-1  seq 0..1
         idem(2, 2, seq=2),              # 2-3  seq 2..3
@@ -204,9 +192,9 @@ def test_injected_idempotence_anomalies(tmp_path: Path) -> None:
     assert "offset 2" in history.findings[0].message
     assert "4..6 are missing" in history.findings[1].message
 
-    proc = kt("producers", "-f", "jsonl", d)
+    proc = run_cli("producers", "-f", "jsonl", d)
     assert proc.returncode == 1, proc.stderr
-    lines = jsonl(proc)
+    lines = proc.jsonl()
     assert [x["code"] for x in lines if x["type"] == "finding"] == [c for c, _ in got]
     producers = {x["producer_id"]: x for x in lines if x["type"] == "producer"}
     # the fenced batch at 10 (epoch 0 after 1) changes nothing: the producer stays at epoch 1, last offset 9
@@ -214,27 +202,27 @@ def test_injected_idempotence_anomalies(tmp_path: Path) -> None:
     assert producers[9]["producer_epoch"] == 1 and producers[9]["last_offset"] == 9
     assert producers[10]["ongoing_transaction"] and producers[10]["current_txn_first_offset"] == 11
 
-    txns = jsonl(kt("txns", "-f", "jsonl", d))
+    txns = run_cli("txns", "-f", "jsonl", d).jsonl()
     assert [(x["producer_id"], x["first_offset"], x["last_offset"], x["outcome"], x["records"])
             for x in txns if x["type"] == "transaction"] == [(10, 11, 12, "OPEN", 2)]
 
 
-def test_clean_log_exits_zero_and_text_output(tmp_path: Path) -> None:
+def test_clean_log_exits_zero_and_text_output(tmp_path: Path, run_cli) -> None:
     d = write_raw_log(tmp_path / "ok-0", [idem(0, 2, seq=0), idem(2, 2, seq=2)])
-    proc = kt("producers", d)
+    proc = run_cli("producers", d)
     assert proc.returncode == 0, proc.stderr
     assert "producer_id" in proc.stdout and "ERROR" not in proc.stdout
-    proc = kt("txns", d)
+    proc = run_cli("txns", d)
     assert proc.returncode == 0 and proc.stdout.strip() == ""
 
 
-def test_cli_usage_errors_and_help(tmp_path: Path) -> None:
+def test_cli_usage_errors_and_help(tmp_path: Path, run_cli) -> None:
     for cmd in ("producers", "txns"):
-        proc = kt(cmd, tmp_path / "nope")
+        proc = run_cli(cmd, tmp_path / "nope")
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-        proc = kt(cmd, "-f", "xml", tmp_path)
+        proc = run_cli(cmd, "-f", "xml", tmp_path)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
-        assert "Examples" in kt(cmd, "--help").stdout
+        assert "Examples" in run_cli(cmd, "--help").stdout
 
 
 # --- progress -------------------------------------------------------------------------------------------------

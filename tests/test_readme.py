@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from .clirun import cli
 from .conftest import PROJECT_ROOT, corpus_root
 
 README = PROJECT_ROOT / "README.md"
@@ -142,8 +143,7 @@ def test_relative_links_point_at_files_and_headings(name: str, link: str, page: 
 
 
 def help_text(*command: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "kafkatool", *command, "--help"], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=60)
+    proc = cli(*command, "--help", env={"COLUMNS": "200"}, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -18,14 +17,10 @@ import pytest
 from kafkatool.smallfiles import read_offset_index, read_time_index, read_txn_index
 from kafkatool.verify import verify_paths
 
+from .clirun import cli
 from .conftest import PROJECT_ROOT, corpus_root
 
 CASES = sorted(p.name for p in (corpus_root() / "kafka/recovery").iterdir() if p.is_dir())
-
-
-def kafkatool(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})}, cwd=PROJECT_ROOT)
 
 
 def case_json(case: str) -> dict:
@@ -49,10 +44,10 @@ def tree(root: Path) -> dict[str, str]:
 
 def assert_restores(logdir: Path, backup: Path, originals: dict[str, str]) -> None:
     """``repair --restore BACKUP --apply`` makes every file byte-identical to ``originals`` again."""
-    done = kafkatool("repair", "--restore", str(backup), "--apply")
+    done = cli("repair", "--restore", str(backup), "--apply")
     assert done.returncode == 0, done.stdout + done.stderr
     assert tree(logdir) == originals
-    again = kafkatool("repair", "--restore", str(backup))
+    again = cli("repair", "--restore", str(backup))
     assert again.returncode == 0 and "nothing to restore" in again.stdout, again.stdout + again.stderr
 
 
@@ -70,12 +65,12 @@ SWAPPED_IN = {"leftovers": "00000000000000000086"}
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_repair_matches_kafkas_recovery(case: str, tmp_path: Path) -> None:
+def test_repair_matches_kafkas_recovery(case: str, tmp_path: Path, run_cli) -> None:
     logdir = copy_before(case, tmp_path)
     backup = tmp_path / "backup"
     originals = tree(logdir)
-    result = kafkatool("repair", "--apply", "--backup-dir", str(backup), "-f", "jsonl", *repair_args(case),
-                       str(logdir / "rtopic-0"))
+    result = run_cli("repair", "--apply", "--backup-dir", str(backup), "-f", "jsonl", *repair_args(case),
+                     str(logdir / "rtopic-0"))
     assert result.returncode == 0, result.stdout + result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     summary = lines[-1]
@@ -111,17 +106,17 @@ def test_repair_matches_kafkas_recovery(case: str, tmp_path: Path) -> None:
             t for t in read_txn_index(before / f"{skip}.txnindex") if t.first_offset >= log_start]
 
     # Idempotent: nothing left to do, and the partition verifies without errors.
-    again = kafkatool("repair", *repair_args(case), str(logdir / "rtopic-0"))
+    again = run_cli("repair", *repair_args(case), str(logdir / "rtopic-0"))
     assert again.returncode == 0 and "nothing to repair" in again.stdout, again.stdout
     assert not [f for f in verify_paths([ours]) if getattr(f, "severity", None) == "error"]
     # The backup holds every original byte of what changed or went away: restoring it gives them back.
     assert_restores(logdir, backup, originals)
 
 
-def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
+def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path, run_cli) -> None:
     logdir = copy_before("crc-flip", tmp_path)
     before = tree(logdir)
-    result = kafkatool("repair", "-f", "jsonl", *repair_args("crc-flip"), str(logdir))
+    result = run_cli("repair", "-f", "jsonl", *repair_args("crc-flip"), str(logdir))
     assert result.returncode == 1, result.stderr
     assert tree(logdir) == before
     lines = [json.loads(line) for line in result.stdout.splitlines()]
@@ -131,12 +126,12 @@ def test_dry_run_changes_nothing_and_shows_the_plan(tmp_path: Path) -> None:
     assert part["type"] == "partition" and part["applied"] is False
     assert (part["leo_before"], part["leo_after"], part["bytes_removed"]) == (269, 264, 924 - 347)
     assert part["offsets_removed"] == [264, 268]
-    text = kafkatool("repair", *repair_args("crc-flip"), str(logdir))
+    text = run_cli("repair", *repair_args("crc-flip"), str(logdir))
     assert "dry run" in text.stdout and "truncate" in text.stdout
 
 
-def test_clean_partitions_need_nothing() -> None:
-    result = kafkatool("repair", str(PROJECT_ROOT / "fixtures/logdir"))
+def test_clean_partitions_need_nothing(run_cli) -> None:
+    result = run_cli("repair", str(PROJECT_ROOT / "fixtures/logdir"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("nothing to repair") == 4
 
@@ -157,7 +152,7 @@ time.sleep(60)
 
 
 @pytest.mark.parametrize("kind", ["lockf", "flock"])
-def test_apply_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path, kind: str) -> None:
+def test_apply_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path, kind: str, run_cli) -> None:
     logdir = copy_before("torn-tail", tmp_path)
     lock = logdir / ".lock"
     lock.touch()
@@ -165,17 +160,18 @@ def test_apply_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path, kind: str) -
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         before = tree(logdir)
-        result = kafkatool("repair", "--apply", *repair_args("torn-tail"), str(logdir / "rtopic-0"))
+        result = run_cli("repair", "--apply", *repair_args("torn-tail"), str(logdir / "rtopic-0"))
         assert result.returncode != 0 and ".lock" in result.stderr, result.stderr
         assert tree(logdir) == before and lock.exists()
     finally:
         holder.kill()
         holder.communicate()  # reaps it and closes the pipe
-    assert kafkatool("repair", "--apply", *repair_args("torn-tail"), str(logdir / "rtopic-0")).returncode == 0
+    assert run_cli("repair", "--apply", *repair_args("torn-tail"), str(logdir / "rtopic-0")).returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["crc-flip", "leftovers"])
-def test_killed_at_any_point_a_rerun_completes_the_repair(case: str, tmp_path: Path) -> None:
+def test_killed_at_any_point_a_rerun_completes_the_repair(case: str, tmp_path: Path, run_cli) -> None:
     """SIGKILL a real ``repair --apply`` before one of its durable steps (fsync, rename, unlink, truncate), then
     run it again: the result must be the uninterrupted repair's, and the backup must hold every original byte.
 
@@ -200,9 +196,9 @@ def test_killed_at_any_point_a_rerun_completes_the_repair(case: str, tmp_path: P
         originals = tree(logdir)
         backup = run / "backup"
         args = ["repair", "--apply", "--backup-dir", str(backup), *repair_args(case), str(logdir / "rtopic-0")]
-        crashed = kafkatool(*args, env={"KAFKATOOL_CRASH_AT": str(step)})
+        crashed = run_cli(*args, env={"KAFKATOOL_CRASH_AT": str(step)})
         assert crashed.returncode == -9, (step, crashed.stdout, crashed.stderr)
-        finished = kafkatool(*args)
+        finished = run_cli(*args)
         assert finished.returncode == 0, finished.stdout + finished.stderr
         assert tree(logdir) == expected, f"killed before step {step} of {total}"
         temporary = [p.name for p in logdir.rglob("*") if "kafkatool" in p.name]
@@ -213,14 +209,14 @@ def test_killed_at_any_point_a_rerun_completes_the_repair(case: str, tmp_path: P
     logdir = copy_before(case, tmp_path / "past")
     args = ["repair", "--apply", "--backup-dir", str(tmp_path / "past-backup"), *repair_args(case),
             str(logdir / "rtopic-0")]
-    assert kafkatool(*args, env={"KAFKATOOL_CRASH_AT": str(total + 1)}).returncode == 0
+    assert run_cli(*args, env={"KAFKATOOL_CRASH_AT": str(total + 1)}).returncode == 0
     assert tree(logdir) == expected
 
 
 # --- salvage ------------------------------------------------------------------------------------------------
 
 
-def test_salvage_keeps_the_valid_batches_after_a_cut(tmp_path: Path) -> None:
+def test_salvage_keeps_the_valid_batches_after_a_cut(tmp_path: Path, run_cli) -> None:
     logdir = copy_before("crc-flip", tmp_path)
     log = logdir / "rtopic-0/00000000000000000259.log"
     data = log.read_bytes()
@@ -231,28 +227,28 @@ def test_salvage_keeps_the_valid_batches_after_a_cut(tmp_path: Path) -> None:
         after_bad.append(data[pos:pos + size])
         pos += size
     assert after_bad
-    dry = kafkatool("repair", "--salvage", "-f", "jsonl", *repair_args("crc-flip"), str(logdir / "rtopic-0"))
+    dry = run_cli("repair", "--salvage", "-f", "jsonl", *repair_args("crc-flip"), str(logdir / "rtopic-0"))
     assert json.loads(dry.stdout.splitlines()[-1])["salvaged_batches"] == len(after_bad)
     backup = tmp_path / "backup"
-    done = kafkatool("repair", "--apply", "--salvage", "--backup-dir", str(backup), *repair_args("crc-flip"),
-                     str(logdir / "rtopic-0"))
+    done = run_cli("repair", "--apply", "--salvage", "--backup-dir", str(backup), *repair_args("crc-flip"),
+                   str(logdir / "rtopic-0"))
     assert done.returncode == 0, done.stderr
     side = backup / "salvaged/rtopic-0/00000000000000000259.log"
     assert side.read_bytes() == b"".join(after_bad)
-    assert kafkatool("verify", str(side)).returncode == 0  # a readable segment file on its own
+    assert run_cli("verify", str(side)).returncode == 0  # a readable segment file on its own
 
 
-def test_timestamped_default_backup_dir_is_beside_the_log_dir(tmp_path: Path) -> None:
+def test_timestamped_default_backup_dir_is_beside_the_log_dir(tmp_path: Path, run_cli) -> None:
     logdir = copy_before("torn-tail", tmp_path)
     start = time.time()
-    assert kafkatool("repair", "--apply", *repair_args("torn-tail"), str(logdir)).returncode == 0
+    assert run_cli("repair", "--apply", *repair_args("torn-tail"), str(logdir)).returncode == 0
     backups = [p for p in tmp_path.iterdir() if p.name.startswith("kafkatool-backup-logdir-")]
     # the segment's backup is the 39 bytes cut (846..885), not the segment
     assert len(backups) == 1 and (backups[0] / "rtopic-0/00000000000000000259.log.removed").stat().st_size == 39
     assert backups[0].stat().st_mtime >= start - 1
 
 
-def test_a_crashed_log_dir_is_repaired_partition_by_partition(tmp_path: Path) -> None:
+def test_a_crashed_log_dir_is_repaired_partition_by_partition(tmp_path: Path, run_cli) -> None:
     """The fixture log dir after a crash (no clean-shutdown marker) with one flipped byte in orders-0: only
     orders-0 loses data; every partition's recovery point moves to its log end; the other partitions' files,
     recovered from their recovery point with the topic's index interval, come out as they were."""
@@ -266,7 +262,7 @@ def test_a_crashed_log_dir_is_repaired_partition_by_partition(tmp_path: Path) ->
     log.write_bytes(bytes(data))
     untouched = {k: v for k, v in tree(logdir).items() if not k.startswith("orders-0/")
                  and k != "recovery-point-offset-checkpoint"}
-    result = kafkatool("repair", "--apply", "--index-interval-bytes", "1024", "-f", "jsonl", str(logdir))
+    result = run_cli("repair", "--apply", "--index-interval-bytes", "1024", "-f", "jsonl", str(logdir))
     assert result.returncode == 0, result.stdout + result.stderr
     parts = {Path(d["path"]).name: d for d in map(json.loads, result.stdout.splitlines()) if d["type"] == "partition"}
     assert set(parts) == {"events-0", "orders-0", "orders-1", "payments-0"}
@@ -277,7 +273,7 @@ def test_a_crashed_log_dir_is_repaired_partition_by_partition(tmp_path: Path) ->
     assert {k: after.get(k) for k in untouched} == untouched
     points = (logdir / "recovery-point-offset-checkpoint").read_text().split("\n")
     assert f"orders 0 {orders['leo_after']}" in points
-    assert kafkatool("repair", "--index-interval-bytes", "1024", str(logdir)).returncode == 0  # nothing left
+    assert run_cli("repair", "--index-interval-bytes", "1024", str(logdir)).returncode == 0  # nothing left
 
 
 def test_progress_counts_every_segment_byte_the_load_reads() -> None:
@@ -308,7 +304,7 @@ def test_every_corpus_dir_can_be_planned() -> None:
     assert planned > 600
 
 
-def test_damage_inside_a_swapped_in_segment(tmp_path: Path) -> None:
+def test_damage_inside_a_swapped_in_segment(tmp_path: Path, run_cli) -> None:
     """The operations on a segment coming from a .swap file act on its final name (the rename comes first)."""
     logdir = copy_before("leftovers", tmp_path)
     swap = logdir / "rtopic-0/00000000000000000086.log.swap"
@@ -316,19 +312,19 @@ def test_damage_inside_a_swapped_in_segment(tmp_path: Path) -> None:
     second = struct.unpack_from(">i", data, 8)[0] + 12
     data[second + 70] ^= 0xFF
     swap.write_bytes(bytes(data))
-    result = kafkatool("repair", "--apply", "-f", "jsonl", "--backup-dir", str(tmp_path / "backup"),
-                       *repair_args("leftovers"), str(logdir / "rtopic-0"))
+    result = run_cli("repair", "--apply", "-f", "jsonl", "--backup-dir", str(tmp_path / "backup"),
+                     *repair_args("leftovers"), str(logdir / "rtopic-0"))
     assert result.returncode == 0, result.stdout + result.stderr
     log = logdir / "rtopic-0/00000000000000000086.log"
     assert not swap.exists() and log.read_bytes() == bytes(data[:second])
-    assert kafkatool("repair", *repair_args("leftovers"), str(logdir / "rtopic-0")).returncode == 0
+    assert run_cli("repair", *repair_args("leftovers"), str(logdir / "rtopic-0")).returncode == 0
 
 
 # --- backups of what was removed, and restoring them -------------------------------------------------------
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_apply_from_offset_0_then_restore_gives_every_original_byte_back(case: str, tmp_path: Path) -> None:
+def test_apply_from_offset_0_then_restore_gives_every_original_byte_back(case: str, tmp_path: Path, run_cli) -> None:
     """Recovery point 0 (every segment recovered: ``LogLoader.recoverLog`` from the log start, the most a repair
     changes), then ``repair --restore``: the dry run lists the files and changes nothing, the restore makes the
     log dir byte-identical to the damaged original (cut bytes appended back, whole files copied back, files the
@@ -336,12 +332,12 @@ def test_apply_from_offset_0_then_restore_gives_every_original_byte_back(case: s
     logdir = copy_before(case, tmp_path)
     originals = tree(logdir)
     backup = tmp_path / "backup"
-    done = kafkatool("repair", "--apply", "--backup-dir", str(backup), "--index-interval-bytes", "1024",
-                     "--recovery-point", "0", str(logdir / "rtopic-0"))
+    done = run_cli("repair", "--apply", "--backup-dir", str(backup), "--index-interval-bytes", "1024",
+                   "--recovery-point", "0", str(logdir / "rtopic-0"))
     assert done.returncode == 0, done.stdout + done.stderr
     repaired = tree(logdir)
     assert repaired != originals
-    dry = kafkatool("repair", "--restore", str(backup))
+    dry = run_cli("repair", "--restore", str(backup))
     assert dry.returncode == 1 and "dry run" in dry.stdout, dry.stdout + dry.stderr
     assert tree(logdir) == repaired
     assert_restores(logdir, backup, originals)
@@ -368,7 +364,7 @@ def _torn_partition(root: Path, batches: int, torn: int) -> Path:
     return root / "t-0"
 
 
-def test_a_cut_backs_up_only_the_bytes_it_removes(tmp_path: Path) -> None:
+def test_a_cut_backs_up_only_the_bytes_it_removes(tmp_path: Path, run_cli) -> None:
     """``LogSegment.recover`` truncates the segment at its torn last batch (``truncateTo``) and trims the
     preallocated indexes (``AbstractIndex.trimToValidSize``): the backup holds the torn bytes and a manifest, not
     the segment, and no copy of the zero bytes trimmed from the indexes."""
@@ -378,7 +374,7 @@ def test_a_cut_backs_up_only_the_bytes_it_removes(tmp_path: Path) -> None:
     torn = segment.read_bytes()[-50:]
     originals = tree(tmp_path / "logdir")
     backup = tmp_path / "backup"
-    done = kafkatool("repair", "--apply", "--backup-dir", str(backup), str(part))
+    done = run_cli("repair", "--apply", "--backup-dir", str(backup), str(part))
     assert done.returncode == 0, done.stdout + done.stderr
     assert segment.stat().st_size == size - 50
     copies = {p.relative_to(backup).as_posix(): p.stat().st_size for p in backup.rglob("*") if p.is_file()}
@@ -395,13 +391,13 @@ def test_a_cut_backs_up_only_the_bytes_it_removes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["appended", "prefix", "copy"])
-def test_restore_refuses_when_a_file_changed_since_the_apply(tmp_path: Path, change: str) -> None:
+def test_restore_refuses_when_a_file_changed_since_the_apply(tmp_path: Path, change: str, run_cli) -> None:
     """A broker started after the repair appends to the cut segment (``UnifiedLog.append``): appending the cut
     bytes back would bury its batches, so the restore is refused and nothing changes. So is a segment whose kept
     prefix no longer has the recorded sha256, and a damaged backup copy."""
     part = _torn_partition(tmp_path / "logdir", 100, 30)
     backup = tmp_path / "backup"
-    assert kafkatool("repair", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
+    assert run_cli("repair", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
     segment = part / "00000000000000000000.log"
     if change == "appended":
         with open(segment, "ab") as fh:
@@ -414,24 +410,24 @@ def test_restore_refuses_when_a_file_changed_since_the_apply(tmp_path: Path, cha
         (backup / "t-0/00000000000000000000.log.removed").write_bytes(b"x" * 30)
     now = tree(tmp_path / "logdir")
     for args in (["--restore", str(backup)], ["--restore", str(backup), "--apply"]):
-        refused = kafkatool("repair", *args)
+        refused = run_cli("repair", *args)
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert ("changed since apply 1" if change != "copy" else "damaged") in refused.stderr, refused.stderr
         assert tree(tmp_path / "logdir") == now
 
 
-def test_restore_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path) -> None:
+def test_restore_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path, run_cli) -> None:
     """The broker holds ``<log dir>/.lock`` while it runs (``LogManager.lockLogDirs``): no restore under it."""
     part = _torn_partition(tmp_path / "logdir", 100, 30)
     backup = tmp_path / "backup"
-    assert kafkatool("repair", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
+    assert run_cli("repair", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
     lock = tmp_path / "logdir" / ".lock"
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), "lockf"], stdout=subprocess.PIPE,
                               text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         now = tree(tmp_path / "logdir")
-        result = kafkatool("repair", "--restore", str(backup), "--apply")
+        result = run_cli("repair", "--restore", str(backup), "--apply")
         assert result.returncode == 2 and ".lock" in result.stderr, result.stderr
         assert tree(tmp_path / "logdir") == now
     finally:

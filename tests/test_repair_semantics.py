@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,17 +23,13 @@ from kafkatool.records import ScanOptions, scan
 from kafkatool.smallfiles import read_epoch_checkpoint, read_offset_index, read_time_index, read_txn_index
 from kafkatool.verify import verify_paths
 
+from .clirun import cli
 from .conftest import PROJECT_ROOT, corpus_root
 
 CASES = sorted(p.name for p in (corpus_root() / "kafka/recovery").iterdir() if p.is_dir())
 # The swapped-in segment (kafkatool/repair.py, step 1): Kafka leaves it with the empty indexes it opened, we rebuild
 # them; and with recovery point 0 Kafka recovers it too, so only the checkpointed run is compared for it.
 SWAPPED_IN = {"leftovers": "00000000000000000086"}
-
-
-def kafkatool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=300,
-                          cwd=PROJECT_ROOT, env=os.environ.copy())
 
 
 def case_json(case: str) -> dict:
@@ -64,7 +58,7 @@ def copy_case(case: str, tmp_path: Path, mode: str) -> Path:
 
 
 def repair_jsonl(part: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
-    done = kafkatool("repair", "-f", "jsonl", "--index-interval-bytes", "1024", *extra, str(part))
+    done = cli("repair", "-f", "jsonl", "--index-interval-bytes", "1024", *extra, str(part))
     return done, [json.loads(line) for line in done.stdout.splitlines()]
 
 
@@ -278,7 +272,7 @@ def test_a_snapshot_at_the_checkpointed_log_start_does_not_seed_the_replay(tmp_p
     assert again.returncode == 0 and lines[-1]["actions"] == 0, again.stdout
 
 
-def test_the_output_says_where_the_recovery_point_came_from(tmp_path: Path) -> None:
+def test_the_output_says_where_the_recovery_point_came_from(tmp_path: Path, run_cli) -> None:
     """``LogLoader`` takes the recovery point from the log dir's ``recovery-point-offset-checkpoint`` (0 when the
     partition has no entry: every segment is recovered); ``--recovery-point`` overrides it. Text and JSONL say
     which (issue 17)."""
@@ -290,12 +284,12 @@ def test_the_output_says_where_the_recovery_point_came_from(tmp_path: Path) -> N
     ]:
         _done, lines = repair_jsonl(part, *extra)
         assert (lines[-1]["recovery_point"], lines[-1]["recovery_point_source"]) == (point, source)
-        text = kafkatool("repair", "--index-interval-bytes", "1024", *extra, str(part)).stdout
+        text = run_cli("repair", "--index-interval-bytes", "1024", *extra, str(part)).stdout
         assert words in " ".join(text.split()), text
     checkpoint.unlink()
     _done, lines = repair_jsonl(part)
     assert (lines[-1]["recovery_point"], lines[-1]["recovery_point_source"]) == (0, "none")
-    text = " ".join(kafkatool("repair", str(part)).stdout.split())
+    text = " ".join(run_cli("repair", str(part)).stdout.split())
     assert f"recovery point 0 (none found: no {checkpoint}; every segment is recovered)" in text, text
 
 

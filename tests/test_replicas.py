@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -42,11 +41,6 @@ from .conftest import corpus_root
 CASES = corpus_root() / "kafka" / "replicas"
 T0 = 1_700_000_000_000
 TOPIC_ID = bytes(range(1, 17))
-
-
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                          check=False)
 
 
 def case_names() -> list[str]:
@@ -230,7 +224,7 @@ def test_hw_rule_loses_an_acknowledged_message_that_the_epoch_rule_keeps(tmp_pat
     assert pair(part, "broker-a", "broker-b").relation in ("a-ahead", "b-ahead")  # a prefix, no divergence
 
 
-def test_divergence_stays_with_the_hw_rule_and_converges_with_the_epoch_rule(tmp_path: Path) -> None:
+def test_divergence_stays_with_the_hw_rule_and_converges_with_the_epoch_rule(tmp_path: Path, run_cli) -> None:
     """KIP-101 scenario 2. A leads in epoch 0 and writes m0, m1 (A's HW 2, B's HW 1). Both crash; B restarts first,
     keeps only m0 (its HW), leads in epoch 1 and writes m3 at offset 1. Then A comes back as a follower."""
     m = [msg(0, "m0", 0), msg(1, "m1", 0)]
@@ -260,12 +254,12 @@ def test_divergence_stays_with_the_hw_rule_and_converges_with_the_epoch_rule(tmp
         if diverges is None:
             assert d.relation == "identical"
 
-    proc = kt("truncation", "--leader", b, "--follower", a)
+    proc = run_cli("truncation", "--leader", b, "--follower", a)
     assert proc.returncode == 1 and "stays inconsistent" in proc.stdout, proc.stderr
-    assert kt("truncation", "--rule", "epoch", "--leader", b, "--follower", a).returncode == 1  # m1 is lost
+    assert run_cli("truncation", "--rule", "epoch", "--leader", b, "--follower", a).returncode == 1  # m1 is lost
 
 
-def test_unclean_election_reports_the_offsets_the_old_isr_loses(tmp_path: Path) -> None:
+def test_unclean_election_reports_the_offsets_the_old_isr_loses(tmp_path: Path, run_cli) -> None:
     """L leads epoch 0 with F in sync: offsets 0..9, HW 10. O fell out of sync at 4. L and F fail; O is elected
     (unclean), leads epoch 1 and writes 4..7. L comes back as a follower."""
     isr_log = [msg(o, f"isr-{o}", 0, n=2) for o in range(0, 10, 2)]
@@ -292,7 +286,7 @@ def test_unclean_election_reports_the_offsets_the_old_isr_loses(tmp_path: Path) 
         hw = got["hw"]  # truncates to the new leader's end, keeps its own 4..7 next to the leader's: inconsistent
         assert hw.truncate_to == 8 and hw.keeps_divergence_from == 4
 
-    proc = kt("truncation", "-f", "jsonl", "--rule", "epoch", "--leader", o, "--follower", old)
+    proc = run_cli("truncation", "-f", "jsonl", "--rule", "epoch", "--leader", o, "--follower", old)
     assert proc.returncode == 1, proc.stderr
     (line,) = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [(b["base_offset"], b["last_offset"], b["partition_leader_epoch"]) for b in line["lost"]] == [
@@ -435,7 +429,7 @@ def test_same_epoch_different_bytes_is_divergence_the_epoch_rule_cannot_see(tmp_
     assert ep.truncate_to == 2 and ep.keeps_divergence_from == 1  # same epochs: the protocol keeps offset 1
 
 
-def test_damage_ends_the_log_where_recovery_would(tmp_path: Path) -> None:
+def test_damage_ends_the_log_where_recovery_would(tmp_path: Path, run_cli) -> None:
     src = CASES / "divergent"
     for name in ("broker-2", "broker-3"):
         shutil.copytree(src / name, tmp_path / name)
@@ -455,10 +449,10 @@ def test_damage_ends_the_log_where_recovery_would(tmp_path: Path) -> None:
     assert ("crc-mismatch", victim.position) in {(f.code, f.position) for f in findings}
     d = pair(part, "broker-2", "broker-3")  # the undamaged copy just has more: no divergence
     assert d.first_divergent_offset is None and d.relation == ("a-ahead" if d.a_name == "broker-3" else "b-ahead")
-    assert kt("replicas", tmp_path).returncode == 1
+    assert run_cli("replicas", tmp_path).returncode == 1
 
 
-def test_epochs_flags_an_epoch_missing_from_the_checkpoint(tmp_path: Path) -> None:
+def test_epochs_flags_an_epoch_missing_from_the_checkpoint(tmp_path: Path, run_cli) -> None:
     logdir = broker(tmp_path, "broker-1", [msg(0, "a", 0, n=2), msg(2, "b", 2, n=2)], hw=4)
     part = logdir / "orders-0"
     (part / "leader-epoch-checkpoint").write_bytes(build_epoch_checkpoint([(0, 0)]))
@@ -471,7 +465,7 @@ def test_epochs_flags_an_epoch_missing_from_the_checkpoint(tmp_path: Path) -> No
     (logdir / ".kafka_cleanshutdown").unlink()
     (history,) = [x for x in epoch_history([part]) if isinstance(x, EpochHistory)]
     assert history.cache == ((0, 0), (2, 2))  # unclean: recovery re-reads the batches and assigns their epochs
-    proc = kt("epochs", part)
+    proc = run_cli("epochs", part)
     assert proc.returncode == 1 and "missing from checkpoint" in proc.stdout, proc.stderr
 
 
@@ -482,10 +476,10 @@ REPLICA_KEYS = {"type", "path", "topic", "partition", "log_start_offset", "leo",
 TRUNCATION_KEYS = {"type", "rule", "truncate_to", "follower_leo", "lost"}
 
 
-def test_cli_replicas_jsonl_contract_and_exit_codes() -> None:
+def test_cli_replicas_jsonl_contract_and_exit_codes(run_cli) -> None:
     c = load("divergent")
     args = [a for name in c["isr"] for a in ("--isr", name)]
-    proc = kt("replicas", "-f", "jsonl", *args, CASES / "divergent")
+    proc = run_cli("replicas", "-f", "jsonl", *args, CASES / "divergent")
     assert proc.returncode == 1, proc.stderr  # broker-1 diverges
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     replicas = [x for x in lines if x["type"] == "replica"]
@@ -495,30 +489,30 @@ def test_cli_replicas_jsonl_contract_and_exit_codes() -> None:
     assert {"a", "b", "first_divergent_offset"} <= set(part["divergence"][0])
     # after the partition: the unclean election of the replica outside the ISR
     assert [x["candidate"] for x in lines[lines.index(part) + 1:]] == ["broker-1"]
-    text = kt("replicas", CASES / "in-sync" / "broker-1", CASES / "in-sync" / "broker-2" / "orders-0")
+    text = run_cli("replicas", CASES / "in-sync" / "broker-1", CASES / "in-sync" / "broker-2" / "orders-0")
     assert text.returncode == 0 and "ISR high watermark 60" in text.stdout, text.stderr
 
 
-def test_cli_truncation_and_epochs() -> None:
-    proc = kt("truncation", "-f", "jsonl", "--leader", CASES / "hw-loss" / "broker-1", "--follower",
-              CASES / "hw-loss" / "broker-2")
+def test_cli_truncation_and_epochs(run_cli) -> None:
+    proc = run_cli("truncation", "-f", "jsonl", "--leader", CASES / "hw-loss" / "broker-1", "--follower",
+                   CASES / "hw-loss" / "broker-2")
     assert proc.returncode == 0, proc.stderr  # the HW rule drops 45..49, but the leader has them
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [x["rule"] for x in lines] == ["epoch", "hw"] and all(TRUNCATION_KEYS <= set(x) for x in lines)
     assert {k for x in lines for b in x["lost"] for k in b} >= {"base_offset", "last_offset", "partition_leader_epoch"}
-    assert kt("epochs", CASES / "divergent" / "broker-2" / "orders-0").returncode == 0
+    assert run_cli("epochs", CASES / "divergent" / "broker-2" / "orders-0").returncode == 0
 
 
-def test_cli_usage_errors_and_help() -> None:
+def test_cli_usage_errors_and_help(run_cli) -> None:
     one = CASES / "in-sync" / "broker-1"
-    assert kt("replicas", one).returncode == 2  # one replica: nothing to compare
-    assert kt("replicas", "--isr", "broker-9", CASES / "in-sync").returncode == 2
-    assert kt("truncation", "--leader", one, "--follower", one).returncode == 2
+    assert run_cli("replicas", one).returncode == 2  # one replica: nothing to compare
+    assert run_cli("replicas", "--isr", "broker-9", CASES / "in-sync").returncode == 2
+    assert run_cli("truncation", "--leader", one, "--follower", one).returncode == 2
     other = CASES / "in-sync" / "broker-2"
-    assert kt("truncation", "--rule", "x", "--leader", one, "--follower", other).returncode == 2
-    assert kt("epochs", "/no/such/dir").returncode == 2
+    assert run_cli("truncation", "--rule", "x", "--leader", one, "--follower", other).returncode == 2
+    assert run_cli("epochs", "/no/such/dir").returncode == 2
     for cmd in ("replicas", "truncation", "epochs"):
-        proc = kt(cmd, "--help")
+        proc = run_cli(cmd, "--help")
         assert proc.returncode == 0 and "Examples" in proc.stdout
 
 
@@ -552,7 +546,7 @@ def no_errors(path: Path) -> bool:
 
 
 @pytest.mark.parametrize("rule", ["epoch", "hw"])
-def test_apply_truncates_the_follower_to_the_rules_offset(tmp_path: Path, rule: str) -> None:
+def test_apply_truncates_the_follower_to_the_rules_offset(tmp_path: Path, rule: str, run_cli) -> None:
     """divergent: broker-1 follows broker-2. Applied, the follower's log is its old log's first bytes up to the first
     discarded batch, its indexes the entries below the cut, the backup has the originals, and nothing is left to
     do; the expected offsets come from case.json."""
@@ -566,8 +560,8 @@ def test_apply_truncates_the_follower_to_the_rules_offset(tmp_path: Path, rule: 
     original_time = read_time_index(seg.with_suffix(".timeindex"))
     cut = next(b.position for b in batches_of(seg.with_suffix(".log")) if b.last_offset >= want)
 
-    proc = kt("truncation", "-f", "jsonl", "--rule", rule, "--apply", "--backup-dir", backup, "--leader", leader,
-              "--follower", follower)
+    proc = run_cli("truncation", "-f", "jsonl", "--rule", rule, "--apply", "--backup-dir", backup, "--leader", leader,
+                   "--follower", follower)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (line,) = [json.loads(x) for x in proc.stdout.splitlines()]
     assert TRUNCATION_KEYS <= set(line) and line["type"] == "truncation" and line["rule"] == rule
@@ -598,27 +592,27 @@ def test_apply_truncates_the_follower_to_the_rules_offset(tmp_path: Path, rule: 
 
     again = truncate(leader, follower, rules=(rule,))[rule]  # idempotent: nothing left to do
     assert again.truncate_to == again.follower_leo == want and again.plan is not None and not again.plan.changes
-    rerun = kt("truncation", "-f", "jsonl", "--rule", rule, "--apply", "--backup-dir", backup, "--leader", leader,
-               "--follower", follower)
+    rerun = run_cli("truncation", "-f", "jsonl", "--rule", rule, "--apply", "--backup-dir", backup, "--leader", leader,
+                    "--follower", follower)
     assert rerun.returncode == 0 and json.loads(rerun.stdout)["applied"] is False, rerun.stderr
     assert tree(follower) == after
     # ... and the backup gives every original byte back
-    assert kt("repair", "--restore", backup, "--apply").returncode == 0
+    assert run_cli("repair", "--restore", backup, "--apply").returncode == 0
     assert tree(follower) == original
 
 
-def test_apply_text_output_and_dry_run_change_nothing(tmp_path: Path) -> None:
+def test_apply_text_output_and_dry_run_change_nothing(tmp_path: Path, run_cli) -> None:
     root = copy_brokers(tmp_path, "broker-1", "broker-2")
     before = tree(root)
     args = ("--leader", root / "broker-2" / "orders-0", "--follower", root / "broker-1" / "orders-0")
-    dry = kt("truncation", "--rule", "epoch", *args)
+    dry = run_cli("truncation", "--rule", "epoch", *args)
     assert dry.returncode == 1 and "plan (not applied)" in dry.stdout, dry.stderr  # 40..44 lost: acknowledged
-    assert kt("truncation", *args).returncode == 1
+    assert run_cli("truncation", *args).returncode == 1
     for bad in (("--apply",), ("--apply", "--rule", "both")):
-        proc = kt("truncation", *bad, *args)
+        proc = run_cli("truncation", *bad, *args)
         assert proc.returncode == 2 and "--rule" in proc.stderr, (bad, proc.stderr)
     assert tree(root) == before
-    done = kt("truncation", "--rule", "hw", "--apply", "--backup-dir", tmp_path / "bk", *args)
+    done = run_cli("truncation", "--rule", "hw", "--apply", "--backup-dir", tmp_path / "bk", *args)
     assert done.returncode == 0, done.stderr
     assert f"applied (originals in {tmp_path / 'bk'})" in done.stdout and "plan (not applied)" not in done.stdout
 
@@ -632,7 +626,7 @@ time.sleep(60)
 """
 
 
-def test_apply_refuses_a_follower_whose_lock_is_held(tmp_path: Path) -> None:
+def test_apply_refuses_a_follower_whose_lock_is_held(tmp_path: Path, run_cli) -> None:
     root = copy_brokers(tmp_path, "broker-1", "broker-2")
     lock = root / "broker-1" / ".lock"
     lock.touch()
@@ -642,16 +636,17 @@ def test_apply_refuses_a_follower_whose_lock_is_held(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         before = tree(root)
-        proc = kt(*args)
+        proc = run_cli(*args)
         assert proc.returncode == 2 and ".lock" in proc.stderr, proc.stderr
         assert tree(root) == before and lock.exists() and not (tmp_path / "bk").exists()
     finally:
         holder.kill()
         holder.communicate()
-    assert kt(*args).returncode == 0
+    assert run_cli(*args).returncode == 0
 
 
-def test_apply_killed_at_any_point_completes_when_run_again(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_apply_killed_at_any_point_completes_when_run_again(tmp_path: Path, run_cli) -> None:
     """SIGKILL a real ``truncation --apply`` before one of its durable steps (counted on an uninterrupted run; a
     spread of them), then run it again: the follower must end as the uninterrupted apply left it, with every
     original byte in the backup and no temporary file left."""
@@ -672,8 +667,7 @@ def test_apply_killed_at_any_point_completes_when_run_again(tmp_path: Path) -> N
         originals = tree(follower)
         args = ("truncation", "--rule", "epoch", "--apply", "--backup-dir", backup, "--leader", run / "broker-2",
                 "--follower", follower)
-        crashed = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                                 env={**os.environ, "KAFKATOOL_CRASH_AT": str(step)}, check=False)
+        crashed = run_cli(*args, env={"KAFKATOOL_CRASH_AT": str(step)})
         assert crashed.returncode == -9, (step, crashed.stdout, crashed.stderr)
         finished = list(apply_truncations(run / "broker-2", follower, rule="epoch", backup_dir=backup))
         assert not [f for f in finished if isinstance(f, Finding) and f.severity == "error"], step
@@ -684,7 +678,7 @@ def test_apply_killed_at_any_point_completes_when_run_again(tmp_path: Path) -> N
         shutil.rmtree(run)
 
 
-def test_apply_refuses_a_damaged_follower(tmp_path: Path) -> None:
+def test_apply_refuses_a_damaged_follower(tmp_path: Path, run_cli) -> None:
     root = copy_brokers(tmp_path, "broker-1", "broker-2")
     log = root / "broker-1" / "orders-0" / "00000000000000000000.log"
     victim = batches_of(log)[2]
@@ -692,8 +686,8 @@ def test_apply_refuses_a_damaged_follower(tmp_path: Path) -> None:
     data[victim.position + victim.size - 1] ^= 0xFF
     log.write_bytes(bytes(data))
     before = tree(root)
-    proc = kt("truncation", "-f", "jsonl", "--rule", "epoch", "--apply", "--backup-dir", tmp_path / "bk", "--leader",
-              root / "broker-2", "--follower", root / "broker-1")
+    proc = run_cli("truncation", "-f", "jsonl", "--rule", "epoch", "--apply", "--backup-dir", tmp_path / "bk",
+                   "--leader", root / "broker-2", "--follower", root / "broker-1")
     assert proc.returncode == 1, proc.stderr
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     assert "truncation-not-applied" in {x.get("code") for x in lines} and lines[-1]["applied"] is False
@@ -845,7 +839,7 @@ def live_leader(root: Path, name: str, batches: list[Msg], hw: int, epoch: int) 
     return root / name
 
 
-def test_a_live_leaders_entry_at_its_log_end_answers_an_epoch_it_never_wrote(tmp_path: Path) -> None:
+def test_a_live_leaders_entry_at_its_log_end_answers_an_epoch_it_never_wrote(tmp_path: Path, run_cli) -> None:
     """KIP-279. L and F share epoch 0 (0..9) and epoch 1 (10..14). F then led epoch 2 and wrote 15..19, which
     nobody replicated; L became leader of epoch 3 at its log end 15 and has written nothing since. F restarts (HW
     checkpoint 12) and asks for its latest epoch, 2. L's cache holds (3, 15) (``Partition.makeLeader``), so
@@ -870,7 +864,7 @@ def test_a_live_leaders_entry_at_its_log_end_answers_an_epoch_it_never_wrote(tmp
     assert states["broker-l"].epochs == ((0, 0), (1, 10))
     assert pair(part, "broker-l", "broker-f").relation == "b-ahead"  # F's extra batches, no divergence below 15
 
-    proc = kt("truncation", "-f", "jsonl", "--rule", "epoch", "--leader", leader, "--follower", follower)
+    proc = run_cli("truncation", "-f", "jsonl", "--rule", "epoch", "--leader", leader, "--follower", follower)
     assert proc.returncode == 1, proc.stderr  # F's epoch-2 batches exist nowhere else: data lost
     (line,) = [json.loads(x) for x in proc.stdout.splitlines()]
     assert line["truncate_to"] == 15 and line["steps"] == ep.steps

@@ -304,6 +304,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes
     return expected, steps
 
 
+@pytest.mark.slow
 def test_killed_before_any_durable_step_resume_completes_the_apply(
         tmp_path: Path, reference: tuple[dict[str, bytes], int]) -> None:
     expected, steps = reference
@@ -373,6 +374,7 @@ def test_resume_refuses_damaged_staged_content(tmp_path: Path, reference: tuple[
     assert (trial / "root" / JOURNAL_NAME).exists()
 
 
+@pytest.mark.slow
 def test_a_restore_killed_at_any_step_completes_when_run_again(tmp_path: Path,
                                                                reference: tuple[dict[str, bytes], int]) -> None:
     """Kill ``restore(apply=True)`` before each of its durable steps, run it again: the originals, exactly."""

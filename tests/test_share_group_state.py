@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,10 +26,6 @@ from .conftest import PROJECT_ROOT
 INCIDENT = PROJECT_ROOT / "fixtures" / "incident"
 TOPIC_ID = base64.urlsafe_b64decode("Uj5wn_FqTXirEASvVZRY1w==")
 NO_TAGS = {"count": 0, "fields": []}
-
-
-def kt(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True)
 
 
 def _s(v: str) -> dict:
@@ -158,7 +152,7 @@ def test_undecodable_records_say_why() -> None:
         assert fields is None and error, cut
 
 
-def test_cli_decodes_a_written_partition_and_auto_picks_it(tmp_path: Path) -> None:
+def test_cli_decodes_a_written_partition_and_auto_picks_it(tmp_path: Path, run_cli) -> None:
     """``dump --decode auto`` picks the share-group state decoder for ``__share_group_state-N`` (its topic name, as
     ``kafka-dump-log --share-group-state-decoder`` is chosen by hand); JSONL carries ``decoded``, text a readable
     line, a record that does not decode its reason; other topics stay undecoded."""
@@ -173,7 +167,7 @@ def test_cli_decodes_a_written_partition_and_auto_picks_it(tmp_path: Path) -> No
                                   RecordSpec(bytes.fromhex("0009"), b"\x00\x00", 2000),
                                   RecordSpec(SNAPSHOT_KEY, None, 2001)]))
     part = tmp_path / "logdir" / "__share_group_state-7"
-    p = kt("dump", "-f", "jsonl", "--decode", "auto", part)
+    p = run_cli("dump", "-f", "jsonl", "--decode", "auto", part)
     assert p.returncode == 0, p.stderr
     recs = [json.loads(x) for x in p.stdout.splitlines() if json.loads(x)["type"] == "record"]
     assert [r["offset"] for r in recs] == [0, 1, 2, 3]
@@ -184,16 +178,16 @@ def test_cli_decodes_a_written_partition_and_auto_picks_it(tmp_path: Path) -> No
                                                     "delivery_state": "Archived", "delivery_count": 3}]
     assert recs[2]["decode_error"] == "unknown record type 9 (0 ShareSnapshot, 1 ShareUpdate)"
     assert recs[3]["decoded"]["tombstone"] is True
-    text = kt("dump", "--decode", "share-group-state", part).stdout
+    text = run_cli("dump", "--decode", "share-group-state", part).stdout
     assert "kind=share_snapshot" in text and "delivery_state=Acked" in text
     assert "topic_id=Uj5wn_FqTXirEASvVZRY1w" in text
     assert "not decoded: unknown record type 9" in text
     assert "None" not in text and "True" not in text and "Traceback" not in text
 
 
-def test_incident_share_group_state() -> None:
+def test_incident_share_group_state(run_cli) -> None:
     """The incident fixture's share group ``audit`` (fixtures/generate.py ``share_group_state``), through auto."""
-    p = kt("dump", "-f", "jsonl", "--decode", "auto", INCIDENT / "__share_group_state-0")
+    p = run_cli("dump", "-f", "jsonl", "--decode", "auto", INCIDENT / "__share_group_state-0")
     recs = [json.loads(x) for x in p.stdout.splitlines() if '"record"' in x]
     assert p.returncode == 0 and all(r.get("decode_error") is None for r in recs)
     assert [(r["decoded"]["kind"], r["decoded"]["group"], r["decoded"]["start_offset"]) for r in recs] == [

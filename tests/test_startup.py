@@ -107,12 +107,11 @@ def test_one_segment_read_in_pure_python_imports_no_construct() -> None:
     assert heavy(modules, SEGMENT_HEAVY) == []
 
 
-def test_option_values_are_converted_without_pydantic() -> None:
+def test_option_values_are_converted_without_pydantic(run_cli) -> None:
     """Integers with a lower bound, paths and lists of them are checked as typer would (exit 2, one message),
     without the pydantic TypeAdapter typer 0.29 builds for them."""
     for value, message in (("x", "'x' is not a valid integer."), ("0", "0 is not in the range x>=1.")):
-        p = subprocess.run([sys.executable, "-m", "kafkatool", "verify", "--jobs", value, SEGMENT],
-                           capture_output=True, text=True)
+        p = run_cli("verify", "--jobs", value, SEGMENT)
         assert p.returncode == 2 and message in p.stderr, p.stderr
     assert heavy(imported_by("verify", "--jobs", "2", "--max-findings", "3", SEGMENT), HEAVY) == []
 

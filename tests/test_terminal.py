@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from .clirun import cli
 from .conftest import PROJECT_ROOT, corpus_root
 
 CASE = str(corpus_root() / "kafka" / "recovery" / "crc-flip" / "before")
@@ -21,9 +20,8 @@ def on_a_terminal(*args: str, env: dict[str, str], stdout: object = None, code: 
     (1 by default: the CRC error of CASE)."""
     leader, follower = os.openpty()
     try:
-        proc = subprocess.run([sys.executable, "-m", "kafkatool", *args], stdout=stdout or follower, stderr=follower,
-                              env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "COLUMNS": "200",
-                                   "TERM": "xterm-256color", **env}, timeout=120)
+        proc = cli(*args, stdout=stdout or follower, stderr=follower,
+                   env={"NO_COLOR": None, "COLUMNS": "200", "TERM": "xterm-256color", **env})
         os.close(follower)
         out = b""
         while True:
@@ -100,27 +98,26 @@ def test_no_color_means_no_escape_codes() -> None:
     assert b"\x1b[" not in on_a_terminal("verify", CASE, env={"NO_COLOR": "1"})
 
 
-def test_tables_have_no_trailing_spaces() -> None:
+def test_tables_have_no_trailing_spaces(run_cli) -> None:
     for args in (["verify", CASE], ["producers", CASE], ["txns", CASE],
                  ["offsets", str(PROJECT_ROOT / "fixtures" / "incident")]):
-        out = subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True).stdout
+        out = run_cli(*args).stdout
         assert out.strip() and [line for line in out.splitlines() if line != line.rstrip()] == [], args
 
 
-def test_findings_and_tables_speak_kafka_not_python() -> None:
+def test_findings_and_tables_speak_kafka_not_python(run_cli) -> None:
     """No ``None``, ``True``/``False`` or Python list spelling in what verify, producers and txns print on the
     corpus (a finding once said ``offsets None..88`` for a transaction begun before the log start)."""
     import re
 
     roots = [str(corpus_root() / "kafka"), str(corpus_root() / "real")]
     for command in ("verify", "producers", "txns"):
-        out = subprocess.run([sys.executable, "-m", "kafkatool", command, *roots], capture_output=True,
-                             text=True).stdout
+        out = run_cli(command, *roots).stdout
         assert out and not re.search(r"\bNone\b|\bTrue\b|\bFalse\b|\['", out), (command, re.findall(
             r".*(?:\bNone\b|\bTrue\b|\bFalse\b|\[').*", out)[:3])
 
 
-def test_delivery_counts_sink_rows_on_a_terminal(tmp_path) -> None:
+def test_delivery_counts_sink_rows_on_a_terminal(tmp_path, run_cli) -> None:
     """Millions of sink rows take a while: on a terminal (stdout redirected) a running count of rows is shown on
     stderr, and the result on stdout is unchanged."""
     sink = tmp_path / "sink.csv"
@@ -128,9 +125,8 @@ def test_delivery_counts_sink_rows_on_a_terminal(tmp_path) -> None:
     leader, follower = os.openpty()
     out = tmp_path / "out.jsonl"
     with open(out, "w") as fh:
-        proc = subprocess.run([sys.executable, "-m", "kafkatool", "delivery", "-f", "jsonl", "--sink", str(sink),
-                               str(PROJECT_ROOT / "fixtures" / "logdir")], stdout=fh, stderr=follower,
-                              env={**os.environ, "TERM": "xterm-256color"}, timeout=300)
+        proc = run_cli("delivery", "-f", "jsonl", "--sink", sink, PROJECT_ROOT / "fixtures" / "logdir", stdout=fh,
+                       stderr=follower, env={"TERM": "xterm-256color"})
     os.close(follower)
     err = b""
     while True:
@@ -189,7 +185,7 @@ BYTES = re.compile(rb"[\d.]+/[\d.]+ (?:bytes|kB|MB)")  # the bar's DownloadColum
 
 
 @pytest.mark.parametrize(("args", "code"), READING, ids=[args[0] for args, _code in READING])
-def test_reading_commands_show_progress_while_they_read(args: list[str], code: int, tmp_path) -> None:
+def test_reading_commands_show_progress_while_they_read(args: list[str], code: int, tmp_path, run_cli) -> None:
     """A byte bar on stderr while the command reads, gone at the end; stdout (a file here) exactly what it is
     without a terminal, the exit code too: progress never goes to stdout and changes nothing."""
     label = args[0].encode()
@@ -200,6 +196,6 @@ def test_reading_commands_show_progress_while_they_read(args: list[str], code: i
     with open(tmp_path / "out.txt", "w") as fh:
         err = on_a_terminal(*args, env={}, stdout=fh, code=code)
     assert label + b" \x1b[" in err and BYTES.search(err)
-    piped = subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=120)
+    piped = run_cli(*args)
     assert piped.returncode == code and piped.stderr == ""
     assert (tmp_path / "out.txt").read_text() == piped.stdout

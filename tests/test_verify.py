@@ -7,8 +7,6 @@ import json
 import os
 import shutil
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -424,12 +422,8 @@ def test_single_files(logdir: Path) -> None:
 # --- the command ------------------------------------------------------------------------------------------
 
 
-def kafkatool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True, timeout=300)
-
-
-def test_cli_jsonl_contract_and_exit_codes() -> None:
-    result = kafkatool("verify", "--format", "jsonl", str(corpus_root() / "kafka/recovery/crc-flip/before"))
+def test_cli_jsonl_contract_and_exit_codes(run_cli) -> None:
+    result = run_cli("verify", "--format", "jsonl", str(corpus_root() / "kafka/recovery/crc-flip/before"))
     assert result.returncode == 1, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     finding = next(d for d in lines if d["type"] == "finding" and d["code"] == "crc-mismatch")
@@ -441,15 +435,15 @@ def test_cli_jsonl_contract_and_exit_codes() -> None:
     assert (part["log_end_offset"], part["on_disk_end_offset"], part["segments"]) == (264, 269, 4)
 
 
-def test_cli_text_table_and_fail_on() -> None:
-    clean = kafkatool("verify", str(FIXTURES))
+def test_cli_text_table_and_fail_on(run_cli) -> None:
+    clean = run_cli("verify", str(FIXTURES))
     assert clean.returncode == 0, clean.stderr
     assert "payments-0" in clean.stdout and "clean" in clean.stdout
     zero = str(corpus_root() / "kafka/recovery/zero-tail/before")
-    assert kafkatool("verify", zero).returncode == 0                       # a warning is not an error
-    assert kafkatool("verify", "--fail-on", "warning", zero).returncode == 1
-    assert kafkatool("verify", "--fail-on", "fatal", zero).returncode == 2
-    assert kafkatool("verify", "/nonexistent/dir").returncode == 2
+    assert run_cli("verify", zero).returncode == 0                       # a warning is not an error
+    assert run_cli("verify", "--fail-on", "warning", zero).returncode == 1
+    assert run_cli("verify", "--fail-on", "fatal", zero).returncode == 2
+    assert run_cli("verify", "/nonexistent/dir").returncode == 2
 
 
 def test_bulk_index_loader_agrees_with_the_construct_reader() -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from importlib.metadata import version
 
 
-def test_version() -> None:
-    p = subprocess.run([sys.executable, "-m", "kafkatool", "--version"], capture_output=True, text=True)
+def test_version(run_cli) -> None:
+    p = run_cli("--version")
     assert p.returncode == 0 and p.stdout == f"kafkatool {version('kafkatool')}\n" and p.stderr == ""
