@@ -650,7 +650,10 @@ class PartitionLoad:
                 if b.__class__ is not Finding or not kept:
                     continue  # past the cut: the cut's finding stands for what follows
                 f: Finding = b
-                if recovering and f.severity == "error" and f.code != "crc-mismatch":
+                # LogSegment.recover cuts at an invalid batch, and at a zero-filled tail (a warning: nothing was
+                # written there, but the log ends there all the same)
+                cuts = f.severity == "error" or f.code == "zero-filled-tail"
+                if recovering and cuts and f.code != "crc-mismatch":
                     kept = False
                     at = f.position if f.position is not None else valid_bytes
                     loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, at, next_offset, ends_log, f))
@@ -672,11 +675,11 @@ class PartitionLoad:
                 kept = False
                 seg.dropped_batches = 1
                 seg.first_dropped, seg.last_dropped = (b[1], last) if fits else (None, None)
-                finding = Finding("error", "crc-mismatch", display, b[0],
+                invalid = Finding("error", "crc-mismatch", display, b[0],
                                   f"batch at offsets {b[1]}..{last}: stored CRC32C {b[5]} does not match its "
                                   "contents; recovery cuts the segment here")
                 loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
-                                               finding))
+                                               invalid))
                 continue
             if not fits:
                 # LogSegment.recover, after ensureValid: ensureOffsetInRange throws; the broker would split the segment
@@ -687,10 +690,10 @@ class PartitionLoad:
                 if recovering:
                     kept = False
                     seg.dropped_batches, seg.first_dropped, seg.last_dropped = 1, None, None
-                    finding = Finding("error", code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; "
+                    invalid = Finding("error", code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; "
                                       "recovery cuts the segment here")
                     loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
-                                                   finding))
+                                                   invalid))
                 elif not misfit_seen:
                     misfit_seen = True
                     loaded.findings.append(Finding(

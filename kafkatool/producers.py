@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .filetypes import FileKind, classify
+from .findings import finding
 from .loader import LoadedPartition, latest_snapshot, load_partition, segment_bytes, segment_items
 from .logdir import LogDir
 from .model import NO_MARKERS, Batch, Finding, Marker, Stretch
@@ -263,8 +264,8 @@ class _Replay:
         self.chains: dict[tuple[int, int], tuple[list[int], list[_Chain]]] = {}
         self.top: dict[tuple[int, int], int] = {}  # (pid, epoch) -> the highest sequence remembered
 
-    def find(self, severity: str, code: str, path: str, batch: Batch, message: str) -> None:
-        self.history.findings.append(Finding(severity, code, path, batch.position, message))  # type: ignore[arg-type]
+    def find(self, code: str, path: str, batch: Batch, message: str) -> None:
+        self.history.findings.append(finding(code, path, batch.position, message))
 
     def load(self, entries: list[ProducerEntry]) -> None:
         self.state = ProducerReplay(entries)

@@ -689,9 +689,9 @@ def decode_records(
         columns = core.decode_v2(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None)
         if columns is not None:
             return _columns_to_records(columns), _NO_FINDINGS
-    records, pos, finding = _v2_records(batch, data, pos, batch[12], 0, path)
-    if finding is not None:
-        return records, [finding]
+    records, pos, bad = _v2_records(batch, data, pos, batch[12], 0, path)
+    if bad is not None:
+        return records, [bad]
     if pos != len(data):
         return records, [_trailing_bytes(batch, path, len(data) - pos)]
     return records, _NO_FINDINGS
@@ -1084,7 +1084,7 @@ def _legacy_inner(
         if count == RECORD_CHUNK:
             rest = q
     if q != n:
-        findings.append(Finding("warning", "records-trailing-bytes", path, position,
+        findings.append(Finding("warning", "wrapper-trailing-bytes", path, position,
                                 f"{n - q} bytes after the last whole inner message of the wrapper"))
     if not count:
         return 0, 0, 0, iter(([],))

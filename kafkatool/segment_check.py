@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from .filetypes import FileKind, open_regular
+from .findings import finding
 from .model import (
     EVENT_BEGINS,
     EVENT_CONTROL,
@@ -69,13 +70,6 @@ TXN_MARKERS = ("ABORT", "COMMIT")
 KRAFT_CONTROL = ("LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS")
 
 # Findings the scanner reports as errors that verify judges differently.
-_SEVERITY_OVERRIDES = {
-    # Nothing was written there: a preallocated file (log.preallocate) or a crash after extending it.
-    # The broker's recovery truncates it; no record is lost.
-    "zero-filled-tail": "warning",
-}
-
-
 class CheckOptions(NamedTuple):
     """How segments are checked: ``verify``'s options that reach each segment."""
 
@@ -180,9 +174,6 @@ class _Sink:
         self.first: dict[tuple[str, str], Finding] = {}
 
     def add(self, f: Finding) -> None:
-        severity = _SEVERITY_OVERRIDES.get(f.code)
-        if severity is not None and severity != f.severity:
-            f = Finding(severity, f.code, f.path, f.position, f.message)  # type: ignore[arg-type]
         key = (f.path, f.code)
         n = self.counts[key] = self.counts[key] + 1
         if n <= self.cap:
@@ -190,13 +181,13 @@ class _Sink:
         elif n == self.cap + 1:
             self.first[key] = f
 
-    def __call__(self, severity: str, code: str, path: str, position: int | None, message: str) -> None:
-        self.add(Finding(severity, code, path, position, message))  # type: ignore[arg-type]
+    def __call__(self, code: str, path: str, position: int | None, message: str) -> None:
+        self.add(finding(code, path, position, message))
 
     def close(self) -> None:
         for (path, code), f in self.first.items():
             more = self.counts[(path, code)] - self.cap
-            self.out.append(Finding(f.severity, code, path, f.position,
+            self.out.append(finding(code, path, f.position,
                                     f"... and {more} more {code} findings in this file, from here on "
                                     f"(--max-findings {self.cap})"))
 
@@ -361,7 +352,7 @@ def _untrimmed(sink: _Sink, path: str, used: int, slots: int, active: bool, what
              f"{what} uses {used} of {slots} preallocated slots: the active segment was not closed (broker "
              "running, or not shut down cleanly); the broker rebuilds it when it recovers the segment")
     else:
-        sink("warning", "index-preallocated", path, None,
+        sink("warning", "index-preallocated-rolled", path, None,
              f"{what} of a rolled segment uses {used} of {slots} preallocated slots: it was never trimmed "
              "(crash right after a roll?); the broker reads the zero slots as entries unless it recovers "
              "this segment")
@@ -802,14 +793,17 @@ _MISSING_COSTS = {
 }
 
 
+_MISSING = {"index": ("index-missing-large", "index-missing"),  # by "small": below one index interval
+             "timeindex": ("timeindex-missing-large", "timeindex-missing")}
+
+
 def _missing(task, options, report, sink, ext: str) -> IndexVerdict | None:
     """A missing index of a segment holding batches. It costs a segment recovery at start-up; below one index
     interval the rebuilt one would be empty anyway (info)."""
     if not report.batches:
         return None
-    severity = "info" if report.valid_end <= options.index_interval_bytes else "warning"
-    sink(severity, f"{ext}-missing", _sibling(task.log, ext), None,
-         f"no .{ext} for this segment: {_MISSING_COSTS[ext]}")
+    small = report.valid_end <= options.index_interval_bytes
+    sink(_MISSING[ext][small], _sibling(task.log, ext), None, f"no .{ext} for this segment: {_MISSING_COSTS[ext]}")
     return IndexVerdict("missing")
 
 

@@ -533,7 +533,7 @@ def truncation_bytes(leader: str | Path, follower: str | Path, *, topic: str | N
 def _refusal(leader: Replica, follower: Replica) -> str | None:
     """Why the follower's dir must not be truncated as planned, if it must not."""
     for who, r in (("the follower", follower), ("the leader", leader)):
-        damage = next((f for f in r.findings if f.severity == "error"), None)
+        damage = next((f for f in r.findings if f.severity == "error" or f.code == "zero-filled-tail"), None)
         if damage is not None:
             where = f" at byte {damage.position}" if damage.position is not None else ""
             return (f"{who}'s {r.path} has an error ({damage.code} in {damage.path}{where}): the truncation offset "

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
+from .findings import finding
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
@@ -52,11 +53,16 @@ _CHECKPOINTS = {
     "log-start-offset-checkpoint": "log start offset",
     "cleaner-offset-checkpoint": "cleaner offset",
 }
-_SHORT = {
-    "replication-offset-checkpoint": "high-watermark",
-    "recovery-point-offset-checkpoint": "recovery-point",
-    "log-start-offset-checkpoint": "log-start",
-    "cleaner-offset-checkpoint": "cleaner-offset",
+_BEYOND = {  # the code of a checkpoint's value beyond the log end
+    "replication-offset-checkpoint": "high-watermark-beyond-log-end",
+    "recovery-point-offset-checkpoint": "recovery-point-beyond-log-end",
+    "log-start-offset-checkpoint": "log-start-beyond-log-end",
+    "cleaner-offset-checkpoint": "cleaner-offset-beyond-log-end",
+}
+_BELOW = {  # below the log start (a recovery point below it is not looked at)
+    "replication-offset-checkpoint": "high-watermark-below-log-start",
+    "log-start-offset-checkpoint": "log-start-below-log-start",
+    "cleaner-offset-checkpoint": "cleaner-offset-below-log-start",
 }
 
 
@@ -301,13 +307,13 @@ def _interrupted_apply(path: Path, display: str) -> Finding | None:
 
 
 _LEFTOVER_MEANING = {
-    DELETED: ("info", "a segment file scheduled for deletion (retention, truncation, compaction); "
-                         "the broker deletes it at start-up"),
-    CLEANED: ("warning", "output of an interrupted log-cleaner pass; the broker deletes it at start-up "
-                            "and cleans again"),
-    SWAP: ("warning", "an interrupted segment replacement (cleaner or split); the broker completes it at "
-                         "start-up by renaming this file over the segment, so its contents become the log"),
-    TMP: ("info", "a temporary file from an interrupted write; the broker ignores or deletes it"),
+    DELETED: ("leftover-deleted", "a segment file scheduled for deletion (retention, truncation, compaction); "
+                                  "the broker deletes it at start-up"),
+    CLEANED: ("leftover-cleaned", "output of an interrupted log-cleaner pass; the broker deletes it at start-up "
+                                  "and cleans again"),
+    SWAP: ("leftover-swap", "an interrupted segment replacement (cleaner or split); the broker completes it at "
+                            "start-up by renaming this file over the segment, so its contents become the log"),
+    TMP: ("leftover-tmp", "a temporary file from an interrupted write; the broker ignores or deletes it"),
 }
 
 
@@ -335,7 +341,8 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
         what = ("a replica being moved between log dirs (alter-replica-log-dirs); the broker resumes the "
                 "copy" if part.state == "future" else "a stray replica the controller no longer assigns here; "
                 "the broker will delete it")
-        yield emit(Finding("info", f"partition-{part.state}", part.display, None, what))
+        code = "partition-future" if part.state == "future" else "partition-stray"
+        yield emit(finding(code, part.display, None, what))
     for f in sorted_findings:
         yield emit(f)
 
@@ -343,8 +350,8 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
     swap_tasks = []
     for path, display, info in files.leftovers:
         suffix = info.leftover or ""
-        severity, meaning = _LEFTOVER_MEANING[suffix]
-        yield emit(Finding(severity, f"leftover{suffix.replace('.', '-')}", display, None, meaning))  # type: ignore[arg-type]
+        code, meaning = _LEFTOVER_MEANING[suffix]
+        yield emit(finding(code, display, None, meaning))
         if suffix == SWAP and info.kind is FileKind.LOG:
             swap_tasks.append(SegmentTask(info.base_offset or 0, display, standalone=True))
         else:
@@ -538,13 +545,13 @@ def _join_segment(
                           f"offset {state.last_offset}")
         elif report.first_offset > state.last_offset + 1:
             missing = report.first_offset - state.last_offset - 1
-            yield Finding("info" if compacted else "warning", "offset-gap", path, 0,
+            yield finding("offset-gap-compacted" if compacted else "offset-gap", path, 0,
                           f"offsets {state.last_offset + 1}..{report.first_offset - 1} ({missing}) are in no "
                           "segment" + (" (normal after compaction)" if compacted else
                                        ": a segment file removed by hand? (normal only on compacted topics)"))
     if report.gaps:
         pos, lo, hi = report.first_gap or (0, 0, 0)
-        yield Finding("info" if compacted else "warning", "offset-gaps", path, pos,
+        yield finding("offset-gaps-compacted" if compacted else "offset-gaps", path, pos,
                       f"{report.gaps} holes between batches, {report.missing_offsets} offsets in all (first: "
                       f"{lo}..{hi})" + (" — normal after compaction" if compacted else
                                         "; offsets are contiguous unless the topic is compacted"))
@@ -775,11 +782,11 @@ def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: Pa
                 "log-start-offset-checkpoint": "the log start is past the data: the broker deletes the segments",
                 "cleaner-offset-checkpoint": "the cleaner resets it to the log start and cleans everything again",
             }[name]
-            yield Finding("warning", f"{_SHORT[name]}-beyond-log-end",
+            yield finding(_BEYOND[name],
                           where, None, f"{part.topic}-{part.partition}: {what} {value} is beyond the log end offset "
                           f"{leo}; {consequence}")
-        elif low is not None and value < low and name != "recovery-point-offset-checkpoint":
-            yield Finding("info", f"{_SHORT[name]}-below-log-start",
+        elif low is not None and value < low and name in _BELOW:
+            yield finding(_BELOW[name],
                           where, None, f"{part.topic}-{part.partition}: {what} {value} is below the log "
                           f"start offset {low}; the broker moves it up")
     recovery_points = cps.get("recovery-point-offset-checkpoint")

@@ -37,6 +37,7 @@ from typing import NamedTuple, Protocol
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, sort_key, type_name
+from .findings import finding
 from .logdir import BROKER_FILES, LogDir, is_backup_dir
 from .model import Finding
 
@@ -186,8 +187,8 @@ def _partition(listing: _Listing, logdir: LogDir | None, known: bool = True) -> 
     findings = _unreadable_findings(listing)
     for path, display in listing.dirs if known else ():
         segment_like = bool(_SEGMENT_LIKE.match(path.name))
-        findings.append(Finding(
-            "warning" if segment_like else "info", "unknown-dir", display, None,
+        findings.append(finding(
+            "unknown-dir-segment-name" if segment_like else "unknown-dir", display, None,
             "a directory, not a file: the broker reads only the files of a partition dir "
             "(LogLoader.loadSegmentFiles) and ignores it" + ("; a segment file's name on a directory" if segment_like
                                                               else "")))

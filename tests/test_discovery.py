@@ -122,7 +122,7 @@ def test_a_partition_holding_a_directory_named_like_a_segment_is_still_verified(
         assert (summary.segments, summary.batches, summary.records, summary.log_end_offset) == (
             original[0].segments, original[0].batches, original[0].records, original[0].log_end_offset)
         found = [f for f in _findings([named]) if f.path == str(odd)]
-        assert [(f.code, f.severity) for f in found] == [("unknown-dir", "warning")]
+        assert [(f.code, f.severity) for f in found] == [("unknown-dir-segment-name", "warning")]
     # dump reads the same record files as in the unmodified partition, and says why it skips the dir
     assert [f.path.name for f in expand([part]) if f.kind.holds_records] == [
         f.path.name for f in expand([CODECS]) if f.kind.holds_records]

@@ -52,7 +52,10 @@ def dumped() -> dict[str, list[dict]]:
 
 def assert_matches_golden(got: list[dict], expected: list[dict], where: str) -> None:
     values = [g for g in got if g["type"] != "finding"]
-    errors = [g for g in got if g["type"] == "finding" and g["severity"] == "error"]
+    # Kafka's reader fails on a zero-filled tail too ("record size 0 smaller than minimum record overhead"), but
+    # the broker's recovery ends the log there and nothing was written in it: kafkatool's finding is a warning.
+    errors = [g for g in got if g["type"] == "finding"
+              and (g["severity"] == "error" or g["code"] == "zero-filled-tail")]
     want = [e for e in expected if e["type"] != "error"]
     for i, (g, e) in enumerate(zip(values, want, strict=False)):
         assert g == e, f"{where}: line {i} differs"
