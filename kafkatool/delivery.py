@@ -45,6 +45,7 @@ from typing import Any, BinaryIO
 
 from .errors import InputIOError, UsageError
 from .filetypes import open_regular
+from .findings import finding
 from .internal import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
 from .model import Finding
 from .producers import segment_logs
@@ -186,7 +187,7 @@ def read_sink(source: str, stdin: BinaryIO | None = None) -> Iterator[tuple[str,
                 continue
         yield item
     if invalid > MAX_ROW_FINDINGS:
-        yield Finding("error", "sink-row-invalid", where, None,
+        yield finding("sink-row-invalid", where, None,
                       f"{invalid - MAX_ROW_FINDINGS:,} more invalid rows (the first {MAX_ROW_FINDINGS} are above)")
 
 
@@ -227,7 +228,7 @@ def _text(fh: Any, where: str, suffix: str) -> Iterator[tuple[str, int, int] | F
                 jsonl = True
                 yield _bad(where, f"line {lines.number}", exc)
                 continue
-            yield Finding("error", "sink-header-invalid", where, None, f"line {lines.number}: {exc}")
+            yield finding("sink-header-invalid", where, None, f"line {lines.number}: {exc}")
             return
         if not first or first.strip():
             break
@@ -239,7 +240,7 @@ def _text(fh: Any, where: str, suffix: str) -> Iterator[tuple[str, int, int] | F
 
 
 def _bad(where: str, at: str, reason: object) -> Finding:
-    return Finding("error", "sink-row-invalid", where, None, f"{at}: {reason}")
+    return finding("sink-row-invalid", where, None, f"{at}: {reason}")
 
 
 def _csv(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding]:
@@ -249,11 +250,11 @@ def _csv(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding]:
     try:
         header = next(reader, [])
     except (csv.Error, _RowTooLong) as exc:
-        yield Finding("error", "sink-header-invalid", where, None, f"line {lines.number}: {exc}")
+        yield finding("sink-header-invalid", where, None, f"line {lines.number}: {exc}")
         return
     columns = sink_columns(header)
     if isinstance(columns, str):
-        yield Finding("error", "sink-header-invalid", where, None,
+        yield finding("sink-header-invalid", where, None,
                       f"line {lines.number}: the CSV header {_shown(header)}: {columns}")
         return
     topic, partition, offset = (header.index(columns[c]) for c in SINK_COLUMNS)
@@ -321,14 +322,14 @@ def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
         schema = pf.schema_arrow
         columns = sink_columns(schema.names)
         if isinstance(columns, str):
-            yield Finding("error", "sink-header-invalid", str(path), None, f"the Parquet schema: {columns}")
+            yield finding("sink-header-invalid", str(path), None, f"the Parquet schema: {columns}")
             return
         # a column of a type no valid value has (binary, float, bool, list, ...) refuses every row: said once
         wrong = [f"{c} is {schema.field(columns[c]).type}" for c in SINK_COLUMNS
                  if not (text(t := schema.field(columns[c]).type)
                          or (c != "topic" and pa.types.is_integer(t)))]
         if wrong:
-            yield Finding("error", "sink-header-invalid", str(path), None,
+            yield finding("sink-header-invalid", str(path), None,
                           f"the Parquet column {'; '.join(wrong)}: every row refused (topic: a string; partition, "
                           "offset: integers)")
             return
@@ -342,7 +343,7 @@ def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
         if isinstance(exc, OSError) and exc.errno is not None:  # the system's (pyarrow's own carry no errno)
             raise InputIOError(f"cannot read sink {path}: {exc.strerror or exc}") from exc
         if isinstance(exc, OSError) or type(exc).__module__.startswith("pyarrow"):
-            yield Finding("error", "sink-unreadable", str(path), None,
+            yield finding("sink-unreadable", str(path), None,
                           f"not a readable Parquet file: {_said(str(exc))}")
         else:
             raise
@@ -453,7 +454,7 @@ def log_offsets(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
         try:
             fh = open_regular(path)
         except OSError as exc:
-            findings.append(Finding("error", "io-error", shown, None, f"cannot read: {exc.strerror or exc}"))
+            findings.append(finding("io-error", shown, None, f"cannot read: {exc.strerror or exc}"))
             continue
         with fh:
             for item in scan(fh, shown, with_raw=True):
@@ -615,7 +616,7 @@ def delivery_paths(
     parts: dict[tuple[str, int], Any] = {}
     for pd in partition_dirs(paths):
         if (pd.topic, pd.partition) in parts:
-            yield Finding("warning", "delivery-partition-twice", pd.display, None,
+            yield finding("delivery-partition-twice", pd.display, None,
                           f"{pd.topic}-{pd.partition} is also at {parts[(pd.topic, pd.partition)].display}: "
                           "that one is used")
             continue
@@ -665,7 +666,7 @@ def delivery_paths(
             sink_runs = runs.get((topic, partition))
             if sink_runs is None:
                 count = absent[(topic, partition)]
-                yield Finding("error", "delivery-partition-missing", f"{topic}-{partition}", None,
+                yield finding("delivery-partition-missing", f"{topic}-{partition}", None,
                               f"the sink has {count:,} rows of {topic}-{partition} but no partition dir of it "
                               "is under the paths given")
                 continue
@@ -682,7 +683,7 @@ def delivery_paths(
             yield from findings
             yield result
         if absent_other:
-            yield Finding("error", "delivery-partition-missing", ", ".join(sinks), None,
+            yield finding("delivery-partition-missing", ", ".join(sinks), None,
                           f"the sink has {absent_other:,} more rows of topic-partitions not under the paths given, "
                           f"past the {MAX_PARTITIONS_ABSENT} named above")
 

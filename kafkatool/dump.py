@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
+from .findings import finding
 from .model import Batch, FileStart, Finding, Record, Stretch, Trailing
 from .records import RawBatch, RecordRun, ScanOptions, record_chunks, scan
 from .walk import FoundFile, discover, found_files, partition_of
@@ -286,7 +287,7 @@ def dump_file(
         if f.kind.holds_records:
             yield from _dump_records(f, options, progress, committed, start)
         elif f.kind is FileKind.UNKNOWN:
-            yield Finding("warning", "unknown-file-type", f.display, None,
+            yield finding("unknown-file-type", f.display, None,
                           "not a Kafka log-dir file name; cannot tell how to read it")
         else:
             from .smallfiles import read_small_file
@@ -294,7 +295,7 @@ def dump_file(
             yield from read_small_file(f.path, f.kind, f.display, classify(f.path).base_offset)
     except (OSError, InputIOError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        yield Finding("error", IO_ERROR, f.display, None, f"cannot read the file: {reason}")
+        yield finding(IO_ERROR, f.display, None, f"cannot read the file: {reason}")
 
 
 IO_ERROR = "io-error"  # the finding code the CLI turns into exit code 3

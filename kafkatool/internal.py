@@ -23,6 +23,7 @@ from construct import ConstructError
 from .errors import InputIOError, UsageError
 from .fastparse import prefix_reader, reader
 from .filetypes import FileKind, classify, file_size, open_regular, read_regular
+from .findings import finding
 from .formats import internal_topics as it
 from .javacompat import java_string_hash
 from .loader import segment_bytes
@@ -99,7 +100,7 @@ def _records(path: Path, display: str, progress: Callable[[int], None] | None = 
     try:
         fh = open_regular(path)
     except OSError as exc:
-        yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
+        yield finding("io-error", display, None, f"cannot read: {exc.strerror or exc}")
         return
     with fh:
         for item in scan(fh, display, with_raw=True, progress=progress):
@@ -122,7 +123,7 @@ def _records(path: Path, display: str, progress: Callable[[int], None] | None = 
             elif isinstance(item, Finding):
                 yield item
             elif isinstance(item, Trailing):
-                yield Finding("warning", "trailing-bytes", display, item.position,
+                yield finding("trailing-bytes", display, item.position,
                               f"{item.bytes} bytes at the end do not form a whole batch")
 
 
@@ -332,7 +333,7 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
                     _put(offsets, k, v)
             continue
         if rec.key is None:
-            findings.append(Finding("warning", "offsets-null-key", display, batch.position,
+            findings.append(finding("offsets-null-key", display, batch.position,
                                     f"record at offset {rec.offset} has no key"))
             continue
         try:
@@ -358,11 +359,11 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
                         g["current_state_timestamp"], g["members"], g["version"], name, rec.offset,
                         rec.timestamp)
             else:
-                findings.append(Finding("info", "offsets-unknown-key", display, batch.position,
+                findings.append(finding("offsets-unknown-key", display, batch.position,
                                         f"record at offset {rec.offset}: key version {key.version} (a newer "
                                         "group coordinator record) is not decoded; skipped"))
         except _Undecodable as exc:
-            findings.append(Finding("error", "offsets-undecodable", display, batch.position,
+            findings.append(finding("offsets-undecodable", display, batch.position,
                                     f"record at offset {rec.offset}: {exc}"))
     for g in sorted(groups.values(), key=lambda g: g.group):
         yield g
@@ -410,12 +411,12 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
             results.extend((home, r) for r in (*part.findings, *consumer_offsets_partition(
                 part.files, f"{part.topic}-{part.partition}", progress)))
     if not seen:
-        yield Finding("warning", "offsets-none", ", ".join(str(p) for p in paths), None,
+        yield finding("offsets-none", ", ".join(str(p) for p in paths), None,
                       f"no {OFFSETS_TOPIC}-* partition dirs found")
         return
     if not any(isinstance(r, CommittedOffset | GroupState) for _home, r in results):
         read = sorted({f"{p.topic}-{p.partition}" for p in parts if p.topic == OFFSETS_TOPIC})
-        yield Finding("warning", "offsets-empty", ", ".join(str(p) for p in paths), None,
+        yield finding("offsets-empty", ", ".join(str(p) for p in paths), None,
                       f"no committed offset and no group in {len(read)} {OFFSETS_TOPIC} partition(s) "
                       f"({', '.join(read[:5])}{', ...' if len(read) > 5 else ''}): no group ever committed here, or "
                       "every commit expired (offsets.retention.minutes) or was deleted")
@@ -444,12 +445,12 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
             yield r
             where = f"{r.topic}-{r.partition}"
             if r.offset > rep.leo:
-                yield Finding("error", "commit-beyond-leo", rep.path, None,
+                yield finding("commit-beyond-leo", rep.path, None,
                               f"group {r.group!r} committed offset {r.offset} for {where}, beyond its log end "
                               f"offset {rep.leo}: the log lost data (unclean election, deleted segments) or "
                               "this is not the replica the group consumed from")
             elif r.offset < rep.log_start_offset:
-                yield Finding("warning", "commit-below-log-start", rep.path, None,
+                yield finding("commit-below-log-start", rep.path, None,
                               f"group {r.group!r} committed offset {r.offset} for {where}, below its log start "
                               f"offset {rep.log_start_offset}: the consumer will reset (auto.offset.reset)")
         else:
@@ -557,7 +558,7 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
                 v["last_update_timestamp"], v["start_timestamp"], v["previous_producer_id"],
                 v["next_producer_id"], v["client_transaction_version"], v["version"], name, rec.offset)
         except _Undecodable as exc:
-            findings.append(Finding("error", "txn-state-undecodable", display, batch.position,
+            findings.append(finding("txn-state-undecodable", display, batch.position,
                                     f"record at offset {rec.offset}: {exc}"))
     yield from sorted(latest.values(), key=lambda e: e.transactional_id)
     yield from findings
@@ -578,7 +579,7 @@ def transaction_states(paths: Iterable[str | Path], progress: Callable[[int], No
             yield from part.findings
             yield from transaction_state_partition(part.files, f"{part.topic}-{part.partition}", progress)
     if not seen:
-        yield Finding("warning", "txn-state-none", ", ".join(str(p) for p in paths), None,
+        yield finding("txn-state-none", ", ".join(str(p) for p in paths), None,
                       f"no {TRANSACTION_TOPIC}-* partition dirs found")
 
 
@@ -832,13 +833,13 @@ def metadata_file(path: Path, display: str, progress: Callable[[int], None] | No
         if rec.control_type is not None:
             continue
         if rec.value is None:
-            yield Finding("error", "metadata-undecodable", display, batch.position,
+            yield finding("metadata-undecodable", display, batch.position,
                           f"record at offset {rec.offset} has a null value")
             continue
         try:
             yield batch, rec, decode_metadata_record(rec.value)
         except (_Undecodable, ConstructError, IndexError) as exc:
-            yield Finding("error", "metadata-undecodable", display, batch.position,
+            yield finding("metadata-undecodable", display, batch.position,
                           f"record at offset {rec.offset}: {exc}")
 
 
@@ -963,7 +964,7 @@ def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int =
     groups = metadata_sources(paths, met)
     yield from met
     if not groups:
-        yield Finding("warning", "metadata-none", ", ".join(str(p) for p in paths), None,
+        yield finding("metadata-none", ", ".join(str(p) for p in paths), None,
                       f"no {METADATA_TOPIC} segments or snapshots found")
         return
     for group in groups:

@@ -69,6 +69,7 @@ from typing import Any
 from .epochs import EpochCache
 from .errors import IndexAppendError, InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, file_size, open_regular
+from .findings import finding
 from .logdir import LogDir
 from .logfiles import Leftovers, leftover_passes, sort_files
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
@@ -321,7 +322,7 @@ def segment_items(path: Path, display: str, options: ScanOptions, end: int | Non
     try:
         fh = open_regular(path, buffering=0)
     except OSError as exc:
-        yield Finding("error", "io-error", display, None, f"cannot read: {exc.strerror or exc}")
+        yield finding("io-error", display, None, f"cannot read: {exc.strerror or exc}")
         return
     with fh:
         fd = fh.fileno()
@@ -361,7 +362,7 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
         if info.leftover is not None or p in gone:
             continue
         if info.base_offset is not None and info.base_offset > INT64_MAX:
-            out.unnamed.append(Finding("error", "base-offset-overflow", d, None, f"named with offset "
+            out.unnamed.append(finding("base-offset-overflow", d, None, f"named with offset "
                                        f"{info.base_offset}, above 2^63-1: the broker cannot parse the name "
                                        "(LogFileUtils.offsetFromFileName, Long.parseLong) and fails to load the "
                                        "partition; left out here"))
@@ -553,7 +554,7 @@ class PartitionLoad:
         try:
             fh = open_regular(seg.path, buffering=0)
         except OSError as exc:
-            self.loaded.findings.append(Finding("error", "io-error", seg.display, None,
+            self.loaded.findings.append(finding("io-error", seg.display, None,
                                                 f"cannot read: {exc.strerror or exc}"))
             deque(self._segment(seg, iter(()), _no_pread), maxlen=0)
             return
@@ -632,7 +633,7 @@ class PartitionLoad:
                     try:
                         indexes.append_stretch(b, valid_bytes, end)
                     except IndexAppendError as exc:
-                        loaded.findings.append(Finding("error", "index-rebuild-impossible", display, exc.position,
+                        loaded.findings.append(finding("index-rebuild-impossible", display, exc.position,
                                                        str(exc)))
                         indexes = seg.indexes = None
                 if last >= disk_end:
@@ -675,7 +676,7 @@ class PartitionLoad:
                 kept = False
                 seg.dropped_batches = 1
                 seg.first_dropped, seg.last_dropped = (b[1], last) if fits else (None, None)
-                invalid = Finding("error", "crc-mismatch", display, b[0],
+                invalid = finding("crc-mismatch", display, b[0],
                                   f"batch at offsets {b[1]}..{last}: stored CRC32C {b[5]} does not match its "
                                   "contents; recovery cuts the segment here")
                 loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
@@ -690,14 +691,14 @@ class PartitionLoad:
                 if recovering:
                     kept = False
                     seg.dropped_batches, seg.first_dropped, seg.last_dropped = 1, None, None
-                    invalid = Finding("error", code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; "
+                    invalid = finding(code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; "
                                       "recovery cuts the segment here")
                     loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
                                                    invalid))
                 elif not misfit_seen:
                     misfit_seen = True
-                    loaded.findings.append(Finding(
-                        "error", code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; the broker trusts "
+                    loaded.findings.append(finding(
+                        code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; the broker trusts "
                         "this segment (before the recovery point) and would misread it; its offsets are left out here "
                         "(recovering it, e.g. repair --recovery-point at or below its base offset, cuts it there)"))
                 continue
@@ -706,7 +707,7 @@ class PartitionLoad:
                 try:
                     indexes.append(b[0], b[3], last, b[11], last)
                 except IndexAppendError as exc:
-                    loaded.findings.append(Finding("error", "index-rebuild-impossible", display, b[0], str(exc)))
+                    loaded.findings.append(finding("index-rebuild-impossible", display, b[0], str(exc)))
                     indexes = seg.indexes = None
             batches += 1
             records += b[12]
@@ -737,7 +738,7 @@ class PartitionLoad:
             try:
                 indexes.close()  # LogSegment.close (UnifiedLog.close after recovery): the last time-index entry
             except IndexAppendError as exc:
-                loaded.findings.append(Finding("error", "index-rebuild-impossible", display, None, str(exc)))
+                loaded.findings.append(finding("index-rebuild-impossible", display, None, str(exc)))
                 seg.indexes = None
         self.disk_end = max(self.disk_end, disk_end)
         if recovering and ends_log and loaded.cuts and loaded.cuts[-1].segment_base == seg.base_offset:
@@ -759,7 +760,7 @@ class PartitionLoad:
         live = [s for s in segs if not s.deleted]
         leo = live[-1].next_offset if live else (ls_checkpoint or 0)
         if ls_checkpoint is not None and live and leo < ls_checkpoint:
-            loaded.findings.append(Finding("warning", "log-end-below-log-start", display, None,
+            loaded.findings.append(finding("log-end-below-log-start", display, None,
                                            f"the log end offset {leo} is below the log start checkpoint "
                                            f"{ls_checkpoint}: the broker deletes every segment and starts an empty "
                                            "log there"))
@@ -875,7 +876,7 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
     try:
         items = list(read_small_file(path, FileKind.EPOCH_CHECKPOINT, shown))
     except InputIOError as exc:
-        findings.append(Finding("error", "io-error", shown, None, str(exc)))
+        findings.append(finding("io-error", shown, None, str(exc)))
         return []
     findings.extend(i for i in items if isinstance(i, Finding) and i.severity != "info")
     return [(e.epoch, e.start_offset) for e in items if isinstance(e, EpochEntry)]

@@ -58,6 +58,7 @@ from typing import Any, BinaryIO
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
+from .findings import finding
 from .formats.index import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 from .loader import log_start_offset, read_logdir, segment_files
 from .model import Batch, Finding, Record
@@ -694,7 +695,7 @@ class _Search:
                     if (why := offset_misfit(seg.base_offset, batch.last_offset)) is None:
                         last = batch
                     else:  # the loader's rule: no log end from a batch the segment cannot hold (past 2^63-1)
-                        self.findings.append(Finding("error", "offset-beyond-segment-range", seg.display,
+                        self.findings.append(finding("offset-beyond-segment-range", seg.display,
                                                      batch.position, f"batch at offsets {batch.base_offset}.."
                                                      f"{batch.last_offset}: {why}; not counted for the log end"))
             finally:

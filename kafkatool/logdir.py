@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind
+from .findings import finding
 from .model import Finding
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ class LogDir:
         try:
             items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, display))
         except InputIOError as exc:
-            return Checkpoint((), {}, (Finding("error", "io-error", display, None, str(exc)),))
+            return Checkpoint((), {}, (finding("io-error", display, None, str(exc)),))
         entries = tuple(i for i in items if isinstance(i, OffsetCheckpointEntry))
         offsets = {(e.topic, e.partition): e.offset for e in entries}
         return Checkpoint(entries, offsets, tuple(i for i in items if isinstance(i, Finding)))

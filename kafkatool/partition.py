@@ -13,6 +13,7 @@ from typing import Any
 
 from .election import unclean_election
 from .errors import UsageError
+from .findings import finding
 from .loader import segment_bytes
 from .model import Finding
 from .records import ScanOptions
@@ -136,12 +137,12 @@ def inspect_replicas(
         for r in replicas:
             yield from r.findings
             if r.hw_checkpoint is not None and r.hw_checkpoint > r.leo:
-                yield Finding("warning", "high-watermark-beyond-log-end", r.path, None,
+                yield finding("high-watermark-beyond-log-end", r.path, None,
                               f"its high watermark checkpoint {r.hw_checkpoint} is beyond its log end offset {r.leo}: "
                               "acknowledged data is missing from this replica")
         for d in divergence:
             if d.first_divergent_offset is not None:
-                yield Finding("warning", "replicas-diverge", d.a, None,
+                yield finding("replicas-diverge", d.a, None,
                               f"{d.a_name} and {d.b_name} hold different batches from offset "
                               f"{d.first_divergent_offset}")
         isr_replicas = [r for r, member in zip(replicas, m, strict=True) if member]

@@ -287,7 +287,7 @@ class _Replay:
             self.marker(b, control_raw, path, p, read)
             return
         if fenced(p, b.producer_epoch):
-            self.find("error", "producer-fenced", path, b,
+            self.find("producer-fenced", path, b,
                       f"producer {pid}: batch at offsets {b.base_offset}..{b.last_offset} has epoch {b.producer_epoch}"
                       f", older than its epoch {p.epoch} already in the log: the broker fences such a write "
                       "(ProducerFenced); it does not change the producer's state")
@@ -296,7 +296,7 @@ class _Replay:
         if p is not None:
             self.check_sequence(p, b, path)
             if invalid_txn_state(p, b.transactional):
-                self.find("error", "txn-invalid-state", path, b,
+                self.find("txn-invalid-state", path, b,
                           f"producer {pid}: non-transactional batch at offset {b.base_offset} inside its transaction "
                           f"open since {p.txn_first_offset} (the broker refuses it: InvalidTxnState)")
         if p is None or b.producer_epoch != p.epoch or p.last_batch is None:
@@ -412,17 +412,17 @@ class _Replay:
         pid, seq, last = p.producer_id, b.base_sequence, last_sequence(b)
         where = f"producer {pid} epoch {b.producer_epoch}: batch at offsets {b.base_offset}..{b.last_offset}"
         if b.producer_epoch != p.epoch:
-            self.find("info", "producer-epoch-bump", path, b,
+            self.find("producer-epoch-bump", path, b,
                       f"producer {pid}: epoch {p.epoch} → {b.producer_epoch} at offset {b.base_offset}")
             if seq > 0 and p.epoch >= 0:
-                self.find("error", "sequence-out-of-order", path, b,
+                self.find("sequence-out-of-order", path, b,
                           f"{where} starts the new epoch at sequence {seq}, not 0 (OutOfOrderSequence)")
             return
         if seq < 0:
             return
         earlier = self.earlier(pid, b.producer_epoch, seq, last)
         if earlier is not None:
-            self.find("error", "duplicate-batch", path, b,
+            self.find("duplicate-batch", path, b,
                       f"{where} repeats sequences {seq}..{last} of the batch at offset {earlier}: its records "
                       "were written twice")
             return
@@ -431,11 +431,11 @@ class _Replay:
             return
         nxt = 0 if expected == _INT32_MAX else expected + 1
         if seq > nxt:
-            self.find("error", "sequence-gap", path, b,
+            self.find("sequence-gap", path, b,
                       f"{where} has sequence {seq}, expected {nxt}: sequences {nxt}..{seq - 1} are missing "
                       "(OutOfOrderSequence)")
         elif seq < nxt:
-            self.find("error", "sequence-out-of-order", path, b,
+            self.find("sequence-out-of-order", path, b,
                       f"{where} has sequence {seq}..{last}, not after the last sequence {expected} "
                       "(OutOfOrderSequence)")
 
@@ -452,14 +452,14 @@ class _Replay:
                 return
         pid = b.producer_id
         if fenced(p, b.producer_epoch):
-            self.find("error", "producer-fenced", path, b,
+            self.find("producer-fenced", path, b,
                       f"producer {pid}: {marker.control_type} marker at offset {b.base_offset} has epoch "
                       f"{b.producer_epoch}, older than its epoch {p.epoch} (the coordinator fences it); it does not "
                       "end the producer's transaction")
             self.state.batch(b, raw, path, marker)  # counted as fenced there
             return
         if p is not None and p.epoch >= 0 and b.producer_epoch > p.epoch:
-            self.find("info", "producer-epoch-bump", path, b,
+            self.find("producer-epoch-bump", path, b,
                       f"producer {pid}: epoch {p.epoch} → {b.producer_epoch} by the {marker.control_type} marker at "
                       f"offset {b.base_offset} (the coordinator bumped it: a fenced or timed-out transaction)")
         txn = self.open.pop(pid, None)  # type: ignore[arg-type]
@@ -489,17 +489,17 @@ def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
     for pid in sorted(rebuilt.keys() | have.keys()):
         mine, theirs = rebuilt.get(pid), have.get(pid)
         if theirs is None:
-            yield Finding("info", "producer-not-in-snapshot", path, None,
+            yield finding("producer-not-in-snapshot", path, None,
                           f"producer {pid} is in the log but not in the snapshot (expected when the broker found "
                           "it expired, idle longer than producer.id.expiration.ms, when it loaded the state)")
         elif mine is None:
-            yield Finding("warning", "producer-only-in-snapshot", path, None,
+            yield finding("producer-only-in-snapshot", path, None,
                           f"producer {pid} is in the snapshot but has no batch in the log (its batches were "
                           "deleted before the log start?)")
         elif mine != theirs:
             diffs = [f"{f.name} {getattr(theirs, f.name)} (log: {getattr(mine, f.name)})"
                      for f in dataclasses.fields(ProducerEntry) if getattr(mine, f.name) != getattr(theirs, f.name)]
-            yield Finding("warning", "producer-state-mismatch", path, None,
+            yield finding("producer-state-mismatch", path, None,
                           f"producer {pid}: the snapshot says " + ", ".join(diffs))
 
 

@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from . import native
 from .errors import DecompressionError, DecompressionLimitExceeded
+from .findings import finding
 from .formats.constants import (  # the layouts' numbers, without importing Construct
     ATTRIBUTES_OFFSET,
     CONTROL_TYPES,
@@ -287,7 +288,7 @@ def scan(
                 p += total
                 if not crc_ok:
                     yield _take_run(run_positions, run_headers, run_valid, run_controls)
-                    yield Finding("error", "crc-mismatch", path, position,
+                    yield finding("crc-mismatch", path, position,
                                   f"stored CRC32C {crc} does not match the batch contents")
                 continue
         elif avail >= 61:  # RECORD_BATCH_OVERHEAD: try the v2 fast path with a single unpack
@@ -308,7 +309,7 @@ def scan(
                 ))
                 yield _tuple_new(RawBatch, (batch, bytes(window[p:p + total]))) if with_raw else batch
                 if not crc_ok:
-                    yield Finding("error", "crc-mismatch", path, position,
+                    yield finding("crc-mismatch", path, position,
                                   f"stored CRC32C {crc} does not match the batch contents")
                 p += total
                 continue
@@ -322,16 +323,16 @@ def scan(
         if size is not None and size < RECORD_OVERHEAD_V0:
             rest = file_size - position
             if _is_all_zero(fh, position, rest):
-                yield Finding("error", "zero-filled-tail", path, position,
+                yield finding("zero-filled-tail", path, position,
                               f"{rest} zero bytes from here to the end of the file"
                               " (preallocated or crash-left tail)")
             else:
-                yield Finding("error", "size-below-minimum", path, position,
+                yield finding("size-below-minimum", path, position,
                               f"entry size {size} is smaller than the minimum record overhead "
                               f"({RECORD_OVERHEAD_V0}); the framing is lost from here")
             break
         if size is not None and size + LOG_OVERHEAD > max_batch and size + LOG_OVERHEAD <= file_size - position:
-            yield Finding("error", "batch-too-large", path, position,
+            yield finding("batch-too-large", path, position,
                           f"entry declares {size + LOG_OVERHEAD} bytes, above the {max_batch}-byte limit"
                           " (--max-batch-bytes); treated as a corrupt length, the framing is lost from here")
             break
@@ -346,11 +347,11 @@ def scan(
                     yield _tuple_new(RawBatch, (legacy_batch, raw)) if with_raw else legacy_batch
                 yield from findings
             elif magic > 127:  # a negative Java byte: FileLogInputStream would take it for a legacy message
-                yield Finding("error", "unknown-magic", path, position,
+                yield finding("unknown-magic", path, position,
                               f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted from here")
                 break
             elif total < RECORD_BATCH_OVERHEAD:  # whole, but shorter than a v2 header (ensureValid rejects it)
-                yield Finding("error", "batch-too-small", path, position,
+                yield finding("batch-too-small", path, position,
                               f"v2 batch of {total} bytes is smaller than its {RECORD_BATCH_OVERHEAD}-byte header")
             else:
                 # Magic 3..127 (2 takes the fast path): FileLogInputStream.nextBatch reads any magic >= 2 as a v2
@@ -361,14 +362,14 @@ def scan(
                 batch = _v2_batch(position, fields, crc32c(wmv[p + 21:p + total]) == crc)
                 yield _tuple_new(RawBatch, (batch, bytes(window[p:p + total]))) if with_raw else batch
                 if not batch.crc_valid:
-                    yield Finding("error", "crc-mismatch", path, position,
+                    yield finding("crc-mismatch", path, position,
                                   f"stored CRC32C {crc} does not match the batch contents")
             p += total
             continue
         if eof:
             yield Trailing(position, avail)
             declared = f" (the entry declares {size + LOG_OVERHEAD} bytes)" if size is not None else ""
-            yield Finding("error", "torn-tail", path, position,
+            yield finding("torn-tail", path, position,
                           f"the last {avail} bytes of the file do not form a whole batch{declared}")
             break
         # Refill: move the unparsed tail to the front, read more (grow the buffer for a big batch).
@@ -424,7 +425,7 @@ def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, pa
         if stop == 2:
             position, crc = columns[0][-1], columns[5][-1]
     if stop == 2:
-        yield Finding("error", "crc-mismatch", path, position, f"stored CRC32C {crc} does not match the batch contents")
+        yield finding("crc-mismatch", path, position, f"stored CRC32C {crc} does not match the batch contents")
     return p, stop
 
 
@@ -440,7 +441,7 @@ def _native_stretches(core, window, p, base, limit, max_batch, path):
             yield _tuple_new(Stretch, (columns, i + 1, k, markers))
     if stop == 2:
         last = column_batch(columns, len(columns) - 1)
-        yield Finding("error", "crc-mismatch", path, last.position,
+        yield finding("crc-mismatch", path, last.position,
                       f"stored CRC32C {last.crc} does not match the batch contents")
     return p, stop
 
@@ -517,7 +518,7 @@ def _native_records(core, window, p, base, limit, max_batch, path, max_decompres
             yield _tuple_new(RecordRun, (columns, lo, n))
     if stop == 2:
         last = column_batch(columns, n - 1)
-        yield Finding("error", "crc-mismatch", path, last.position,
+        yield finding("crc-mismatch", path, last.position,
                       f"stored CRC32C {last.crc} does not match the batch contents")
     return p, stop
 
@@ -678,9 +679,9 @@ def decode_records(
                 data = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
                                           native_first=core is None or bool(batch[18]))
         except DecompressionLimitExceeded as exc:
-            return [], [Finding("error", "decompression-limit", path, batch.position, str(exc))]
+            return [], [finding("decompression-limit", path, batch.position, str(exc))]
         except DecompressionError as exc:
-            return [], [Finding("error", "decompression-failed", path, batch.position,
+            return [], [finding("decompression-failed", path, batch.position,
                                 f"{batch.compression} payload cannot be decompressed: {exc}")]
         pos = 0
     core = native.CORE
@@ -732,10 +733,10 @@ def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _D
                 data = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
                                           native_first=False)
         except DecompressionLimitExceeded as exc:
-            yield Finding("error", "decompression-limit", path, batch.position, str(exc))
+            yield finding("decompression-limit", path, batch.position, str(exc))
             return
         except DecompressionError as exc:
-            yield Finding("error", "decompression-failed", path, batch.position,
+            yield finding("decompression-failed", path, batch.position,
                           f"{batch.compression} payload cannot be decompressed: {exc}")
             return
         pos = 0
@@ -765,7 +766,7 @@ def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _D
                         pure = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
                                                   native_first=False)
                     except DecompressionError as exc:  # the native core's codecs read only what the pure ones read
-                        yield Finding("error", "decompression-failed", path, batch.position,
+                        yield finding("decompression-failed", path, batch.position,
                                       f"{batch.compression} payload cannot be decompressed: {exc}")
                         return
                     data = pure
@@ -789,10 +790,10 @@ def v2_record_chunks(batch: Batch, data: bytes, pos: int, done: int, path: str, 
     last = batch[12] if upto is None else upto
     while done < last:
         k = min(RECORD_CHUNK, last - done)
-        records, pos, finding = _v2_records(batch, data, pos, k, done, path)
+        records, pos, bad = _v2_records(batch, data, pos, k, done, path)
         yield _times(records) if times else records
-        if finding is not None:
-            yield finding
+        if bad is not None:
+            yield bad
             return None
         done += k
     if upto is None and pos != len(data):
@@ -805,7 +806,7 @@ def _times(records: list[Record]) -> tuple[list[int], list[int]]:
 
 
 def _trailing_bytes(batch: Batch, path: str, left: int) -> Finding:
-    return Finding("error", "records-trailing-bytes", path, batch.position,
+    return finding("records-trailing-bytes", path, batch.position,
                    f"{left} bytes remain after the declared {batch.record_count} records")
 
 
@@ -917,7 +918,7 @@ def _v2_records(batch: Batch, data, pos: int, count: int, done: int, path: str
                 append(new(record_type, (offset, ts, key, value, headers, None, None)))
     except (IndexError, ValueError) as exc:
         reason = "record runs past the end of the records section" if isinstance(exc, IndexError) else str(exc)
-        return records, pos, Finding("error", "record-invalid", path, batch.position,
+        return records, pos, finding("record-invalid", path, batch.position,
                                      f"record {done + len(records)} of batch at offset {base_offset}: {reason}")
     return records, pos, None
 
@@ -1000,9 +1001,9 @@ def _legacy_entry(
     try:
         crc, magic, attrs, timestamp, key, value, crc_valid = _parse_legacy_message(raw, 12, size)
     except (ValueError, struct.error) as exc:
-        return None, iter(([],)), [Finding("error", "message-invalid", path, position, f"v0/v1 message: {exc}")]
+        return None, iter(([],)), [finding("message-invalid", path, position, f"v0/v1 message: {exc}")]
     if not crc_valid:
-        findings.append(Finding("error", "crc-mismatch", path, position,
+        findings.append(finding("crc-mismatch", path, position,
                                 f"stored CRC32 {crc} does not match the message contents"))
     codec = attrs & 7
     ts_type = "none" if magic == 0 else ("log_append" if attrs & 0x08 else "create")
@@ -1031,10 +1032,10 @@ def _legacy_inner(
     only the first chunk; then the rest a chunk at a time as they are taken. The decompressed message set is
     bounded by ``max_decompressed``; the millions of tiny messages it may hold are never all held as objects."""
     if value is None:
-        findings.append(Finding("error", "message-invalid", path, position, "compressed wrapper has a null value"))
+        findings.append(finding("message-invalid", path, position, "compressed wrapper has a null value"))
         return 0, 0, 0, iter(([],))
     if codec >= len(CODECS):
-        findings.append(Finding("error", "unknown-compression", path, position, f"unknown codec id {codec}"))
+        findings.append(finding("unknown-compression", path, position, f"unknown codec id {codec}"))
         return 0, 0, 0, iter(([],))
     data = None
     core = native.CORE
@@ -1047,10 +1048,10 @@ def _legacy_inner(
             data = decompress_payload(codec, value, 0, options.max_decompressed, legacy_lz4=wrapper_magic == 0,
                                       native_first=core is None or not wrapper_magic)
     except DecompressionLimitExceeded as exc:
-        findings.append(Finding("error", "decompression-limit", path, position, str(exc)))
+        findings.append(finding("decompression-limit", path, position, str(exc)))
         return 0, 0, 0, iter(([],))
     except DecompressionError as exc:
-        findings.append(Finding("error", "decompression-failed", path, position,
+        findings.append(finding("decompression-failed", path, position,
                                 f"{CODECS[codec]} wrapper cannot be decompressed: {exc}"))
         return 0, 0, 0, iter(([],))
     head: list[tuple] = []  # the first RECORD_CHUNK inner messages; the rest counted only
@@ -1066,15 +1067,15 @@ def _legacy_inner(
         try:
             _crc, magic, attrs, ts, key, val, ok = _parse_legacy_message(data, q + LOG_OVERHEAD, inner_size)
         except (ValueError, struct.error) as exc:
-            findings.append(Finding("error", "message-invalid", path, position,
+            findings.append(finding("message-invalid", path, position,
                                     f"inner message at {q} of the wrapper: {exc}"))
             return 0, 0, 0, iter(([],))
         if attrs & 7:
-            findings.append(Finding("error", "nested-compression", path, position,
+            findings.append(finding("nested-compression", path, position,
                                     "a compressed wrapper holds another compressed message"))
             return 0, 0, 0, iter(([],))
         if not ok:
-            findings.append(Finding("error", "crc-mismatch", path, position,
+            findings.append(finding("crc-mismatch", path, position,
                                     f"inner message at {q} of the wrapper has a bad CRC32"))
         if count < RECORD_CHUNK:
             head.append((inner_offset, magic, ts, key, val))
@@ -1084,7 +1085,7 @@ def _legacy_inner(
         if count == RECORD_CHUNK:
             rest = q
     if q != n:
-        findings.append(Finding("warning", "wrapper-trailing-bytes", path, position,
+        findings.append(finding("wrapper-trailing-bytes", path, position,
                                 f"{n - q} bytes after the last whole inner message of the wrapper"))
     if not count:
         return 0, 0, 0, iter(([],))

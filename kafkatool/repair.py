@@ -63,6 +63,7 @@ from typing import Any
 
 from .errors import ApplyRefused, IndexAppendError, InputIOError, PlanError
 from .filetypes import FileKind, open_regular, read_regular
+from .findings import finding
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
@@ -161,7 +162,7 @@ def plan_partition(part_dir: Path, display: str, options: RepairOptions = Repair
         result = _plan(Path(part_dir), display, options, progress)
     except PlanError as exc:
         result = PartitionRepair(display, None, None)
-        result.findings.append(Finding("error", "repair-impossible", display, None, str(exc)))
+        result.findings.append(finding("repair-impossible", display, None, str(exc)))
     result.index_interval_bytes, result.index_interval_source = interval.value, interval.source
     result.index_interval_note = interval.note
     return result
@@ -490,7 +491,7 @@ def repair_paths(
         with log_dir_lock(log_dir):
             finished = resume(log_dir)
             if finished is not None:
-                yield Finding("info", "repair-resumed", display, None,
+                yield finding("repair-resumed", display, None,
                               "completed an interrupted repair from its journal before planning again")
             result = plan_partition(part, display, options, progress)
             yield from result.actions
@@ -516,7 +517,7 @@ def _check_cuts(result: PartitionRepair, options: RepairOptions) -> Iterator[Fin
             bad = next((f for f in scan(fh, str(op.path), options=options.scan)
                         if isinstance(f, Finding) and f.severity == "error"), None)
         if bad is not None:
-            yield Finding("error", "repair-not-idempotent", action.path, bad.position,
+            yield finding("repair-not-idempotent", action.path, bad.position,
                           f"after applying, the cut segment still has an invalid batch ({bad.code}: {bad.message}); "
                           "the broker would cut it again; please report this")
 

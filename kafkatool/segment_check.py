@@ -200,12 +200,12 @@ def _read_index(path: str, sink: _Sink, open_file: Opener = open_local) -> bytes
         with open_file(path) as fh:
             size = _size(fh)
             if size > MAX_INDEX_BYTES:
-                sink("error", "index-too-large", path, None,
+                sink("index-too-large", path, None,
                      f"{size} bytes: larger than any index the broker writes ({MAX_INDEX_BYTES}); not read")
                 return None
             return fh.read()
     except OSError as exc:
-        sink("error", "io-error", path, None, f"cannot read: {exc.strerror or exc}")
+        sink("io-error", path, None, f"cannot read: {exc.strerror or exc}")
         return None
 
 
@@ -258,7 +258,7 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink,
         tail = data[used * 8: n * 8]
         if tail.count(0) != len(tail):
             bad = used + next(i for i in range(n - used) if rel[used + i] or pos[used + i])
-            sink("error", "index-entries-after-empty-slot", path, bad * 8,
+            sink("index-entries-after-empty-slot", path, bad * 8,
                  f"slot {bad} holds an entry after the never-written slot {used}: the index is scrambled")
             verdict.status = "broken"
         else:
@@ -266,7 +266,7 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink,
     rel, pos = rel[:used], pos[:used]
     if used and (min(rel) < 0 or min(pos) < 0):
         i = next(i for i in range(used) if rel[i] < 0 or pos[i] < 0)
-        sink("error", "index-entry-invalid", path, i * 8,
+        sink("index-entry-invalid", path, i * 8,
              f"entry {i} has a negative {'relative offset' if rel[i] < 0 else 'position'} "
              f"({rel[i]}, {pos[i]}): garbage")
         verdict.status = "broken"
@@ -275,7 +275,7 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink,
     if not (all(map(operator.lt, rel, rel[1:])) and all(map(operator.lt, pos, pos[1:]))):
         i = next(i for i in range(1, used) if rel[i] <= rel[i - 1] or pos[i] <= pos[i - 1])
         (o1, p1), (o0, p0) = entries.entry(i), entries.entry(i - 1)
-        sink("error", "index-not-increasing", path, i * 8,
+        sink("index-not-increasing", path, i * 8,
              f"entry {i} ({o1} at {p1}) does not follow entry {i - 1} ({o0} at {p0}): offsets and positions "
              "must both increase")
         verdict.status = "broken"
@@ -321,14 +321,14 @@ def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink,
     if used < n:
         if not untrimmed:
             bad = next(i for i, s in enumerate(tail, used) if s != (0, 0))
-            sink("error", "timeindex-entries-after-empty-slot", path, bad * 12,
+            sink("timeindex-entries-after-empty-slot", path, bad * 12,
                  f"slot {bad} holds an entry after the never-written slot {used}: the index is scrambled")
             verdict.status = "broken"
         else:
             _untrimmed(sink, path, used, n, active, "time index")
     for i, (timestamp, relative) in enumerate(slots[:used]):
         if relative < 0 or timestamp < -1:
-            sink("error", "timeindex-entry-invalid", path, i * 12,
+            sink("timeindex-entry-invalid", path, i * 12,
                  f"entry {i} has a negative {'relative offset' if relative < 0 else 'timestamp'} "
                  f"({timestamp}, {relative}): garbage")
             verdict.status = "broken"
@@ -336,7 +336,7 @@ def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink,
     entries = [(t, base_offset + r) for t, r in slots[:used]]
     for i in range(1, len(entries)):
         if entries[i][0] <= entries[i - 1][0] or entries[i][1] < entries[i - 1][1]:
-            sink("error", "timeindex-not-increasing", path, i * 12,
+            sink("timeindex-not-increasing", path, i * 12,
                  f"entry {i} ({entries[i][0]} at offset {entries[i][1]}) does not follow entry {i - 1} "
                  f"({entries[i - 1][0]} at offset {entries[i - 1][1]}): timestamps must increase, offsets "
                  "must not go back")
@@ -348,11 +348,11 @@ def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink,
 
 def _untrimmed(sink: _Sink, path: str, used: int, slots: int, active: bool, what: str) -> None:
     if active:
-        sink("info", "index-preallocated", path, None,
+        sink("index-preallocated", path, None,
              f"{what} uses {used} of {slots} preallocated slots: the active segment was not closed (broker "
              "running, or not shut down cleanly); the broker rebuilds it when it recovers the segment")
     else:
-        sink("warning", "index-preallocated-rolled", path, None,
+        sink("index-preallocated-rolled", path, None,
              f"{what} of a rolled segment uses {used} of {slots} preallocated slots: it was never trimmed "
              "(crash right after a roll?); the broker reads the zero slots as entries unless it recovers "
              "this segment")
@@ -383,7 +383,7 @@ def check_segment(
     sink = _Sink(report.findings, options.max_findings_per_code)
     base = task.base_offset
     if base > _INT64_MAX and not task.standalone:
-        sink("error", "base-offset-overflow", task.log or task.index or task.timeindex, None,
+        sink("base-offset-overflow", task.log or task.index or task.timeindex, None,
              f"named with offset {base}, above 2^63-1: the broker cannot parse the name (LogFileUtils."
              "offsetFromFileName, Long.parseLong) and fails to load the partition; not checked")
         sink.close()
@@ -402,7 +402,7 @@ def check_segment(
             _check_log(task, options, report, sink, offset_entries, time_entries, progress, open_file, tap)
         except OSError as exc:
             report.io_error = True
-            sink("error", "io-error", task.log, None, f"cannot read: {exc.strerror or exc}")
+            sink("io-error", task.log, None, f"cannot read: {exc.strerror or exc}")
     sink.close()
     return report
 
@@ -414,7 +414,7 @@ def _load_txn_index(path: str, base_offset: int, sink: _Sink, open_file: Opener 
         with open_file(path) as fh:
             data = fh.read()
     except OSError as exc:
-        sink("error", "io-error", path, None, f"cannot read: {exc.strerror or exc}")
+        sink("io-error", path, None, f"cannot read: {exc.strerror or exc}")
         return []
     items = list(parse_small_file(data, FileKind.TXN_INDEX, path, base_offset))
     out = []
@@ -537,7 +537,7 @@ def _check_log(
              count, epoch, pid, _pepoch, _seq, _txn, _control, _horizon) = batch
             batches += 1
             if magic > 2:  # read as v2 (records.scan, as FileLogInputStream.nextBatch does); the CRC skips the magic
-                sink("error", "magic-above-v2", path, position,
+                sink("magic-above-v2", path, position,
                      f"magic byte {magic}: the broker reads it as a v2 batch and its recovery keeps it "
                      "(DefaultRecordBatch.ensureValid checks the size and the CRC, which does not cover the magic), "
                      "but clients and tools reading it will reject or misread it")
@@ -546,11 +546,11 @@ def _check_log(
                 if batches == 1:
                     first_offset = base
                     if base < base_offset and not standalone:
-                        sink("error", "offset-below-segment-base", path, position,
+                        sink("offset-below-segment-base", path, position,
                              f"first batch starts at offset {base}, below the segment's base offset "
                              f"{base_offset} (file name)")
                 elif base <= prev_last:
-                    sink("error", "offset-not-increasing", path, position,
+                    sink("offset-not-increasing", path, position,
                          f"batch offsets {base}..{last} do not follow the previous batch (last offset {prev_last})")
                 else:
                     gaps += 1
@@ -560,7 +560,7 @@ def _check_log(
             # record count vs offsets (v2: lastOffsetDelta + 1; a v0/v1 wrapper: its inner offsets)
             if count != last - base + 1:
                 if count > last - base + 1 or count < 0:
-                    sink("error", "record-count-mismatch", path, position,
+                    sink("record-count-mismatch", path, position,
                          f"{count} records declared for {last - base + 1} offsets (lastOffsetDelta {last - base})")
                 else:
                     compacted += 1
@@ -698,7 +698,7 @@ def _time_entries_reached(sink, where: str, entries: Entries, ti: int, last: int
         t_e, o_e = entries[ti]
         if seg_max >= t_e:
             wrong = True
-            sink("error", "timeindex-entry-wrong", where, ti * 12,
+            sink("timeindex-entry-wrong", where, ti * 12,
                  f"entry {ti} ({t_e} at offset {o_e}): an earlier batch already has timestamp "
                  f"{seg_max}; a search for that time would skip it")
         elif max_ts != t_e:
@@ -719,14 +719,14 @@ def _offset_entries_at(sink, report: SegmentReport, where: str, entries: OffsetE
     n = len(ipos)
     while oi < n and ipos[oi] < position:
         o_e, p_e = entries.base + irel[oi], ipos[oi]
-        sink("error", "index-entry-not-batch-start", where, oi * 8,
+        sink("index-entry-not-batch-start", where, oi * 8,
              f"entry {oi} (offset {o_e}) points at position {p_e}, which is not the start of a batch")
         _broken(report)
         oi += 1
     if oi < n and ipos[oi] == position:
         o_e = entries.base + irel[oi]
         if o_e <= prev_last:  # the offset lives in an earlier batch
-            sink("error", "index-entry-points-too-far", where, oi * 8,
+            sink("index-entry-points-too-far", where, oi * 8,
                  f"entry {oi} (offset {o_e}) points at position {position}, a batch starting at "
                  f"offset {base}: a lookup of offset {o_e} would not find it")
             _broken(report)
@@ -743,11 +743,11 @@ def _check_offset_range(sink, path: str, position: int, last: int, base_offset: 
     """The segment's last offset against what its index can address (``LogSegment.ensureOffsetInRange``: an
     offset more than 2^31-1 above the base cannot be an index entry's relative offset) and the 64-bit limit."""
     if last > base_offset + _INT32_MAX and not standalone:
-        sink("error", "offset-beyond-segment-range", path, position,
+        sink("offset-beyond-segment-range", path, position,
              f"offsets up to {last} are more than 2^31-1 above the segment base {base_offset}: "
              "the index cannot address them")
     elif last >= _INT64_MAX:
-        sink("error", "offset-beyond-segment-range", path, position,
+        sink("offset-beyond-segment-range", path, position,
              f"offsets up to {last}: the next offset passes 2^63-1 (offsets are signed 64-bit)")
 
 
@@ -756,12 +756,12 @@ def _finish_offset_index(task, options, report, sink, entries, oi, pending_exact
     verdict = report.index
     for i in range(oi, len(entries)):
         o_e, p_e = entries.entry(i)
-        sink("error", "index-entry-beyond-log", task.index, i * 8,
+        sink("index-entry-beyond-log", task.index, i * 8,
              f"entry {i} (offset {o_e}) points at position {p_e}, past the last whole batch (ends at "
              f"{report.valid_end}): the broker would start reading the next offset from there")
         verdict.status = "broken"
     if pending_exact != _NEVER and verdict.status != "broken":
-        sink("error", "index-entry-beyond-log", task.index, (oi - 1) * 8,
+        sink("index-entry-beyond-log", task.index, (oi - 1) * 8,
              f"the last entry's offset {pending_exact} is beyond the segment's last offset {report.last_offset}: "
              "the broker derives the next offset to write from it")
         verdict.status = "broken"
@@ -781,7 +781,7 @@ def _finish_offset_index(task, options, report, sink, entries, oi, pending_exact
             why.append(f"{inexact} entries name an offset inside a batch rather than a batch's last offset")
         if coarse:
             why.append(f"the last {tail} bytes have no entry (index.interval.bytes {interval})")
-        sink("info", "index-sparse", task.index, None,
+        sink("index-sparse", task.index, None,
              f"usable but not what the broker writes: {'; '.join(why)}; a lookup scans up to "
              f"{verdict.worst_scan_bytes} bytes")
 
@@ -813,7 +813,7 @@ def _finish_time_index(task, options, report, sink, entries, ti, usable, inexact
     verdict = report.timeindex
     for i in range(ti, len(entries)):
         t_e, o_e = entries[i]
-        sink("error", "timeindex-entry-beyond-log", task.timeindex, i * 12,
+        sink("timeindex-entry-beyond-log", task.timeindex, i * 12,
              f"entry {i} ({t_e} at offset {o_e}) is beyond the segment's last offset {report.last_offset}")
         usable = False
     if not usable:
@@ -830,26 +830,26 @@ def _finish_time_index(task, options, report, sink, entries, ti, usable, inexact
                     "(1970) this segment's largest")
         else:
             seen = f"the last entry's timestamp {last_ts} is what the broker takes as this segment's largest"
-        sink("warning", "timeindex-max-missing", task.timeindex, None,
+        sink("timeindex-max-missing", task.timeindex, None,
              f"{seen}, but its batches reach {seg_max}: retention.ms judges the segment by it (deleting it too "
              "early) and offset-for-time lookups may skip it")
     elif inexact:
         verdict.status = "usable"
-        sink("info", "timeindex-inexact", task.timeindex, None,
+        sink("timeindex-inexact", task.timeindex, None,
              f"{inexact} entries name a batch whose max timestamp differs from the entry: lookups stay correct")
 
 
 def _timestamp_finding(sink, path, position, first_ts, max_ts, attrs, future_limit, magic) -> None:
     """Called when not ``-1 <= first <= max <= limit``; decides which of those is really wrong."""
     if first_ts < -1 or max_ts < -1:
-        sink("warning", "timestamp-invalid", path, position,
+        sink("timestamp-invalid", path, position,
              f"timestamp {min(first_ts, max_ts)} is negative (only -1, 'none', is valid)")
     elif max_ts > future_limit:
-        sink("warning", "timestamp-in-future", path, position,
+        sink("timestamp-in-future", path, position,
              f"max timestamp {max_ts} is more than a day ahead of now: time-based retention and rolling "
              "will not treat this segment as old")
     elif magic >= 2 and max_ts < first_ts and not attrs & 0x48:  # not LOG_APPEND_TIME, no delete horizon
-        sink("warning", "timestamp-order", path, position,
+        sink("timestamp-order", path, position,
              f"max timestamp {max_ts} is below the first timestamp {first_ts} of a CREATE_TIME batch")
 
 
@@ -863,21 +863,21 @@ def _control_batch(path, batch, raw, options, sink, ongoing, first_marker, abort
             first = first or chunk[0]
             count += len(chunk)
     for p in problems:
-        sink("error", "control-batch-invalid", path, position, f"control batch: {p.message}")
+        sink("control-batch-invalid", path, position, f"control batch: {p.message}")
     if problems or first is None:
         return  # (no record: the cleaner keeps emptied control batches)
     if count > 1 or batch.record_count != 1:
-        sink("error", "control-batch-invalid", path, position,
+        sink("control-batch-invalid", path, position,
              f"control batch holds {count} records (header says {batch.record_count}); it must hold one")
     ctype = first.control_type
     if ctype in TXN_MARKERS:
         if batch.producer_id < 0 or not batch.transactional:
-            sink("error", "control-batch-invalid", path, position,
+            sink("control-batch-invalid", path, position,
                  f"{ctype} marker in a batch that is not transactional or has no producer id")
             return
         _end_transaction(batch.producer_id, batch.base_offset, ctype, ongoing, first_marker, aborts)
     elif ctype not in KRAFT_CONTROL:
-        sink("error", "control-type-unknown", path, position,
+        sink("control-type-unknown", path, position,
              f"control record type {ctype}: not one Kafka defines")
 
 
@@ -957,13 +957,13 @@ def _deep_check(path, batch, raw, options, sink) -> None:
     if problems:
         return
     if decoded != batch.record_count:
-        sink("error", "record-count-mismatch", path, batch.position,
+        sink("record-count-mismatch", path, batch.position,
              f"{decoded} records decoded, the header declares {batch.record_count}")
     if bad is not None:
-        sink("error", "record-offset-invalid", path, batch.position,
+        sink("record-offset-invalid", path, batch.position,
              f"record offset {bad} is not increasing within {batch.base_offset}..{batch.last_offset}")
         return
     if batch.magic >= 2 and batch.timestamp_type == "create" and decoded and top != batch.max_timestamp:
         if top > batch.max_timestamp or batch.record_count == batch.last_offset - batch.base_offset + 1:
-            sink("warning", "max-timestamp-mismatch", path, batch.position,
+            sink("max-timestamp-mismatch", path, batch.position,
                  f"records' largest timestamp is {top}, the header says {batch.max_timestamp}")

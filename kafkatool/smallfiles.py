@@ -28,6 +28,7 @@ from typing import Any
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, read_regular
+from .findings import finding
 from .formats import checkpoints, metadata_files
 from .formats import index as index_format
 from .formats import producer_snapshot as snapshot_format
@@ -246,7 +247,7 @@ def parse_small_file(
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
     if base_offset is None and kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
         return _with_first(
-            Finding("warning", "base-offset-unknown", display_path, None,
+            finding("base-offset-unknown", display_path, None,
                     "no segment base offset in the file name; offsets shown relative to 0"),
             reader(data, display_path, 0),
         )
@@ -266,7 +267,7 @@ def _with_first(first: Finding, rest: Iterator[Any]) -> Iterator[Any]:
 
 
 def _error(path: str, code: str, position: int | None, message: str) -> Finding:
-    return Finding("error", code, path, position, message)
+    return finding(code, path, position, message)
 
 
 def _packer(decl: Any) -> struct.Struct:
@@ -363,12 +364,12 @@ def _txn_index(data: bytes, path: str, base_offset: int) -> Iterator[AbortedTxn 
                          f"supports {txn_format.CURRENT_VERSION})")
             return
         if txn.version != txn_format.CURRENT_VERSION:
-            yield Finding("warning", "txnindex-odd-version", path, i * size,
+            yield finding("txnindex-odd-version", path, i * size,
                           f"entry {i} has version {txn.version}; Kafka reads only the first byte, accepts it")
         txns.append(txn)
         yield txn
     if len(data) % size:
-        yield Finding("warning", "txnindex-partial-entry", path, len(data) - len(data) % size,
+        yield finding("txnindex-partial-entry", path, len(data) - len(data) % size,
                       f"{len(data) % size} trailing bytes do not form a whole entry (Kafka ignores them)")
     for i, txn in enumerate(txns):  # TransactionIndex.sanityCheck()
         if txn.last_offset < base_offset:
@@ -409,7 +410,7 @@ def _producer_snapshot(data: bytes, path: str, base_offset: int) -> Iterator[Any
         for fields in _SNAPSHOT_ENTRY.iter_unpack(memoryview(data)[fmt.HEADER_SIZE : end]):
             yield ProducerEntry(*fields)
         if end < len(data):
-            yield Finding("warning", "snapshot-trailing-bytes", path, end,
+            yield finding("snapshot-trailing-bytes", path, end,
                           f"{len(data) - end} bytes after the last entry (CRC-covered; Kafka ignores them)")
 
 
@@ -424,7 +425,7 @@ def _checkpoint(parse_line: Callable[[str], tuple | None], make: Callable[..., A
                 if i == 0:
                     yield CheckpointHeader(*item)
                     if item[1] is None:
-                        yield Finding("warning", "checkpoint-no-count", path, len(data),
+                        yield finding("checkpoint-no-count", path, len(data),
                                       "file ends after the version line (Kafka reads it as empty)")
                 else:
                     yield make(*item)
@@ -465,7 +466,7 @@ def _clean_shutdown(data: bytes, path: str, base_offset: int) -> Iterator[CleanS
         version, epoch = metadata_files.parse_clean_shutdown(data)
     except TextFileError as e:  # Kafka still treats the shutdown as clean; only the epoch is lost
         yield CleanShutdown(None, None)
-        yield Finding("warning", e.code, path, e.position, e.message)
+        yield finding(e.code, path, e.position, e.message)
         return
     yield CleanShutdown(version, epoch)
 

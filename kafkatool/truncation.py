@@ -61,6 +61,7 @@ from typing import Any
 from .epochs import UNDEFINED_EPOCH_OFFSET, EpochCache
 from .errors import ApplyRefused, UsageError
 from .filetypes import FileKind, classify, open_regular, read_regular
+from .findings import finding
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
 from .loader import segment_bytes
 from .model import Batch, Finding
@@ -490,7 +491,7 @@ def apply_truncations(
         planned = _APPLY_PASSES * (segment_bytes(lp.files) + segment_bytes(fp.files)) if progress is not None else 0
         with log_dir_lock(fp.logdir_path):
             if resume(fp.logdir_path) is not None:
-                yield Finding("info", "apply-resumed", fp.display, None,
+                yield finding("apply-resumed", fp.display, None,
                               "completed an interrupted apply from its journal before planning again")
             fp = list_partition(fp)
             lr, fr = open_replica(lp, l_name, options, tally), open_replica(fp, f_name, options, tally)
@@ -500,7 +501,7 @@ def apply_truncations(
             refused = _refusal(lr, fr)
             plan_ = result.plan
             if refused:
-                yield Finding("error", "truncation-not-applied", fp.display, None, refused + "; nothing was changed")
+                yield finding("truncation-not-applied", fp.display, None, refused + "; nothing was changed")
             elif plan_ is not None and plan_.changes:
                 apply_ops(fp.logdir_path, plan_ops(plan_), backup)
                 result.applied, result.backup_dir = True, str(backup)
@@ -508,7 +509,7 @@ def apply_truncations(
                 lr, fr = open_replica(lp, l_name, options, tally), open_replica(fp, f_name, options, tally)
                 (again,) = simulate(lr, fr, (rule,), 0, tally)
                 if again.plan is None or again.plan.changes or again.truncate_to != again.follower_leo:
-                    yield Finding("error", "truncation-not-idempotent", fp.display, None,
+                    yield finding("truncation-not-idempotent", fp.display, None,
                                   f"after applying, the {rule} rule still truncates {again.follower_leo} to "
                                   f"{again.truncate_to} (changes planned: "
                                   f"{bool(again.plan and again.plan.changes)}); please report this")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .findings import finding
 from .loader import read_logdir, segment_bytes
 from .model import Batch, Finding
 from .producers import Transaction, replay_partition
@@ -92,7 +93,7 @@ def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | No
         for t in history.transactions:
             yield t
             if t.outcome == "OPEN":
-                yield Finding("warning", "txn-open", pd.display, None,
+                yield finding("txn-open", pd.display, None,
                               f"transaction of producer {t.producer_id} (epoch {t.producer_epoch}) open since offset "
                               f"{t.first_offset} holds the last stable offset back by {t.lso_held_back} offsets "
                               f"(log end offset {history.leo}): read_committed consumers stop at {t.first_offset}"

@@ -243,7 +243,7 @@ def _small(path: Path, kind: FileKind, display: str, base: int | None = None) ->
     try:
         items = list(read_small_file(path, kind, display, base))
     except InputIOError as exc:
-        return [], [Finding("error", "io-error", display, None, str(exc))]
+        return [], [finding("io-error", display, None, str(exc))]
     values = [i for i in items if not isinstance(i, Finding)]
     return values, [i for i in items if isinstance(i, Finding)]
 
@@ -268,7 +268,7 @@ def _verify_file(path: Path, display: str, options: VerifyOptions, runner: _Runn
                 yield from (f for f in report.findings if f.path == display)
             return
     if info.kind in (FileKind.UNKNOWN, FileKind.LOCK):
-        yield Finding("info", "unknown-file", display, None, "not a file kafkatool knows; not checked")
+        yield finding("unknown-file", display, None, "not a file kafkatool knows; not checked")
         return
     _values, findings = _small(path, info.kind, display)
     yield from findings
@@ -285,11 +285,11 @@ def _sort_files(part: _Partition) -> tuple[PartitionFiles, list[Finding]]:
         if interrupted := _interrupted_apply(path, display):
             findings.append(interrupted)
         elif misnamed(path.name):
-            findings.append(Finding("error", "segment-name-invalid", display, None,
+            findings.append(finding("segment-name-invalid", display, None,
                                     f"{path.name}: segment files are named by a 20-digit base offset; "
                                     "the broker ignores this file"))
         else:
-            findings.append(Finding("info", "unknown-file", display, None,
+            findings.append(finding("unknown-file", display, None,
                                     "not a file the broker writes in a partition dir; ignored by it"))
     return out, findings
 
@@ -300,7 +300,7 @@ def _interrupted_apply(path: Path, display: str) -> Finding | None:
     from .safewrite.journal import JOURNAL_NAME
 
     if path.name == JOURNAL_NAME or path.name.endswith(TMP_SUFFIX):
-        return Finding("warning", "apply-interrupted", display, None,
+        return finding("apply-interrupted", display, None,
                        "left by a kafkatool --apply that was interrupted (the broker ignores it): run the same "
                        "command with --apply again to complete it (its journal knows where the backup is)")
     return None
@@ -330,7 +330,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
 
     yield _FileCount(len(part.files))
     if part.state == "delete":
-        yield emit(Finding("info", "partition-pending-delete", part.display, None,
+        yield emit(finding("partition-pending-delete", part.display, None,
                            "partition dir renamed for deletion (topic deleted or replica moved); the broker "
                            "deletes it; not checked further"))
         summary.bytes = sum(file_size(p) for p, _ in part.files)
@@ -369,7 +369,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
         tasks.append(SegmentTask(base, display, index, timeindex, txnindex, active=i == len(bases) - 1))
     for (base, kind), (_path, display) in sorted(files.indexes.items()):
         if base not in files.segments:
-            yield emit(Finding("warning", "orphan-index", display, None,
+            yield emit(finding("orphan-index", display, None,
                                f"no {base:020d}.log beside this {kind.value}: the broker deletes it at start-up"))
     compacted = part.topic in COMPACTED_TOPICS or _cleaner_knows(part)
     snapshot = _snapshot_state(files, bases[0] if bases else None)
@@ -423,7 +423,7 @@ def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Itera
     cut = loaded.cut
     gone = [s for s in loaded.segments if s.deleted]
     if loaded.on_disk_end_offset != loaded.log_end_offset and cut is not None:
-        yield Finding("warning", "recovery-truncates-log", cut.display, cut.position,
+        yield finding("recovery-truncates-log", cut.display, cut.position,
                       f"the broker's recovery cuts this segment here ({cut.finding.code}): the log end offset after "
                       f"loading is {loaded.log_end_offset}, the batches on disk end at {loaded.on_disk_end_offset} "
                       f"(offsets {loaded.log_end_offset}..{loaded.on_disk_end_offset - 1} are lost"
@@ -535,12 +535,12 @@ def _join_segment(
     state.last_segment_base = task.base_offset
     if report.first_offset is None:
         if not task.active and not report.io_error:
-            yield Finding("info", "segment-empty", path, 0, "segment holds no batch")
+            yield finding("segment-empty", path, 0, "segment holds no batch")
         return
     compacted = compacted or report.compacted_batches > 0 or report.delete_horizon
     if state.last_offset is not None:
         if task.base_offset <= state.last_offset:
-            yield Finding("error", "segment-overlap", path, 0,
+            yield finding("segment-overlap", path, 0,
                           f"segment base offset {task.base_offset} is not above the previous segment's last "
                           f"offset {state.last_offset}")
         elif report.first_offset > state.last_offset + 1:
@@ -580,7 +580,7 @@ def _compare_txn_index(
         pid, first, marker, _lso = expected[0]
         span = (f"offsets {first}..{marker}" if first is not None
                 else f"ended by its marker at {marker}, begun before the log start")
-        yield Finding("error", "txnindex-missing", where, None,
+        yield finding("txnindex-missing", where, None,
                       f"the log holds {len(expected)} aborted transactions (first: producer {pid}, {span}) but there "
                       "is no .txnindex: read_committed consumers would receive their records")
         return
@@ -590,20 +590,20 @@ def _compare_txn_index(
         if found is None and first is None:
             continue  # begun before the log start, maybe: the broker that wrote it knew; a replay from there does not
         if found is None:
-            yield Finding("error", "txnindex-missing-abort", where, None,
+            yield finding("txnindex-missing-abort", where, None,
                           f"aborted transaction of producer {pid} ({first}..{marker}) is not in the index: "
                           "read_committed consumers would receive its records")
             continue
         i, (_p, h_first, _m, h_lso) = found
         if first is not None and h_first != first:
-            yield Finding("error", "txnindex-wrong-entry", where, i * 34,
+            yield finding("txnindex-wrong-entry", where, i * 34,
                           f"entry {i}: producer {pid}'s aborted transaction starts at {first}, the index says "
                           f"{h_first}")
         elif lso is not None and h_lso != lso:
-            yield Finding("warning", "txnindex-wrong-lso", where, i * 34,
+            yield finding("txnindex-wrong-lso", where, i * 34,
                           f"entry {i}: last stable offset {h_lso}, the log implies {lso}")
     for i, (pid, first, marker, _lso) in sorted(by_key.values()):
-        yield Finding("error", "txnindex-extra-entry", where, i * 34,
+        yield finding("txnindex-extra-entry", where, i * 34,
                       f"entry {i}: producer {pid} aborted {first}..{marker}, but the log has no ABORT marker of "
                       "that producer there: read_committed consumers would drop its records")
 
@@ -631,7 +631,7 @@ def check_epochs(
     for epoch, start, position, path in runs:
         latest = implied.latest
         if latest is not None and epoch < latest[0]:
-            yield Finding("error", "epoch-goes-back", path, position,
+            yield finding("epoch-goes-back", path, position,
                           f"batch at offset {start} has leader epoch {epoch}, after epoch {latest[0]}: "
                           "a leader's data after a newer leader's (divergent log)")
         implied.assign(epoch, start)
@@ -639,7 +639,7 @@ def check_epochs(
     if checkpoint is None:
         if expected and not legacy:
             where = os.path.join(partition_display, "leader-epoch-checkpoint")
-            yield Finding("warning", "epoch-checkpoint-missing", where,
+            yield finding("epoch-checkpoint-missing", where,
                           None, f"no leader-epoch-checkpoint, but the batches carry epochs {_epoch_list(expected)}: "
                           "the broker cannot answer OffsetsForLeaderEpoch correctly after a restart")
         return
@@ -649,27 +649,27 @@ def check_epochs(
     entries = [(e.epoch, e.start_offset) for e in values if isinstance(e, EpochEntry)]
     for i in range(1, len(entries)):
         if entries[i][0] <= entries[i - 1][0] or entries[i][1] <= entries[i - 1][1]:
-            yield Finding("error", "epoch-checkpoint-not-increasing", display, None,
+            yield finding("epoch-checkpoint-not-increasing", display, None,
                           f"entry {entries[i]} does not follow {entries[i - 1]}: epochs and start offsets must "
                           "both increase")
     for epoch, start in entries:
         if leo is not None and start > leo:
-            yield Finding("warning", "epoch-start-beyond-log-end", display, None,
+            yield finding("epoch-start-beyond-log-end", display, None,
                           f"epoch {epoch} starts at {start}, beyond the log end offset {leo}; the broker drops it "
                           "when it loads the log")
         elif first_offset is not None and start < first_offset and (epoch, start) != entries[0]:
-            yield Finding("info", "epoch-start-below-log-start", display, None,
+            yield finding("epoch-start-below-log-start", display, None,
                           f"epoch {epoch} starts at {start}, below the log start offset {first_offset}")
     if legacy:
         return  # v0/v1 batches carry no epoch; the cache cannot be rebuilt from them
     have = dict(entries)
     for i, (epoch, start) in enumerate(expected):
         if epoch not in have:
-            yield Finding("warning", "epoch-missing-from-checkpoint", display, None,
+            yield finding("epoch-missing-from-checkpoint", display, None,
                           f"batches from offset {start} carry leader epoch {epoch}, which the checkpoint lacks "
                           f"(it has {_epoch_list(entries)})")
         elif have[epoch] != start and not ((i == 0 or compacted) and have[epoch] < start):
-            yield Finding("warning", "epoch-start-mismatch", display, None,
+            yield finding("epoch-start-mismatch", display, None,
                           f"epoch {epoch}: the checkpoint says it starts at {have[epoch]}, its first batch is at "
                           f"offset {start}")
 
@@ -690,7 +690,7 @@ def _check_snapshots(files: PartitionFiles, state: _PartitionState) -> Iterator[
         if header is None:
             continue
         if leo is not None and offset > leo:
-            yield Finding("warning", "snapshot-beyond-log-end", display, None,
+            yield finding("snapshot-beyond-log-end", display, None,
                           f"producer snapshot at offset {offset}, beyond the log end offset {leo}: the broker "
                           "deletes it when it loads the log")
 
@@ -698,7 +698,7 @@ def _check_snapshots(files: PartitionFiles, state: _PartitionState) -> Iterator[
 def _check_partition_metadata(files: PartitionFiles, part: _Partition) -> Iterator[Finding]:
     if files.partition_metadata is None:
         if files.segments and part.logdir is not None:
-            yield Finding("info", "partition-metadata-missing", os.path.join(part.display, "partition.metadata"),
+            yield finding("partition-metadata-missing", os.path.join(part.display, "partition.metadata"),
                           None, "no partition.metadata (topic id): written by brokers since 2.8; the broker "
                           "writes it when it next leads or follows this partition")
         return
@@ -716,7 +716,7 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> 
         p, d = names["meta.properties"]
         yield from _small(p, FileKind.META_PROPERTIES, d)[1]
     else:
-        yield Finding("info", "meta-properties-missing", os.path.join(logdir.display, "meta.properties"), None,
+        yield finding("meta-properties-missing", os.path.join(logdir.display, "meta.properties"), None,
                       "no meta.properties: not a formatted broker log dir (a copy of partition dirs?); a KRaft "
                       "broker refuses to start on it")
     if logdir.clean_shutdown:
@@ -734,9 +734,9 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> 
         if interrupted := _interrupted_apply(p, d):
             yield interrupted
         elif info.kind is FileKind.UNKNOWN and info.leftover is None:
-            yield Finding("info", "unknown-file", d, None, "not a file the broker writes in a log dir")
+            yield finding("unknown-file", d, None, "not a file the broker writes in a log dir")
         elif info.leftover is not None:
-            yield Finding("info", "leftover-tmp", d, None, "an interrupted checkpoint write; the broker ignores it")
+            yield finding("leftover-tmp", d, None, "an interrupted checkpoint write; the broker ignores it")
         elif info.kind is FileKind.KRAFT_SNAPSHOT:  # bootstrap.checkpoint: the metadata a KRaft node is formatted with
             for report in runner.run([SegmentTask(0, d, standalone=True)]):
                 yield from report.findings
@@ -744,7 +744,7 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> 
     present: set[tuple[str, int]] = set()
     for part in logdir.partitions:
         if part.topic is None:
-            yield Finding("info", "unknown-dir", part.display, None,
+            yield finding("unknown-dir", part.display, None,
                           "not a partition dir (topic-partition); the broker ignores it")
             continue
         if part.state is None:
@@ -754,7 +754,7 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> 
         _p, display = names[name]
         for _i, entry in listed:
             if (entry.topic, entry.partition) not in present:
-                yield Finding("info", "checkpoint-unknown-partition", display, None,
+                yield finding("checkpoint-unknown-partition", display, None,
                               f"{entry.topic}-{entry.partition} has a {_CHECKPOINTS[name]} ({entry.offset}) but no "
                               "partition dir here")
 
@@ -791,6 +791,6 @@ def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: Pa
                           f"start offset {low}; the broker moves it up")
     recovery_points = cps.get("recovery-point-offset-checkpoint")
     if recovery_points is not None and key not in recovery_points and state.batches:
-        yield Finding("info", "recovery-point-missing", os.path.join(display, "recovery-point-offset-checkpoint"),
+        yield finding("recovery-point-missing", os.path.join(display, "recovery-point-offset-checkpoint"),
                       None, f"{part.topic}-{part.partition} has no recovery point: after an unclean shutdown the "
                       "broker recovers all of its segments")

@@ -160,7 +160,7 @@ def dir_files(d: Path, display: str) -> list[tuple[Path, str]]:
 
 
 def _unreadable_findings(listing: _Listing) -> list[Finding]:
-    return [Finding("error", "io-error", display, None, f"cannot read: {why}")
+    return [finding("io-error", display, None, f"cannot read: {why}")
             for _path, display, why in listing.unreadable]
 
 
@@ -198,7 +198,7 @@ def _partition(listing: _Listing, logdir: LogDir | None, known: bool = True) -> 
 
 
 def _skipped_backup(display: str) -> Finding:
-    return Finding("info", "backup-dir-skipped", display, None,
+    return finding("backup-dir-skipped", display, None,
                    "a kafkatool backup (repair/truncation --apply), not broker data: not read")
 
 
@@ -215,7 +215,7 @@ def _subdirs(listing: _Listing, findings: list[Finding]) -> list[_Listing]:
         except InputIOError as exc:
             cause = exc.__cause__
             why = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(exc)
-            findings.append(Finding("error", "io-error", display, None, f"cannot list: {why}"))
+            findings.append(finding("io-error", display, None, f"cannot list: {why}"))
             continue
         if is_backup_dir(path.name, {p.name for p, _ in sub.files}):
             findings.append(_skipped_backup(display))
@@ -254,7 +254,7 @@ def _discover_dir(listing: _Listing, above: tuple[_Listing, ...] = ()) -> Iterat
     for sub in sorted(subs, key=_container_order):  # a directory above log dirs (/var/lib/kafka: data-1, data-2)
         again = next((a for a in above if a.ident == sub.ident), None)
         if again is not None:  # a link (or a bind mount) back to a dir it is in: followed, it never ends
-            yield Finding("error", "io-error", sub.display, None,
+            yield finding("io-error", sub.display, None,
                           f"cannot read: a loop, the same directory as {again.display}: not followed")
             continue
         yield from _discover_dir(sub, above)

@@ -119,7 +119,7 @@ def repair(
 
 
 def _restore(backup_dir: Path, apply: bool, fmt: str, fail_on: str, log_dir: Path | None) -> int:
-    from ..model import Finding
+    from ..findings import finding
     from ..safewrite.restore import restore
     from .output import Output
 
@@ -133,6 +133,6 @@ def _restore(backup_dir: Path, apply: bool, fmt: str, fail_on: str, log_dir: Pat
         message = f"restored: {len(steps)} files as they were before the applies (run `kafkatool verify` next)"
     else:
         message = f"dry run: {len(steps)} files to restore; run again with --apply (broker stopped) to do it"
-    out.emit(Finding("info", "restore", str(backup_dir), None, message))
+    out.emit(finding("restore", str(backup_dir), None, message))
     out.close()
     return out.exit_code(fail_on, verdict=bool(steps) and not apply)
