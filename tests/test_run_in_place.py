@@ -37,3 +37,13 @@ def test_verify_runs_from_the_repository_root_over_a_non_editable_install(tmp_pa
     assert in_place.returncode == 0, in_place.stderr
     assert in_place.stdout == reference.stdout
     assert "clean:" in in_place.stdout
+
+
+def test_every_package_is_installed() -> None:
+    """pyproject lists its packages by name: a new subpackage left out of the list is missing from ``pip install .``
+    (the checkout and editable installs would still find it), so the list is held to the tree."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    tree = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "kafkatool").rglob("__init__.py")}
+    assert listed == tree | {"kafkatool.formats"}
