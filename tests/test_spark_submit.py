@@ -104,7 +104,7 @@ def test_spark_submit_ships_kafkatool_to_a_cluster(spark, cluster, tmp_path):
     shutil.copyfile(wheel, shipped)
     entry = tmp_path / "scan_entry.py"
     with zipfile.ZipFile(wheel) as zf:
-        entry.write_bytes(zf.read("kafkatool/spark/scan.py"))
+        entry.write_bytes(zf.read("kafkatool/cli/spark_submit.py"))
 
     kafka = corpus_root() / "kafka"
     paths = [str(kafka / "logdir"), str(kafka / "recovery" / "crc-flip" / "before")]

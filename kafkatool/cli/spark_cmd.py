@@ -38,7 +38,7 @@ SCAN_EXAMPLES = """
   kafkatool spark scan --pack-bytes 134217728 /var/lib/kafka/data --out /tmp/scan
 
   # kafkatool.zip: the wheel under a .zip name (PySpark ships no .whl);
-  # scan_entry.py: kafkatool/spark/scan.py from it (see docs/spark.md)
+  # scan_entry.py: kafkatool/cli/spark_submit.py from it (see docs/spark.md)
   spark-submit --py-files kafkatool.zip scan_entry.py --master '' s3://bucket/logs/ --out s3://bucket/scan
 """
 

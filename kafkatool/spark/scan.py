@@ -391,12 +391,3 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
 
 
 __all__ = ["ProgressCallback", "ScanResult", "scan_paths", "session", "stderr_lines"]
-
-
-if __name__ == "__main__":  # spark-submit .../kafkatool/spark/scan.py PATH... --out DIR --master ''
-    import sys
-
-    from kafkatool.cli import main
-
-    sys.argv = ["kafkatool", "spark", "scan", *sys.argv[1:]]
-    main()
