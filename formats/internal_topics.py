@@ -32,6 +32,8 @@ versions their compact forms (uvarint ``length + 1``, 0 = null). Every length bo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from construct import (
     Array,
     Construct,
@@ -75,6 +77,16 @@ def compact_array(element: Construct) -> Struct:
 
 def _str(flexible: bool) -> Struct:
     return compact_nullable_string if flexible else string16
+
+
+def _array(flexible: bool) -> Callable[[Construct], Struct]:
+    return compact_array if flexible else array32
+
+
+def _versioned(body: Callable[[int], Struct], versions: range) -> Struct:
+    """A coordinator record's value: its int16 version, then the fields ``body`` declares for that version (one of
+    ``versions``; any other parses to no body)."""
+    return Struct("version" / Int16sb, "body" / Switch(this.version, {v: body(v) for v in versions}))
 
 
 def _tags(flexible: bool) -> list:
@@ -138,7 +150,7 @@ def group_metadata_value(version: int) -> Struct:
         "protocol" / s,
         "leader" / s,
         *(["current_state_timestamp" / Int64sb] if version >= 2 else []),
-        "members" / (compact_array if flexible else array32)(_member(version)),
+        "members" / _array(flexible)(_member(version)),
         *_tags(flexible),
     )
 
@@ -146,14 +158,8 @@ def group_metadata_value(version: int) -> Struct:
 OFFSET_COMMIT_VALUE_VERSIONS = range(0, 5)
 GROUP_METADATA_VALUE_VERSIONS = range(0, 5)
 
-OffsetCommitValue = Struct(
-    "version" / Int16sb,
-    "body" / Switch(this.version, {v: offset_commit_value(v) for v in OFFSET_COMMIT_VALUE_VERSIONS}),
-)
-GroupMetadataValue = Struct(
-    "version" / Int16sb,
-    "body" / Switch(this.version, {v: group_metadata_value(v) for v in GROUP_METADATA_VALUE_VERSIONS}),
-)
+OffsetCommitValue = _versioned(offset_commit_value, OFFSET_COMMIT_VALUE_VERSIONS)
+GroupMetadataValue = _versioned(group_metadata_value, GROUP_METADATA_VALUE_VERSIONS)
 
 # --- __transaction_state -------------------------------------------------------------------------
 # ``transaction-coordinator/src/main/resources/common/message/TransactionLogKey.json`` / ``TransactionLogValue.json``
@@ -165,7 +171,7 @@ TransactionLogKey = Struct("version" / Int16sb, "transactional_id" / string16)
 def _txn_partitions(flexible: bool) -> Struct:
     return Struct(
         "topic" / _str(flexible),
-        "partition_ids" / (compact_array if flexible else array32)(Int32sb),
+        "partition_ids" / _array(flexible)(Int32sb),
         *_tags(flexible),
     )
 
@@ -179,7 +185,7 @@ def transaction_log_value(version: int) -> Struct:
         "producer_epoch" / Int16sb,
         "transaction_timeout_ms" / Int32sb,
         "transaction_status" / Int8sb,
-        "transaction_partitions" / (compact_array if flexible else array32)(_txn_partitions(flexible)),
+        "transaction_partitions" / _array(flexible)(_txn_partitions(flexible)),
         "transaction_last_update_timestamp_ms" / Int64sb,
         "transaction_start_timestamp_ms" / Int64sb,
         *_tags(flexible),
@@ -187,10 +193,7 @@ def transaction_log_value(version: int) -> Struct:
 
 
 TRANSACTION_LOG_VALUE_VERSIONS = range(0, 2)
-TransactionLogValue = Struct(
-    "version" / Int16sb,
-    "body" / Switch(this.version, {v: transaction_log_value(v) for v in TRANSACTION_LOG_VALUE_VERSIONS}),
-)
+TransactionLogValue = _versioned(transaction_log_value, TRANSACTION_LOG_VALUE_VERSIONS)
 TRANSACTION_LOG_VALUE_TAGS = {
     0: ("previous_producer_id", Int64sb),
     1: ("next_producer_id", Int64sb),

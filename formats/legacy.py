@@ -30,10 +30,8 @@ from construct import (
     BitStruct,
     If,
     Int8sb,
-    Int32sb,
     Int32ub,
     Int64sb,
-    Prefixed,
     Rebuild,
     Struct,
     Terminated,
@@ -42,7 +40,7 @@ from construct import (
 
 from .constants import RECORD_OVERHEAD_V0 as RECORD_OVERHEAD_V0
 from .constants import RECORD_OVERHEAD_V1 as RECORD_OVERHEAD_V1
-from .primitives import int32_bytes
+from .primitives import int32_bytes, log_entry
 from .record_batch import Compression, TimestampType
 
 CRC_COVERAGE_OFFSET = 4  # within the message: from magic to the end
@@ -72,7 +70,4 @@ Message = Struct(
     "body" / MessageBody,
 )
 
-LogEntry = Struct(
-    "offset" / Int64sb,
-    "message" / Prefixed(Int32sb, Message),  # message_size
-)
+LogEntry = log_entry("offset", "message", Message)  # offset, message_size, message

@@ -9,6 +9,7 @@ common/message/README.md`` (compact arrays and strings, tagged fields).
 - Nullable byte fields: a signed length, -1 meaning null, then that many bytes.
 - Compact (flexible) arrays/strings/bytes: unsigned varint of ``length + 1``; 0 means null.
 - Tagged fields: uvarint count, then per field uvarint tag, uvarint size, ``size`` raw bytes.
+- A log entry: int64 offset, int32 size, then ``size`` bytes: how every magic is framed in a log file.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from construct import (
     Construct,
     If,
     Int32sb,
+    Int64sb,
     PaddedString,
+    Prefixed,
     Rebuild,
     Struct,
     VarInt,
@@ -58,6 +61,13 @@ def varint_bytes() -> Construct:
 def int32_bytes() -> Construct:
     """Legacy message key/value: int32 length (-1 = null) then bytes."""
     return _Unwrap(nullable_bytes(Int32sb))
+
+
+def log_entry(offset: str, entry: str, body: Construct) -> Struct:
+    """The framing every entry of a log file has, whatever its magic: an int64 offset named ``offset``, then an
+    int32 size and exactly that many bytes, ``body`` named ``entry`` (``Records.OFFSET_OFFSET``/``SIZE_OFFSET``,
+    ``LOG_OVERHEAD`` = 12; ``FileLogInputStream.nextBatch`` reads it before it looks at the magic)."""
+    return Struct(offset / Int64sb, entry / Prefixed(Int32sb, body))
 
 
 class _CompactLength(Adapter):
@@ -104,6 +114,7 @@ __all__ = [
     "compact_length",
     "compact_string",
     "int32_bytes",
+    "log_entry",
     "nullable_bytes",
     "tagged_fields",
     "uuid",

@@ -60,7 +60,7 @@ from .constants import CRC_OFFSET as CRC_OFFSET
 from .constants import LOG_OVERHEAD as LOG_OVERHEAD
 from .constants import MAGIC_OFFSET as MAGIC_OFFSET
 from .constants import RECORD_BATCH_OVERHEAD as RECORD_BATCH_OVERHEAD
-from .primitives import varint, varint_bytes
+from .primitives import log_entry, varint, varint_bytes
 
 Compression = Enum(BitsInteger(3), none=0, gzip=1, snappy=2, lz4=3, zstd=4)
 TimestampType = Enum(BitsInteger(1), create=0, log_append=1)
@@ -97,16 +97,14 @@ def _body_crc(ctx) -> int:
     return crc32c(BatchBody.build(ctx.body))
 
 
-RecordBatch = Struct(
-    "base_offset" / Int64sb,
-    "batch" / Prefixed(
-        Int32sb,  # batch_length
-        Struct(
-            "partition_leader_epoch" / Int32sb,
-            "magic" / Const(2, Int8sb),
-            "crc" / Rebuild(Int32ub, _body_crc),  # parsed as stored; computed when building
-            "body" / BatchBody,
-        ),
+RecordBatch = log_entry(  # base_offset, batch_length, then the batch
+    "base_offset",
+    "batch",
+    Struct(
+        "partition_leader_epoch" / Int32sb,
+        "magic" / Const(2, Int8sb),
+        "crc" / Rebuild(Int32ub, _body_crc),  # parsed as stored; computed when building
+        "body" / BatchBody,
     ),
 )
 

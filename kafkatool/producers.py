@@ -51,7 +51,7 @@ from .producer_state import ProducerReplay, ProducerState, fenced, invalid_txn_s
 from .progress import Tally
 from .records import ScanOptions, read_marker
 from .smallfiles import ProducerEntry, read_producer_entries
-from .walk import partition_dirs, partition_dirs_and_findings
+from .walk import PartitionDir, partition_dirs, partition_dirs_and_findings
 
 _INT32_MAX = (1 << 31) - 1
 
@@ -503,17 +503,28 @@ def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
                           f"producer {pid}: the snapshot says " + ", ".join(diffs))
 
 
+def replayed_partitions(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
+                        ) -> Iterator[tuple[PartitionDir, PartitionHistory] | Finding]:
+    """Per partition dir under ``paths``, as the producer and transaction audits read them: what discovery met
+    outside a partition (a dir it cannot list, a loop) where it met it, the dir's own findings, then the dir with
+    its :func:`replay_partition` (``progress`` told the bytes of its segments as they are read)."""
+    for pd in partition_dirs_and_findings(paths):
+        if isinstance(pd, Finding):
+            yield pd
+            continue
+        yield from pd.findings
+        yield pd, replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
+
+
 def producers_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
                     ) -> Iterator[ProducerInfo | Finding]:
     """Per partition under ``paths``: the audit's findings, the snapshot comparison, then one value per producer.
     ``progress`` is told the bytes of the segments as they are read, :func:`producers_bytes` in all."""
-
-    for pd in partition_dirs_and_findings(paths):
-        if isinstance(pd, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
-            yield pd
+    for item in replayed_partitions(paths, progress):
+        if isinstance(item, Finding):
+            yield item
             continue
-        yield from pd.findings
-        history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
+        pd, history = item
         yield from history.findings
         yield from compare_snapshot(history)
         for e in history.entries():
@@ -528,4 +539,4 @@ def producers_bytes(paths: Iterable[str | Path]) -> int:
 
 
 __all__ = ["PartitionHistory", "ProducerInfo", "Transaction", "compare_snapshot", "producers_bytes",
-           "producers_paths", "replay_partition", "segment_logs"]
+           "producers_paths", "replay_partition", "replayed_partitions", "segment_logs"]

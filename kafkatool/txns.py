@@ -20,10 +20,10 @@ from pathlib import Path
 from .findings import finding
 from .loader import read_logdir, segment_bytes
 from .model import Batch, Finding
-from .producers import Transaction, replay_partition
+from .producers import Transaction, replay_partition, replayed_partitions
 from .progress import Tally
 from .verify import verify_partition_dir
-from .walk import partition_dirs, partition_dirs_and_findings, partition_of, total_bytes
+from .walk import partition_dirs, partition_of, total_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +83,11 @@ def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | No
     """Per partition under ``paths``: its transactions in offset order, a finding per open transaction holding
     back the LSO, then the ``.txnindex`` findings of ``verify``. ``progress`` is told the bytes of the segments as
     they are read, :func:`txns_bytes` in all."""
-    for pd in partition_dirs_and_findings(paths):
-        if isinstance(pd, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
-            yield pd
+    for item in replayed_partitions(paths, progress):
+        if isinstance(item, Finding):
+            yield item
             continue
-        yield from pd.findings
-        history = replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
+        pd, history = item
         yield from (f for f in history.findings if f.severity != "info")
         for t in history.transactions:
             yield t

@@ -8,15 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .options import (
-    DEFAULT_MAX_BATCH_BYTES,
-    DEFAULT_MAX_DECOMPRESSED,
-    BackupDir,
-    FailOn,
-    Format,
-    MaxBatchBytes,
-    MaxDecompressed,
-)
+from . import options as o
 
 EXAMPLES = """
 [bold]Examples[/bold]
@@ -48,7 +40,7 @@ def repair(
                                        "when the backup dir is not beside it.",
                      show_default=False),
     ] = None,
-    backup_dir: BackupDir = None,
+    backup_dir: o.BackupDir = None,
     salvage: Annotated[
         bool, typer.Option("--salvage", help="Also copy the valid batches found after a cut into a side file in the "
                                              "backup dir.")
@@ -69,10 +61,10 @@ def repair(
         typer.Option(help="The broker clock for producer-id expiry in rebuilt snapshots (default: now).", min=0,
                      metavar="MS"),
     ] = None,
-    fmt: Format = "text",
-    fail_on: FailOn = "error",
-    max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
-    max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
+    fmt: o.Format = "text",
+    fail_on: o.FailOn = "error",
+    max_decompressed: o.MaxDecompressed = o.DEFAULT_MAX_DECOMPRESSED,
+    max_batch_bytes: o.MaxBatchBytes = o.DEFAULT_MAX_BATCH_BYTES,
 ) -> int:
     """Do offline what a broker's recovery after an unclean shutdown would do, losing nothing that can be kept.
 
