@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.spark.source import plan, read_partition
+from kafkatool.spark.plan import plan
+from kafkatool.spark.read import read_partition
 
 from .conftest import corpus_root
 
@@ -176,14 +177,14 @@ def test_executors_share_one_client_per_store(store):
     bucket's region: a request per file)."""
     from pyarrow import fs
 
-    from kafkatool.spark import source
-    from kafkatool.spark.source import filesystem_of
+    from kafkatool.spark import fs as urlfs
+    from kafkatool.spark.fs import filesystem_of
 
     base, query, _ = store
     parts = plan([f"{base}/cluster{query}", f"{base}/flat{query}"])
-    source._STORES.clear()  # what a fresh executor process starts with
+    urlfs._STORES.clear()  # what a fresh executor process starts with
     assert _rows(parts, "findings") and _rows(parts[:4], "batches")  # the executors' own opening path
-    (shared,) = source._STORES.values()  # every segment and index of the bucket: one client
+    (shared,) = urlfs._STORES.values()  # every segment and index of the bucket: one client
     assert shared is not None and shared[1] == BUCKET
     urls = [u for p in parts for u in (p.path, p.index, p.timeindex, p.txnindex) if u is not None]
     assert len(urls) > 20
