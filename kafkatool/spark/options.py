@@ -43,6 +43,7 @@ VALUE_MODES = ("binary", "base64", "none")
 
 
 def flag(value: str | None, default: bool = False) -> bool:
+    """A boolean option: ``1``, ``true``, ``yes`` or ``on`` (any case) is true; ``default`` when not given."""
     if value is None:
         return default
     return str(value).strip().lower() in ("1", "true", "yes", "on")
@@ -61,6 +62,7 @@ def whole(options: dict, name: str) -> int:
 
 
 def paths_of(options: dict) -> list[str]:
+    """The paths ``load()`` was given: one (``path``) or many (``paths``, JSON as PySpark passes them)."""
     if "paths" in options and options["paths"]:
         paths = json.loads(options["paths"])
     elif options.get("path"):

@@ -3,7 +3,7 @@
 
 Filters on the columns constant over a segment (``topic``, ``partition``, ``segment``, and ``file``
 except at the findings level, where it is the file a finding is about) prune whole segments before any
-is opened (PySpark >= 4.1 with ``spark.sql.python.filterPushdown.enabled``; see ``SESSION_CONF``):
+is opened (that setting is in :data:`kafkatool.spark.SESSION_CONF`):
 ``where("topic = 'orders' and partition in (0, 3)")`` reads only those partitions' segments. Spark still
 applies every filter to the rows, so the result is the same with or without pruning.
 """
