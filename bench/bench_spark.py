@@ -79,7 +79,8 @@ def _replay_source():
 
     from pyspark.sql.datasource import DataSource, DataSourceReader
 
-    from kafkatool.spark.source import KafkaLogDataSource, read_partition
+    from kafkatool.spark.read import read_partition
+    from kafkatool.spark.source import KafkaLogDataSource
 
     class Reader(DataSourceReader):
         def __init__(self, inner: DataSourceReader) -> None:

@@ -1,6 +1,6 @@
 """``dump --records --format csv|parquet``: records as rows, without Spark.
 
-The columns are those of the Spark data source's records level (:func:`kafkatool.spark.source.records_schema`):
+The columns are those of the Spark data source's records level (:func:`kafkatool.spark.schema.records_schema`):
 ``topic, partition, segment, file, offset, timestamp, key, value, headers, batch_base_offset, control_type,
 crc_valid, error``. A batch whose records cannot all be decoded gives, as there, one row with null key and value
 at the first offset not decoded, its ``error`` saying ``<code>: <reason>``.

@@ -134,7 +134,7 @@ class HeaderRun(NamedTuple):
 
     ``headers`` holds each batch's first 61 bytes as they are on disk (the layout of
     ``formats.record_batch.RecordBatchHeader``), back to back; a columnar consumer decodes all of them
-    at once (``numpy`` with a dtype derived from that Construct, in :mod:`kafkatool.spark.source`).
+    at once (``numpy`` with a dtype derived from that Construct, in :mod:`kafkatool.spark.read`).
     """
 
     positions: array      # array('q'): file position of each batch

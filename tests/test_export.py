@@ -1,6 +1,6 @@
 """``dump --format csv|parquet``: records as rows without Spark, in the Spark records level's columns.
 
-The reference is the Spark data source's own reader (``kafkatool.spark.source.read_partition`` at the records
+The reference is the Spark data source's own reader (``kafkatool.spark.read.read_partition`` at the records
 level, pyarrow only: no JVM needed), on every record file of the Kafka-written and real broker corpus; the CSV
 is read back and must give the same rows.
 """
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq  # noqa: TID251 - the test compares with the Spark source's Arrow batches
 
-from kafkatool.spark.source import plan, read_partition  # noqa: TID251
+from kafkatool.spark.plan import plan  # noqa: TID251
+from kafkatool.spark.read import read_partition  # noqa: TID251
 
 from .conftest import corpus_root
 

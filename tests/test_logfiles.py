@@ -138,7 +138,7 @@ def test_leftover_passes(corpus, tmp_path):
 def test_verify_loader_and_spark_sort_a_dir_alike(corpus, tmp_path):
     """verify's segment tasks, the loader's segments and Spark's planned partitions come from one sorting."""
     pytest.importorskip("pyspark")
-    from kafkatool.spark.source import plan
+    from kafkatool.spark.plan import plan
     from kafkatool.verify import _sort_files
 
     part_dir = _hostile_dir(corpus, tmp_path)
@@ -166,16 +166,17 @@ def test_verify_loader_and_spark_sort_a_dir_alike(corpus, tmp_path):
 def test_spark_plans_a_url_as_the_local_dir(corpus, tmp_path):
     """A dir read through its URL (walk.url_files over pyarrow.fs) plans the same partitions as read locally."""
     pytest.importorskip("pyarrow")
-    from kafkatool.spark.source import _ArrowStore, plan
+    from kafkatool.spark.fs import ArrowStore
+    from kafkatool.spark.plan import plan
     from kafkatool.walk import url_files
 
     part_dir = _hostile_dir(corpus, tmp_path)
     url = f"file://{part_dir}"
-    root, listed = url_files(url, _ArrowStore(url))
+    root, listed = url_files(url, ArrowStore(url))
     assert root == str(part_dir)
     assert [name for name, _ in listed] == sorted(str(p) for p, _ in dir_files(part_dir, str(part_dir)))
     assert all(u == "file://" + name for name, u in listed)
-    assert url_files(f"file://{tmp_path}/nothing", _ArrowStore(f"file://{tmp_path}/nothing")) is None
+    assert url_files(f"file://{tmp_path}/nothing", ArrowStore(f"file://{tmp_path}/nothing")) is None
     for leftovers in (False, True):
         local = plan([str(part_dir)], include_leftovers=leftovers)
         remote = plan([url], include_leftovers=leftovers)

@@ -13,7 +13,8 @@ import pytest
 
 from kafkatool.dump import DumpOptions, dump_paths
 from kafkatool.model import Batch, Record
-from kafkatool.spark.source import plan, read_partition
+from kafkatool.spark.plan import plan
+from kafkatool.spark.read import read_partition
 
 from .conftest import corpus_root
 
@@ -417,7 +418,7 @@ def test_file_urls_share_one_filesystem_and_decode_their_paths(tmp_path, kafka_c
     one filesystem per process."""
     from pyarrow import fs
 
-    from kafkatool.spark.source import filesystem_of
+    from kafkatool.spark.fs import filesystem_of
 
     odd = tmp_path / "log dir%1" / "orders-0"
     odd.mkdir(parents=True)

@@ -20,7 +20,8 @@ import pytest
 
 from kafkatool import native
 from kafkatool.build import RecordSpec, record_batch
-from kafkatool.spark.source import SegmentPartition, plan, read_partition
+from kafkatool.spark.plan import SegmentPartition, plan
+from kafkatool.spark.read import read_partition
 
 from .conftest import corpus_root
 from .test_native import mutate, seeds
@@ -177,7 +178,7 @@ def test_a_batch_of_more_records_than_one_arrow_batch_holds_is_cut(core, tmp_pat
     Now its rows come a piece at a time, natively (``RecordsBuilder.add_v2_part``) or from the Python reader, the
     Arrow batch flushed between: never more than ``ROWS_PER_BATCH`` rows (one more for an error row), the same
     rows in the same order, cut in the same places, both ways."""
-    from kafkatool.spark.source import ROWS_PER_BATCH
+    from kafkatool.spark.read import ROWS_PER_BATCH
 
     pure, fast = both(core, _segment(tmp_path, _big_cases()[case]))
     assert pure == fast

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from kafkatool.records import RawBatch, decode_records, scan
-from kafkatool.spark.source import ROWS_PER_BATCH, SegmentPartition, plan, read_partition
+from kafkatool.spark.plan import SegmentPartition, plan
+from kafkatool.spark.read import ROWS_PER_BATCH, read_partition
 
 from .conftest import corpus_root
 

@@ -17,7 +17,9 @@ import pytest
 
 from kafkatool import internal
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
-from kafkatool.spark.source import DECODED, plan, read_partition
+from kafkatool.spark.plan import plan
+from kafkatool.spark.read import read_partition
+from kafkatool.spark.schema import DECODED
 from kafkatool.walk import partition_dirs
 
 from .conftest import PROJECT_ROOT, corpus_root

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from kafkatool.spark.plan import plan
+from kafkatool.spark.read import read_partition
 from kafkatool.spark.scan import scan_paths
-from kafkatool.spark.source import plan, read_partition
 
 from .test_hostile_bombs import _batch, _logdir
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.spark.source import PACK_OPEN_COST, PackedPartition, SegmentPartition, pack, plan, read_partition
+from kafkatool.spark.plan import PACK_OPEN_COST, PackedPartition, SegmentPartition, pack, plan
+from kafkatool.spark.read import read_partition
 
 from .conftest import corpus_root
 

@@ -18,20 +18,10 @@ from pathlib import Path
 import pytest
 
 from kafkatool.spark import SESSION_CONF
-from kafkatool.spark.source import (
-    BATCHES,
-    FINDINGS,
-    KafkaLogDataSource,
-    KafkaLogPushdownReader,
-    KafkaLogReader,
-    PackedPartition,
-    SegmentPartition,
-    evaluate,
-    may_match,
-    plan,
-    pushable,
-    records_schema,
-)
+from kafkatool.spark.plan import PackedPartition, SegmentPartition, plan
+from kafkatool.spark.pushdown import evaluate, may_match, pushable
+from kafkatool.spark.schema import BATCHES, FINDINGS, records_schema
+from kafkatool.spark.source import KafkaLogDataSource, KafkaLogPushdownReader, KafkaLogReader
 
 from .conftest import corpus_root
 
@@ -237,14 +227,14 @@ def test_push_filters_keeps_the_decidable_ones_and_returns_every_filter(kafka_co
 
 
 def test_pruning_comes_before_splitting_and_packing(kafka_corpus, monkeypatch):
-    import kafkatool.spark.source as source
+    import kafkatool.spark.plan as planning
 
     path = str(kafka_corpus)
     options = {"path": path, "splitBytes": "2048", "packBytes": str(16 * MIB)}
     reader = KafkaLogPushdownReader(options, "records", "binary", records_schema())
     reader.pushFilters([StringStartsWith(T, "codec"), Not(EqualTo(P, 4))])
-    split, opened = source._split, []
-    monkeypatch.setattr(source, "_split", lambda p, n: opened.append(p.topic) or split(p, n))
+    split, opened = planning._split, []
+    monkeypatch.setattr(planning, "_split", lambda p, n: opened.append(p.topic) or split(p, n))
     parts = reader.partitions()
     assert set(opened) == {"codecs"}  # no index of a dropped segment is read to split it
     monkeypatch.undo()

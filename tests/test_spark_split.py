@@ -16,7 +16,8 @@ import pytest
 
 from kafkatool import native
 from kafkatool.smallfiles import read_offset_index
-from kafkatool.spark.source import plan, read_partition
+from kafkatool.spark.plan import plan
+from kafkatool.spark.read import read_partition
 
 from .conftest import CORE
 

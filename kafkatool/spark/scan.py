@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 # Absolute imports: this file is also spark-submit's entry script (see the bottom).
 from kafkatool.spark import FORMAT, SESSION_CONF, register
-from kafkatool.spark.source import BATCHES, FINDINGS
+from kafkatool.spark.schema import BATCHES, FINDINGS
 
 
 @dataclass
@@ -207,10 +207,10 @@ def _load_dir(item: tuple[str | None, int, str]) -> tuple[str | None, int, dict]
     ``LogLoader``, ``UnifiedLog``'s high watermark and last stable offset, ``ProducerStateManager``): runs in a
     Spark task."""
     from kafkatool.loader import load_partition
-    from kafkatool.spark.source import _is_url
+    from kafkatool.spark.fs import is_url
 
     topic, partition, d = item
-    if _is_url(d):
+    if is_url(d):
         with tempfile.TemporaryDirectory(prefix="kafkatool-load-") as tmp:
             loaded = load_partition(_fetch_partition(d, Path(tmp)))
     else:
@@ -231,7 +231,7 @@ def _fetch_partition(url: str, into: Path) -> Path:
     from pyarrow import fs as pafs
 
     from kafkatool.filetypes import OFFSET_CHECKPOINT_NAMES
-    from kafkatool.spark.source import filesystem_of
+    from kafkatool.spark.fs import filesystem_of
 
     filesystem, inner = filesystem_of(url)
     inner = inner.rstrip("/")
@@ -256,9 +256,9 @@ def _fetch_partition(url: str, into: Path) -> Path:
 def _dir_of(path: str) -> str:
     """The partition dir of a file: a local path's parent, or a URL with its last path segment cut (what the URL
     carries besides the path, credentials and ``?options``, kept)."""
-    from kafkatool.spark.source import _is_url
+    from kafkatool.spark.fs import is_url
 
-    if not _is_url(path):
+    if not is_url(path):
         return str(Path(path).parent)
     head, sep, query = path.partition("?")
     return head.rsplit("/", 1)[0] + sep + query
@@ -271,7 +271,7 @@ def _loaded(spark: SparkSession, paths: list[str]) -> dict[tuple[str | None, int
     (``dirs`` > 1): the lowest log start, high watermark and LSO, the highest LEO, the union of open transactions
     and producers. A partition dir read through a URL is copied into the task's temp dir first
     (:func:`_fetch_partition`)."""
-    from kafkatool.spark.source import plan
+    from kafkatool.spark.plan import plan
 
     dirs = sorted({(p.topic, p.partition, _dir_of(p.path)) for p in plan(paths) if isinstance(p.path, str)},
                   key=lambda t: (t[0] or "", t[1], t[2]))
