@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 FORMAT = "kafka-log"
-LEVELS = ("batches", "records", "findings")
 
 # Spark settings the scan wants; ``kafkatool spark scan`` sets them on the session it starts, and a
 # session of your own (or spark-submit's ``--conf``) should too. Measured on local[1], 200 small segments:
@@ -41,4 +40,4 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(KafkaLogDataSource)
 
 
-__all__ = ["FORMAT", "LEVELS", "SESSION_CONF", "register"]
+__all__ = ["FORMAT", "SESSION_CONF", "register"]

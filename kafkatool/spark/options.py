@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import json
 
-from . import LEVELS  # declared where `import kafkatool.spark` reads it without pyspark
 from .schema import DECODED
+
+LEVELS = ("batches", "records", "findings")
 
 VALUE_MODES = ("binary", "base64", "none")
 
