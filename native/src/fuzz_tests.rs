@@ -493,7 +493,7 @@ fn check_decompress(payload: &[u8], limit: usize) {
     for codec in 0u8..=7 {
         for legacy in [false, true] {
             let mut out = b"before".to_vec();
-            let result = codecs::decompress_into(codec, payload, limit, legacy, &mut out);
+            let result = codecs::with_decompressor(|d, _| d.decompress_into(codec, payload, limit, legacy, &mut out));
             assert!(out.starts_with(b"before"));
             match result {
                 Ok(()) => assert!(out.len() - 6 <= limit, "codec {codec}: {} > {limit}", out.len() - 6),
