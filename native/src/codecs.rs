@@ -1,10 +1,10 @@
 //! Bounded decompression of Kafka's compressed record payloads: gzip, snappy, lz4 and zstd.
 //!
-//! [`decompress_into`] appends the decompressed bytes of one payload to a caller's buffer in one pass,
+//! [`Decompressor::decompress_into`] appends the decompressed bytes of one payload to a caller's buffer in one pass,
 //! refusing to hold more than `limit` bytes of output (plus one decoder step: a 1 MiB chunk, one lz4 block
 //! of at most 4 MiB or nothing for snappy, whose blocks declare their length first). The decoders are
-//! kept per thread and reset between payloads, never built per batch ([`Decompressor`]), and
-//! [`with_decompressed`] also reuses one output buffer per thread. A payload refused for its limit is
+//! kept per thread ([`with_decompressor`]) and reset between payloads, never built per batch
+//! ([`Decompressor`]), and [`with_decompressed`] also reuses one output buffer per thread. A payload refused for its limit is
 //! refused again at once, not decompressed a second time, when the same bytes come back.
 //!
 //! The stream rules are those of the pure reader, `kafkatool/codecs.py` (Kafka's own readers), with
@@ -354,19 +354,14 @@ thread_local! {
     static DECOMPRESSOR: RefCell<(Decompressor, Vec<u8>)> = RefCell::new((Decompressor::new(), Vec::new()));
 }
 
-/// [`Decompressor::decompress_into`] with this thread's decoders: one pass, bounded by `limit`.
-pub fn decompress_into(
-    codec: u8,
-    payload: &[u8],
-    limit: usize,
-    legacy_lz4: bool,
-    out: &mut Vec<u8>,
-) -> Result<(), Fail> {
+/// Call `f` with this thread's decoders and reused output buffer, or with new ones when re-entered.
+pub fn with_decompressor<R>(f: impl FnOnce(&mut Decompressor, &mut Vec<u8>) -> R) -> R {
     DECOMPRESSOR.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut state) => state
-            .0
-            .decompress_into(codec, payload, limit, legacy_lz4, out),
-        Err(_) => Decompressor::new().decompress_into(codec, payload, limit, legacy_lz4, out), // re-entered
+        Ok(mut state) => {
+            let (decompressor, out) = &mut *state;
+            f(decompressor, out)
+        }
+        Err(_) => f(&mut Decompressor::new(), &mut Vec::new()), // re-entered
     })
 }
 
@@ -379,14 +374,7 @@ pub fn with_decompressed<R>(
     legacy_lz4: bool,
     f: impl FnOnce(Result<&[u8], Fail>) -> R,
 ) -> R {
-    DECOMPRESSOR.with(|cell| {
-        let Ok(mut state) = cell.try_borrow_mut() else {
-            let mut out = Vec::new();
-            let result =
-                Decompressor::new().decompress_into(codec, payload, limit, legacy_lz4, &mut out);
-            return f(result.map(|()| out.as_slice()));
-        };
-        let (decompressor, out) = &mut *state;
+    with_decompressor(|decompressor, out| {
         out.clear();
         let result = decompressor.decompress_into(codec, payload, limit, legacy_lz4, out);
         let value = f(result.map(|()| out.as_slice()));
@@ -404,7 +392,7 @@ mod tests {
 
     fn run(codec: u8, payload: &[u8], limit: usize) -> Result<Vec<u8>, Fail> {
         let mut out = Vec::new();
-        decompress_into(codec, payload, limit, false, &mut out).map(|()| out)
+        with_decompressor(|d, _| d.decompress_into(codec, payload, limit, false, &mut out)).map(|()| out)
     }
 
     #[test]
@@ -426,7 +414,7 @@ mod tests {
         legacy[6] ^= 0xFF;
         assert_eq!(run(LZ4, &legacy, 5), Err(Fail::Refused));
         let mut out = Vec::new();
-        assert_eq!(decompress_into(LZ4, &legacy, 5, true, &mut out), Ok(()));
+        assert_eq!(with_decompressor(|d, _| d.decompress_into(LZ4, &legacy, 5, true, &mut out)), Ok(()));
         assert_eq!(out, b"hello");
     }
 
@@ -607,7 +595,8 @@ pub(crate) mod py {
             with_bytes(data, |buf| {
                 let mut bytes = Vec::new();
                 let payload = buf.get(start..).unwrap_or_default();
-                Ok(super::decompress_into(codec, payload, limit, false, &mut bytes).ok().map(|()| Decompressed { bytes }))
+                let result = super::with_decompressor(|d, _| d.decompress_into(codec, payload, limit, false, &mut bytes));
+                Ok(result.ok().map(|()| Decompressed { bytes }))
             })
         })
     }

@@ -931,7 +931,7 @@ mod py {
 
     use super::{decode_window_until, Decode, OffsetIndex, ProducerSpan, TimeIndex, WindowColumns};
     use crate::records::RecordColumns;
-    use crate::render::{self, Fallback, Records, Values};
+    use crate::render::{self, Fallback, Records, Shown, Values};
 
     /// The columns of one window (`kafkatool.records.RecordRun` holds one with a batch range).
     #[pyclass(frozen, name = "WindowColumns", module = "kafkatool._native")]
@@ -1023,7 +1023,7 @@ mod py {
                 crate::with_bytes(self.data.bind(py), |data| {
                     let recs = Records { cols: &self.records, data };
                     render_with(py, fallback, write, |fb, out, sink| {
-                        render::render_records(recs, lo, hi, fmt == "jsonl", values, fb, out, sink)
+                        render::render(Shown::Records(recs), lo, hi, fmt == "jsonl", values, fb, out, sink)
                     })
                 })
             })
@@ -1215,7 +1215,8 @@ mod py {
             crate::guarded(|| {
                 let values = values_of(values)?;
                 render_with(py, fallback, write, |fb, out, sink| {
-                    render::render(&self.cols, lo, hi, fmt == "jsonl", records, values, fb, out, sink)
+                    let shown = Shown::Batches { cols: &self.cols, records };
+                    render::render(shown, lo, hi, fmt == "jsonl", values, fb, out, sink)
                 })
             })
         }

@@ -25,7 +25,7 @@ use crate::codecs::{self, Fail as CodecFail};
 use crate::columns::{self, Decode, OffsetIndex, TimeIndex, WindowColumns};
 use crate::frame::{self, Stop, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 use crate::records::{self, BatchContext, RecordColumns};
-use crate::render::{self, Fallback, Values};
+use crate::render::{self, Fallback, Shown, Values};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -493,7 +493,7 @@ fn check_decompress(payload: &[u8], limit: usize) {
     for codec in 0u8..=7 {
         for legacy in [false, true] {
             let mut out = b"before".to_vec();
-            let result = codecs::decompress_into(codec, payload, limit, legacy, &mut out);
+            let result = codecs::with_decompressor(|d, _| d.decompress_into(codec, payload, limit, legacy, &mut out));
             assert!(out.starts_with(b"before"));
             match result {
                 Ok(()) => assert!(out.len() - 6 <= limit, "codec {codec}: {} > {limit}", out.len() - 6),
@@ -540,7 +540,7 @@ fn check_render(cols: &WindowColumns, lo: usize, hi: usize) {
                 }
                 Ok(())
             };
-            render::render(cols, lo, hi, json, true, values, &mut Escaped, &mut out, &mut write).expect("renders");
+            render::render(Shown::Batches { cols, records: true }, lo, hi, json, values, &mut Escaped, &mut out, &mut write).expect("renders");
             assert!(out.is_empty());
             let shown: usize = (lo..hi.min(cols.batches.len())).map(|i| 1 + cols.record_range(i).len()).sum();
             assert_eq!(lines, shown, "one line per batch and per record");
@@ -555,7 +555,7 @@ fn check_render(cols: &WindowColumns, lo: usize, hi: usize) {
                 Ok(())
             };
             let recs = render::Records { cols: &cols.records, data: &cols.data };
-            render::render_records(recs, from, to, json, values, &mut Escaped, &mut out, &mut gather).expect("renders");
+            render::render(Shown::Records(recs), from, to, json, values, &mut Escaped, &mut out, &mut gather).expect("renders");
             let batch_line = if json { "{\"type\": \"batch\"" } else { "offset " };
             let record_lines: Vec<&str> = all.lines().filter(|l| !l.starts_with(batch_line)).collect();
             assert_eq!(alone.lines().collect::<Vec<_>>(), record_lines);

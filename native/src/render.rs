@@ -8,6 +8,7 @@
 //! or before 1970 (where `datetime.fromtimestamp` of a float may round differently).
 
 use crate::columns::WindowColumns;
+use crate::frame::Entry;
 use crate::records::{RecordColumns, Slice};
 
 /// How keys, values and header values are shown (`dump --values`).
@@ -44,6 +45,23 @@ impl<'a> Records<'a> {
     fn slice(&self, s: Option<Slice>) -> Option<&'a [u8]> {
         s.and_then(|(at, len)| self.data.get(at..at.checked_add(len)?))
     }
+
+    /// Record `j`'s key and value (`None`: null).
+    fn key_value(&self, j: usize) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+        let r = self.cols;
+        (self.slice(r.keys.get(j).copied().flatten()), self.slice(r.values.get(j).copied().flatten()))
+    }
+
+    /// Record `j`'s headers: each one's key and value (`None`: null).
+    fn headers(&self, j: usize) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> + 'a {
+        let (recs, r) = (*self, self.cols);
+        let from = r.header_starts.get(j).copied().unwrap_or(0);
+        let to = r.header_starts.get(j + 1).copied().unwrap_or(from);
+        (from..to).map(move |k| {
+            let key = recs.slice(r.header_keys.get(k).copied()).unwrap_or_default();
+            (key, recs.slice(r.header_values.get(k).copied().flatten()))
+        })
+    }
 }
 
 /// Python's rendering of the rare cases (see the module docs).
@@ -62,48 +80,25 @@ pub trait Fallback {
 /// in page faults and copies than the rendering itself.
 pub const CHUNK: usize = 64 * 1024;
 
-/// Render batches `lo..hi` of `cols` (and, with `records`, each one's records) as text (`json == false`) or
-/// JSON lines, handing them to `write` in pieces of whole lines, each of about [`CHUNK`] bytes (the last one
-/// shorter, and none when there is nothing to write). `out` is the buffer the lines gather in (empty on return).
+/// What [`render`] renders: batches of a window (and, with `records`, each one's records), or records alone, one
+/// chunk of a batch's records at a time (`kafkatool.records.record_chunks`), the batch's line written before the
+/// first chunk.
+#[derive(Debug, Clone, Copy)]
+pub enum Shown<'a> {
+    Batches { cols: &'a WindowColumns, records: bool },
+    Records(Records<'a>),
+}
+
+/// The pieces [`render`] writes: each one the batch whose line comes first (if any), then the records shown.
+type Pieces<'a> = Box<dyn Iterator<Item = (Option<usize>, std::ops::Range<usize>)> + 'a>;
+
+/// Render batches (or records) `lo..hi` of `shown` as text (`json == false`) or JSON lines, handing them to
+/// `write` in pieces of whole lines, each of about [`CHUNK`] bytes (the last one shorter, and none when there is
+/// nothing to write): `out`, the buffer the lines gather in (empty on return), is handed on whenever it holds
+/// [`CHUNK`] bytes or more before a record or after a batch's records.
 #[allow(clippy::too_many_arguments)]
 pub fn render<F: Fallback>(
-    cols: &WindowColumns,
-    lo: usize,
-    hi: usize,
-    json: bool,
-    records: bool,
-    values: Values,
-    fb: &mut F,
-    out: &mut String,
-    write: &mut dyn FnMut(&str) -> Result<(), F::Error>,
-) -> Result<(), F::Error> {
-    let recs = Records { cols: &cols.records, data: &cols.data };
-    for i in lo..hi.min(cols.batches.len()) {
-        if json {
-            json_batch(cols, i, out);
-        } else {
-            text_batch(cols, i, fb, out)?;
-        }
-        let shown = if records { cols.record_range(i) } else { 0..0 };
-        record_lines(recs, shown, json, values, fb, out, write)?;
-        if out.len() >= CHUNK {
-            write(out)?;
-            out.clear();
-        }
-    }
-    if !out.is_empty() {
-        write(out)?;
-        out.clear();
-    }
-    Ok(())
-}
-
-/// Records `lo..hi` of `recs` as [`render`] renders a batch's records, without the batch's line: one chunk of a
-/// batch's records at a time (`kafkatool.records.record_chunks`), its line written before the first. The same
-/// pieces of whole lines, the same `out`.
-#[allow(clippy::too_many_arguments)]
-pub fn render_records<F: Fallback>(
-    recs: Records<'_>,
+    shown: Shown<'_>,
     lo: usize,
     hi: usize,
     json: bool,
@@ -112,35 +107,42 @@ pub fn render_records<F: Fallback>(
     out: &mut String,
     write: &mut dyn FnMut(&str) -> Result<(), F::Error>,
 ) -> Result<(), F::Error> {
-    record_lines(recs, lo..hi.min(recs.cols.len()), json, values, fb, out, write)?;
-    if !out.is_empty() {
-        write(out)?;
-        out.clear();
-    }
-    Ok(())
-}
-
-/// The lines of records `shown` appended to `out`, which is handed to `write` (and emptied) whenever it holds
-/// [`CHUNK`] bytes or more before a record.
-fn record_lines<F: Fallback>(
-    recs: Records<'_>,
-    shown: std::ops::Range<usize>,
-    json: bool,
-    values: Values,
-    fb: &mut F,
-    out: &mut String,
-    write: &mut dyn FnMut(&str) -> Result<(), F::Error>,
-) -> Result<(), F::Error> {
-    for j in shown {
+    let (recs, pieces): (Records<'_>, Pieces<'_>) = match shown {
+        Shown::Batches { cols, records } => (
+            Records { cols: &cols.records, data: &cols.data },
+            Box::new((lo..hi.min(cols.batches.len())).map(move |i| {
+                (Some(i), if records { cols.record_range(i) } else { 0..0 })
+            })),
+        ),
+        Shown::Records(recs) => (recs, Box::new(std::iter::once((None, lo..hi.min(recs.cols.len()))))),
+    };
+    for (batch, range) in pieces {
+        if let (Some(i), Shown::Batches { cols, .. }) = (batch, shown) {
+            if json {
+                json_batch(cols, i, out);
+            } else {
+                text_batch(cols, i, fb, out)?;
+            }
+        }
+        for j in range {
+            if out.len() >= CHUNK {
+                write(out)?;
+                out.clear();
+            }
+            if json {
+                json_record(recs, j, values, out);
+            } else {
+                text_record(recs, j, values, fb, out)?;
+            }
+        }
         if out.len() >= CHUNK {
             write(out)?;
             out.clear();
         }
-        if json {
-            json_record(recs, j, values, out);
-        } else {
-            text_record(recs, j, values, fb, out)?;
-        }
+    }
+    if !out.is_empty() {
+        write(out)?;
+        out.clear();
     }
     Ok(())
 }
@@ -158,90 +160,101 @@ fn codec_name(attributes: i16) -> &'static str {
     crate::CODECS.get((attributes & 7) as usize).copied().unwrap_or("none")
 }
 
-fn boolean(out: &mut String, v: bool) {
-    out.push_str(if v { "true" } else { "false" });
+/// Batch `i` of `cols` and its last offset (`Batch.last_offset`).
+fn batch_at(cols: &WindowColumns, i: usize) -> Option<(&Entry, i64)> {
+    let e = cols.batches.get(i)?;
+    Some((e, e.header.base_offset.saturating_add(i64::from(e.header.last_offset_delta))))
+}
+
+/// Record `j`'s offset and timestamp.
+fn record_at(recs: Records<'_>, j: usize) -> Option<(i64, i64)> {
+    Some((*recs.cols.offsets.get(j)?, *recs.cols.timestamps.get(j)?))
+}
+
+/// A value of a JSON object's field, as `json.dumps` writes it.
+enum Json {
+    Int(i64),
+    Size(usize),
+    /// Written as it is (a literal).
+    Raw(&'static str),
+    /// Written quoted (a name with nothing to escape).
+    Name(&'static str),
+}
+
+fn flag(v: bool) -> Json {
+    Json::Raw(if v { "true" } else { "false" })
+}
+
+/// `, "<key>": <value>` for each field.
+fn json_fields(fields: &[(&str, Json)], out: &mut String) {
+    for (key, v) in fields {
+        out.push_str(", \"");
+        out.push_str(key);
+        out.push_str("\": ");
+        match v {
+            Json::Int(n) => int(out, *n),
+            Json::Size(n) => int(out, *n),
+            Json::Raw(s) => out.push_str(s),
+            Json::Name(s) => json_str(s, out),
+        }
+    }
 }
 
 fn json_batch(cols: &WindowColumns, i: usize, out: &mut String) {
-    let Some(e) = cols.batches.get(i) else { return };
+    let Some((e, last)) = batch_at(cols, i) else { return };
     let h = &e.header;
     let a = h.attributes;
-    let last = h.base_offset.saturating_add(i64::from(h.last_offset_delta));
-    out.push_str("{\"type\": \"batch\", \"position\": ");
-    int(out, e.position);
-    out.push_str(", \"base_offset\": ");
-    int(out, h.base_offset);
-    out.push_str(", \"last_offset\": ");
-    int(out, last);
-    out.push_str(", \"size\": ");
-    int(out, e.total);
-    out.push_str(", \"magic\": 2, \"crc\": ");
-    int(out, h.crc);
-    out.push_str(", \"crc_valid\": ");
-    boolean(out, e.crc_valid);
-    out.push_str(", \"partition_leader_epoch\": ");
-    int(out, h.partition_leader_epoch);
-    out.push_str(", \"compression\": \"");
-    out.push_str(codec_name(a));
-    out.push_str("\", \"timestamp_type\": ");
-    out.push_str(if a & 0x08 != 0 { "\"log_append\"" } else { "\"create\"" });
-    out.push_str(", \"transactional\": ");
-    boolean(out, a & 0x10 != 0);
-    out.push_str(", \"control\": ");
-    boolean(out, a & 0x20 != 0);
-    out.push_str(", \"first_timestamp\": ");
-    int(out, h.base_timestamp);
-    out.push_str(", \"max_timestamp\": ");
-    int(out, h.max_timestamp);
-    out.push_str(", \"producer_id\": ");
-    int(out, h.producer_id);
-    out.push_str(", \"producer_epoch\": ");
-    int(out, h.producer_epoch);
-    out.push_str(", \"base_sequence\": ");
-    int(out, h.base_sequence);
-    out.push_str(", \"record_count\": ");
-    int(out, h.records_count);
+    let fields = [
+        ("position", Json::Int(e.position)),
+        ("base_offset", Json::Int(h.base_offset)),
+        ("last_offset", Json::Int(last)),
+        ("size", Json::Size(e.total)),
+        ("magic", Json::Raw("2")),
+        ("crc", Json::Int(i64::from(h.crc))),
+        ("crc_valid", flag(e.crc_valid)),
+        ("partition_leader_epoch", Json::Int(i64::from(h.partition_leader_epoch))),
+        ("compression", Json::Name(codec_name(a))),
+        ("timestamp_type", Json::Name(if a & 0x08 != 0 { "log_append" } else { "create" })),
+        ("transactional", flag(a & 0x10 != 0)),
+        ("control", flag(a & 0x20 != 0)),
+        ("first_timestamp", Json::Int(h.base_timestamp)),
+        ("max_timestamp", Json::Int(h.max_timestamp)),
+        ("producer_id", Json::Int(h.producer_id)),
+        ("producer_epoch", Json::Int(i64::from(h.producer_epoch))),
+        ("base_sequence", Json::Int(i64::from(h.base_sequence))),
+        ("record_count", Json::Int(i64::from(h.records_count))),
+    ];
+    out.push_str("{\"type\": \"batch\"");
+    json_fields(&fields, out);
     if a & 0x40 != 0 {
-        out.push_str(", \"delete_horizon_ms\": ");
-        int(out, h.base_timestamp);
+        json_fields(&[("delete_horizon_ms", Json::Int(h.base_timestamp))], out);
     }
     out.push_str("}\n");
 }
 
 fn json_record(recs: Records<'_>, j: usize, values: Values, out: &mut String) {
-    let r = recs.cols;
-    let (Some(off), Some(ts)) = (r.offsets.get(j), r.timestamps.get(j)) else { return };
-    out.push_str("{\"type\": \"record\", \"offset\": ");
-    int(out, *off);
-    out.push_str(", \"timestamp\": ");
-    int(out, *ts);
-    out.push_str(", ");
+    let Some((off, ts)) = record_at(recs, j) else { return };
+    out.push_str("{\"type\": \"record\"");
+    json_fields(&[("offset", Json::Int(off)), ("timestamp", Json::Int(ts))], out);
     if values != Values::None {
-        out.push_str("\"key\": ");
-        json_value(recs.slice(r.keys.get(j).copied().flatten()), values, out);
+        let (key, value) = recs.key_value(j);
+        out.push_str(", \"key\": ");
+        json_value(key, values, out);
         out.push_str(", \"value\": ");
-        json_value(recs.slice(r.values.get(j).copied().flatten()), values, out);
-        out.push_str(", ");
+        json_value(value, values, out);
     }
-    out.push_str("\"headers\": [");
-    for (n, k) in header_range(recs, j).enumerate() {
+    out.push_str(", \"headers\": [");
+    for (n, (key, value)) in recs.headers(j).enumerate() {
         if n > 0 {
             out.push_str(", ");
         }
         out.push('[');
-        json_str(&String::from_utf8_lossy(recs.slice(r.header_keys.get(k).copied()).unwrap_or_default()), out);
+        json_str(&String::from_utf8_lossy(key), out);
         out.push_str(", ");
-        let v = if values == Values::None { None } else { recs.slice(r.header_values.get(k).copied().flatten()) };
-        json_value(v, values, out);
+        json_value(if values == Values::None { None } else { value }, values, out);
         out.push(']');
     }
     out.push_str("]}\n");
-}
-
-fn header_range(recs: Records<'_>, j: usize) -> std::ops::Range<usize> {
-    let s = &recs.cols.header_starts;
-    let from = s.get(j).copied().unwrap_or(0);
-    from..s.get(j + 1).copied().unwrap_or(from)
 }
 
 fn json_value(v: Option<&[u8]>, values: Values, out: &mut String) {
@@ -432,10 +445,9 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 }
 
 fn text_batch<F: Fallback>(cols: &WindowColumns, i: usize, fb: &mut F, out: &mut String) -> Result<(), F::Error> {
-    let Some(e) = cols.batches.get(i) else { return Ok(()) };
+    let Some((e, last)) = batch_at(cols, i) else { return Ok(()) };
     let h = &e.header;
     let a = h.attributes;
-    let last = h.base_offset.saturating_add(i64::from(h.last_offset_delta));
     out.push_str("offset ");
     int(out, h.base_offset);
     if last != h.base_offset {
@@ -530,34 +542,26 @@ fn text_record<F: Fallback>(
     fb: &mut F,
     out: &mut String,
 ) -> Result<(), F::Error> {
-    let r = recs.cols;
-    let (Some(off), Some(ts)) = (r.offsets.get(j), r.timestamps.get(j)) else { return Ok(()) };
+    let Some((off, ts)) = record_at(recs, j) else { return Ok(()) };
     out.push_str("    | ");
-    int(out, *off);
+    int(out, off);
     out.push_str("  ");
-    iso(*ts, fb, out)?;
+    iso(ts, fb, out)?;
     if values != Values::None {
+        let (key, value) = recs.key_value(j);
         out.push_str("  key=");
-        text_value(recs.slice(r.keys.get(j).copied().flatten()), values, fb, out)?;
+        text_value(key, values, fb, out)?;
         out.push_str(" value=");
-        text_value(recs.slice(r.values.get(j).copied().flatten()), values, fb, out)?;
+        text_value(value, values, fb, out)?;
     }
-    let headers = header_range(recs, j);
-    if !headers.is_empty() {
-        out.push_str("  headers=");
-        for (n, k) in headers.enumerate() {
-            if n > 0 {
-                out.push_str(", ");
-            }
-            let key = recs.slice(r.header_keys.get(k).copied()).unwrap_or_default();
-            match printable_ascii(key) {
-                Some(text) => ascii_repr(text, out),
-                None => out.push_str(&fb.key_repr(key)?),
-            }
-            out.push('=');
-            let v: Option<Slice> = r.header_values.get(k).copied().flatten();
-            text_value(recs.slice(v), values, fb, out)?;
+    for (n, (key, value)) in recs.headers(j).enumerate() {
+        out.push_str(if n > 0 { ", " } else { "  headers=" });
+        match printable_ascii(key) {
+            Some(text) => ascii_repr(text, out),
+            None => out.push_str(&fb.key_repr(key)?),
         }
+        out.push('=');
+        text_value(value, values, fb, out)?;
     }
     out.push('\n');
     Ok(())
