@@ -20,8 +20,6 @@ from .records import ScanOptions
 from .replicas import Divergence, Replica, compare, open_replica, replica_groups
 from .walk import PartitionDir
 
-# --- the report ------------------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True, slots=True)
 class ReplicaState:
