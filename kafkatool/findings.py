@@ -332,6 +332,9 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "report this", KAFKATOOL),
     ("apply-resumed", "info", "an interrupted truncation apply completed from its journal", KAFKATOOL),
     ("repair-impossible", "error", "a repair cannot be planned for this partition", KAFKATOOL),
+    ("clean-shutdown-skips-recovery", "warning", "the log dir's .kafka_cleanshutdown makes the broker trust "
+     "its segments as they are: it keeps and serves the invalid batches an unclean start's recovery would cut "
+     "(repair --recovery-point plans that recovery)", "LogLoader.recoverLog"),
     ("repair-resumed", "info", "an interrupted repair completed from its journal", KAFKATOOL),
     ("repair-not-idempotent", "error", "after applying, the cut segment still has an invalid batch: please "
      "report this", KAFKATOOL),

@@ -1,0 +1,92 @@
+"""One verdict for the same bytes (issue 26): ``verify``, ``repair`` and ``dump`` tell the same story of a partition,
+from the command line, on copies of the corpus."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    for p in [dst, *dst.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dst
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _findings(lines: list[dict], code: str) -> list[dict]:
+    return [d for d in lines if d["type"] == "finding" and d["code"] == code]
+
+
+# --- a .kafka_cleanshutdown marker beside a CRC error -------------------------------------------------------------
+
+
+@pytest.fixture
+def clean_crc(corpus: Path, tmp_path: Path) -> Path:
+    """``crc-flip/before`` (a flipped CRC in the active segment, no recovery point checkpoint) with the marker the
+    broker writes when it shuts down cleanly."""
+    logdir = _copy(corpus / "kafka" / "recovery" / "crc-flip" / "before", tmp_path / "data")
+    (logdir / ".kafka_cleanshutdown").write_bytes(b"")
+    return logdir
+
+
+def test_clean_shutdown_repair_names_the_marker_and_agrees_with_verify(clean_crc: Path, run_cli) -> None:
+    """LogLoader.recoverLog skips recovery with the marker: repair plans nothing of its own, but reports the invalid
+    batch verify reports (same code, file and byte: both exit 1), names the marker, and shows the unclean start's
+    plan (marked, never applied)."""
+    verify = run_cli("verify", "-f", "jsonl", clean_crc)
+    assert verify.returncode == 1, verify.stderr
+    [crc] = _findings(verify.jsonl(), "crc-mismatch")
+
+    before = _files(clean_crc)
+    repair = run_cli("repair", "-f", "jsonl", clean_crc)
+    assert repair.returncode == 1, repair.stdout + repair.stderr
+    lines = repair.jsonl()
+    [same] = _findings(lines, "crc-mismatch")
+    assert (same["path"], same["position"], same["severity"]) == (crc["path"], crc["position"], crc["severity"])
+    [marker] = _findings(lines, "clean-shutdown-skips-recovery")
+    assert marker["path"] == str(clean_crc / ".kafka_cleanshutdown")
+    assert "--recovery-point 0" in marker["message"]
+    actions = [d for d in lines if d["type"] == "action"]
+    assert actions and all(d.get("unclean_start") for d in actions)
+    cut = [d for d in actions if d["action"] == "truncate"]
+    assert [d["bad_position"] for d in cut] == [crc["position"]] and cut[0]["path"] == crc["path"]
+    [part] = [d for d in lines if d["type"] == "partition"]
+    assert part["actions"] == 0 and part["clean_shutdown"] == marker["path"]
+    assert part["unclean_start"]["leo_after"] < part["leo_before"]
+
+    text = run_cli("repair", clean_crc)
+    assert text.returncode == 1 and ".kafka_cleanshutdown" in text.stdout and "nothing to repair" not in text.stdout
+
+    applied = run_cli("repair", "--apply", "--backup-dir", clean_crc.parent / "backup", clean_crc)
+    assert applied.returncode == 1, applied.stdout + applied.stderr
+    after = _files(clean_crc)
+    after.pop(".lock", None)  # the apply's lock file (log_dir_lock), as the broker's
+    assert after == before  # the broker would change nothing: neither does the apply
+
+
+def test_clean_shutdown_explicit_recovery_point_plans_from_it(clean_crc: Path, run_cli) -> None:
+    """--recovery-point overrides the marker: the recovery an unclean start makes is planned, and applied."""
+    plan = run_cli("repair", "-f", "jsonl", "--recovery-point", "0", clean_crc)
+    assert plan.returncode == 1, plan.stdout + plan.stderr
+    lines = plan.jsonl()
+    assert not _findings(lines, "clean-shutdown-skips-recovery")
+    actions = [d for d in lines if d["type"] == "action"]
+    assert any(d["action"] == "truncate" for d in actions) and not any(d.get("unclean_start") for d in actions)
+    [part] = [d for d in lines if d["type"] == "partition"]
+    assert part["actions"] == len(actions) and part["recovery_point_source"] == "option"
+    assert ".kafka_cleanshutdown" in part["recovery_point_note"]
+
+    applied = run_cli("repair", "--apply", "--recovery-point", "0", "--backup-dir", clean_crc.parent / "backup",
+                      clean_crc)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    verify = run_cli("verify", "-f", "jsonl", clean_crc)
+    assert not _findings(verify.jsonl(), "crc-mismatch")
+    again = run_cli("repair", "-f", "jsonl", clean_crc)
+    assert again.returncode == 0 and not _findings(again.jsonl(), "clean-shutdown-skips-recovery")
