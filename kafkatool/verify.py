@@ -36,6 +36,7 @@ from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .findings import finding
+from .index_interval import resolve_index_interval
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
@@ -71,6 +72,9 @@ class VerifyOptions(NamedTuple):
 
     check: CheckOptions = CheckOptions()
     jobs: int = 1
+    # index.interval.bytes, to judge an index's density; None: per partition, the one its offset indexes fit, else
+    # Kafka's default (kafkatool.index_interval: repair's rule for the indexes it rebuilds)
+    index_interval_bytes: int | None = None
 
 
 @dataclass
@@ -208,10 +212,12 @@ class _Runner:
             # spawn: no fork of a process that may run a progress thread; workers import little.
             self.pool = ProcessPoolExecutor(options.jobs, mp_context=multiprocessing.get_context("spawn"))
 
-    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None) -> Iterator[SegmentReport]:
+    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None, check: CheckOptions | None = None
+            ) -> Iterator[SegmentReport]:
         """The tasks' reports in order; ``load``: the partition being loaded, fed by the checks' scans in this
-        process (one read of each segment), left to read the segments itself with a pool."""
-        check = self.options.check
+        process (one read of each segment), left to read the segments itself with a pool; ``check``: the partition's
+        own (its index interval), else the options'."""
+        check = check or self.options.check
         if self.pool is None:
             for task in tasks:
                 tap = load.tap(task.log) if load is not None and task.log is not None else None
@@ -376,7 +382,11 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
     state = _PartitionState(prior=snapshot[0], prior_known=snapshot[1])
     # The partition as the broker loads it (LogLoader), fed by the segment checks' scans: one read of each segment.
     load = PartitionLoad(part.path, part.display, files=part.files, logdir=part.logdir, options=options.check.scan)
-    for report in runner.run(tasks, load):
+    check = options.check
+    if tasks:  # index.interval.bytes as repair takes it: given, else what the partition's offset indexes fit
+        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan)
+        check = check._replace(index_interval_bytes=interval.value)
+    for report in runner.run(tasks, load, check):
         for f in _join_segment(report, state, part, compacted):
             yield emit(f)
     summary.segments = len(bases)

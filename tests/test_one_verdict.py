@@ -90,3 +90,44 @@ def test_clean_shutdown_explicit_recovery_point_plans_from_it(clean_crc: Path, r
     assert not _findings(verify.jsonl(), "crc-mismatch")
     again = run_cli("repair", "-f", "jsonl", clean_crc)
     assert again.returncode == 0 and not _findings(again.jsonl(), "clean-shutdown-skips-recovery")
+
+
+# --- one index.interval.bytes for verify and repair ---------------------------------------------------------------
+
+
+def test_verify_and_repair_take_the_same_index_interval(corpus: Path, tmp_path: Path, run_cli) -> None:
+    """Without --index-interval-bytes both take the interval the partition's offset indexes fit (codecs-0 was written
+    with 1024): a 1,698-byte segment without indexes is more than one interval to verify, as to repair's rebuild."""
+    part = _copy(corpus / "kafka" / "logdir" / "codecs-0", tmp_path / "codecs-0")
+    small = part / "00000000000000000190.log"
+    assert 1024 < small.stat().st_size <= 4096
+    (part / "00000000000000000190.index").unlink()
+    (part / "00000000000000000190.timeindex").unlink()
+
+    [plan] = [d for d in run_cli("repair", "-f", "jsonl", part).jsonl() if d["type"] == "partition"]
+    assert (plan["index_interval_bytes"], plan["index_interval_source"]) == (1024, "inferred")
+    inferred = {d["code"] for d in run_cli("verify", "-f", "jsonl", part).jsonl() if d["type"] == "finding"}
+    assert {"index-missing-large", "timeindex-missing-large"} <= inferred
+    given = {d["code"] for d in run_cli("verify", "-f", "jsonl", "--index-interval-bytes", "4096", part).jsonl()
+             if d["type"] == "finding"}
+    assert {"index-missing", "timeindex-missing"} <= given and not given & {"index-missing-large"}
+
+
+# --- 4,096 zero bytes after the last batch ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fail_on", ["warning", "error"])
+def test_zero_filled_tail_one_verdict_in_dump_and_verify(corpus: Path, tmp_path: Path, run_cli, fail_on: str) -> None:
+    """The same code at the same byte with the same severity (the catalogue's), and the same exit code by the one
+    exit policy for the same --fail-on."""
+    part = _copy(corpus / "kafka" / "logdir" / "codecs-0", tmp_path / "codecs-0")
+    log = part / "00000000000000000190.log"
+    end = log.stat().st_size
+    with open(log, "ab") as fh:
+        fh.write(bytes(4096))
+    seen = {}
+    for command in ("dump", "verify"):
+        done = run_cli(command, "-f", "jsonl", "--fail-on", fail_on, part)
+        [zero] = _findings(done.jsonl(), "zero-filled-tail")
+        seen[command] = (zero["path"], zero["position"], zero["severity"], done.returncode)
+    assert seen["dump"] == seen["verify"] == (str(log), end, "warning", 1 if fail_on == "warning" else 0)
