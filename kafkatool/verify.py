@@ -382,6 +382,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
     state = _PartitionState(prior=snapshot[0], prior_known=snapshot[1])
     # The partition as the broker loads it (LogLoader), fed by the segment checks' scans: one read of each segment.
     load = PartitionLoad(part.path, part.display, files=part.files, logdir=part.logdir, options=options.check.scan)
+    state.recovered = {seg.base_offset: seg.recovered for seg in load.segs if seg.recovered is not None}
     check = options.check
     if tasks:  # index.interval.bytes as repair takes it: given, else what the partition's offset indexes fit
         interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan)
@@ -472,6 +473,7 @@ class _PartitionState:
     legacy: bool = False
     index_status: Counter[str] = field(default_factory=Counter)
     loaded_leo: int | None = None            # the log end offset after the broker loads the log
+    recovered: dict[int, str] = field(default_factory=dict)  # base offset -> why the broker recovers it at start-up
 
     @property
     def leo(self) -> int | None:
@@ -574,13 +576,16 @@ def _join_segment(
     state.epochs.extend((e, o, p, path) for e, o, p in report.epochs)
 
     expected, state.prior = join_transactions(report, state.prior, state.prior_known)
-    yield from _compare_txn_index(report, expected, state.prior_known)
+    yield from _compare_txn_index(report, expected, state.prior_known, state.recovered.get(task.base_offset))
 
 
 def _compare_txn_index(
-    report: SegmentReport, expected: list[tuple[int, int | None, int, int | None]], prior_known: bool
+    report: SegmentReport, expected: list[tuple[int, int | None, int, int | None]], prior_known: bool,
+    recovered: str | None = None,
 ) -> Iterator[Finding]:
-    """The segment's ``.txnindex`` against the aborts the log implies (None: not knowable, not compared)."""
+    """The segment's ``.txnindex`` against the aborts the log implies (None: not knowable, not compared).
+    ``recovered``: why the broker recovers the segment at start-up (``LogSegment.recover`` rebuilds a missing
+    ``.txnindex``: a read_committed fetch is then served the log's aborts, ``LogSegment.collectAbortedTxns``)."""
     task = report.task
     have = [(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in report.txn_entries or []]
     if have == expected:
@@ -590,6 +595,12 @@ def _compare_txn_index(
         pid, first, marker, _lso = expected[0]
         span = (f"offsets {first}..{marker}" if first is not None
                 else f"ended by its marker at {marker}, begun before the log start")
+        if recovered is not None:
+            yield finding("txnindex-missing-rebuilt", where, None,
+                          f"the log holds {len(expected)} aborted transactions (first: producer {pid}, {span}) and "
+                          f"there is no .txnindex, but the broker recovers this segment at start-up ({recovered}) "
+                          "and rebuilds it from the log")
+            return
         yield finding("txnindex-missing", where, None,
                       f"the log holds {len(expected)} aborted transactions (first: producer {pid}, {span}) but there "
                       "is no .txnindex: read_committed consumers would receive their records")

@@ -113,6 +113,41 @@ def test_verify_and_repair_take_the_same_index_interval(corpus: Path, tmp_path: 
     assert {"index-missing", "timeindex-missing"} <= given and not given & {"index-missing-large"}
 
 
+# --- read_committed with the .txnindex files deleted ----------------------------------------------------------------
+
+
+def _committed_batches(run_cli, part: Path) -> tuple[set[int], list[dict], int]:
+    done = run_cli("dump", "-r", "--isolation", "read_committed", "-f", "jsonl", part)
+    lines = done.jsonl()
+    return ({d["base_offset"] for d in lines if d["type"] == "batch"}, _findings(lines, "read-committed-view-differs"),
+            done.returncode)
+
+
+def test_read_committed_view_follows_the_txnindex_the_broker_serves(corpus: Path, tmp_path: Path, run_cli) -> None:
+    """txn-0's recovery point is 174: without its .txnindex files, segment 0 (trusted) serves no abort, so a
+    read_committed consumer receives its aborted records (verify: txnindex-missing), while segment 174 is recovered
+    at start-up and its index rebuilt (verify: txnindex-missing-rebuilt). dump's view is that, and says so."""
+    logdir = _copy(corpus / "kafka" / "logdir", tmp_path / "data")
+    part = logdir / "txn-0"
+    shown, differs, code = _committed_batches(run_cli, part)
+    assert not differs and code == 0
+    assert 0 not in shown and 176 not in shown  # aborted: producer 1000 at 0..7, producer 2000 at 176..179
+
+    for index in part.glob("*.txnindex"):
+        index.unlink()
+    verify = run_cli("verify", "-f", "jsonl", part)
+    assert verify.returncode == 1
+    lines = verify.jsonl()
+    assert [d["path"] for d in _findings(lines, "txnindex-missing")] == [str(part / "00000000000000000000.txnindex")]
+    assert [d["path"] for d in _findings(lines, "txnindex-missing-rebuilt")] == [
+        str(part / "00000000000000000174.txnindex")]
+
+    shown_now, differs, code = _committed_batches(run_cli, part)
+    assert code == 1 and len(differs) == 1 and differs[0]["severity"] == "error"
+    assert "16 aborted transactions" in differs[0]["message"]
+    assert 0 in shown_now and 176 not in shown_now and shown < shown_now
+
+
 # --- 4,096 zero bytes after the last batch ------------------------------------------------------------------------
 
 
