@@ -187,7 +187,10 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
     except InputIOError as exc:
         raise PlanError(str(exc)) from exc
     result = _planned(part, display, loaded, options)
-    if loaded.clean_shutdown and loaded.segments:
+    # Read again as after an unclean start only when the clean one kept something recovery cuts (an invalid batch,
+    # a zero-filled tail): a clean shutdown's log dir is the common case, and that second load reads every segment.
+    if loaded.clean_shutdown and loaded.segments and any(f.severity == "error" or f.code == "zero-filled-tail"
+                                                         for f in loaded.findings):
         _unclean_start(part, display, loaded, result, options, rebuild)
     return result
 
@@ -280,7 +283,7 @@ def _unclean_start(part: Path, display: str, loaded: LoadedPartition, result: Pa
     result.findings.append(finding(
         "clean-shutdown-skips-recovery", marker, None,
         f"the broker shut down cleanly: it skips recovery (LogLoader.recoverLog: hadCleanShutdown), trusts every "
-        f"segment as it is and serves the invalid batch at {first.display} byte {first.position} "
+        f"segment as it is and keeps what recovery cuts at {first.display} byte {first.position} "
         f"({first.finding.code}); an unclean start, recovering from offset {rp} ({whence}), would cut it there: "
         f"{len(plan.actions)} actions, log end offset {unclean.on_disk_end_offset} -> {unclean.log_end_offset}, "
         f"{plan.bytes_removed:,} bytes ({plan.batches_removed} batches{removed}) removed (the actions above); "

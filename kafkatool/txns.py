@@ -119,18 +119,14 @@ def _view_differs(where: str, logged: list[tuple[int, int, int]], served: list[t
     abort in no ``.txnindex``), committed records it drops (an index entry without its ABORT marker)."""
     missing = [t for t in logged if t not in served]
     extra = [t for t in served if t not in logged]
-    if missing:
-        pid, first, marker = missing[0]
-        yield finding("read-committed-view-differs", where, None,
-                      f"{len(missing)} aborted transactions of the log are in no .txnindex the broker would serve "
-                      f"(first: producer {pid}, offsets {first}..{marker}): a read_committed consumer receives their "
-                      "records, and so does this view (LogSegment.collectAbortedTxns)")
-    if extra:
-        pid, first, marker = extra[0]
-        yield finding("read-committed-view-differs", where, None,
-                      f"{len(extra)} .txnindex entries the broker would serve have no ABORT marker in the log (first: "
-                      f"producer {pid}, offsets {first}..{marker}): a read_committed consumer drops their records, and "
-                      "so does this view (LogSegment.collectAbortedTxns)")
+    for differs, what in ((missing, "aborted transactions of the log are in no .txnindex the broker would serve"),
+                          (extra, ".txnindex entries the broker would serve have no ABORT marker in the log")):
+        if differs:
+            pid, first, marker = differs[0]
+            receives = "receives" if differs is missing else "drops"
+            yield finding("read-committed-view-differs", where, None,
+                          f"{len(differs)} {what} (first: producer {pid}, offsets {first}..{marker}): a read_committed "
+                          f"consumer {receives} their records, and so does this view (LogSegment.collectAbortedTxns)")
 
 
 def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None

@@ -159,7 +159,7 @@ def _repair_partition(o: Output, d: dict[str, Any]) -> str:
     if d.get("clean_shutdown") and not d["actions"]:
         u = d["unclean_start"]
         return (f"[yellow]nothing repaired[/yellow] in {escape(d['path'])}: {escape(d['clean_shutdown'])} makes the "
-                f"broker skip recovery and serve the invalid batch above; an unclean start would take "
+                f"broker skip recovery and keep what it would cut (above); an unclean start would take "
                 f"{u['actions']} actions, log end offset {d['leo_before']} → {u['leo_after']}: run again with "
                 f"--recovery-point {u['recovery_point']} to plan them\n")
     if not d["actions"] and d.get("blocked"):
