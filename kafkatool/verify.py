@@ -36,7 +36,6 @@ from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .findings import finding
-from .index_interval import resolve_index_interval
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
@@ -325,6 +324,7 @@ _LEFTOVER_MEANING = {
 
 def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
     """Every check of one partition dir; ends with its :class:`PartitionSummary`."""
+    from .index_interval import resolve_index_interval  # reads indexes (construct): as the loader, not for one file
     from .loader import COMPACTED_TOPICS, PartitionLoad
 
     summary = PartitionSummary(part.display, part.topic, part.partition)
