@@ -5,6 +5,7 @@ The one library function behind ``kafkatool dump``; it yields values and never p
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -218,7 +219,8 @@ def dump_paths(
 
             parent = f.path.resolve().parent
             if parent not in views:
-                views[parent] = committed_view(parent)
+                views[parent] = committed_view(parent, os.path.dirname(f.display) or ".", served=True)
+                yield from views[parent].findings  # once per partition: the view is the broker's, not the markers'
             committed = views[parent]
         items = dump_file(f, options, progress, committed, start=start)
         if separate and selective:  # a search or a range names only the files where it shows something

@@ -164,6 +164,8 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "lookups stay correct", "LogSegment.append"),
     ("txnindex-missing", "error", "aborted transactions in the log but no .txnindex: read_committed "
      "consumers would receive aborted records", "TransactionIndex"),
+    ("txnindex-missing-rebuilt", "info", "aborted transactions in the log and no .txnindex, in a segment the "
+     "broker recovers at start-up: it rebuilds the index from the log", "LogSegment.recover"),
     ("txnindex-missing-abort", "error", "an aborted transaction missing from the .txnindex: read_committed "
      "consumers would receive its records", "TransactionIndex"),
     ("txnindex-extra-entry", "error", "a .txnindex entry without an ABORT marker in the log: read_committed "
@@ -172,6 +174,9 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "TransactionIndex"),
     ("txnindex-wrong-lso", "warning", "a .txnindex entry whose last stable offset differs from the log's",
      "TransactionIndex"),
+    ("read-committed-view-differs", "error", "dump --isolation read_committed shows what the broker serves: the "
+     "aborted transactions of the segments' .txnindex files, which differ from the log's ABORT markers (aborted "
+     "records delivered, or committed ones dropped)", "LogSegment.collectAbortedTxns"),
     ("txnindex-bad-version", "error", "a .txnindex entry of a version Kafka does not support",
      "AbortedTxn"),
     ("txnindex-odd-version", "warning", "a .txnindex entry whose version Kafka reads only in part, and accepts",
@@ -332,6 +337,9 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "report this", KAFKATOOL),
     ("apply-resumed", "info", "an interrupted truncation apply completed from its journal", KAFKATOOL),
     ("repair-impossible", "error", "a repair cannot be planned for this partition", KAFKATOOL),
+    ("clean-shutdown-skips-recovery", "warning", "the log dir's .kafka_cleanshutdown makes the broker trust "
+     "its segments as they are: it keeps and serves the invalid batches an unclean start's recovery would cut "
+     "(repair --recovery-point plans that recovery)", "LogLoader.recoverLog"),
     ("repair-resumed", "info", "an interrupted repair completed from its journal", KAFKATOOL),
     ("repair-not-idempotent", "error", "after applying, the cut segment still has an invalid batch: please "
      "report this", KAFKATOOL),

@@ -573,18 +573,8 @@ class PartitionLoad:
         recovering = seg.recovered is not None and not ended
         ends_log = seg.base_offset in self.unflushed and seg.base_offset not in self.load_phase
         kept = not ended
-        replay, start, run, rebuild = self.replay, self.start, self.run, self.rebuild
-        if rebuild is not None and recovering:
-            seg.indexes = SegmentIndexes(seg.base_offset, rebuild.index_interval_bytes)
-            seg.aborted_txns = []
-        if rebuild is not None and replay is not None and not ended and seg.base_offset > start:
-            # a snapshot at each segment boundary the replay passes (recoverSegment, rebuildProducerState); each
-            # later recoverSegment reads it back (loadFromSnapshot: expired producers dropped)
-            seg.producers_at_base = replay.state()
-            if recovering and self.first_recovered is not None and seg.base_offset > self.first_recovered:
-                replay.expire(rebuild.now_ms, rebuild.producer_id_expiration_ms)
-        if replay is not None:
-            replay.txn_index = seg.aborted_txns
+        replay, start, run = self.replay, self.start, self.run
+        self._recover_begin(seg, recovering, ended)
         indexes = seg.indexes
         epochs = self.seg_epochs.setdefault(seg.base_offset, [])
         next_offset, valid_bytes, disk_end = seg.base_offset, 0, seg.base_offset
@@ -650,16 +640,7 @@ class PartitionLoad:
             if b.__class__ is not Batch:
                 if b.__class__ is not Finding or not kept:
                     continue  # past the cut: the cut's finding stands for what follows
-                f: Finding = b
-                # LogSegment.recover cuts at an invalid batch, and at a zero-filled tail (a warning: nothing was
-                # written there, but the log ends there all the same)
-                cuts = f.severity == "error" or f.code == "zero-filled-tail"
-                if recovering and cuts and f.code != "crc-mismatch":
-                    kept = False
-                    at = f.position if f.position is not None else valid_bytes
-                    loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, at, next_offset, ends_log, f))
-                elif not recovering or f.code != "crc-mismatch":
-                    loaded.findings.append(f)
+                kept = self._scan_finding(seg, b, recovering, ends_log, next_offset, valid_bytes)
                 continue
             last = b[2]  # last_offset
             fits = seg_base <= last <= limit  # else: not an offset of this segment (see below)
@@ -672,35 +653,14 @@ class PartitionLoad:
                         seg.first_dropped = b[1]
                     seg.last_dropped = last
                 continue
-            if recovering and not b[6]:  # crc_valid; LogSegment.recover: batch.ensureValid() fails
+            if recovering and (not b[6] or not fits):  # crc_valid; LogSegment.recover: ensureValid, ensureOffsetInRange
                 kept = False
-                seg.dropped_batches = 1
-                seg.first_dropped, seg.last_dropped = (b[1], last) if fits else (None, None)
-                invalid = finding("crc-mismatch", display, b[0],
-                                  f"batch at offsets {b[1]}..{last}: stored CRC32C {b[5]} does not match its "
-                                  "contents; recovery cuts the segment here")
-                loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
-                                               invalid))
+                self._cut_at_batch(seg, b, fits, next_offset, ends_log)
                 continue
-            if not fits:
-                # LogSegment.recover, after ensureValid: ensureOffsetInRange throws; the broker would split the segment
-                # there (retryOnOffsetOverflow, KAFKA-6264, for segments older than KAFKA-5413), here it is an invalid
-                # batch (module doc).
-                why = offset_misfit(seg_base, last)
-                code = "offset-below-segment-base" if last < seg_base else "offset-beyond-segment-range"
-                if recovering:
-                    kept = False
-                    seg.dropped_batches, seg.first_dropped, seg.last_dropped = 1, None, None
-                    invalid = finding(code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; "
-                                      "recovery cuts the segment here")
-                    loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log,
-                                                   invalid))
-                elif not misfit_seen:
+            if not fits:  # in a segment the broker trusts: one finding, its offsets left out
+                if not misfit_seen:
                     misfit_seen = True
-                    loaded.findings.append(finding(
-                        code, display, b[0], f"batch at offsets {b[1]}..{last}: {why}; the broker trusts "
-                        "this segment (before the recovery point) and would misread it; its offsets are left out here "
-                        "(recovering it, e.g. repair --recovery-point at or below its base offset, cuts it there)"))
+                    self._trusted_misfit(seg, b)
                 continue
             next_offset, valid_bytes = last + 1, b[0] + b[3]
             if indexes is not None:  # LogSegment.recover: the indexes rebuilt batch by batch
@@ -734,15 +694,85 @@ class PartitionLoad:
             loaded.max_timestamp = max_ts
         seg.next_offset = next_offset
         seg.valid_bytes = valid_bytes if recovering else seg.size
+        self.disk_end = max(self.disk_end, disk_end)
+        self._recover_end(seg, indexes, recovering, ends_log)
+
+    # --- the named steps of one segment's pass (LogSegment.recover, LogLoader.recoverLog) ---
+
+    def _recover_begin(self, seg: LoadedSegment, recovering: bool, ended: bool) -> None:
+        """``LogSegment.recover``'s start, with ``load_partition(rebuild=...)``: a recovered segment's indexes and
+        ``.txnindex`` are rebuilt from empty as its batches go by; at each segment boundary the replay passes, the
+        producer state is kept (the snapshot ``recoverSegment`` and ``rebuildProducerState`` take at the segment's
+        base offset; each later ``recoverSegment`` reads it back: ``loadFromSnapshot`` drops expired producers)."""
+        replay, rebuild = self.replay, self.rebuild
+        if rebuild is not None and recovering:
+            seg.indexes = SegmentIndexes(seg.base_offset, rebuild.index_interval_bytes)
+            seg.aborted_txns = []
+        if rebuild is not None and replay is not None and not ended and seg.base_offset > self.start:
+            seg.producers_at_base = replay.state()
+            if recovering and self.first_recovered is not None and seg.base_offset > self.first_recovered:
+                replay.expire(rebuild.now_ms, rebuild.producer_id_expiration_ms)
+        if replay is not None:
+            replay.txn_index = seg.aborted_txns
+
+    def _scan_finding(self, seg: LoadedSegment, f: Finding, recovering: bool, ends_log: bool, next_offset: int,
+                      valid_bytes: int) -> bool:
+        """A finding of the scan before any cut: ``LogSegment.recover`` cuts a recovered segment at an invalid
+        batch's framing (torn tail, impossible size...) and at a zero-filled tail (a warning: nothing was written
+        there, but the log ends there all the same); otherwise it is the load's finding (a CRC mismatch is judged on
+        its batch, :meth:`_cut_at_batch`). Whether the segment's batches are still kept."""
+        loaded = self.loaded
+        cuts = f.severity == "error" or f.code == "zero-filled-tail"
+        if recovering and cuts and f.code != "crc-mismatch":
+            at = f.position if f.position is not None else valid_bytes
+            loaded.cuts.append(RecoveryCut(seg.path, seg.display, seg.base_offset, at, next_offset, ends_log, f))
+            return False
+        if not recovering or f.code != "crc-mismatch":
+            loaded.findings.append(f)
+        return True
+
+    def _cut_at_batch(self, seg: LoadedSegment, b: Batch, fits: bool, next_offset: int, ends_log: bool) -> None:
+        """``LogSegment.recover`` meets an invalid batch in a recovered segment and cuts it there, the batch the first
+        dropped: ``batch.ensureValid()`` fails (its CRC), or then ``ensureOffsetInRange`` throws (a last offset the
+        segment cannot hold: the broker would split the segment there, ``retryOnOffsetOverflow``, KAFKA-6264, for
+        segments older than KAFKA-5413; here it is an invalid batch, see the module doc)."""
+        last, display = b[2], seg.display
+        if not b[6]:  # crc_valid
+            seg.dropped_batches = 1
+            seg.first_dropped, seg.last_dropped = (b[1], last) if fits else (None, None)
+            invalid = finding("crc-mismatch", display, b[0], f"batch at offsets {b[1]}..{last}: stored CRC32C {b[5]} "
+                              "does not match its contents; recovery cuts the segment here")
+        else:
+            seg.dropped_batches, seg.first_dropped, seg.last_dropped = 1, None, None
+            code = "offset-below-segment-base" if last < seg.base_offset else "offset-beyond-segment-range"
+            invalid = finding(code, display, b[0], f"batch at offsets {b[1]}..{last}: "
+                              f"{offset_misfit(seg.base_offset, last)}; recovery cuts the segment here")
+        self.loaded.cuts.append(RecoveryCut(seg.path, display, seg.base_offset, b[0], next_offset, ends_log, invalid))
+
+    def _trusted_misfit(self, seg: LoadedSegment, b: Batch) -> None:
+        """A batch whose last offset the segment cannot hold, in a segment the broker trusts (no
+        ``ensureOffsetInRange`` without recovery): a finding; the caller leaves its offsets out."""
+        last, base = b[2], seg.base_offset
+        code = "offset-below-segment-base" if last < base else "offset-beyond-segment-range"
+        self.loaded.findings.append(finding(
+            code, seg.display, b[0], f"batch at offsets {b[1]}..{last}: {offset_misfit(base, last)}; the broker "
+            "trusts this segment (before the recovery point) and would misread it; its offsets are left out here "
+            "(recovering it, e.g. repair --recovery-point at or below its base offset, cuts it there)"))
+
+    def _recover_end(self, seg: LoadedSegment, indexes: SegmentIndexes | None, recovering: bool,
+                     ends_log: bool) -> None:
+        """``LogSegment.recover``'s end: the rebuilt indexes closed (``LogSegment.close``, as ``UnifiedLog.close``
+        after recovery: the last time-index entry); a cut made by ``recoverLog`` ends the log (corruption in an
+        unflushed segment deletes every later segment)."""
+        loaded = self.loaded
         if indexes is not None:
             try:
-                indexes.close()  # LogSegment.close (UnifiedLog.close after recovery): the last time-index entry
+                indexes.close()
             except IndexAppendError as exc:
-                loaded.findings.append(finding("index-rebuild-impossible", display, None, str(exc)))
+                loaded.findings.append(finding("index-rebuild-impossible", seg.display, None, str(exc)))
                 seg.indexes = None
-        self.disk_end = max(self.disk_end, disk_end)
         if recovering and ends_log and loaded.cuts and loaded.cuts[-1].segment_base == seg.base_offset:
-            self.ended = True  # recoverLog: corruption in an unflushed segment deletes every later segment
+            self.ended = True
 
     # --- steps 4 to 7 ---
 

@@ -67,6 +67,7 @@ from .findings import finding
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
+from .logdir import CLEAN_SHUTDOWN
 from .logfiles import offset_from_file_name, segment_file, without_swap
 from .model import Finding
 from .producer_state import snapshot_bytes
@@ -123,11 +124,14 @@ class PartitionRepair:
     backup_dir: str | None = None
     cut: tuple[Path, int] | None = None   # the segment cut and where its first invalid batch starts
     recovery_point: int | None = None     # where recoverLog starts
-    recovery_point_source: str | None = None  # checkpoint (the log dir's), option (--recovery-point), none (0)
+    recovery_point_source: str | None = None  # checkpoint (the log dir's), option (--recovery-point), none (0), clean
     recovery_point_note: str | None = None    # the same in words, with the checkpoint's path
     index_interval_bytes: int | None = None   # the spacing of rebuilt index entries
     index_interval_source: str | None = None  # option (--index-interval-bytes), inferred (from the indexes), default
     index_interval_note: str | None = None    # the same in words
+    clean_shutdown: str | None = None   # the marker, when it makes the broker keep what recovery would cut
+    unclean_actions: list[Action] = field(default_factory=list)  # what an unclean start would do (never applied)
+    unclean: dict[str, Any] | None = None     # and what it comes to
 
     @property
     def blocked(self) -> bool:
@@ -145,6 +149,7 @@ class PartitionRepair:
             "recovery_point": self.recovery_point, "recovery_point_source": self.recovery_point_source,
             "recovery_point_note": self.recovery_point_note, "index_interval_bytes": self.index_interval_bytes,
             "index_interval_source": self.index_interval_source, "index_interval_note": self.index_interval_note,
+            **({"clean_shutdown": self.clean_shutdown, "unclean_start": self.unclean} if self.clean_shutdown else {}),
         }
 
 
@@ -173,12 +178,25 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
     """(a) the leftover passes and (b) the load, both :func:`kafkatool.loader.load_partition`'s; (c) what the broker
     would have on disk after loading against what is there, as actions."""
     now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
+    rebuild = Rebuild(options.index_interval_bytes, now, options.producer_id_expiration_ms)
+    # An explicit --recovery-point plans the recovery from it, as after an unclean shutdown, whatever the marker says.
+    unclean = False if options.recovery_point is not None else None
     try:
-        loaded = load_partition(part, display, recovery_point=options.recovery_point, options=options.scan,
-                                rebuild=Rebuild(options.index_interval_bytes, now, options.producer_id_expiration_ms),
-                                progress=progress)
+        loaded = load_partition(part, display, recovery_point=options.recovery_point, clean_shutdown=unclean,
+                                options=options.scan, rebuild=rebuild, progress=progress)
     except InputIOError as exc:
         raise PlanError(str(exc)) from exc
+    result = _planned(part, display, loaded, options)
+    # Read again as after an unclean start only when the clean one kept something recovery cuts (an invalid batch,
+    # a zero-filled tail): a clean shutdown's log dir is the common case, and that second load reads every segment.
+    if loaded.clean_shutdown and loaded.segments and any(f.severity == "error" or f.code == "zero-filled-tail"
+                                                         for f in loaded.findings):
+        _unclean_start(part, display, loaded, result, options, rebuild)
+    return result
+
+
+def _planned(part: Path, display: str, loaded: LoadedPartition, options: RepairOptions) -> PartitionRepair:
+    """(c) of :func:`_plan`: what the broker would have on disk after ``loaded`` against what is there."""
     actions = _leftover_actions(loaded, display)
     if not loaded.segments:
         return PartitionRepair(display, None, None, actions)
@@ -229,6 +247,52 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
         if options.salvage:
             result.salvaged_batches = sum(1 for _ in salvage_batches(*result.cut))
     return result
+
+
+def _unclean_start(part: Path, display: str, loaded: LoadedPartition, result: PartitionRepair,
+                   options: RepairOptions, rebuild: Rebuild) -> None:
+    """The log dir holds ``.kafka_cleanshutdown``: ``LogLoader.recoverLog`` skips recovery (``hadCleanShutdown``) and
+    the broker trusts every segment as it is. When an unclean start's recovery would cut what the clean start keeps
+    (an invalid batch the broker now serves), the plan says so: the invalid batches (as ``verify`` reports them: an
+    error, so both exit alike), the marker, and the plan that recovery would make (its actions are shown, never
+    applied: ``--recovery-point`` plans it for real)."""
+    try:
+        unclean = load_partition(part, display, clean_shutdown=False, options=options.scan, rebuild=rebuild)
+        plan = _planned(part, display, unclean, options)
+    except (InputIOError, PlanError) as exc:
+        unclean, plan, why = None, None, str(exc)
+    known = {(c.display, c.position) for c in loaded.cuts}
+    cuts = [c for c in unclean.cuts if (c.display, c.position) not in known] if unclean is not None else []
+    if unclean is not None and not cuts:
+        return
+    marker = os.path.join(os.path.dirname(display) or ".", CLEAN_SHUTDOWN)
+    result.clean_shutdown = marker
+    kept = {(f.path, f.position): f for f in loaded.findings if f.severity == "error"}
+    result.findings.extend(kept.get((c.display, c.position), c.finding) for c in cuts)
+    if plan is None:
+        result.findings.append(finding("clean-shutdown-skips-recovery", marker, None, "the broker shut down "
+                                       "cleanly and skips recovery (LogLoader.recoverLog: hadCleanShutdown); what "
+                                       f"an unclean start would do cannot be planned: {why}"))
+        return
+    rp = unclean.recovery_point
+    source, _note = _recovery_point_source(part.parent, unclean, RepairOptions())
+    whence = ("its recovery point checkpoint" if source == "checkpoint"
+              else "no recovery point checkpointed: every segment")
+    first = cuts[0]
+    removed = (f", offsets {plan.offsets_removed[0]}..{plan.offsets_removed[1]}" if plan.offsets_removed else "")
+    result.findings.append(finding(
+        "clean-shutdown-skips-recovery", marker, None,
+        f"the broker shut down cleanly: it skips recovery (LogLoader.recoverLog: hadCleanShutdown), trusts every "
+        f"segment as it is and keeps what recovery cuts at {first.display} byte {first.position} "
+        f"({first.finding.code}); an unclean start, recovering from offset {rp} ({whence}), would cut it there: "
+        f"{len(plan.actions)} actions, log end offset {unclean.on_disk_end_offset} -> {unclean.log_end_offset}, "
+        f"{plan.bytes_removed:,} bytes ({plan.batches_removed} batches{removed}) removed (the actions above); "
+        f"`kafkatool repair --recovery-point {rp}` plans that recovery, --apply does it"))
+    result.unclean_actions = [Action(a.path, a.action, f"if the broker started uncleanly: {a.reason}", None,
+                                     {**a.detail, "unclean_start": True}) for a in plan.actions]
+    result.unclean = {"leo_after": plan.leo_after, "bytes_removed": plan.bytes_removed,
+                      "batches_removed": plan.batches_removed, "recovery_point": rp, "actions": len(plan.actions),
+                      "offsets_removed": list(plan.offsets_removed) if plan.offsets_removed else None}
 
 
 def _leftover_actions(loaded: LoadedPartition, display: str) -> list[Action]:
@@ -349,11 +413,16 @@ def _snapshot_actions(loaded: LoadedPartition, result: PartitionRepair) -> None:
 
 
 def _recovery_point_source(logdir: Path, loaded: LoadedPartition, options: RepairOptions) -> tuple[str, str]:
-    """Where the recovery point ``recoverLog`` starts from came from (``option``, ``checkpoint`` or ``none``), and
-    that said in words."""
+    """Where the recovery point ``recoverLog`` starts from came from (``option``, ``checkpoint`` or ``none``; ``clean``:
+    not used, the log dir's ``.kafka_cleanshutdown`` skips recovery), and that said in words."""
     if options.recovery_point is not None:
-        return "option", "from --recovery-point"
+        overridden = os.path.lexists(logdir / CLEAN_SHUTDOWN)
+        return "option", "from --recovery-point" + (" (the log dir's .kafka_cleanshutdown is overridden: recovered as "
+                                                    "after an unclean shutdown)" if overridden else "")
     path = logdir / "recovery-point-offset-checkpoint"
+    if loaded.clean_shutdown:
+        return "clean", (f"(not used: {logdir / CLEAN_SHUTDOWN} says the broker shut down cleanly; it skips "
+                         "recovery: --recovery-point recovers)")
     if loaded.recovery_point_checkpoint is not None:
         return "checkpoint", f"from {path}"
     where = f"no entry for the partition in {path}" if path.exists() else f"no {path}"
@@ -484,6 +553,7 @@ def repair_paths(
         if not apply:
             result = plan_partition(part, display, options, progress)
             yield from result.actions
+            yield from result.unclean_actions
             yield from result.findings
             yield result
             continue
@@ -495,6 +565,7 @@ def repair_paths(
                               "completed an interrupted repair from its journal before planning again")
             result = plan_partition(part, display, options, progress)
             yield from result.actions
+            yield from result.unclean_actions
             yield from result.findings
             ops = [a.op for a in result.actions if a.op is not None]
             if ops and not result.findings:

@@ -74,7 +74,8 @@ class CheckOptions(NamedTuple):
     """How segments are checked: ``verify``'s options that reach each segment."""
 
     deep: bool = False                 # decompress and decode every record
-    index_interval_bytes: int = 4096   # index.interval.bytes of the topic (Kafka's default)
+    index_interval_bytes: int = 4096   # index.interval.bytes of the topic: Kafka's default (index_interval.DEFAULT,
+                                       # not imported: it reads indexes); verify resolves it per partition there
     now_ms: int | None = None          # "now" for future timestamps; None: the wall clock
     future_tolerance_ms: int = 24 * 3600 * 1000
     max_findings_per_code: int = 100   # per file; the rest are counted in one summary finding

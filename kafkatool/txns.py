@@ -8,7 +8,9 @@ A ``read_committed`` fetch (``UnifiedLog.read`` with ``FetchIsolation.TXN_COMMIT
 ``CompletedFetch``) returns batches below the last stable offset (the first offset of the oldest open
 transaction; also below the high watermark) and the aborted transactions overlapping them; the consumer drops
 control batches and the transactional batches of a producer that fall in one of its aborted transactions
-``[first offset, marker offset]``.
+``[first offset, marker offset]``. The aborted transactions a fetch returns come from the segments'
+``TransactionIndex`` (:func:`served_aborts`), which ``dump --isolation read_committed`` follows; ``delivery`` still
+takes the log's markers.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InputIOError
 from .findings import finding
-from .loader import read_logdir, segment_bytes
+from .loader import LoadedPartition, read_logdir, segment_bytes
 from .model import Batch, Finding
 from .producers import Transaction, replay_partition, replayed_partitions
 from .progress import Tally
+from .smallfiles import read_txn_index
 from .verify import verify_partition_dir
 from .walk import partition_dirs, partition_of, total_bytes
 
@@ -33,6 +37,7 @@ class CommittedView:
     aborted: dict[int, list[tuple[int, int]]]  # producer id -> [(first offset, marker offset)]
     lso: int | None
     high_watermark: int | None
+    findings: tuple[Finding, ...] = ()  # where the aborts served differ from the log's ABORT markers
 
     @property
     def limit(self) -> int | None:
@@ -65,17 +70,63 @@ def checkpointed_offset(partition_dir: Path, checkpoint_name: str) -> int | None
     return read_logdir(partition_dir.parent, str(partition_dir.parent)).offset(checkpoint_name, *tp)
 
 
-def committed_view(partition_dir: Path) -> CommittedView:
+def committed_view(partition_dir: Path, display: str | None = None, served: bool = False) -> CommittedView:
     """The aborted transactions, LSO and high watermark of the partition dir holding a segment, as the broker holds
     them after loading the log (:mod:`kafkatool.loader`); the high watermark is None when the log dir has none
-    checkpointed for the partition."""
+    checkpointed for the partition.
+
+    The aborted transactions are the log's ABORT markers; with ``served``, those the broker serves
+    (:func:`served_aborts`), and where they differ the view says so (``read-committed-view-differs``, at
+    ``display``, the partition dir as shown)."""
     history = replay_partition(partition_dir)
-    aborted: dict[int, list[tuple[int, int]]] = {}
-    for pid, first, last in history.aborted():
-        aborted.setdefault(pid, []).append((first, last))
     loaded = history.loaded
+    logged = history.aborted()
+    given = served_aborts(loaded, logged) if served and loaded is not None else logged
+    aborted: dict[int, list[tuple[int, int]]] = {}
+    for pid, first, last in given:
+        aborted.setdefault(pid, []).append((first, last))
     hw = loaded.high_watermark if loaded is not None and loaded.hw_checkpoint is not None else None
-    return CommittedView(aborted, history.lso, hw)
+    where = display if display is not None else str(partition_dir)
+    return CommittedView(aborted, history.lso, hw, tuple(_view_differs(where, logged, given)))
+
+
+def served_aborts(loaded: LoadedPartition, logged: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """(producer id, first offset, marker offset) of the aborted transactions a ``read_committed`` fetch returns:
+    ``UnifiedLog.collectAbortedTransactions`` reads them from each segment's ``TransactionIndex``
+    (``LogSegment.collectAbortedTxns``). A segment the broker recovers at start-up (``LogSegment.recover``: a missing
+    offset index, or at or after the recovery point without a clean shutdown) gets its index rebuilt from the log:
+    the aborts whose marker it holds (``logged``); any other serves its ``.txnindex`` as it is, a missing one as
+    empty (no entry) and an unreadable one as empty too."""
+    served: list[tuple[int, int, int]] = []
+    for seg in loaded.segments:
+        if seg.deleted:
+            continue
+        if seg.recovered is not None:
+            served += [t for t in logged if seg.base_offset <= t[2] < seg.next_offset]
+            continue
+        path = loaded.index_files.get((seg.base_offset, "txnindex"))
+        try:
+            entries = read_txn_index(path, seg.base_offset) if path is not None else []
+        except (OSError, InputIOError):
+            entries = []
+        served += [(t.producer_id, t.first_offset, t.last_offset) for t in entries]
+    return served
+
+
+def _view_differs(where: str, logged: list[tuple[int, int, int]], served: list[tuple[int, int, int]]
+                  ) -> Iterator[Finding]:
+    """What a read_committed consumer gets that the log's markers say otherwise: aborted records it receives (an
+    abort in no ``.txnindex``), committed records it drops (an index entry without its ABORT marker)."""
+    missing = [t for t in logged if t not in served]
+    extra = [t for t in served if t not in logged]
+    for differs, what in ((missing, "aborted transactions of the log are in no .txnindex the broker would serve"),
+                          (extra, ".txnindex entries the broker would serve have no ABORT marker in the log")):
+        if differs:
+            pid, first, marker = differs[0]
+            receives = "receives" if differs is missing else "drops"
+            yield finding("read-committed-view-differs", where, None,
+                          f"{len(differs)} {what} (first: producer {pid}, offsets {first}..{marker}): a read_committed "
+                          f"consumer {receives} their records, and so does this view (LogSegment.collectAbortedTxns)")
 
 
 def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
@@ -111,4 +162,5 @@ def txns_bytes(paths: Iterable[str | Path]) -> int:
     return sum(2 * segment_bytes(pd.files) + total_bytes([pd.display]) for pd in partition_dirs(paths))
 
 
-__all__ = ["CommittedView", "checkpointed_offset", "committed_view", "high_watermark", "txns_bytes", "txns_paths"]
+__all__ = ["CommittedView", "checkpointed_offset", "committed_view", "high_watermark", "served_aborts", "txns_bytes",
+           "txns_paths"]

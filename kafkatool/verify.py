@@ -71,6 +71,9 @@ class VerifyOptions(NamedTuple):
 
     check: CheckOptions = CheckOptions()
     jobs: int = 1
+    # index.interval.bytes, to judge an index's density; None: per partition, the one its offset indexes fit, else
+    # Kafka's default (kafkatool.index_interval: repair's rule for the indexes it rebuilds)
+    index_interval_bytes: int | None = None
 
 
 @dataclass
@@ -208,10 +211,12 @@ class _Runner:
             # spawn: no fork of a process that may run a progress thread; workers import little.
             self.pool = ProcessPoolExecutor(options.jobs, mp_context=multiprocessing.get_context("spawn"))
 
-    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None) -> Iterator[SegmentReport]:
+    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None, check: CheckOptions | None = None
+            ) -> Iterator[SegmentReport]:
         """The tasks' reports in order; ``load``: the partition being loaded, fed by the checks' scans in this
-        process (one read of each segment), left to read the segments itself with a pool."""
-        check = self.options.check
+        process (one read of each segment), left to read the segments itself with a pool; ``check``: the partition's
+        own (its index interval), else the options'."""
+        check = check or self.options.check
         if self.pool is None:
             for task in tasks:
                 tap = load.tap(task.log) if load is not None and task.log is not None else None
@@ -319,6 +324,7 @@ _LEFTOVER_MEANING = {
 
 def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
     """Every check of one partition dir; ends with its :class:`PartitionSummary`."""
+    from .index_interval import resolve_index_interval  # reads indexes (construct): as the loader, not for one file
     from .loader import COMPACTED_TOPICS, PartitionLoad
 
     summary = PartitionSummary(part.display, part.topic, part.partition)
@@ -376,7 +382,12 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
     state = _PartitionState(prior=snapshot[0], prior_known=snapshot[1])
     # The partition as the broker loads it (LogLoader), fed by the segment checks' scans: one read of each segment.
     load = PartitionLoad(part.path, part.display, files=part.files, logdir=part.logdir, options=options.check.scan)
-    for report in runner.run(tasks, load):
+    state.recovered = {seg.base_offset: seg.recovered for seg in load.segs if seg.recovered is not None}
+    check = options.check
+    if tasks:  # index.interval.bytes as repair takes it: given, else what the partition's offset indexes fit
+        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan)
+        check = check._replace(index_interval_bytes=interval.value)
+    for report in runner.run(tasks, load, check):
         for f in _join_segment(report, state, part, compacted):
             yield emit(f)
     summary.segments = len(bases)
@@ -462,6 +473,7 @@ class _PartitionState:
     legacy: bool = False
     index_status: Counter[str] = field(default_factory=Counter)
     loaded_leo: int | None = None            # the log end offset after the broker loads the log
+    recovered: dict[int, str] = field(default_factory=dict)  # base offset -> why the broker recovers it at start-up
 
     @property
     def leo(self) -> int | None:
@@ -564,13 +576,16 @@ def _join_segment(
     state.epochs.extend((e, o, p, path) for e, o, p in report.epochs)
 
     expected, state.prior = join_transactions(report, state.prior, state.prior_known)
-    yield from _compare_txn_index(report, expected, state.prior_known)
+    yield from _compare_txn_index(report, expected, state.prior_known, state.recovered.get(task.base_offset))
 
 
 def _compare_txn_index(
-    report: SegmentReport, expected: list[tuple[int, int | None, int, int | None]], prior_known: bool
+    report: SegmentReport, expected: list[tuple[int, int | None, int, int | None]], prior_known: bool,
+    recovered: str | None = None,
 ) -> Iterator[Finding]:
-    """The segment's ``.txnindex`` against the aborts the log implies (None: not knowable, not compared)."""
+    """The segment's ``.txnindex`` against the aborts the log implies (None: not knowable, not compared).
+    ``recovered``: why the broker recovers the segment at start-up (``LogSegment.recover`` rebuilds a missing
+    ``.txnindex``: a read_committed fetch is then served the log's aborts, ``LogSegment.collectAbortedTxns``)."""
     task = report.task
     have = [(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in report.txn_entries or []]
     if have == expected:
@@ -580,6 +595,12 @@ def _compare_txn_index(
         pid, first, marker, _lso = expected[0]
         span = (f"offsets {first}..{marker}" if first is not None
                 else f"ended by its marker at {marker}, begun before the log start")
+        if recovered is not None:
+            yield finding("txnindex-missing-rebuilt", where, None,
+                          f"the log holds {len(expected)} aborted transactions (first: producer {pid}, {span}) and "
+                          f"there is no .txnindex, but the broker recovers this segment at start-up ({recovered}) "
+                          "and rebuilds it from the log")
+            return
         yield finding("txnindex-missing", where, None,
                       f"the log holds {len(expected)} aborted transactions (first: producer {pid}, {span}) but there "
                       "is no .txnindex: read_committed consumers would receive their records")

@@ -55,3 +55,8 @@ MaxBatchBytes = Annotated[
 ]
 DEFAULT_MAX_DECOMPRESSED = 128 * 1024 * 1024
 DEFAULT_MAX_BATCH_BYTES = 256 * 1024 * 1024
+IndexIntervalBytes = Annotated[int | None, typer.Option(
+    "--index-interval-bytes", metavar="BYTES", min=0, show_default=False,
+    help="The topic's index.interval.bytes: verify judges an index's density by it, repair spaces rebuilt entries "
+         "by it (default: per partition, the one its offset indexes fit, else Kafka's default 4096; repair's "
+         "output says which).")]

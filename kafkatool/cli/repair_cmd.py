@@ -45,12 +45,7 @@ def repair(
         bool, typer.Option("--salvage", help="Also copy the valid batches found after a cut into a side file in the "
                                              "backup dir.")
     ] = False,
-    index_interval_bytes: Annotated[
-        int | None,
-        typer.Option(help="The topic's index.interval.bytes: the spacing of rebuilt index entries (default: the "
-                          "one the partition's indexes fit, else 4096; the output says which).", min=0,
-                     show_default=False, metavar="BYTES"),
-    ] = None,
+    index_interval_bytes: o.IndexIntervalBytes = None,
     recovery_point: Annotated[
         int | None,
         typer.Option(help="Recover from this offset (default: the log dir's recovery point checkpoint, else 0: "

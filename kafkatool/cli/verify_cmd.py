@@ -14,6 +14,7 @@ from .options import (
     Deep,
     FailOn,
     Format,
+    IndexIntervalBytes,
     Jobs,
     MaxBatchBytes,
     MaxDecompressed,
@@ -38,10 +39,7 @@ def verify(
     deep: Deep = False,
     fail_on: FailOn = "error",
     jobs: Jobs = 1,
-    index_interval_bytes: Annotated[
-        int, typer.Option(help="The topics' index.interval.bytes, to judge whether an index is as dense as "
-                               "the broker writes it.", min=1)
-    ] = 4096,
+    index_interval_bytes: IndexIntervalBytes = None,
     max_findings: Annotated[
         int, typer.Option(help="Report at most N findings of one kind per file (the rest are counted).", min=1)
     ] = 100,
@@ -65,10 +63,10 @@ def verify(
     check_fail_on(fail_on)
     options = VerifyOptions(
         check=CheckOptions(
-            deep=deep, index_interval_bytes=index_interval_bytes, max_findings_per_code=max_findings,
+            deep=deep, max_findings_per_code=max_findings,
             scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
         ),
-        jobs=jobs,
+        jobs=jobs, index_interval_bytes=index_interval_bytes,
     )
     out = Output(fmt)
     with out.progress(lambda: total_bytes(paths), "verify") as advance:

@@ -156,6 +156,12 @@ def _repair_partition(o: Output, d: dict[str, Any]) -> str:
     rp = f"; recovery point {d['recovery_point']} {escape(note)}" if note else ""
     if d.get("index_interval_note"):
         rp += f"; index interval {d['index_interval_bytes']} bytes {escape(d['index_interval_note'])}"
+    if d.get("clean_shutdown") and not d["actions"]:
+        u = d["unclean_start"]
+        return (f"[yellow]nothing repaired[/yellow] in {escape(d['path'])}: {escape(d['clean_shutdown'])} makes the "
+                f"broker skip recovery and keep what it would cut (above); an unclean start would take "
+                f"{u['actions']} actions, log end offset {d['leo_before']} → {u['leo_after']}: run again with "
+                f"--recovery-point {u['recovery_point']} to plan them\n")
     if not d["actions"] and d.get("blocked"):
         return f"[red]cannot repair[/red] {escape(d['path'])}: the errors above; nothing is changed there\n"
     if not d["actions"]:
