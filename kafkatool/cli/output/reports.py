@@ -198,6 +198,9 @@ def _replicas_partition(o: Output, d: dict[str, Any]) -> str:
     lines = [f"[bold]{escape(d['topic'])}-{d['partition']}[/bold]: {len(d['replicas'])} replicas; ISR high watermark "
              f"[bold]{d['isr_hw']}[/bold] (min LEO of {escape(', '.join(d['isr']))}); the longest log ends at "
              f"{d['max_leo']}"]
+    if d["isr_from"] != "--isr":  # where the ISR came from when the command line did not name it
+        lines.append(f"  ISR {'assumed' if d['isr_from'] == 'assumed' else 'from ' + escape(d['isr_from'])}: "
+                     f"{escape(d['isr_basis'])}")
     for dv in d["divergence"]:
         a, b = escape(dv["a_name"]), escape(dv["b_name"])
         rel, only_a, only_b = dv["relation"], dv["only_in_a"], dv["only_in_b"]
