@@ -4,7 +4,7 @@
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -80,9 +80,17 @@ def offsets(
     out = Output(fmt)
     with out.progress(lambda: consumer_offsets_bytes(paths, with_lag=lag), "offsets") as advance:
         items = consumer_offsets(paths, with_lag=lag, progress=advance)
-        out.emit_all(i for i in items
+        out.emit_all(_lag_labelled(i) if fmt == "text" and isinstance(i, CommittedOffset) else i for i in items
                      if not wanted or not isinstance(i, CommittedOffset | GroupState) or i.group in wanted)
     return out.exit_code(fail_on)
+
+
+def _lag_labelled(commit: Any) -> dict[str, Any]:
+    """A commit's text row: a lag counted to the log end (no high watermark checkpoint) says so; none is "-"."""
+    d = commit.as_dict()
+    if d["lag_from"] == "log_end_offset":
+        d["lag"] = f"{d['lag']:,} to LEO"
+    return d
 
 
 def partition_for(
