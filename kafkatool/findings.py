@@ -332,6 +332,11 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     # --- replicas, truncation, repair, delivery ------------------------------------------------------------
     ("replicas-diverge", "warning", "two replicas hold different batches from an offset on",
      "AbstractFetcherThread.truncateToEpochEndOffsets"),
+    ("acknowledged-offsets-exposed", "warning", "offsets below the partition's high watermark (acknowledged: "
+     "consumers may have read them) that a replica holds above its own high-watermark checkpoint: a follower "
+     "truncating to its high watermark (the rule before KIP-101) discards them, leaving them on the leader "
+     "alone until fetched again (lost if it fails first); the leader-epoch rule keeps them",
+     "AbstractFetcherThread.truncateToHighWatermark"),
     ("truncation-not-applied", "error", "a truncation refused: nothing was changed", KAFKATOOL),
     ("truncation-not-idempotent", "error", "after applying, the truncation rule still truncates: please "
      "report this", KAFKATOOL),

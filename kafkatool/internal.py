@@ -177,8 +177,17 @@ class CommittedOffset:
 
     @property
     def lag(self) -> int | None:
-        """Records between the commit and the high watermark (what a read_uncommitted consumer may read)."""
-        return None if self.high_watermark is None else max(self.high_watermark - self.offset, 0)
+        """Records between the commit and the high watermark (what a read_uncommitted consumer may read); with no
+        high watermark checkpoint, between the commit and the log end (:attr:`lag_from` says which); None when
+        neither is known, never a made-up 0."""
+        end = self.high_watermark if self.high_watermark is not None else self.log_end_offset
+        return None if end is None else max(end - self.offset, 0)
+
+    @property
+    def lag_from(self) -> str | None:
+        if self.high_watermark is not None:
+            return "high_watermark"
+        return None if self.log_end_offset is None else "log_end_offset"
 
     @property
     def lag_leo(self) -> int | None:
@@ -192,7 +201,7 @@ class CommittedOffset:
             "value_version": self.value_version, "coordinator_partition": self.coordinator_partition,
             "log_offset": self.log_offset, "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset, "high_watermark": self.high_watermark,
-            "lag": self.lag, "lag_leo": self.lag_leo,
+            "lag": self.lag, "lag_leo": self.lag_leo, "lag_from": self.lag_from,
         }
 
 
@@ -441,7 +450,8 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
             rep = data[(home, r.topic, r.partition)]
             r = CommittedOffset(**{**{f: getattr(r, f) for f in r.__dataclass_fields__},
                                    "log_start_offset": rep.log_start_offset, "log_end_offset": rep.leo,
-                                   "high_watermark": rep.high_watermark})
+                                   # no replication-offset-checkpoint entry: the HW is unknown, not 0
+                                   "high_watermark": rep.high_watermark if rep.hw_checkpoint is not None else None})
             yield r
             where = f"{r.topic}-{r.partition}"
             if r.offset > rep.leo:

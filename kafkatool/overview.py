@@ -9,13 +9,14 @@ files); ``verify`` checks far more and says what each is.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .filetypes import file_size
 from .loader import LoadedPartition, load_partition
 from .model import Finding
+from .smallfiles import read_meta_properties
 from .walk import partition_dirs_and_findings
 
 
@@ -35,9 +36,11 @@ class PartitionOverview:
     producers: int
     compacted: bool
     problems: int
+    cluster: str | None = None     # with several clusters: its log dir's cluster.id ("-": no meta.properties)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"type": "partition_overview", "topic": self.topic, "partition": self.partition, "path": self.path,
+        return {"type": "partition_overview", **_cluster(self.cluster), "topic": self.topic,
+                "partition": self.partition, "path": self.path,
                 "segments": self.segments, "bytes": self.bytes, "log_start_offset": self.log_start_offset,
                 "log_end_offset": self.log_end_offset, "high_watermark": self.high_watermark,
                 "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
@@ -56,6 +59,7 @@ class TopicOverview:
     last_timestamp: int | None = None
     open_transactions: int = 0
     problems: int = 0
+    cluster: str | None = None
 
     def add(self, p: PartitionOverview) -> None:
         self.partitions += 1
@@ -72,10 +76,14 @@ class TopicOverview:
             self.last_timestamp = p.last_timestamp if old is None else max(old, p.last_timestamp)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"type": "topic_overview", "topic": self.topic, "partitions": self.partitions,
+        return {"type": "topic_overview", **_cluster(self.cluster), "topic": self.topic, "partitions": self.partitions,
                 "segments": self.segments, "bytes": self.bytes, "offsets": self.records,
                 "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
                 "open_transactions": self.open_transactions, "problems": self.problems}
+
+
+def _cluster(cluster: str | None) -> dict[str, str]:
+    return {} if cluster is None else {"cluster": cluster}
 
 
 def partition_overview(loaded: LoadedPartition, files: Iterable[tuple[Path, str]] = ()) -> PartitionOverview:
@@ -99,6 +107,7 @@ def overview_paths(paths: Iterable[str | Path], *, topic: str | None = None
     """Per partition under ``paths`` (only ``topic``'s when given), biggest first; then one total per topic,
     biggest first."""
     rows: list[PartitionOverview] = []
+    clusters: dict[Path, str] = {}  # log dir -> its cluster.id: rows of two clusters are never one total
     for pd in partition_dirs_and_findings(paths):
         if isinstance(pd, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
             yield pd
@@ -106,13 +115,19 @@ def overview_paths(paths: Iterable[str | Path], *, topic: str | None = None
         if topic is not None and pd.topic != topic:
             continue
         yield from pd.findings
-        rows.append(partition_overview(load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir), pd.files))
+        if pd.logdir_path not in clusters:
+            props = read_meta_properties(pd.logdir_path)
+            clusters[pd.logdir_path] = props.cluster_id if props is not None and props.cluster_id else "-"
+        row = partition_overview(load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir), pd.files)
+        rows.append(replace(row, cluster=clusters[pd.logdir_path]))
+    if len(set(clusters.values())) < 2:  # one cluster (or none known): the rows as they always were
+        rows = [replace(r, cluster=None) for r in rows]
     rows.sort(key=lambda r: (-r.bytes, r.topic, r.partition, r.path))
     yield from rows
-    totals: dict[str, TopicOverview] = {}
-    for r in rows:
-        totals.setdefault(r.topic, TopicOverview(r.topic)).add(r)
-    yield from sorted(totals.values(), key=lambda t: (-t.bytes, t.topic))
+    totals: dict[tuple[str | None, str], TopicOverview] = {}
+    for r in rows:  # per cluster: __cluster_metadata of ten clusters is ten rows, not one
+        totals.setdefault((r.cluster, r.topic), TopicOverview(r.topic, cluster=r.cluster)).add(r)
+    yield from sorted(totals.values(), key=lambda t: (-t.bytes, t.topic, t.cluster or ""))
 
 
 

@@ -536,3 +536,14 @@ def read_topic_id(path: Path) -> str | None:
     found = _values(path, FileKind.PARTITION_METADATA, None, PartitionMetadata)
     return found[0].topic_id if found else None
 
+
+
+def read_meta_properties(logdir: Path) -> MetaProperties | None:
+    """The ``meta.properties`` of a log dir (``MetaPropertiesEnsemble``: which cluster and node the dir belongs to),
+    or None when it has none Kafka could read."""
+    path = logdir / "meta.properties"
+    try:
+        found = _values(path, FileKind.META_PROPERTIES, None, MetaProperties)
+    except (InputIOError, OSError):
+        return None
+    return found[0] if found else None

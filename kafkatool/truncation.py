@@ -454,7 +454,18 @@ def truncations(
         results = simulate(lr, fr, rules, max_lost, progress)
         yield from lr.findings
         yield from fr.findings
+        at_risk = {tuple(span) for r in results for span in r.acknowledged_at_risk}
+        yield from (exposed_finding(fr.path, f_name, first, last) for first, last in sorted(at_risk))
         yield from results
+
+
+def exposed_finding(path: str, name: str, first: int, last: int) -> Finding:
+    """The one finding ``replicas`` and ``truncation`` give acknowledged offsets a replica's truncation to its high
+    watermark would leave on the leader alone."""
+    return finding("acknowledged-offsets-exposed", path, None,
+                   f"{name} holds acknowledged offsets {first}..{last} above its high watermark checkpoint: "
+                   "truncating to it (the rule before KIP-101) leaves them on the leader alone")
+
 
 
 # --- applying -----------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import struct
 from pathlib import Path
 
@@ -436,3 +437,20 @@ def test_progress_reaches_the_bars_total_on_every_corpus_dir() -> None:
             assert sum(seen) == total([root]), (k, root)
             counted += sum(seen) > 0
     assert counted >= 10
+
+
+def test_lag_without_a_high_watermark_checkpoint_is_counted_to_the_log_end(tmp_path: Path, corpus: Path,
+                                                                           run_cli) -> None:
+    """No replication-offset-checkpoint beside the data partition: the HW is unknown (not 0), and the lag is
+    counted to the log end Kafka's recovery gives (case.json's next_offset), labelled so, never 0 (issue 26)."""
+    case = corpus / "kafka" / "recovery" / "missing-indexes"
+    leo = json.loads((case / "case.json").read_text())["kafka_result"]["next_offset"]
+    shutil.copytree(case / "before" / "rtopic-0", tmp_path / "rtopic-0")
+    _write(tmp_path / "__consumer_offsets-0" / "00000000000000000000.log",
+           record_batch(0, [RecordSpec(_commit_key("g", "rtopic", 0), _commit(100), 1700000000000)]))
+    proc = run_cli("offsets", "-f", "jsonl", tmp_path)
+    (commit,) = [x for x in proc.jsonl() if x["type"] == "committed_offset"]
+    assert (commit["log_end_offset"], commit["high_watermark"]) == (leo, None)
+    assert (commit["lag"], commit["lag_from"]) == (leo - 100, "log_end_offset")
+    text = run_cli("offsets", tmp_path).stdout
+    assert f"{leo - 100} to LEO" in text, text

@@ -34,10 +34,12 @@ def test_overview_equals_verify_on_every_corpus_partition() -> None:
                 r["open_transactions"]) == (s["segments"], s["bytes"], s["log_start_offset"], s["log_end_offset"],
                                             s["high_watermark"], s["open_transactions"]), r["path"]
     assert compared == len(parts)
-    totals = {r["topic"]: r for r in rows if r["type"] == "topic_overview"}
-    by_topic: dict[str, list[dict]] = defaultdict(list)
+    # several clusters here: a topic is totalled per cluster (meta.properties' cluster.id), never across them
+    totals = {(r["cluster"], r["topic"]): r for r in rows if r["type"] == "topic_overview"}
+    by_topic: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in parts:
-        by_topic[r["topic"]].append(r)
+        by_topic[r["cluster"], r["topic"]].append(r)
+    assert len({cluster for cluster, topic in totals if topic == "__cluster_metadata"}) > 3
     assert set(totals) == set(by_topic)
     for topic, members in by_topic.items():
         t = totals[topic]

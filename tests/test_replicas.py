@@ -37,6 +37,7 @@ from kafkatool.truncation import Truncation, truncations
 from kafkatool.verify import verify_paths
 
 from .conftest import corpus_root
+from .test_min_isr import isr_change, metadata_log, partition_record, topic_record
 
 CASES = corpus_root() / "kafka" / "replicas"
 T0 = 1_700_000_000_000
@@ -497,7 +498,9 @@ def test_cli_truncation_and_epochs(run_cli) -> None:
     proc = run_cli("truncation", "-f", "jsonl", "--leader", CASES / "hw-loss" / "broker-1", "--follower",
                    CASES / "hw-loss" / "broker-2")
     assert proc.returncode == 0, proc.stderr  # the HW rule drops 45..49, but the leader has them
-    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    found = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [x["code"] for x in found if x["type"] == "finding"] == ["acknowledged-offsets-exposed"]  # a warning
+    lines = [x for x in found if x["type"] == "truncation"]
     assert [x["rule"] for x in lines] == ["epoch", "hw"] and all(TRUNCATION_KEYS <= set(x) for x in lines)
     assert {k for x in lines for b in x["lost"] for k in b} >= {"base_offset", "last_offset", "partition_leader_epoch"}
     assert run_cli("epochs", CASES / "divergent" / "broker-2" / "orders-0").returncode == 0
@@ -1013,3 +1016,67 @@ def test_progress_of_an_applied_truncation_counts_the_check_after_it(tmp_path: P
         (result,) = [t for t in items if isinstance(t, Truncation)]
         assert result.applied == applied and (log_sizes(follower) < follower_before) == applied, case
         assert sum(seen) == 6 * before, case
+
+
+# --- the ISR when --isr does not name it (issue 26) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_without_isr_the_isr_and_its_high_watermark_come_from_the_checkpoints(case: str, run_cli) -> None:
+    """Kafka's HW is the min LEO over the ISR (``Partition.maybeIncrementLeaderHW``): taking every replica as in
+    sync gave 50 on ``divergent`` and 30 on ``hw-loss``; case.json's ISR and HW are what Kafka computed."""
+    c = load(case)
+    proc = run_cli("replicas", "-f", "jsonl", CASES / case)
+    (part,) = [x for x in proc.jsonl() if x["type"] == "partition"]
+    assert (sorted(part["isr"]), part["isr_hw"]) == (sorted(c["isr"]), c["high_watermark"])
+    assert part["isr_from"] == "checkpoints" and str(c["high_watermark"]) in part["isr_basis"]
+    states = {x["name"]: x["in_isr"] for x in proc.jsonl() if x["type"] == "replica"}
+    assert states == {name: name in c["isr"] for name in c["brokers"]}
+    text = run_cli("replicas", CASES / case)
+    assert f"ISR high watermark {c['high_watermark']} " in text.stdout and "ISR from checkpoints" in text.stdout
+
+
+def test_hw_loss_exposure_is_one_finding_replicas_and_truncation_agree_on(run_cli) -> None:
+    """KIP-101 scenario 1: broker-2's HW checkpoint 45 is below the HW 50 consumers read up to; the HW rule
+    would leave 45..49 (case.json's acknowledged_offsets_lost_by_hw_rule) on the leader alone."""
+    c = load("hw-loss")
+    first, last = c["brokers"]["broker-2"]["truncation"]["acknowledged_offsets_lost_by_hw_rule"]
+    want = f"acknowledged offsets {first}..{last} "
+    proc = run_cli("replicas", "-f", "jsonl", CASES / "hw-loss")
+    assert proc.returncode == 1, proc.stderr
+    (exposed,) = [x for x in proc.jsonl() if x["type"] == "finding" and x["code"] == "acknowledged-offsets-exposed"]
+    assert exposed["path"].endswith("broker-2/orders-0") and want in exposed["message"]
+    trunc = run_cli("truncation", "-f", "jsonl", "--rule", "hw", "--leader", CASES / "hw-loss" / "broker-1",
+                    "--follower", CASES / "hw-loss" / "broker-2")
+    (same,) = [x for x in trunc.jsonl() if x["type"] == "finding"]
+    assert (same["code"], same["path"], same["severity"]) == (exposed["code"], exposed["path"], exposed["severity"])
+    assert want in same["message"]
+    # lagging: broker-3's HW checkpoint 40 is below 45, but broker-1 and broker-2 both keep 40..44: not exposed
+    lagging = run_cli("replicas", "-f", "jsonl", CASES / "lagging")
+    assert lagging.returncode == 0 and not [x for x in lagging.jsonl() if x["type"] == "finding"]
+
+
+def test_without_checkpoints_every_replica_is_assumed_in_sync_and_it_says_so(tmp_path: Path, run_cli) -> None:
+    shutil.copytree(CASES / "divergent", tmp_path / "divergent")
+    for ckpt in (tmp_path / "divergent").glob("broker-*/replication-offset-checkpoint"):
+        ckpt.unlink()
+    proc = run_cli("replicas", "-f", "jsonl", tmp_path / "divergent")
+    (part,) = [x for x in proc.jsonl() if x["type"] == "partition"]
+    assert part["isr_from"] == "assumed" and len(part["isr"]) == 3
+    assert part["isr_hw"] == min(b["leo"] for b in load("divergent")["brokers"].values())
+    assert "ISR assumed: " in run_cli("replicas", tmp_path / "divergent").stdout
+
+
+def test_without_isr_the_isr_comes_from_the_kraft_metadata_beside_the_replicas(tmp_path: Path, run_cli) -> None:
+    """The ISR of the latest PartitionRecord / PartitionChangeRecord in a ``__cluster_metadata-0`` of the log
+    dirs, each replica known by its log dir's node.id (meta.properties): here {2}, not the checkpoints' {2, 3}."""
+    root = tmp_path / "divergent"
+    shutil.copytree(CASES / "divergent", root)
+    for n in (1, 2, 3):
+        (root / f"broker-{n}" / "meta.properties").write_text(f"version=1\nnode.id={n}\ncluster.id=c1\n")
+    metadata_log(root / "broker-2", [topic_record("orders"), partition_record(0, [1, 2, 3], [1, 2, 3], 2),
+                                     isr_change(0, [2])])
+    proc = run_cli("replicas", "-f", "jsonl", "--topic", "orders", root)
+    (part,) = [x for x in proc.jsonl() if x["type"] == "partition"]
+    assert (part["isr"], part["isr_from"], part["isr_hw"]) == (["broker-2"], "metadata", 70)
+    assert "ISR 2 of " in part["isr_basis"]

@@ -7,6 +7,7 @@ same per-segment code), field by field; damaged corpus partitions give their fin
 from __future__ import annotations
 
 import base64
+import shutil
 from pathlib import Path
 
 import pytest
@@ -300,6 +301,27 @@ def test_spark_scan_counts_the_dirs_it_sums(spark, kafka_corpus, tmp_path):
     assert len(plan([str(replicas)])) >= 3
     assert (by["orders", 0]["dirs"], by["orders", 0]["batches"]) == (3, sum(per_dir))
     assert by["txn", 0]["dirs"] == 1
+
+
+def test_spark_summary_keeps_each_clusters_partition_apart(spark, kafka_corpus, tmp_path):
+    """Two clusters' log dirs (meta.properties' cluster.id) holding the same topic partition are two summary rows,
+    each over its own dir, never one row over both (issue 26); one cluster's replicas stay one row (above)."""
+    from kafkatool.spark.scan import scan_paths
+
+    copies = {}
+    for name, cluster in (("a", "clusterA"), ("b", "clusterB")):
+        logdir = tmp_path / name
+        shutil.copytree(kafka_corpus / "logdir" / "codecs-0", logdir / "codecs-0")
+        (logdir / "meta.properties").write_text(f"version=1\nnode.id=1\ncluster.id={cluster}\n")
+        copies[cluster] = sum(rb.num_rows for part in plan([str(logdir)]) for rb in read_partition(part, "batches"))
+    result = scan_paths(spark, [str(tmp_path / "a"), str(tmp_path / "b")], tmp_path / "out")
+    rows = {(p["cluster"], p["topic"], p["partition"]): p for p in result.partitions}
+    assert set(rows) == {("clusterA", "codecs", 0), ("clusterB", "codecs", 0)}
+    for cluster, batches in copies.items():
+        row = rows[cluster, "codecs", 0]
+        assert (row["dirs"], row["batches"]) == (1, batches)
+        assert row["log_end_offset"] is not None  # the loader's figures found under the cluster's key too
+    assert result.total["partitions"] == 2
 
 
 def test_spark_scan_reports_task_progress_per_phase(spark, kafka_corpus, tmp_path):

@@ -4,7 +4,7 @@
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -80,9 +80,17 @@ def offsets(
     out = Output(fmt)
     with out.progress(lambda: consumer_offsets_bytes(paths, with_lag=lag), "offsets") as advance:
         items = consumer_offsets(paths, with_lag=lag, progress=advance)
-        out.emit_all(i for i in items
+        out.emit_all(_lag_labelled(i) if fmt == "text" and isinstance(i, CommittedOffset) else i for i in items
                      if not wanted or not isinstance(i, CommittedOffset | GroupState) or i.group in wanted)
     return out.exit_code(fail_on)
+
+
+def _lag_labelled(commit: Any) -> dict[str, Any]:
+    """A commit's text row: a lag counted to the log end (no high watermark checkpoint) says so; none is "-"."""
+    d = commit.as_dict()
+    if d["lag_from"] == "log_end_offset":
+        d["lag"] = f"{d['lag']:,} to LEO"
+    return d
 
 
 def partition_for(
@@ -141,6 +149,39 @@ def txn_state(
         out.emit_all(i for i in transaction_states(paths, progress=advance)
                      if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
     return out.exit_code(fail_on)
+
+
+def _cluster_labels(groups: list) -> dict[str, str]:
+    """With two metadata logs or more, each one's file names -> which cluster and node it is (its log dir's
+    meta.properties: cluster.id, node.id), else its dir: rows of several clusters or controllers are never one
+    anonymous table. Empty for one log (its rows as they always were)."""
+    import os
+
+    from ..smallfiles import read_meta_properties
+
+    if len(groups) < 2:
+        return {}
+    labels: dict[str, str] = {}
+    for group in groups:
+        path, display, _kind = group[0]
+        props = read_meta_properties(path.parent.parent)  # the log dir holding __cluster_metadata-0
+        label = (f"{props.cluster_id} node {props.node_id}" if props is not None and props.cluster_id
+                 else os.path.dirname(display) or display)
+        if label in labels.values():  # two copies of one node's log: told apart by their dirs
+            label = os.path.dirname(display) or display
+        labels.update((d, label) for _p, d, _k in group)
+    return labels
+
+
+def _with_cluster(items, labels: dict[str, str]):
+    """Each row of a metadata log with its ``cluster`` (:func:`_cluster_labels`) when there are several."""
+    for i in items:
+        source = getattr(i, "source", None)
+        if not labels or source not in labels:
+            yield i
+            continue
+        d = i.as_dict()
+        yield {"type": d.pop("type"), "source": d.pop("source"), "cluster": labels[source], **d}
 
 
 def _heartbeats_counted(items):
@@ -210,6 +251,7 @@ def metadata(
         PartitionState,
         UnderMinIsr,
         metadata_bytes,
+        metadata_sources,
         metadata_timeline,
         read_min_insync_replicas,
     )
@@ -231,14 +273,15 @@ def metadata(
             return under_min_isr and (topic is None or i.topic == topic)
         return True
 
+    clusters = _cluster_labels(metadata_sources(paths))
     with out.progress(lambda: metadata_bytes(paths), "metadata") as advance:
         items = (i for i in metadata_timeline(paths, min_insync_replicas=min_insync_replicas, progress=advance)
                  if keep(i))
         if not under_min_isr:
-            out.emit_all(_heartbeats_counted(items) if fmt == "text" else items)
+            out.emit_all(_with_cluster(_heartbeats_counted(items) if fmt == "text" else items, clusters))
             return out.exit_code(fail_on)
         # Each interval is known when it ends: shown in order of the metadata log, then of partition.
         found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
                                              i.partition) if isinstance(i, UnderMinIsr) else (-1,))
-        out.emit_all(found)
+        out.emit_all(_with_cluster(found, clusters))
     return out.exit_code(fail_on, verdict=any(isinstance(i, UnderMinIsr) for i in found))

@@ -77,7 +77,8 @@ def replicas(
         show_default=False)],
     isr: Annotated[list[str] | None, typer.Option(
         "--isr", help="Replicas in sync (log dir names, e.g. broker-2, or paths); repeat or comma-separate. "
-                      "Default: all.")
+                      "Default: from the KRaft metadata in the log dirs, else the high-watermark checkpoints, "
+                      "else all (the output says which).")
     ] = None,
     topic: Topic = None,
     partition: PartitionNo = None,
@@ -98,8 +99,9 @@ def replicas(
     batches each has that the other does not. For each replica outside --isr (every one with --unclean):
     if an unclean election made it leader, the acknowledged offsets (below the high watermark) lost, with
     records and producer ids, and what each other replica would truncate.
-    Exit 0 when the replicas agree (lagging is normal), 1 when two diverge, a log is damaged or a high
-    watermark is beyond its log end (findings at or above --fail-on, default warning), 2 usage error, 3 I/O error.
+    Exit 0 when the replicas agree (lagging is normal), 1 when two diverge, a log is damaged, a high
+    watermark is beyond its log end or acknowledged offsets would be left on the leader alone (findings at or
+    above --fail-on, default warning), 2 usage error, 3 I/O error.
     """
     from ..partition import inspect_replicas, replicas_bytes
 

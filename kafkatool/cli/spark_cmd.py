@@ -213,6 +213,8 @@ def scan(
             table.add_column(col, justify="right" if col not in ("partition", "offsets", "time", "codecs") else "left")
         for p in result.partitions:
             name = f"{p['topic']}-{p['partition']}" if p["topic"] is not None else f"(flat)-{p['partition']}"
+            if "cluster" in p:  # several clusters' dirs: one row per cluster's partition
+                name = f"{p['cluster'] or '-'}: {name}"
             name = escape(printable(name))  # a dir name read from disk: no control character, no markup
             offsets = "-" if p.get("first_offset") is None else f"{p['first_offset']}..{p['last_offset']}"
             times = f"{_ms(p.get('first_timestamp'))}..{_ms(p.get('max_timestamp'))}"

@@ -163,19 +163,25 @@ def _unglobbed(path: str) -> str:
     return re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
 
 
-def _summary(spark: SparkSession, out: str) -> list[Row]:
+def _summary(spark: SparkSession, out: str, clusters: dict[str, str] | None = None) -> list[Row]:
     """Per topic partition aggregates of the written batches and findings, as rows.
 
     One aggregation over the union of the batches, the findings and the open transactions (not a join,
     whose equality would never match the null topic of a flat layout's rows), grouped by topic and
     partition, where SQL puts nulls in one group. Open transactions and producers are the loader's
-    (:func:`_loaded`), not counted here.
+    (:func:`_loaded`), not counted here. With ``clusters`` (partition dir -> cluster, :func:`_clusters`), grouped
+    by cluster first: one row per cluster's partition, never several clusters' copies summed.
     """
     # With the schema given: a clean input writes no findings file, and Spark cannot infer a schema from none.
     batches = spark.read.schema(BATCHES).parquet(_unglobbed(f"{out}/batches"))
     findings = spark.read.schema(FINDINGS).parquet(_unglobbed(f"{out}/findings"))
     keys = ["topic", "partition"]
     rows = batches.unionByName(findings.select(*keys, "file", "severity", "code"), allowMissingColumns=True)
+    if clusters:
+        lookup = F.create_map(*(F.lit(x) for kv in sorted(clusters.items()) for x in kv))
+        rows = rows.withColumn("cluster", F.coalesce(  # a file's partition dir, or a finding's dir itself
+            F.element_at(lookup, F.regexp_extract("file", r"^(.*)/[^/]*$", 1)), F.element_at(lookup, F.col("file"))))
+        keys = ["cluster", *keys]
     severity = F.col("severity")
     summary = rows.groupBy(*keys).agg(
         # copies of the partition summed here: its dir in each log dir (replicas, or before/after copies)
@@ -264,13 +270,28 @@ def _dir_of(path: str) -> str:
     return head.rsplit("/", 1)[0] + sep + query
 
 
-def _loaded(spark: SparkSession, paths: list[str]) -> dict[tuple[str | None, int], dict]:
+def _clusters(paths: list[str]) -> dict[str, str]:
+    """Partition dir -> the cluster.id of its log dir's ``meta.properties`` ("-" without one), when the dirs hold
+    two clusters or more; else empty (the summary as it always was). Local dirs only: a URL's has none here."""
+    from kafkatool.smallfiles import read_meta_properties
+    from kafkatool.spark.fs import is_url
+    from kafkatool.spark.plan import plan
+
+    found: dict[str, str] = {}
+    for d in {_dir_of(p.path) for p in plan(paths) if isinstance(p.path, str) and not is_url(p.path)}:
+        props = read_meta_properties(Path(d).parent)
+        found[d] = props.cluster_id if props is not None and props.cluster_id else "-"
+    return found if len(set(found.values())) > 1 else {}
+
+
+def _loaded(spark: SparkSession, paths: list[str], clusters: dict[str, str] | None = None
+            ) -> dict[tuple[str | None, str | None, int], dict]:
     """Per topic partition, what the broker holds after loading it (:func:`_load_dir`, one Spark task per few dirs):
     log start, LEO, high watermark (None without a checkpoint), last stable offset, open transactions (the oldest
     one's first offset is the first unstable offset) and producers with state. Over several copies of a partition
     (``dirs`` > 1): the lowest log start, high watermark and LSO, the highest LEO, the union of open transactions
     and producers. A partition dir read through a URL is copied into the task's temp dir first
-    (:func:`_fetch_partition`)."""
+    (:func:`_fetch_partition`). Keyed (cluster, topic, partition): the cluster from ``clusters`` (None without)."""
     from kafkatool.spark.plan import plan
 
     dirs = sorted({(p.topic, p.partition, _dir_of(p.path)) for p in plan(paths) if isinstance(p.path, str)},
@@ -278,9 +299,11 @@ def _loaded(spark: SparkSession, paths: list[str]) -> dict[tuple[str | None, int
     if not dirs:
         return {}
     n = max(1, min(len(dirs), spark.sparkContext.defaultParallelism))
-    merged: dict[tuple[str | None, int], dict] = {}
-    for topic, partition, got in spark.sparkContext.parallelize(dirs, n).map(_load_dir).collect():
-        m = merged.setdefault((topic, partition), {"open": {}, "producers": set()})
+    merged: dict[tuple[str | None, str | None, int], dict] = {}
+    loads = spark.sparkContext.parallelize(dirs, n).map(_load_dir).collect()  # in the order of dirs
+    for (_t, _p, d), (topic, partition, got) in zip(dirs, loads, strict=True):
+        cluster = (clusters or {}).get(d)
+        m = merged.setdefault((cluster, topic, partition), {"open": {}, "producers": set()})
         for name, pick in (("log_start_offset", min), ("log_end_offset", max), ("high_watermark", min),
                            ("last_stable_offset", min)):
             values = [v for v in (m.get(name), got[name]) if v is not None]
@@ -323,12 +346,13 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
             df.write.mode(mode).partitionBy("topic").parquet(f"{out}/{level}")
 
     with _phase(spark, run, "summary", progress):
-        rows = _summary(spark, out)
-        loaded = _loaded(spark, paths)
+        clusters = _clusters(paths)
+        rows = _summary(spark, out, clusters)
+        loaded = _loaded(spark, paths, clusters)
     result = ScanResult(out)
     for row in rows:
         d = row.asDict(recursive=True)
-        d.update(loaded.get((d["topic"], d["partition"]), dict.fromkeys(LOADED_FIELDS)))
+        d.update(loaded.get((d.get("cluster"), d["topic"], d["partition"]), dict.fromkeys(LOADED_FIELDS)))
         for k in ("dirs", "bytes", "batches", "records", "crc_failures", "committed", "aborted",
                   "open_transactions", "producers", "errors", "warnings", "info"):
             d[k] = int(d[k] or 0)

@@ -30,14 +30,17 @@ def _metadata_record(o: Output, d: dict[str, Any]) -> str:
     """``metadata --all``: a record other than a partition's, with its decoded fields (if any)."""
     fields = _fields(d["fields"]) if d["decoded"] else "[dim](layout not declared here)[/dim]"
     offset = "snapshot" if d["offset"] is None else d["offset"]  # a KRaft snapshot's records have no log offset
-    return f"{offset}  {_iso(d['timestamp'])}  {escape(d['name'])} v{d['version']}" + (f"  {fields}" if fields else "")
+    cluster = f"{d['cluster']}  " if "cluster" in d else ""  # one of several clusters' metadata logs
+    return (f"{cluster}{offset}  {_iso(d['timestamp'])}  {escape(d['name'])} v{d['version']}"
+            + (f"  {fields}" if fields else ""))
 
 
 def _partition_state(o: Output, d: dict[str, Any]) -> str:
     """``metadata --all``: a partition's step as a line among the other records (no table to interleave)."""
     offset = f"snapshot {d['snapshot_end_offset']}" if d["offset"] is None else d["offset"]
     marker = {"under": "  [bold red]UNDER min ISR[/bold red]", "back": "  [green]back to min ISR[/green]"}
-    return (f"{offset}  {_iso(d['timestamp'])}  {escape(d['record'])}  {escape(d['topic'])}-{d['partition']}  "
+    cluster = f"{d['cluster']}  " if "cluster" in d else ""  # one of several clusters' metadata logs
+    return (f"{cluster}{offset}  {_iso(d['timestamp'])}  {escape(d['record'])}  {escape(d['topic'])}-{d['partition']}  "
             f"leader {d['leader']}  ISR {','.join(map(str, d['isr']))}  replicas {','.join(map(str, d['replicas']))}"
             f"  leader epoch {_cell('', d['leader_epoch'])}  partition epoch {_cell('', d['partition_epoch'])}"
             f"{marker.get(d['min_isr'], '')}")
@@ -204,6 +207,9 @@ def _replicas_partition(o: Output, d: dict[str, Any]) -> str:
     lines = [f"[bold]{escape(d['topic'])}-{d['partition']}[/bold]: {len(d['replicas'])} replicas; ISR high watermark "
              f"[bold]{d['isr_hw']}[/bold] (min LEO of {escape(', '.join(d['isr']))}); the longest log ends at "
              f"{d['max_leo']}"]
+    if d["isr_from"] != "--isr":  # where the ISR came from when the command line did not name it
+        lines.append(f"  ISR {'assumed' if d['isr_from'] == 'assumed' else 'from ' + escape(d['isr_from'])}: "
+                     f"{escape(d['isr_basis'])}")
     for dv in d["divergence"]:
         a, b = escape(dv["a_name"]), escape(dv["b_name"])
         rel, only_a, only_b = dv["relation"], dv["only_in_a"], dv["only_in_b"]

@@ -74,6 +74,8 @@ class Tables:
         rows, self._table_rows = self._table_rows, []
         chosen = _TABLE_COLUMNS.get(rows[0]["type"])
         cols = chosen or {k: k for k in rows[0] if k != "type"}
+        if chosen and "cluster" in rows[0]:  # rows of several clusters (metadata): which one each is from
+            cols = {"cluster": "cluster", **chosen}
         self._print_table(list(cols.values()), [[_cell(c, r.get(c)) for c in cols] for r in rows])
 
     def _print_table(self, headers: list[str], rows: list[list[str]], styles: list[str | None] | None = None) -> None:
