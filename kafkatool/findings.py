@@ -298,8 +298,12 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "ProducerAppendInfo.checkSequence"),
     ("sequence-gap", "error", "sequences of a producer missing (OutOfOrderSequence)",
      "ProducerAppendInfo.checkSequence"),
-    ("duplicate-batch", "error", "a batch repeating a producer's sequences: its records were written twice",
-     "ProducerStateEntry.findDuplicateBatch"),
+    ("duplicate-sequence-number", "error", "a batch repeating the sequences of one of its producer's last 5 "
+     "batches: the leader recognises such a retry (DUPLICATE_SEQUENCE_NUMBER) and writes nothing, yet its records "
+     "are in the log twice", "ProducerStateEntry.findDuplicateBatch"),
+    ("duplicate-out-of-order-sequence", "error", "a batch repeating the sequences of an older batch of its "
+     "producer, past the 5 the leader keeps: the leader refuses it (OUT_OF_ORDER_SEQUENCE_NUMBER), yet its records "
+     "are in the log twice", "ProducerAppendInfo.checkSequence"),
     ("producer-not-in-snapshot", "info", "a producer in the log but not in the snapshot (expired, or "
      "newer than the snapshot)", "ProducerStateManager.removeExpiredProducers"),
     ("producer-only-in-snapshot", "warning", "a producer in the snapshot with no batch in the log",

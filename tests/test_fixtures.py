@@ -176,7 +176,7 @@ def test_incident_reads_cleanly_and_holds_what_the_generator_says() -> None:
              if r["type"] == "finding"]
     first_after, second = gen.CLICKS_AFTER_ELECTION[:2]
     assert code == 1 and found == [("sequence-gap", f"{first_after[0]}..{first_after[0] + 1}"),
-                                   ("duplicate-batch", f"{second[0]}..{second[0] + 1}")]
+                                   ("duplicate-sequence-number", f"{second[0]}..{second[0] + 1}")]
     # the ISR below the topic's min.insync.replicas from the shrink to one replica until one came back
     code, rows = kt_jsonl("metadata", "--under-min-isr", INCIDENT)
     assert code == 1 and [(r["topic"], r["isr"], r["min_insync_replicas"], r["min_isr_source"], r["from_offset"],

@@ -32,3 +32,29 @@ def test_a_sparse_index_is_called_sparse_not_exact(tmp_path: Path, run_cli) -> N
     assert [r for r in rows if r["type"] == "finding"] == []
     text = run_cli("verify", part)
     assert "exact" not in text.stdout and " sparse " in text.stdout
+
+
+# --- a retry inside and outside the producer's 5-batch window (ProducerStateEntry.NUM_BATCHES_TO_RETAIN) -------
+
+
+def _idempotent(offset: int, seq: int) -> bytes:
+    return record_batch(offset, [RecordSpec(None, b"x", T0 + offset)], producer_id=7, producer_epoch=0,
+                        base_sequence=seq)
+
+
+def test_a_retry_inside_the_window_and_one_outside_get_kafkas_two_answers(tmp_path: Path, run_cli) -> None:
+    """Producer 7 writes sequences 0..5 (one record a batch), then repeats sequence 3 (3 batches from it on: among
+    the 5 ``ProducerStateEntry`` keeps, ``findDuplicateBatch`` finds it: DUPLICATE_SEQUENCE_NUMBER) and sequence 0
+    (7 batches from it on: forgotten, ``checkSequence`` refuses it: OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    seqs = [0, 1, 2, 3, 4, 5, 3, 0]
+    batches = [_idempotent(i, s) for i, s in enumerate(seqs)]
+    (part / "00000000000000000000.log").write_bytes(b"".join(batches))
+    p = run_cli("producers", "-f", "jsonl", part)
+    assert p.returncode == 1, p.stderr
+    found = [(r["code"], r["severity"], r["position"]) for r in p.jsonl() if r["type"] == "finding"]
+    at = [sum(map(len, batches[:i])) for i in (6, 7)]
+    assert found == [("duplicate-sequence-number", "error", at[0]), ("duplicate-out-of-order-sequence", "error", at[1])]
+    text = run_cli("producers", part).stdout
+    assert "DUPLICATE_SEQUENCE_NUMBER" in text and "OUT_OF_ORDER_SEQUENCE_NUMBER" in text
