@@ -330,6 +330,14 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     ("txn-state-undecodable", "error", "a __transaction_state record that does not decode",
      "TransactionLog.readTxnRecordValue"),
     ("txn-state-none", "warning", "no __transaction_state partition dirs found", KAFKATOOL),
+    ("txn-timed-out", "warning", "an Ongoing transaction past its timeout (started + timeout < now: --now, else "
+     "the newest record time): the coordinator aborts it; until its markers are written its partitions' LSO "
+     "stays at its first offset", "TransactionStateManager.timedOutTransactions"),
+    ("txn-completion-pending", "warning", "a PrepareCommit/PrepareAbort past its timeout since its last update: "
+     "its markers are not all written; the coordinator completes it",
+     "TransactionStateManager.loadTransactionsForTxnTopicPartition"),
+    ("unclean-leader-election", "warning", "a partition leader elected from outside the ISR (or marked "
+     "RECOVERING): writes acknowledged by the old ISR may be lost", "PartitionChangeBuilder.electLeader"),
     ("metadata-undecodable", "error", "a __cluster_metadata record that does not decode",
      "MetadataRecordSerde"),
     ("metadata-none", "warning", "no __cluster_metadata segments or snapshots found", KAFKATOOL),
