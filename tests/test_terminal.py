@@ -178,8 +178,8 @@ READING = [  # the commands that read whole partitions (or a metadata log), on i
     (["replicas", str(REPLICAS)], 1),
     (["truncation", "--leader", str(REPLICAS / "broker-2"), "--follower", str(REPLICAS / "broker-1")], 1),
     (["offsets", str(REAL_DATA)], 0),
-    (["txn-state", str(INCIDENT)], 0),
-    (["metadata", str(INCIDENT)], 0),
+    (["txn-state", str(INCIDENT)], 1),  # payments-writer-a is past its timeout
+    (["metadata", str(INCIDENT)], 1),  # the unclean election at 02:14
 ]
 BYTES = re.compile(rb"[\d.]+/[\d.]+ (?:bytes|kB|MB)")  # the bar's DownloadColumn: read / total
 
