@@ -298,8 +298,12 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "ProducerAppendInfo.checkSequence"),
     ("sequence-gap", "error", "sequences of a producer missing (OutOfOrderSequence)",
      "ProducerAppendInfo.checkSequence"),
-    ("duplicate-batch", "error", "a batch repeating a producer's sequences: its records were written twice",
-     "ProducerStateEntry.findDuplicateBatch"),
+    ("duplicate-sequence-number", "error", "a batch repeating the sequences of one of its producer's last 5 "
+     "batches: the leader recognises such a retry (DUPLICATE_SEQUENCE_NUMBER) and writes nothing, yet its records "
+     "are in the log twice", "ProducerStateEntry.findDuplicateBatch"),
+    ("duplicate-out-of-order-sequence", "error", "a batch repeating the sequences of an older batch of its "
+     "producer, past the 5 the leader keeps: the leader refuses it (OUT_OF_ORDER_SEQUENCE_NUMBER), yet its records "
+     "are in the log twice", "ProducerAppendInfo.checkSequence"),
     ("producer-not-in-snapshot", "info", "a producer in the log but not in the snapshot (expired, or "
      "newer than the snapshot)", "ProducerStateManager.removeExpiredProducers"),
     ("producer-only-in-snapshot", "warning", "a producer in the snapshot with no batch in the log",
@@ -326,6 +330,14 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     ("txn-state-undecodable", "error", "a __transaction_state record that does not decode",
      "TransactionLog.readTxnRecordValue"),
     ("txn-state-none", "warning", "no __transaction_state partition dirs found", KAFKATOOL),
+    ("txn-timed-out", "warning", "an Ongoing transaction past its timeout (started + timeout < now: --now, else "
+     "the newest record time): the coordinator aborts it; until its markers are written its partitions' LSO "
+     "stays at its first offset", "TransactionStateManager.timedOutTransactions"),
+    ("txn-completion-pending", "warning", "a PrepareCommit/PrepareAbort past its timeout since its last update: "
+     "its markers are not all written; the coordinator completes it",
+     "TransactionStateManager.loadTransactionsForTxnTopicPartition"),
+    ("unclean-leader-election", "warning", "a partition leader elected from outside the ISR (or marked "
+     "RECOVERING): writes acknowledged by the old ISR may be lost", "PartitionChangeBuilder.electLeader"),
     ("metadata-undecodable", "error", "a __cluster_metadata record that does not decode",
      "MetadataRecordSerde"),
     ("metadata-none", "warning", "no __cluster_metadata segments or snapshots found", KAFKATOOL),

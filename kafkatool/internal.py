@@ -27,6 +27,7 @@ from .findings import finding
 from .formats import internal_topics as it
 from .javacompat import java_string_hash
 from .loader import segment_bytes
+from .locate import iso_time
 from .model import Batch, CappedFindings, Finding, Record, Trailing
 from .records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
 from .replicas import open_replica
@@ -545,16 +546,64 @@ def decode_transaction_value(value: bytes) -> dict[str, Any]:
     }
 
 
+@dataclass(slots=True)
+class TxnClock:
+    """The time ``txn-state`` judges open transactions at: ``--now``, else the newest record time of the
+    ``__transaction_state`` partitions read (``newest``; -1 before any). The coordinator stamps each record with its
+    clock when it writes it (``TransactionStateManager.appendTransactionToLog``), so that is the last moment the log
+    can vouch for; a transaction may have been completed after it."""
+
+    now: int | None = None   # --now
+    newest: int = -1
+
+    @property
+    def at(self) -> int:
+        return self.newest if self.now is None else self.now
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "txn_clock", "now": self.at,
+                "source": "--now" if self.now is not None else "newest record time"}
+
+
+def timed_out(entry: TransactionLogEntry, now: int) -> Finding | None:
+    """A transaction open past its timeout at ``now``, as the coordinator's periodic check finds it.
+
+    ``TransactionStateManager.timedOutTransactions``: an ``Ongoing`` transaction with ``txnStartTimestamp +
+    txnTimeoutMs < now`` is aborted (``TransactionCoordinator.abortTimedOutTransactions``); until its markers are
+    written the LSO of its partitions stays at its first offset and read_committed consumers wait. A
+    ``PrepareCommit``/``PrepareAbort`` is no longer the client's: the coordinator writes its markers and completes
+    it (``loadTransactionsForTxnTopicPartition`` resumes them on load), so one still there past its timeout since
+    its last update (``txnLastUpdateTimestamp``) has markers not yet all written."""
+    where, at = entry.coordinator_partition, iso_time(now)
+    what = (f"transactional id {entry.transactional_id!r} (producer {entry.producer_id} epoch {entry.producer_epoch}, "
+            f"{entry.coordinator_partition} offset {entry.log_offset})")
+    parts = ", ".join(f"{t}-{p}" for t, ps in entry.partitions for p in ps) or "no partitions"
+    if entry.state == "Ongoing" and entry.start_timestamp + entry.timeout_ms < now:
+        return finding("txn-timed-out", where, None,
+                       f"{what}: Ongoing since {iso_time(entry.start_timestamp)} with a timeout of {entry.timeout_ms}"
+                       f" ms, {now - entry.start_timestamp - entry.timeout_ms} ms past it at {at}: the coordinator "
+                       f"aborts it (until its markers are written the LSO of {parts} stays at its first offset)")
+    if entry.state in ("PrepareCommit", "PrepareAbort") and entry.last_update_timestamp + entry.timeout_ms < now:
+        return finding("txn-completion-pending", where, None,
+                       f"{what}: {entry.state} since {iso_time(entry.last_update_timestamp)} with a timeout of "
+                       f"{entry.timeout_ms} ms, {now - entry.last_update_timestamp - entry.timeout_ms} ms past it at "
+                       f"{at}: its markers to {parts} are not all written (the coordinator completes it, and does "
+                       "when it loads the partition)")
+    return None
+
+
 def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
-                                progress: Callable[[int], None] | None = None,
+                                progress: Callable[[int], None] | None = None, clock: TxnClock | None = None,
                                 ) -> Iterator[TransactionLogEntry | Finding]:
     """Replay one ``__transaction_state-N`` partition: the latest value per transactional id (null deletes).
-    ``progress`` is told the bytes of the segments as they are read."""
+    ``progress`` is told the bytes of the segments as they are read; ``clock`` the newest record time."""
     latest: dict[str, TransactionLogEntry] = {}
     findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
     for display, batch, rec in _partition_records(files, findings, progress):
         if rec.control_type is not None:
             continue
+        if clock is not None and rec.timestamp > clock.newest:
+            clock.newest = rec.timestamp
         try:
             if rec.key is None:
                 raise _Undecodable("no key")
@@ -575,22 +624,34 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
     yield from findings.summary()
 
 
-def transaction_states(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
-                       ) -> Iterator[TransactionLogEntry | Finding]:
-    """Every transactional id's latest state in the ``__transaction_state-*`` partitions under ``paths``.
-    ``progress`` is told the bytes of the segments as they are read, :func:`transaction_states_bytes` in all."""
-
+def transaction_states(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None, *,
+                       now: int | None = None, transactional_ids: Iterable[str] = (),
+                       ) -> Iterator[TxnClock | TransactionLogEntry | Finding]:
+    """Every transactional id's latest state in the ``__transaction_state-*`` partitions under ``paths`` (only
+    ``transactional_ids`` when given), after the :class:`TxnClock` they are judged at (when any partition was read),
+    then each transaction open past its timeout (:func:`timed_out`). ``progress`` is told the bytes of the segments
+    as they are read, :func:`transaction_states_bytes` in all."""
+    wanted = set(transactional_ids)
+    clock = TxnClock(now)
+    items: list[TransactionLogEntry | Finding] = []  # held until the clock has seen every record
     seen = False
     for part in partition_dirs_and_findings(paths):
         if isinstance(part, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
-            yield part
+            items.append(part)
         elif part.topic == TRANSACTION_TOPIC:
             seen = True
-            yield from part.findings
-            yield from transaction_state_partition(part.files, f"{part.topic}-{part.partition}", progress)
+            items.extend(part.findings)
+            items.extend(i for i in transaction_state_partition(part.files, f"{part.topic}-{part.partition}",
+                                                                progress, clock)
+                         if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
+    if seen and clock.at >= 0:
+        yield clock
+    yield from items
     if not seen:
         yield finding("txn-state-none", ", ".join(str(p) for p in paths), None,
                       f"no {TRANSACTION_TOPIC}-* partition dirs found")
+    elif clock.at >= 0:
+        yield from (f for i in items if isinstance(i, TransactionLogEntry) and (f := timed_out(i, clock.at)))
 
 
 def transaction_states_bytes(paths: Iterable[str | Path]) -> int:
@@ -612,8 +673,12 @@ class PartitionState:
 
     A row replayed from a KRaft snapshot has no log offset (records inside a snapshot are numbered from 0):
     ``offset`` is None and ``snapshot_end_offset`` is the snapshot's end offset (its file name), the first log
-    offset *not* in it. ``min_insync_replicas`` is the value in force for the topic after this record, and
-    ``min_isr`` says whether this record took the partition ``under`` it or ``back`` to it (else None).
+    offset *not* in it. ``min_insync_replicas`` is the value in force for the topic after this record, set by
+    ``min_isr_source`` (as :class:`UnderMinIsr` says it), and ``min_isr`` where the partition stands against it:
+    ``under`` (this record took it under), ``below`` (still under), ``back`` (this record ended an interval under
+    it), ``no leader`` (leader -1: every produce request gets NOT_LEADER_OR_FOLLOWER, whatever the ISR), else None.
+    ``election`` is ``unclean`` when this record made a leader of a replica outside the ISR (see
+    :func:`_unclean`).
     """
 
     source: str
@@ -631,6 +696,8 @@ class PartitionState:
     snapshot_end_offset: int | None = None
     min_insync_replicas: int = 1
     min_isr: str | None = None
+    min_isr_source: str = "default"
+    election: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"type": "partition_state", "source": self.source, "offset": self.offset,
@@ -639,7 +706,7 @@ class PartitionState:
                 "topic_id": self.topic_id, "partition": self.partition, "leader": self.leader,
                 "isr": list(self.isr), "replicas": list(self.replicas), "leader_epoch": self.leader_epoch,
                 "partition_epoch": self.partition_epoch, "min_insync_replicas": self.min_insync_replicas,
-                "min_isr": self.min_isr}
+                "min_isr_source": self.min_isr_source, "min_isr": self.min_isr, "election": self.election}
 
 
 @dataclass(frozen=True, slots=True)
@@ -981,6 +1048,35 @@ def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int =
         yield from _replay_metadata(group, min_insync_replicas, progress)
 
 
+def _unclean(before: dict[str, Any] | None, after: dict[str, Any], fields: dict[str, Any]) -> str | None:
+    """Why the partition record took ``before`` to ``after`` by an unclean election, or None.
+
+    ``PartitionChangeBuilder.electLeader``: a clean election takes a replica of the ISR, or of the ELR when the ISR
+    is empty (``isValidNewLeader``); any other leader is unclean (``unclean.leader.election.enable``, or the last
+    known leader), and the controller then sets the ISR to the new leader alone and, from metadata version 3.2,
+    the leader recovery state to RECOVERING (``tryElection``). A record carrying RECOVERING says so even where the
+    state before it is not known (a snapshot's PartitionRecord)."""
+    leader = after["leader"]
+    recovering = fields.get("leader_recovery_state") == 1
+    if before is not None and leader >= 0 and leader != before["leader"]:
+        isr, elr = before["isr"] or [], before.get("elr") or []
+        if leader not in isr and not (not isr and leader in elr):
+            return (f"leader {leader} was not in the ISR {','.join(map(str, isr)) or '(empty)'}"
+                    + (" nor the ELR " + ",".join(map(str, elr)) if not isr and elr else "")
+                    + ("; leader recovery state RECOVERING" if recovering else ""))
+    if recovering and leader >= 0 and (before is None or before.get("recovery") != 1):
+        return f"leader {leader} with leader recovery state RECOVERING (set by an unclean election)"
+    return None
+
+
+def _unclean_finding(row: PartitionState, why: str) -> Finding:
+    at = f"offset {row.offset}" if row.offset is not None else f"the snapshot ending at {row.snapshot_end_offset}"
+    return finding("unclean-leader-election", row.source, None,
+                   f"{row.topic}-{row.partition} at {at} ({iso_time(row.timestamp)}): {why}: an unclean election; "
+                   "writes the old ISR acknowledged that the new leader lacks are lost (the other replicas truncate "
+                   "their logs to its)")
+
+
 def metadata_bytes(paths: Iterable[str | Path]) -> int:
     """What :func:`metadata_timeline` tells its ``progress`` in all (a progress bar's total): the files it replays
     (:func:`metadata_sources`: of a ``__cluster_metadata-0`` dir, its latest snapshot and its log segments)."""
@@ -1000,12 +1096,16 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
     closed: list[UnderMinIsr] = []   # intervals ended by the record being replayed
 
     def check(key: tuple[str, int], offset: int | None, time: int) -> str | None:
-        """Open or close ``key``'s interval after a change at ``offset``; 'under' / 'back' when it did."""
+        """Open or close ``key``'s interval after a change at ``offset``; where the partition stands (the
+        ``min_isr`` of :class:`PartitionState`). Without a leader no interval is open: the partition refuses every
+        produce request with NOT_LEADER_OR_FOLLOWER (``Partition.appendRecordsToLeader``: no leader log), so its
+        ISR refuses none."""
         s = state[key]
         topic = names.get(key[0], key[0])
         needed, origin = policy.of(topic, s["leader"])
         isr = tuple(s["isr"] or ())
-        is_under = len(isr) < needed
+        leaderless = s["leader"] == -1
+        is_under = len(isr) < needed and not leaderless
         current = under.get(key)
         if current is not None and (not is_under or current.isr != isr or current.min_insync_replicas != needed):
             closed.append(replace(under.pop(key), to_offset=offset, to_time=time))
@@ -1013,9 +1113,11 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
             in_snapshot = offset is None
             under[key] = UnderMinIsr(where, topic, key[1], isr, tuple(s["replicas"] or ()), needed, origin,
                                      offset, None if in_snapshot else time, snapshot_end if in_snapshot else None)
+        if leaderless:
+            return "no leader"
         if current is None:
             return "under" if is_under else None
-        return None if is_under else "back"
+        return "below" if is_under else "back"
 
     for path, display, kind in sources:
         if kind == "snapshot":
@@ -1037,27 +1139,36 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
             if rtype in (it.PARTITION, it.PARTITION_CHANGE):
                 tid, p = fields["topic_id"], fields["partition_id"]
                 key = (tid, p)
+                before = dict(state[key]) if key in state else None  # the change applies in place
                 if rtype == it.PARTITION:
                     s = state[key] = {k: fields[k] for k in ("leader", "isr", "replicas", "leader_epoch",
                                                               "partition_epoch")}
+                    s["elr"] = fields.get("eligible_leader_replicas") or []
+                    s["recovery"] = fields.get("leader_recovery_state", 0)
                 else:
                     s = state.setdefault(key, {"leader": -1, "isr": [], "replicas": [], "leader_epoch": None,
-                                               "partition_epoch": None})
+                                               "partition_epoch": None, "elr": [], "recovery": 0})
                     if s["partition_epoch"] is not None:
                         s["partition_epoch"] += 1
                     if "leader" in fields and fields["leader"] != -2:
                         s["leader"] = fields["leader"]
                         if s["leader_epoch"] is not None:
                             s["leader_epoch"] += 1
-                    for k in ("isr", "replicas"):
-                        if fields.get(k) is not None:
-                            s[k] = fields[k]
+                    for k, tag in (("isr", "isr"), ("replicas", "replicas"), ("elr", "eligible_leader_replicas"),
+                                   ("recovery", "leader_recovery_state")):
+                        if fields.get(tag) is not None:
+                            s[k] = fields[tag]
                 marker = check(key, offset, rec.timestamp)
-                yield PartitionState(display, offset, rec.timestamp, name, names.get(tid, tid), tid, p,
+                unclean = _unclean(before, s, fields)
+                needed, origin = policy.of(names.get(tid, tid), s["leader"])
+                row = PartitionState(display, offset, rec.timestamp, name, names.get(tid, tid), tid, p,
                                      s["leader"], tuple(s["isr"] or ()), tuple(s["replicas"] or ()),
                                      s["leader_epoch"], s["partition_epoch"],
-                                     None if kind == "log" else snapshot_end,
-                                     policy.of(names.get(tid, tid), s["leader"])[0], marker)
+                                     None if kind == "log" else snapshot_end, needed, marker, origin,
+                                     "unclean" if unclean else None)
+                yield row
+                if unclean:
+                    yield _unclean_finding(row, unclean)
             else:
                 if rtype == it.CONFIG and policy.apply(fields):
                     for key in list(state):

@@ -429,7 +429,8 @@ class _BadPosition(Exception):
     """The batch at an index-given position does not confirm the index entry."""
 
 
-def _iso(ts: int) -> str:
+def iso_time(ts: int) -> str:
+    """A time in milliseconds as ISO-8601 UTC with milliseconds (as the findings say it); a negative one as it is."""
     if ts < 0:
         return str(ts)
     try:
@@ -795,10 +796,10 @@ class _Search:
                 break
         else:
             top = max(self.largest_timestamp(i)[0] for i in range(len(segs)))
-            return self.location(target, False, note=f"no record has a timestamp at or after {t} ({_iso(t)}); the"
-                                 f" largest is {top} ({_iso(top)}): ListOffsets answers offset -1")
+            return self.location(target, False, note=f"no record has a timestamp at or after {t} ({iso_time(t)}); the"
+                                 f" largest is {top} ({iso_time(top)}): ListOffsets answers offset -1")
         self.step("segment", f"segment {seg.log.name}: the first of {len(segs)} whose largest timestamp is at or"
-                             f" after the target ({largest}, {_iso(largest)}, from {how})")
+                             f" after the target ({largest}, {iso_time(largest)}, from {how})")
         base = seg.base_offset
         time_entry = (-1, base)
         tix = self.index(seg, time=True)
@@ -820,8 +821,8 @@ class _Search:
                                   f" starting from the base offset {base}")
                 else:
                     time_entry = (ts, base + relative)
-                    self.step("timeindex", f"time index entry {ts} ({_iso(ts)}) → offset {base + relative} ({tix.name},"
-                                           f" slot {slot} of {tix.count}, binary search)")
+                    self.step("timeindex", f"time index entry {ts} ({iso_time(ts)}) → offset {base + relative} "
+                                           f"({tix.name}, slot {slot} of {tix.count}, binary search)")
         entry, start = self.index_position(seg, max(time_entry[1], self.log_start))
         sc = _Scan(self, seg, start, entry)
         for batch in sc:
@@ -853,7 +854,7 @@ class _Search:
         seg = self.segments[i]
         if ts < 0:
             return self.location(target, False, note="no batch carries a timestamp")
-        self.step("segment", f"segment {seg.log.name} holds the largest timestamp {ts} ({_iso(ts)}), reached at"
+        self.step("segment", f"segment {seg.log.name} holds the largest timestamp {ts} ({iso_time(ts)}), reached at"
                              f" offset {offset} (largest timestamp of each of {len(self.segments)} segments compared)")
         entry, start = self.index_position(seg, offset)
         sc = _Scan(self, seg, start, entry)
@@ -877,5 +878,5 @@ class _Search:
 __all__ = [
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "LocateOptions", "Location", "Segment", "Step",
     "PartitionFiles", "Target", "locate", "locate_offset", "locate_timestamp", "parse_timestamp", "partition_files",
-    "partition_segments",
+    "partition_segments", "iso_time",
 ]

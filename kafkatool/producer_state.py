@@ -117,6 +117,21 @@ def append_end_txn_marker(p: ProducerState, b: Batch, marker: Marker) -> int:
     return completed
 
 
+NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+
+
+def retained(batches_since: int) -> bool:
+    """Whether the leader still knows a batch of the producer's current epoch, the producer having appended
+    ``batches_since`` batches from that one on (1: it was the last), and so what it answers a retry of it.
+
+    ``ProducerStateEntry`` keeps the metadata of the last ``NUM_BATCHES_TO_RETAIN`` batches (``addBatchMetadata``
+    drops the oldest; a new epoch clears them): ``findDuplicateBatch`` finds the retry among them and the leader
+    answers with the first write's offsets, writing nothing (DUPLICATE_SEQUENCE_NUMBER; the audit's
+    ``duplicate-sequence-number``). Older, it is not found, and ``ProducerAppendInfo.checkSequence`` refuses it as
+    not following the last sequence (OUT_OF_ORDER_SEQUENCE_NUMBER; ``duplicate-out-of-order-sequence``)."""
+    return batches_since <= NUM_BATCHES_TO_RETAIN
+
+
 # --- ProducerStateManager -----------------------------------------------------------------------------------------
 
 

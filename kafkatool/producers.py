@@ -9,7 +9,9 @@ fenced one (an epoch older than the producer's current epoch: the leader refuses
 judges each batch as the leader would have on a client's append (``ProducerAppendInfo.checkSequence``/
 ``checkProducerEpoch``), finding what a healthy broker never writes:
 
-- ``duplicate-batch``: same producer id, epoch and sequence range as an earlier batch (written twice);
+- ``duplicate-sequence-number`` / ``duplicate-out-of-order-sequence``: same producer id, epoch and sequence range as
+  an earlier batch (written twice), within the producer's last 5 batches or past them
+  (:func:`kafkatool.producer_state.retained`);
 - ``sequence-gap`` / ``sequence-out-of-order``: a batch not continuing the producer's last sequence (the broker
   would have answered OutOfOrderSequence), or a new epoch not starting at sequence 0;
 - ``producer-fenced``: a batch (or marker) with an epoch older than one already written (ProducerFenced);
@@ -17,8 +19,9 @@ judges each batch as the leader would have on a client's append (``ProducerAppen
 - ``txn-invalid-state``: a non-transactional batch inside the producer's open transaction.
 
 A producer's first batch in the log is not judged: what came before it may have been deleted by retention or
-compaction. Duplicates are detected within one epoch over the whole log (the broker remembers only the last 5
-batches per producer, so it would accept a retry older than that: exactly the case worth finding).
+compaction. Duplicates are detected within one epoch over the whole log, and told apart by what the leader would
+have answered: it remembers only the last 5 batches per producer, so a retry older than that is not recognised as
+one but refused as out of order.
 
 Batches that follow each other (:class:`kafkatool.model.Stretch`, with the native core) are taken a producer at a
 time where nothing can happen past a producer's first batch of the stretch (``_Replay.stretch``): its later batches
@@ -47,7 +50,7 @@ from .findings import finding
 from .loader import LoadedPartition, latest_snapshot, load_partition, segment_bytes, segment_items
 from .logdir import LogDir
 from .model import NO_MARKERS, Batch, Finding, Marker, Stretch
-from .producer_state import ProducerReplay, ProducerState, fenced, invalid_txn_state, last_sequence
+from .producer_state import ProducerReplay, ProducerState, fenced, invalid_txn_state, last_sequence, retained
 from .progress import Tally
 from .records import ScanOptions, read_marker
 from .smallfiles import ProducerEntry, read_producer_entries
@@ -116,12 +119,14 @@ class _Open:
 class _Chain(NamedTuple):
     """Batches of one producer and epoch taken in one step from a stretch (``_Replay.stretch``): each continues the
     one before it, so their sequences run from ``first`` to ``last`` without a gap or a wrap, batch ``j`` beginning
-    at sequence ``sequences[j]`` and base offset ``offsets[j]`` (``memoryview`` s of native-endian i32 and i64)."""
+    at sequence ``sequences[j]`` and base offset ``offsets[j]`` (``memoryview`` s of native-endian i32 and i64), and
+    being its producer's batch number ``ordinal + j`` (counted from 1, as ``PartitionHistory.batches``)."""
 
     first: int
     last: int
     sequences: memoryview
     offsets: memoryview
+    ordinal: int
 
 
 @dataclass
@@ -258,7 +263,8 @@ class _Replay:
         self.state = ProducerReplay()
         history.producers = self.state.producers
         self.open: dict[int, _Open] = {}
-        self.seen: dict[int, dict[tuple[int, int, int], int]] = {}  # pid -> (epoch, first, last seq) -> offset
+        # pid -> (epoch, first, last seq) -> (the first such batch's offset, the producer's batch number of the last)
+        self.seen: dict[int, dict[tuple[int, int, int], tuple[int, int]]] = {}
         # and the batches taken a chain at a time: (pid, epoch) -> (each chain's first sequence, the chains), in
         # sequence order (a chain is only made above every sequence remembered for its producer and epoch)
         self.chains: dict[tuple[int, int], tuple[list[int], list[_Chain]]] = {}
@@ -361,7 +367,8 @@ class _Replay:
             n = len(sequences) // 4
             self.history.batches[pid] += n
             seqs = memoryview(sequences).cast("i")
-            chain = _Chain(seqs[0], last_sequence(lb), seqs, memoryview(offsets).cast("q"))
+            chain = _Chain(seqs[0], last_sequence(lb), seqs, memoryview(offsets).cast("q"),
+                           self.history.batches[pid] - n + 1)
             key = (pid, lb.producer_epoch)
             starts, chains = self.chains.setdefault(key, ([], []))
             starts.append(chain.first)
@@ -374,8 +381,9 @@ class _Replay:
                 txn.last_offset = lb.last_offset
         return True
 
-    def earlier(self, pid: int, epoch: int, seq: int, last: int) -> int | None:
-        """The base offset of the first batch remembered with this producer id, epoch and sequence range, if any."""
+    def earlier(self, pid: int, epoch: int, seq: int, last: int) -> tuple[int, int] | None:
+        """The base offset of the first batch remembered with this producer id, epoch and sequence range, and the
+        producer's batch number of the last one, if any."""
         found = self.seen.get(pid, {}).get((epoch, seq, last))
         if found is not None:
             return found
@@ -392,13 +400,17 @@ class _Replay:
         if j == len(seqs) or seqs[j] != seq:
             return None
         end = seqs[j + 1] - 1 if j + 1 < len(seqs) else chain.last
-        return chain.offsets[j] if end == last else None
+        return (chain.offsets[j], chain.ordinal + j) if end == last else None
 
     def remember(self, pid: int, epoch: int, seq: int, last: int, offset: int) -> None:
-        """Remember a batch for the duplicate lookup, unless an earlier one has its sequence range."""
-        if self.earlier(pid, epoch, seq, last) is not None:
+        """Remember a batch for the duplicate lookup (the producer's last batch counted): the first with its sequence
+        range by offset, the last by batch number (the broker's replay appends a repeated batch's metadata too)."""
+        ordinal = self.history.batches[pid]
+        found = self.earlier(pid, epoch, seq, last)
+        if found is not None:
+            self.seen.setdefault(pid, {})[(epoch, seq, last)] = (found[0], ordinal)
             return
-        self.seen.setdefault(pid, {})[(epoch, seq, last)] = offset
+        self.seen.setdefault(pid, {})[(epoch, seq, last)] = (offset, ordinal)
         top = seq if seq > last else last
         if top > self.top.get((pid, epoch), -1):
             self.top[(pid, epoch)] = top
@@ -422,9 +434,17 @@ class _Replay:
             return
         earlier = self.earlier(pid, b.producer_epoch, seq, last)
         if earlier is not None:
-            self.find("duplicate-batch", path, b,
-                      f"{where} repeats sequences {seq}..{last} of the batch at offset {earlier}: its records "
-                      "were written twice")
+            since = self.history.batches[pid] - earlier[1] + 1
+            repeats = f"{where} repeats sequences {seq}..{last} of the batch at offset {earlier[0]}"
+            if retained(since):
+                self.find("duplicate-sequence-number", path, b,
+                          f"{repeats} (one of the producer's last 5 batches: the leader would have answered "
+                          "DUPLICATE_SEQUENCE_NUMBER and written nothing): its records were written twice")
+            else:
+                self.find("duplicate-out-of-order-sequence", path, b,
+                          f"{repeats} ({since} of the producer's batches ago, past the last 5 the leader keeps: it "
+                          "would have refused the retry with OUT_OF_ORDER_SEQUENCE_NUMBER): its records were written "
+                          "twice")
             return
         expected = -1 if p.last_batch is None else p.last_batch[0]
         if expected < 0:

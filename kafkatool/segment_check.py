@@ -26,9 +26,11 @@ Indexes are merged with the batch stream as it passes (entries sorted by positio
   of the segment became ``timestamp``; for a rolled segment the last entry is the segment's maximum
   (``onBecomeInactiveSegment``), which is what the broker reads back as its largest timestamp.
 
-Each index gets a verdict: ``exact`` (what the broker writes), ``usable`` (every lookup still lands
-at or before its batch, but it is sparser or coarser than the broker's), ``broken`` (a lookup can go
-wrong, or the broker's own sanity check rejects it), or ``missing``.
+Each index gets a verdict: ``sparse`` (what the broker writes: ``OffsetIndex`` and ``TimeIndex`` are sparse by
+design, an entry after every ``index.interval.bytes`` of appends (``LogSegment.append``), so 3 entries for 9
+batches is a whole index that Kafka accepts), ``usable`` (every lookup still lands at or before its batch, but
+it is sparser or coarser than the broker's), ``broken`` (a lookup can go wrong, or the broker's own sanity check
+rejects it), or ``missing``.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ class SegmentTask(NamedTuple):
 class IndexVerdict:
     """How good one ``.index`` or ``.timeindex`` of the segment is (the table's index column)."""
 
-    status: str                  # exact | usable | broken | missing | empty
+    status: str                  # sparse | usable | broken | missing | empty
     entries: int = 0
     slots: int = 0               # entry slots in the file (more than entries: preallocated, untrimmed)
     worst_scan_bytes: int = 0    # the most bytes a lookup through this index scans
@@ -249,7 +251,7 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink,
     if sys.byteorder == "little":
         words.byteswap()  # the file is big-endian int32 pairs (relative offset, position)
     rel, pos = words[0::2], words[1::2]
-    verdict = IndexVerdict("exact", slots=n)
+    verdict = IndexVerdict("sparse", slots=n)
     if problem := offset_index_sanity(data, path):
         sink.add(problem)
         verdict.status = "broken"
@@ -306,7 +308,7 @@ def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink,
     # decoded ones or is slot ``written``.
     written = -(-len(data[: n * 12].rstrip(b"\0")) // 12)
     slots = list(index_slots(data[: written * 12], FileKind.TIME_INDEX))
-    verdict = IndexVerdict("exact", slots=n)
+    verdict = IndexVerdict("sparse", slots=n)
     used = written if written < n else n
     for i, (timestamp, relative) in enumerate(slots):
         if relative == 0 and (i > 0 or timestamp == 0):

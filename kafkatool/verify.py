@@ -448,7 +448,7 @@ def _index_word(statuses: Counter[str]) -> str:
     for word in ("broken", "missing", "usable"):
         if statuses[word]:
             return word
-    return "exact" if statuses else "-"
+    return "sparse" if statuses else "-"
 
 
 def _cleaner_knows(part: _Partition) -> bool:

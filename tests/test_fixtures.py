@@ -176,12 +176,14 @@ def test_incident_reads_cleanly_and_holds_what_the_generator_says() -> None:
              if r["type"] == "finding"]
     first_after, second = gen.CLICKS_AFTER_ELECTION[:2]
     assert code == 1 and found == [("sequence-gap", f"{first_after[0]}..{first_after[0] + 1}"),
-                                   ("duplicate-batch", f"{second[0]}..{second[0] + 1}")]
+                                   ("duplicate-sequence-number", f"{second[0]}..{second[0] + 1}")]
     # the ISR below the topic's min.insync.replicas from the shrink to one replica until one came back
     code, rows = kt_jsonl("metadata", "--under-min-isr", INCIDENT)
+    assert [r["code"] for r in rows if r["type"] == "finding"] == ["unclean-leader-election"]  # broker 3 at 02:14
+    intervals = [r for r in rows if r["type"] == "under_min_isr"]
     assert code == 1 and [(r["topic"], r["isr"], r["min_insync_replicas"], r["min_isr_source"], r["from_offset"],
-                           r["to_offset"]) for r in rows] == [("clicks", [1], 2, "topic", 4, 5),
-                                                              ("clicks", [3], 2, "topic", 5, 6)]
+                           r["to_offset"]) for r in intervals] == [("clicks", [1], 2, "topic", 4, 5),
+                                                                   ("clicks", [3], 2, "topic", 5, 6)]
     # the group's last commit and the coordinator's view of the transactions
     code, rows = kt_jsonl("offsets", INCIDENT)
     assert [(r["group"], r["offset"]) for r in rows if r["type"] == "committed_offset"] == [

@@ -1626,5 +1626,5 @@ def test_the_idempotence_audit_of_generated_and_damaged_partitions_is_the_same_t
             differ.append(f"case {case}")
         codes |= {f.code for f in pure[0][0]}
     assert not differ, f"the audit differs through stretches: {differ[:5]}"
-    assert {"duplicate-batch", "sequence-gap", "sequence-out-of-order", "producer-epoch-bump",
+    assert {"duplicate-sequence-number", "sequence-gap", "sequence-out-of-order", "producer-epoch-bump",
             "producer-fenced", "txn-invalid-state"} <= codes, codes

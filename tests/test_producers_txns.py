@@ -181,7 +181,7 @@ def test_injected_idempotence_anomalies(tmp_path: Path, run_cli) -> None:
     history = replay_partition(d)
     got = [(f.code, f.position) for f in history.findings]
     assert got == [
-        ("duplicate-batch", positions[2]),
+        ("duplicate-sequence-number", positions[2]),
         ("sequence-gap", positions[3]),
         ("sequence-out-of-order", positions[4]),
         ("producer-epoch-bump", positions[5]),

@@ -129,25 +129,34 @@ def txn_state(
                                                 show_default=False)],
     fmt: Format = "text",
     transactional_id: TransactionalIds = None,
+    now: Annotated[str | None, typer.Option(
+        "--now", metavar="TIME", help="Judge open transactions at this time (ISO-8601, UTC without a zone, or epoch "
+                                      "ms). Default: the newest record time in the log (said in the output).",
+        show_default=False)] = None,
     fail_on: FailOn = "warning",
 ) -> int:
     """Transactional ids from __transaction_state: producer id and epoch, timeout, state, partitions, times.
 
     The latest value per transactional id wins, a tombstone (expired id) deletes. Every TransactionLogValue
     version (0, and flexible 1 with its tagged previous/next producer id and client transaction version).
+    A transaction open past its timeout at --now is a finding, as the coordinator's
+    TransactionStateManager.timedOutTransactions finds it (Ongoing: started + timeout < now).
     Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
     """
-    from ..internal import TransactionLogEntry, transaction_states, transaction_states_bytes
+    from ..errors import UsageError
+    from ..internal import transaction_states, transaction_states_bytes
+    from ..locate import parse_timestamp
     from .exits import check_fail_on
     from .output import Output, check_format
 
     check_format(fmt)
     check_fail_on(fail_on)
-    wanted = set(transactional_id or ())
+    at = None if now is None else parse_timestamp(now)
+    if at is not None and at < 0:
+        raise UsageError(f"--now {now}: not a time")
     out = Output(fmt)
     with out.progress(lambda: transaction_states_bytes(paths), "txn-state") as advance:
-        out.emit_all(i for i in transaction_states(paths, progress=advance)
-                     if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
+        out.emit_all(transaction_states(paths, progress=advance, now=at, transactional_ids=transactional_id or ()))
     return out.exit_code(fail_on)
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .jsonl import _json
 from .terminal import escape
-from .text import _batch, _cell, _fields, _file, _finding, _generic, _iso, _record, _trailing
+from .text import _batch, _cell, _fields, _file, _finding, _generic, _iso, _min_isr, _record, _trailing
 
 if TYPE_CHECKING:
     from . import Output
@@ -38,12 +38,17 @@ def _metadata_record(o: Output, d: dict[str, Any]) -> str:
 def _partition_state(o: Output, d: dict[str, Any]) -> str:
     """``metadata --all``: a partition's step as a line among the other records (no table to interleave)."""
     offset = f"snapshot {d['snapshot_end_offset']}" if d["offset"] is None else d["offset"]
-    marker = {"under": "  [bold red]UNDER min ISR[/bold red]", "back": "  [green]back to min ISR[/green]"}
     cluster = f"{d['cluster']}  " if "cluster" in d else ""  # one of several clusters' metadata logs
     return (f"{cluster}{offset}  {_iso(d['timestamp'])}  {escape(d['record'])}  {escape(d['topic'])}-{d['partition']}  "
             f"leader {d['leader']}  ISR {','.join(map(str, d['isr']))}  replicas {','.join(map(str, d['replicas']))}"
             f"  leader epoch {_cell('', d['leader_epoch'])}  partition epoch {_cell('', d['partition_epoch'])}"
-            f"{marker.get(d['min_isr'], '')}")
+            f"  min ISR {escape(_min_isr(d))}" + ("  unclean election" if d["election"] else ""))
+
+
+def _txn_clock(o: Output, d: dict[str, Any]) -> str:
+    """``txn-state``: the time open transactions are judged at, and where it comes from."""
+    source = "--now" if d["source"] == "--now" else "the newest record time in the log; --now to choose another"
+    return f"judged at {_iso(d['now'])} ({source})"
 
 
 def _ranges(items: list[list[int]], limit: int = 8, total: int | None = None) -> str:
@@ -322,6 +327,7 @@ _TEXT: dict[str, Callable[[Output, dict[str, Any]], str]] = {
     "metadata_record": _metadata_record,
     "delivery": _delivery,
     "partition_state": _partition_state,
+    "txn_clock": _txn_clock,
     "unclean_election": _unclean_election,
     "location": _location,
     "action": _action,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .text import _cell
+from .text import _cell, _min_isr
 
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
                 "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
@@ -72,6 +72,8 @@ class Tables:
         if not self._table_rows:
             return
         rows, self._table_rows = self._table_rows, []
+        if rows[0]["type"] == "partition_state":  # the min ISR column tells the value, its source and the step
+            rows = [{**r, "min_isr": _min_isr(r)} for r in rows]
         chosen = _TABLE_COLUMNS.get(rows[0]["type"])
         cols = chosen or {k: k for k in rows[0] if k != "type"}
         if chosen and "cluster" in rows[0]:  # rows of several clusters (metadata): which one each is from

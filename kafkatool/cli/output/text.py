@@ -37,14 +37,19 @@ def _cell(key: str, v: Any) -> str:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if key == "min_isr":
-        return {"under": "UNDER min ISR", "back": "back to min ISR"}.get(v, v)
     if key in ("commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp", "from_time", "to_time",
                "first_timestamp", "last_timestamp"):
         return _iso(v)
     if isinstance(v, list):
         return ",".join(map(str, v))
     return f"{v:,}" if key in ("bytes", "batches", "size", "offsets") else str(v)  # offsets stay copyable
+
+_MIN_ISR = {"under": " UNDER min ISR", "below": " under min ISR", "back": " back to min ISR", "no leader": " no leader"}
+
+def _min_isr(d: dict[str, Any]) -> str:
+    """A partition step's min ISR: the min.insync.replicas in force, who set it (``default``: no topic or broker
+    config, so Kafka's 1 or the static value given), and where the partition stands against it."""
+    return f"{d['min_insync_replicas']} ({d['min_isr_source']}){_MIN_ISR.get(d['min_isr'], '')}"
 
 def _file(o: Output, d: dict[str, Any]) -> str:
     o.current_file = d["path"]
