@@ -866,6 +866,8 @@ def metadata_sources(paths: Iterable[str | Path], met: list[Finding] | None = No
     for p in paths:
         if Path(p).exists() and not Path(p).is_dir():  # a FIFO named too: its reading refuses it
             kind = "snapshot" if str(p).endswith(".checkpoint") else "log"
+            if kind == "log" and classify(p, by_extension=True).kind is not FileKind.LOG:
+                raise UsageError(f"{p}: not a metadata log segment (.log) or snapshot (.checkpoint)")
             named.setdefault(Path(p).resolve().parent, []).append((Path(p), str(p), kind))
         else:
             dirs.append(p)
