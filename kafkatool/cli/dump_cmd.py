@@ -101,6 +101,7 @@ def dump(
     from ..walk import total_bytes
     from .exits import check_fail_on
     from .output import DUMP_FORMATS, VALUE_MODES, Output, check_format
+    from .output.notes import nothing_shown
 
     exporting = fmt in ("csv", "parquet")
     check_format(fmt, (*DUMP_FORMATS, "csv", "parquet"))
@@ -143,4 +144,16 @@ def dump(
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
         out.emit_all(dump_paths(paths, options, progress=advance, name_files=fmt == "dump-log"))
+    nothing_shown(out, "record" if options.records else "batch", lambda: _record_files(paths),
+                  {"--key": key, "--value": value, "--header": header, "--producer-id": producer_id,
+                   "--from-time": from_time, "--to-time": to_time, "--from-offset": from_offset,
+                   "--to-offset": to_offset})
     return out.exit_code(fail_on)
+
+
+def _record_files(paths: list[Path]) -> str:
+    """What a dump's search read: its record files, how many and how big."""
+    from ..walk import expand, total_bytes
+
+    files = sum(f.kind.holds_records for f in expand(paths))
+    return f"{files:,} record file{'' if files == 1 else 's'} ({total_bytes(paths):,} bytes)"

@@ -73,15 +73,19 @@ def offsets(
     from ..internal import CommittedOffset, GroupState, consumer_offsets, consumer_offsets_bytes
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import names, nothing_shown
 
     check_format(fmt)
     check_fail_on(fail_on)
     wanted = set(group or ())
     out = Output(fmt)
+    seen: set[str] = set()  # every group read, for a note when --group matched none of them
     with out.progress(lambda: consumer_offsets_bytes(paths, with_lag=lag), "offsets") as advance:
         items = consumer_offsets(paths, with_lag=lag, progress=advance)
         out.emit_all(_lag_labelled(i) if fmt == "text" and isinstance(i, CommittedOffset) else i for i in items
-                     if not wanted or not isinstance(i, CommittedOffset | GroupState) or i.group in wanted)
+                     if not wanted or not isinstance(i, CommittedOffset | GroupState) or seen.add(i.group)
+                     or i.group in wanted)
+    nothing_shown(out, "commit or group", lambda: f"__consumer_offsets ({names('group', seen)})", {"--group": group})
     return out.exit_code(fail_on)
 
 
@@ -140,14 +144,19 @@ def txn_state(
     from ..internal import TransactionLogEntry, transaction_states, transaction_states_bytes
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import names, nothing_shown
 
     check_format(fmt)
     check_fail_on(fail_on)
     wanted = set(transactional_id or ())
     out = Output(fmt)
+    seen: set[str] = set()  # every transactional id read, for a note when --transactional-id matched none
     with out.progress(lambda: transaction_states_bytes(paths), "txn-state") as advance:
         out.emit_all(i for i in transaction_states(paths, progress=advance)
-                     if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
+                     if not wanted or not isinstance(i, TransactionLogEntry) or seen.add(i.transactional_id)
+                     or i.transactional_id in wanted)
+    nothing_shown(out, "transactional id", lambda: f"__transaction_state ({names('transactional id', seen)})",
+                  {"--transactional-id": transactional_id})
     return out.exit_code(fail_on)
 
 
@@ -257,15 +266,18 @@ def metadata(
     )
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import names, nothing_shown
 
     check_format(fmt)
     check_fail_on(fail_on)
     if min_insync_replicas is None:
         min_insync_replicas = (read_min_insync_replicas(server_properties) if server_properties else None) or 1
     out = Output(fmt, tables=not show_all)  # --all: one line per record, partition steps among them
+    topics: set[str] = set()  # every topic read, for a note when --topic or --under-min-isr matched nothing
 
     def keep(i: object) -> bool:
         if isinstance(i, PartitionState):
+            topics.add(i.topic)
             return not under_min_isr and (topic is None or i.topic == topic)
         if isinstance(i, MetadataEvent):
             return show_all and not under_min_isr
@@ -279,9 +291,12 @@ def metadata(
                  if keep(i))
         if not under_min_isr:
             out.emit_all(_with_cluster(_heartbeats_counted(items) if fmt == "text" else items, clusters))
-            return out.exit_code(fail_on)
-        # Each interval is known when it ends: shown in order of the metadata log, then of partition.
-        found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
-                                             i.partition) if isinstance(i, UnderMinIsr) else (-1,))
-        out.emit_all(_with_cluster(found, clusters))
-    return out.exit_code(fail_on, verdict=any(isinstance(i, UnderMinIsr) for i in found))
+        else:
+            # Each interval is known when it ends: shown in order of the metadata log, then of partition.
+            found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
+                                                 i.partition) if isinstance(i, UnderMinIsr) else (-1,))
+            out.emit_all(_with_cluster(found, clusters))
+    nothing_shown(out, "interval" if under_min_isr else "partition state",
+                  lambda: f"the metadata read ({names('topic', topics)})",
+                  {"--under-min-isr": under_min_isr, "--topic": topic})
+    return out.exit_code(fail_on, verdict=under_min_isr and out.shown > 0)
