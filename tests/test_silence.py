@@ -69,11 +69,20 @@ def test_dump_filter_that_matched_nothing_says_so(args: list[str], what: str, fm
     assert proc.stderr == f"kafkatool: note: no {what} in {_record_files(CODECS)}\n"
 
 
+def test_dump_csv_search_that_matched_nothing_says_so(run_cli) -> None:
+    """The rows go to stdout (only the csv header here), the note to stderr."""
+    proc = run_cli("dump", "-f", "csv", "--key", "nope", CODECS)
+    assert proc.returncode == 0 and proc.stdout.count("\n") == 1 and proc.stdout.startswith("topic,partition,")
+    assert proc.stderr == f"kafkatool: note: no record matched --key nope in {_record_files(CODECS)}\n"
+
+
 def test_a_filter_that_matches_adds_no_note(run_cli) -> None:
     first = next(r for r in run_cli("dump", "-f", "jsonl", "--values", "text", "-r", CODECS).jsonl()
                  if r["type"] == "record")
     proc = run_cli("dump", "-f", "jsonl", "--key", f"^{first['key']}$", CODECS)
     assert proc.returncode == 0 and proc.jsonl() and proc.stderr == ""
+    proc = run_cli("dump", "-f", "csv", "--key", f"^{first['key']}$", CODECS)
+    assert proc.returncode == 0 and proc.stdout.count("\n") == 2 and proc.stderr == ""
     assert run_cli("offsets", INCIDENT).stderr == "" and run_cli("overview", "--topic", "codecs", LOGDIR).stderr == ""
 
 

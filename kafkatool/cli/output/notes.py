@@ -6,9 +6,10 @@ matched what you asked" or "I read nothing" without saying which. Stdout stays a
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from ...model import FileStart, Finding
 from .terminal import printable
 
 
@@ -27,6 +28,15 @@ def nothing_shown(out: Any, what: str, read: Callable[[], str], filters: Mapping
     given = [(option, value) for option, value in (filters or {}).items() if value not in (None, False, (), [])]
     words = " ".join(option if value is True else f"{option} {_value(value)}" for option, value in given)
     note(f"no {what} {f'matched {words}' if given else 'found'} in {read()}")
+
+
+def tallied(out: Any, items: Iterable[Any]) -> Iterator[Any]:
+    """``items`` passed on as they are, each value (findings and file names aside) counted in ``out.shown``: for
+    values written elsewhere than through ``out`` (dump's csv or parquet rows)."""
+    for item in items:
+        if not isinstance(item, Finding | FileStart):
+            out.shown += 1
+        yield item
 
 
 def names(label: str, seen: Iterable[str], limit: int = 5) -> str:
