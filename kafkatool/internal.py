@@ -626,12 +626,14 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
 
 def transaction_states(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None, *,
                        now: int | None = None, transactional_ids: Iterable[str] = (),
-                       ) -> Iterator[TxnClock | TransactionLogEntry | Finding]:
+                       read_ids: set[str] | None = None) -> Iterator[TxnClock | TransactionLogEntry | Finding]:
     """Every transactional id's latest state in the ``__transaction_state-*`` partitions under ``paths`` (only
     ``transactional_ids`` when given), after the :class:`TxnClock` they are judged at (when any partition was read),
     then each transaction open past its timeout (:func:`timed_out`). ``progress`` is told the bytes of the segments
-    as they are read, :func:`transaction_states_bytes` in all."""
+    as they are read, :func:`transaction_states_bytes` in all; ``read_ids`` is given every transactional id read,
+    matched or not (what a note on a filter that matched nothing names)."""
     wanted = set(transactional_ids)
+    read_ids = set() if read_ids is None else read_ids
     clock = TxnClock(now)
     items: list[TransactionLogEntry | Finding] = []  # held until the clock has seen every record
     seen = False
@@ -643,7 +645,8 @@ def transaction_states(paths: Iterable[str | Path], progress: Callable[[int], No
             items.extend(part.findings)
             items.extend(i for i in transaction_state_partition(part.files, f"{part.topic}-{part.partition}",
                                                                 progress, clock)
-                         if not wanted or not isinstance(i, TransactionLogEntry) or i.transactional_id in wanted)
+                         if not isinstance(i, TransactionLogEntry) or read_ids.add(i.transactional_id)
+                         or not wanted or i.transactional_id in wanted)
     if seen and clock.at >= 0:
         yield clock
     yield from items
@@ -933,6 +936,8 @@ def metadata_sources(paths: Iterable[str | Path], met: list[Finding] | None = No
     for p in paths:
         if Path(p).exists() and not Path(p).is_dir():  # a FIFO named too: its reading refuses it
             kind = "snapshot" if str(p).endswith(".checkpoint") else "log"
+            if kind == "log" and classify(p, by_extension=True).kind is not FileKind.LOG:
+                raise UsageError(f"{p}: not a metadata log segment (.log) or snapshot (.checkpoint)")
             named.setdefault(Path(p).resolve().parent, []).append((Path(p), str(p), kind))
         else:
             dirs.append(p)
@@ -1027,7 +1032,7 @@ def read_min_insync_replicas(server_properties: Path) -> int | None:
 
 
 def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int = 1,
-                      progress: Callable[[int], None] | None = None,
+                      progress: Callable[[int], None] | None = None, topic: str | None = None,
                       ) -> Iterator[PartitionState | MetadataEvent | UnderMinIsr | Finding]:
     """The partition leadership / ISR timeline and other metadata records, in replay order, one metadata log
     after the other (see :func:`metadata_sources`).
@@ -1036,6 +1041,8 @@ def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int =
     Each interval during which a partition's ISR was below its ``min.insync.replicas`` (``min_insync_replicas``
     is the static default) is yielded as :class:`UnderMinIsr` when it ends, and at the end of its log when
     it is still open. ``progress`` is told the bytes of the files as they are read, :func:`metadata_bytes` in all.
+    With ``topic``, the findings about a partition (an unclean election) are only that topic's; the rows are all
+    yielded (the caller filters them, having seen every topic there was).
     """
     met: list[Finding] = []
     groups = metadata_sources(paths, met)
@@ -1045,7 +1052,7 @@ def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int =
                       f"no {METADATA_TOPIC} segments or snapshots found")
         return
     for group in groups:
-        yield from _replay_metadata(group, min_insync_replicas, progress)
+        yield from _replay_metadata(group, min_insync_replicas, progress, topic)
 
 
 def _unclean(before: dict[str, Any] | None, after: dict[str, Any], fields: dict[str, Any]) -> str | None:
@@ -1084,7 +1091,7 @@ def metadata_bytes(paths: Iterable[str | Path]) -> int:
 
 
 def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
-                     progress: Callable[[int], None] | None = None,
+                     progress: Callable[[int], None] | None = None, topic: str | None = None,
                      ) -> Iterator[PartitionState | MetadataEvent | UnderMinIsr | Finding]:
     names: dict[str, str] = {}
     state: dict[tuple[str, int], dict[str, Any]] = {}
@@ -1167,7 +1174,7 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
                                      None if kind == "log" else snapshot_end, needed, marker, origin,
                                      "unclean" if unclean else None)
                 yield row
-                if unclean:
+                if unclean and (topic is None or row.topic == topic):
                     yield _unclean_finding(row, unclean)
             else:
                 if rtype == it.CONFIG and policy.apply(fields):

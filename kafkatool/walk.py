@@ -15,8 +15,8 @@ taken for broker data: they are skipped with an info finding. What cannot be rea
 naming it, and the rest is still read: a symbolic link to nothing or in a loop, a dir that cannot be listed, a
 dir met again below itself (a link to a dir it is in), a FIFO, socket or device with a Kafka file's name (never
 opened here; every reader opens with :func:`kafkatool.filetypes.open_regular`, which refuses one put there
-since). A path with nothing Kafka under it is a :class:`~kafkatool.errors.UsageError` (exit 2): an operator who
-typed the wrong path is told so.
+since). A path with nothing Kafka under it, or a file named with no Kafka log-dir file's name (``/etc/passwd``), is
+a :class:`~kafkatool.errors.UsageError` (exit 2): an operator who typed the wrong path is told so.
 
 Order is the broker's: log dirs and partition dirs by name, partitions by topic then partition number; in a
 partition dir, files by name (20-digit base offsets: segments in offset order). :func:`expand` flattens the
@@ -51,6 +51,7 @@ _PARTITION_KINDS = frozenset({
 })
 _SEGMENT_LIKE = re.compile(r"^\d+\.(log|index|timeindex|txnindex|snapshot)$|^\d{20}-\d{10}\.checkpoint$")
 NOTHING_FOUND = "no Kafka log dir, partition or segment under {}"
+NOT_KAFKA_FILE = "{}: not a Kafka log-dir file (a segment, index, snapshot or checkpoint, by its name)"
 
 
 def partition_of(dirname: str) -> tuple[str, int] | None:
@@ -267,7 +268,7 @@ def discover(paths: Iterable[str | Path], *, require: bool = True) -> list[Unit]
     """Log dirs, lone partition dirs, files named on the command line, and discovery's own findings, in order.
 
     Raises UsageError for a path that does not exist or (with ``require``, every command) has no Kafka log dir,
-    partition dir or file under it.
+    partition dir or file under it, or is a file with no Kafka log-dir file's name.
     """
     units: list[Unit] = []
     for raw in paths:
@@ -278,7 +279,10 @@ def discover(paths: Iterable[str | Path], *, require: bool = True) -> list[Unit]
                 raise UsageError(NOTHING_FOUND.format(raw))
             units.extend(found)
         elif p.exists():
-            units.append(FoundFile(p, str(raw), classify(p, by_extension=True).kind, True))
+            kind = classify(p, by_extension=True).kind
+            if require and kind is FileKind.UNKNOWN:  # /etc/passwd: nothing Kafka here either
+                raise UsageError(NOT_KAFKA_FILE.format(raw))
+            units.append(FoundFile(p, str(raw), kind, True))
         else:
             raise UsageError(f"no such file or directory: {raw}")
     return units

@@ -53,18 +53,31 @@ def delivery(
     Exit 0 when exactly once, 1 when anything is missing, duplicated, aborted-delivered or unexpected (or
     a finding reaches --fail-on, default warning), 2 usage error or nothing to read, 3 I/O error.
     """
-    from ..delivery import delivery_paths
+    from ..delivery import PartitionDelivery, delivery_paths
+    from ..internal import OFFSETS_TOPIC
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import names, note
 
     check_format(fmt)
     check_fail_on(fail_on)
     out = Output(fmt)
     dirty = False
+    checked, uncommitted = 0, []  # partitions compared; those where --group has no committed offset
     with out.counter("reading the sink", "rows") as advance:
         for item in delivery_paths(sink, paths, isolation=isolation, from_offset=from_offset, to_offset=to_offset,
                                    group=group, progress=advance):
             dirty |= not getattr(item, "clean", True)
+            if isinstance(item, PartitionDelivery):
+                checked += 1
+                if group is not None and item.committed_offset is None:
+                    uncommitted.append(f"{item.topic}-{item.partition}")
             out.emit(item)
     out.close()
+    if uncommitted:
+        note((f"group {group!r} not found: no committed offset of it in the {OFFSETS_TOPIC} partitions read"
+              if len(uncommitted) == checked else
+              f"group {group!r} has no committed offset for {names('partition', uncommitted)}")
+             + ": the check covers the sink's rows only there, not what a restart of the group would re-deliver "
+               "(below its commit) or skip (committed but never processed)")
     return out.exit_code(fail_on, verdict=dirty)

@@ -101,6 +101,7 @@ def dump(
     from ..walk import total_bytes
     from .exits import check_fail_on
     from .output import DUMP_FORMATS, VALUE_MODES, Output, check_format
+    from .output.notes import nothing_shown, tallied
 
     exporting = fmt in ("csv", "parquet")
     check_format(fmt, (*DUMP_FORMATS, "csv", "parquet"))
@@ -117,6 +118,8 @@ def dump(
         raise UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}")
     wanted = record_filter(key=key, value=value, header=header, producer_id=producer_id, from_time=from_time,
                            to_time=to_time)
+    filters = {"--key": key, "--value": value, "--header": header, "--producer-id": producer_id,
+               "--from-time": from_time, "--to-time": to_time, "--from-offset": from_offset, "--to-offset": to_offset}
     options = DumpOptions(
         records=records or wanted.needs_records or decode is not None or exporting,
         from_offset=from_offset, to_offset=to_offset,
@@ -137,10 +140,20 @@ def dump(
         # --out is decided (written in place, replaced whole, or refused) before anything is read.
         with output_file(out_file) if out_file is not None else nullcontext() as sink, \
                 report.progress(lambda: total_bytes(paths), "dump") as advance:
-            report.emit_all(export(dump_paths(paths, options, progress=advance, name_files=True), fmt, sink,
-                                   values or "base64"))
+            report.emit_all(export(tallied(report, dump_paths(paths, options, progress=advance, name_files=True)),
+                                   fmt, sink, values or "base64"))
+        nothing_shown(report, "record", lambda: _record_files(paths), filters)
         return report.exit_code(fail_on)
     out = Output(fmt, values)
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
         out.emit_all(dump_paths(paths, options, progress=advance, name_files=fmt == "dump-log"))
+    nothing_shown(out, "record" if options.records else "batch", lambda: _record_files(paths), filters)
     return out.exit_code(fail_on)
+
+
+def _record_files(paths: list[Path]) -> str:
+    """What a dump's search read: its record files, how many and how big."""
+    from ..walk import expand, total_bytes
+
+    files = sum(f.kind.holds_records for f in expand(paths))
+    return f"{files:,} record file{'' if files == 1 else 's'} ({total_bytes(paths):,} bytes)"

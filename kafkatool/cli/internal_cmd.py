@@ -73,15 +73,19 @@ def offsets(
     from ..internal import CommittedOffset, GroupState, consumer_offsets, consumer_offsets_bytes
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import names, nothing_shown
 
     check_format(fmt)
     check_fail_on(fail_on)
     wanted = set(group or ())
     out = Output(fmt)
+    seen: set[str] = set()  # every group read, for a note when --group matched none of them
     with out.progress(lambda: consumer_offsets_bytes(paths, with_lag=lag), "offsets") as advance:
         items = consumer_offsets(paths, with_lag=lag, progress=advance)
         out.emit_all(_lag_labelled(i) if fmt == "text" and isinstance(i, CommittedOffset) else i for i in items
-                     if not wanted or not isinstance(i, CommittedOffset | GroupState) or i.group in wanted)
+                     if not wanted or not isinstance(i, CommittedOffset | GroupState) or seen.add(i.group)
+                     or i.group in wanted)
+    nothing_shown(out, "commit or group", lambda: f"__consumer_offsets ({names('group', seen)})", {"--group": group})
     return out.exit_code(fail_on)
 
 
@@ -148,6 +152,7 @@ def txn_state(
     from ..locate import parse_timestamp
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import names, nothing_shown
 
     check_format(fmt)
     check_fail_on(fail_on)
@@ -155,8 +160,12 @@ def txn_state(
     if at is not None and at < 0:
         raise UsageError(f"--now {now}: not a time")
     out = Output(fmt)
+    seen: set[str] = set()  # every transactional id read, for a note when --transactional-id matched none
     with out.progress(lambda: transaction_states_bytes(paths), "txn-state") as advance:
-        out.emit_all(transaction_states(paths, progress=advance, now=at, transactional_ids=transactional_id or ()))
+        out.emit_all(transaction_states(paths, progress=advance, now=at, transactional_ids=transactional_id or (),
+                                        read_ids=seen))
+    nothing_shown(out, "transactional id", lambda: f"__transaction_state ({names('transactional id', seen)})",
+                  {"--transactional-id": transactional_id})
     return out.exit_code(fail_on)
 
 
@@ -266,15 +275,18 @@ def metadata(
     )
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import names, nothing_shown
 
     check_format(fmt)
     check_fail_on(fail_on)
     if min_insync_replicas is None:
         min_insync_replicas = (read_min_insync_replicas(server_properties) if server_properties else None) or 1
     out = Output(fmt, tables=not show_all)  # --all: one line per record, partition steps among them
+    topics: set[str] = set()  # every topic read, for a note when --topic or --under-min-isr matched nothing
 
     def keep(i: object) -> bool:
         if isinstance(i, PartitionState):
+            topics.add(i.topic)
             return not under_min_isr and (topic is None or i.topic == topic)
         if isinstance(i, MetadataEvent):
             return show_all and not under_min_isr
@@ -284,13 +296,17 @@ def metadata(
 
     clusters = _cluster_labels(metadata_sources(paths))
     with out.progress(lambda: metadata_bytes(paths), "metadata") as advance:
-        items = (i for i in metadata_timeline(paths, min_insync_replicas=min_insync_replicas, progress=advance)
+        items = (i for i in metadata_timeline(paths, min_insync_replicas=min_insync_replicas, progress=advance,
+                                               topic=topic)
                  if keep(i))
         if not under_min_isr:
             out.emit_all(_with_cluster(_heartbeats_counted(items) if fmt == "text" else items, clusters))
-            return out.exit_code(fail_on)
-        # Each interval is known when it ends: shown in order of the metadata log, then of partition.
-        found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
-                                             i.partition) if isinstance(i, UnderMinIsr) else (-1,))
-        out.emit_all(_with_cluster(found, clusters))
-    return out.exit_code(fail_on, verdict=any(isinstance(i, UnderMinIsr) for i in found))
+        else:
+            # Each interval is known when it ends: shown in order of the metadata log, then of partition.
+            found = sorted(items, key=lambda i: (0, i.source, i.from_offset is not None, i.from_offset or 0, i.topic,
+                                                 i.partition) if isinstance(i, UnderMinIsr) else (-1,))
+            out.emit_all(_with_cluster(found, clusters))
+    nothing_shown(out, "interval" if under_min_isr else "partition state",
+                  lambda: f"the metadata read ({names('topic', topics)})",
+                  {"--under-min-isr": under_min_isr, "--topic": topic})
+    return out.exit_code(fail_on, verdict=under_min_isr and out.shown > 0)

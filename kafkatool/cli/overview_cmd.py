@@ -38,6 +38,7 @@ def overview(
     from ..overview import PartitionOverview, overview_paths
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import nothing_shown
 
     check_format(fmt)
     check_fail_on(fail_on)
@@ -48,4 +49,14 @@ def overview(
             problems += item.problems
         out.emit(item)
     out.close()
+    nothing_shown(out, "partition", lambda: _partitions(paths), {"--topic": topic})
     return out.exit_code(fail_on, verdict=problems > 0)
+
+
+def _partitions(paths: list[Path]) -> str:
+    """What an overview read: the partition dirs under ``paths``, by topic."""
+    from ..walk import partition_dirs
+    from .output.notes import names
+
+    parts = list(partition_dirs(paths))
+    return f"{len(parts):,} partition{'' if len(parts) == 1 else 's'} of {names('topic', (p.topic for p in parts))}"

@@ -44,7 +44,9 @@ def producers(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -
     from ..producers import producers_bytes, producers_paths
 
     return _run(fmt, fail_on, "producers", lambda: producers_bytes(paths),
-                lambda advance: producers_paths(paths, progress=advance))
+                lambda advance: producers_paths(paths, progress=advance),
+                lambda: f"{_partitions(paths)} (a producer without idempotence writes no producer id)",
+                "producer id")
 
 
 def txns(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -> int:
@@ -57,17 +59,29 @@ def txns(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -> int
     """
     from ..txns import txns_bytes, txns_paths
 
-    return _run(fmt, fail_on, "txns", lambda: txns_bytes(paths), lambda advance: txns_paths(paths, progress=advance))
+    return _run(fmt, fail_on, "txns", lambda: txns_bytes(paths), lambda advance: txns_paths(paths, progress=advance),
+                lambda: _partitions(paths), "transaction")
 
 
-def _run(fmt: str, fail_on: str, label: str, total, items) -> int:
-    """``items(progress)`` emitted, with a progress bar of ``total()`` bytes on a terminal."""
+def _run(fmt: str, fail_on: str, label: str, total, items, read, what: str) -> int:
+    """``items(progress)`` emitted, with a progress bar of ``total()`` bytes on a terminal; when none was a
+    ``what``, a note on stderr saying so and what was read (``read()``)."""
     from .exits import check_fail_on
     from .output import Output, check_format
+    from .output.notes import nothing_shown
 
     check_format(fmt)
     check_fail_on(fail_on)
     out = Output(fmt)
     with out.progress(total, label) as advance:
         out.emit_all(items(advance))
+    nothing_shown(out, what, read)
     return out.exit_code(fail_on)
+
+
+def _partitions(paths: list[Path]) -> str:
+    """How many partition dirs are under ``paths``."""
+    from ..walk import partition_dirs
+
+    count = sum(1 for _ in partition_dirs(paths))
+    return f"{count:,} partition{'' if count == 1 else 's'}"

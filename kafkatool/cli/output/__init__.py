@@ -51,6 +51,7 @@ class Output(Tables, DumpLog, Bars):
         self.values = "base64" if fmt == "dump-log" else values or ("base64" if fmt == "jsonl" else "text")
         self.findings: Counter[str] = Counter()
         self.codes: Counter[str] = Counter()
+        self.shown = 0  # values emitted, findings and file names aside: 0 after a run that matched nothing (.notes)
         self._out = stream or sys.stdout   # stderr where stdout carries other data (dump's csv export)
         # Piped text must never be cut to 80 columns: tables take the width they need.
         width = None if self._out.isatty() else 1000
@@ -76,6 +77,8 @@ class Output(Tables, DumpLog, Bars):
         if d.get("type") == "finding":
             self.findings[d["severity"]] += 1
             self.codes[d["code"]] += 1
+        elif d.get("type") not in ("file", "txn_clock"):  # context (a file's header, the time judged at), not a result
+            self.shown += 1
         if d.get("type") == "record" and self.values != "base64" and not (self.fmt == "text" and self.values == "text"):
             d = self._revalue(d)
         if self.fmt == "jsonl":
@@ -88,6 +91,7 @@ class Output(Tables, DumpLog, Bars):
     def _run(self, run: RecordRun | Stretch) -> None:
         """Batches as native columns (a RecordRun's with their records, a Stretch's without): rendered in one call
         where the lines are plain."""
+        self.shown += 1
         if self.fmt == "jsonl" or (self.fmt == "text" and self.plain):
             if self.fmt == "text":
                 self._flush_table()
