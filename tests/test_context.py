@@ -4,6 +4,7 @@ terminal's width. Every case runs the CLI in a subprocess on corpus data (read i
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,35 @@ def test_control_batch_lines_name_their_marker(corpus: Path, pure: str, run_cli)
     assert shown == markers and "control" not in text
     dump_log = run_cli("dump", "-f", "dump-log", "-r", part, env=env).stdout
     assert len(re.findall(r"endTxnMarker: (?:ABORT|COMMIT) coordinatorEpoch: \d+", dump_log)) == len(markers)
+
+
+# --- text tables fit the terminal --------------------------------------------------------------------------------
+
+TABLES = [("verify", "kafka/logdir"), ("verify", "kafka/replicas/divergent"), ("overview", "real"),
+          ("offsets", "real"), ("txns", "kafka/logdir"), ("producers", "real"), ("metadata", "real"),
+          ("replicas", "kafka/replicas/divergent")]
+# lines that are not a table's (findings, dump's and offsets' lines of their own): a terminal wraps them as prose
+PROSE = re.compile(r"^(INFO|WARNING|ERROR) |^group |^    member ")
+WHOLE = re.compile(r"-?[\d,]{3,}|\d{4}-\d\d-\d\dT[\d:.]+Z(\.\.\S+)?")
+
+
+@pytest.mark.parametrize(("command", "rel"), TABLES)
+def test_tables_fit_80_columns_without_cutting_a_number_or_timestamp(corpus: Path, command: str, rel: str,
+                                                                     run_cli) -> None:
+    """``COLUMNS=80``: every table line fits (a line of prose, single-spaced, is the terminal's to wrap); every number
+    and timestamp the full-width table shows is there whole; a path cut short keeps its two ends."""
+    wide = run_cli(command, corpus / rel, env={"COLUMNS": None})
+    narrow = run_cli(command, corpus / rel, env={"COLUMNS": "80"})
+    assert narrow.returncode == wide.returncode and narrow.returncode in (0, 1), narrow.stderr
+    def table_lines_over_80(text: str) -> list[str]:
+        return [line for line in text.splitlines() if len(line) > 80 and not PROSE.match(line) and "  " in line.strip()]
+
+    long = table_lines_over_80(narrow.stdout)
+    assert not long, "\n".join(long)
+    tokens = set(narrow.stdout.split())
+    assert {t for t in wide.stdout.split() if WHOLE.fullmatch(t)} <= tokens
+    wide_tokens = set(wide.stdout.split())
+    for t in (t for t in tokens if "…" in t):
+        head, _, tail = t.partition("…")
+        assert any(w.startswith(head) and w.endswith(tail) and len(w) > len(t) for w in wide_tokens), t
+    assert table_lines_over_80(wide.stdout), "no table wider than 80 columns here: the case shows nothing"
