@@ -194,8 +194,8 @@ def test_reading_commands_show_progress_while_they_read(args: list[str], code: i
     assert label + b" \x1b[" in raw and BYTES.search(raw), raw[-2000:]
     shown = screen(raw)
     assert not [line for line in shown if "━" in line or BYTES.search(line.encode())], shown
-    with open(tmp_path / "out.txt", "w") as fh:
-        err = on_a_terminal(*args, env={}, stdout=fh, code=code)
+    with open(tmp_path / "out.txt", "w") as fh:  # no COLUMNS: a width asked for applies to a file too
+        err = on_a_terminal(*args, env={"COLUMNS": None}, stdout=fh, code=code)
     assert label + b" \x1b[" in err and BYTES.search(err)
     piped = run_cli(*args)
     assert piped.returncode == code and piped.stderr == ""
