@@ -140,7 +140,7 @@ class RecordChunk:
         """The records as the columns of :func:`decode_v2`. Pure twin: ``kafkatool.records._v2_records``."""
 
     def render(self, lo: int, hi: int, fmt: str, values: str, fallback: tuple[object, object, object],
-               write: _Write) -> None:
+               write: _Write, context: str = "") -> None:
         """Records ``lo..hi`` rendered as ``dump`` prints a batch's records (:meth:`WindowColumns.render`, without
         the batch line). Pure twin: ``kafkatool.cli.output``'s record lines."""
 
@@ -211,10 +211,12 @@ class WindowColumns:
         """Number of records decoded in batches ``lo..hi``."""
 
     def render(self, lo: int, hi: int, fmt: str, values: str, fallback: tuple[object, object, object],
-               write: _Write, records: bool = True) -> None:
+               write: _Write, records: bool = True, context: str = "") -> None:
         """Batches ``lo..hi`` and (with ``records``) their records rendered as ``dump`` prints them (``fmt`` "text"
-        or "jsonl", ``values`` "base64" | "text" | "hex" | "none"), handed to ``write`` as UTF-8 bytes in pieces of
-        whole lines. Pure twin: ``kafkatool.cli.output``'s batch and record lines."""
+        or "jsonl", ``values`` "base64" | "text" | "hex" | "none"; a control batch whose marker was read here named
+        ABORT or COMMIT with its coordinator epoch), handed to ``write`` as UTF-8 bytes in pieces of whole lines;
+        ``context`` is written at the end of each JSON line, before its ``}`` (the file's topic, partition and path).
+        Pure twin: ``kafkatool.cli.output``'s batch and record lines."""
 
     def record_columns(self, lo: int, hi: int) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
         """The record columns of batches ``lo..hi`` as int64 bytes, for Arrow: ``(offsets, timestamps, key_starts,

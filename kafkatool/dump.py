@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
 from .findings import finding
-from .model import Batch, FileStart, Finding, Record, Stretch, Trailing
-from .records import RawBatch, RecordRun, ScanOptions, record_chunks, scan
+from .model import Batch, ControlBatch, FileStart, Finding, Record, Stretch, Trailing
+from .records import RawBatch, RecordRun, ScanOptions, read_marker, record_chunks, scan
 from .walk import FoundFile, discover, found_files, partition_of
 
 if TYPE_CHECKING:
@@ -223,14 +223,16 @@ def dump_paths(
                 yield from views[parent].findings  # once per partition: the view is the broker's, not the markers'
             committed = views[parent]
         items = dump_file(f, options, progress, committed, start=start)
+        part = partition_of(f.path.resolve().parent.name)
+        start_of = FileStart(f.display, *(part or (None, None)), separate)  # once a file: its lines' context
         if separate and selective:  # a search or a range names only the files where it shows something
             first = next(items, None)
             if first is None:
                 continue
-            yield FileStart(f.display)
+            yield start_of
             yield first
-        elif separate:
-            yield FileStart(f.display)
+        else:
+            yield start_of
         yield from items
 
 
@@ -335,7 +337,7 @@ def _dump_records(
                     break  # past the range: a fetch of it ends here
                 if not options.wants(batch.base_offset, batch.last_offset):
                     continue
-                yield batch
+                yield marked(batch, item.raw, f.display) if batch.control else batch
                 # then its records and findings; with a columnar consumer, each chunk of a big batch the native core
                 # decodes as a RecordRun of its records (rendered natively, its batch line written once above)
                 for records in record_chunks(batch, item.raw, f.display, options.scan, lines=columnar):
@@ -354,13 +356,22 @@ def _dump_records(
                     continue
                 if wanted.active and not _batch_in_time(item, wanted):
                     continue
-                yield item
+                # a control batch's marker read from its bytes (bounded by its framed size): rare, a pread each
+                yield marked(item, os.pread(fh.fileno(), item.size, item.position), f.display) if item.control \
+                    else item
             else:
                 yield item
                 continue
             batches += 1
             if options.max_batches is not None and batches >= options.max_batches:
                 break
+
+
+def marked(batch: Batch, raw: bytes, path: str) -> Batch | ControlBatch:
+    """A control batch with its end-transaction marker when it holds one (:func:`kafkatool.records.read_marker`; its
+    findings come with its records, when they are read), else the batch as it is."""
+    marker, _findings = read_marker(batch, raw, path)
+    return batch if marker is None else ControlBatch(batch, marker)
 
 
 def _batch_in_time(b: Batch, wanted: RecordFilter) -> bool:
@@ -399,7 +410,7 @@ def _search_records(
                 hits = [r for r in _in_range(records, options) if wanted.record(r)]
                 if hits:
                     if not shown:
-                        yield b
+                        yield marked(b, item.raw, f.display) if b.control else b
                         shown = True
                     yield from hits if decoder is None else (decode(decoder, r) for r in hits)
             batches += shown

@@ -91,9 +91,14 @@ class Trailing(NamedTuple):
 
 
 class FileStart(NamedTuple):
-    """Separator emitted before each file's lines when several files are dumped in one run."""
+    """Separator emitted before each file's lines when several files are dumped in one run; with ``shown`` False, only
+    the context of the lines that follow (a single file's: no separator). ``topic`` and ``partition`` are those of
+    the partition dir holding the file (None outside one), what every JSON batch and record line of it names."""
 
     path: str
+    topic: str | None = None
+    partition: int | None = None
+    shown: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         return {"type": "file", "path": self.path}
@@ -159,6 +164,25 @@ class Batch(NamedTuple):
         d["record_count"] = self.record_count
         if self.delete_horizon_ms is not None:
             d["delete_horizon_ms"] = self.delete_horizon_ms
+        return d
+
+
+class ControlBatch(Batch):
+    """A control batch (a :class:`Batch`, for every reader of batches) with the end-transaction marker it holds
+    (Kafka's ``EndTransactionMarker``: ABORT or COMMIT, with the coordinator epoch), named on its line as
+    ``kafka.tools.DumpLogSegments`` names it on the marker's (``endTxnMarker: COMMIT coordinatorEpoch: 0``)."""
+
+    marker: Marker
+
+    def __new__(cls, batch: Batch, marker: Marker) -> ControlBatch:
+        self = tuple.__new__(cls, batch)
+        self.marker = marker
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        d = super().as_dict()
+        d["control_type"] = self.marker.control_type
+        d["coordinator_epoch"] = self.marker.coordinator_epoch
         return d
 
 
@@ -236,10 +260,12 @@ class Stretch(NamedTuple):
         """Batch ``i`` of the window (``lo <= i < hi``) as a :class:`Batch`."""
         return column_batch(self.columns, i)
 
-    def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object]) -> None:
-        """The batch lines ``dump`` prints for the stretch's batches (``fmt`` text or jsonl; no records), given to
-        ``write`` as UTF-8 bytes in pieces of whole lines; see ``WindowColumns.render``."""
-        self.columns.render(self.lo, self.hi, fmt, values, fallback, write, False)
+    def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object],
+               context: str = "") -> None:
+        """The batch lines ``dump`` prints for the stretch's batches (``fmt`` text or jsonl; no records; a marker named
+        on its line), given to ``write`` as UTF-8 bytes in pieces of whole lines; see ``WindowColumns.render``.
+        ``context``: what each JSON line ends with before its ``}`` (the file's topic, partition and path)."""
+        self.columns.render(self.lo, self.hi, fmt, values, fallback, write, False, context)
 
     def seek(self, position: int, i: int, at: int, end: int) -> tuple[int, int, int | None]:
         """Where byte ``position`` falls among batches ``i:hi`` of the stretch, batch ``i`` beginning at byte ``at`` and

@@ -75,10 +75,12 @@ class RecordRun(NamedTuple):
             yield batch
             yield from decode_records(batch, raw(i), "")[0]
 
-    def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object]) -> None:
+    def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object],
+               context: str = "") -> None:
         """The lines ``dump`` prints for the run (``fmt`` text or jsonl), given to ``write`` as UTF-8 bytes in pieces
-        of whole lines; see ``WindowColumns.render`` (and ``RecordChunk.render``: a chunk's record lines alone)."""
-        self.columns.render(self.lo, self.hi, fmt, values, fallback, write)
+        of whole lines; see ``WindowColumns.render`` (and ``RecordChunk.render``: a chunk's record lines alone).
+        ``context``: what each JSON line ends with before its ``}`` (the file's topic, partition and path)."""
+        self.columns.render(self.lo, self.hi, fmt, values, fallback, write, context=context)
 
 
 def crc32c(data: bytes | memoryview, value: int = 0) -> int:

@@ -59,7 +59,8 @@ def test_parquet_and_csv_rows_equal_the_spark_records_level(tmp_path: Path, run_
         root = corpus_root() / rel
         want = spark_rows(root)
         assert want, rel
-        pq_out, csv_out = tmp_path / "out.parquet", tmp_path / "out.csv"
+        name = rel.replace("/", "_")  # a new file each: --out refuses an existing one without --force
+        pq_out, csv_out = tmp_path / f"{name}.parquet", tmp_path / f"{name}.csv"
         p = run_cli("dump", "-f", "parquet", "--out", pq_out, root)
         assert p.returncode in (0, 1) and "Traceback" not in p.stderr, p.stderr
         assert parquet_rows(pq_out) == want, rel

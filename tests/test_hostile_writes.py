@@ -173,7 +173,7 @@ def test_out_through_a_symlink_replaces_its_target_in_the_target_dir(corpus: Pat
     target.chmod(0o640)
     link = tmp_path / "links" / "out.csv"
     link.symlink_to("../real/rows.csv")
-    done = run_cli("dump", "-f", "csv", "--out", link, corpus / PART)
+    done = run_cli("dump", "-f", "csv", "--out", link, "--force", corpus / PART)
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and os.readlink(link) == "../real/rows.csv"
     assert target.read_bytes() == expected_csv and stat.S_IMODE(target.stat().st_mode) == 0o640
@@ -207,7 +207,8 @@ def test_a_failed_write_leaves_no_temp_file_and_the_old_output(corpus: Path, tmp
                                                                run_cli) -> None:
     out = tmp_path / f"rows.{fmt}"
     out.write_bytes(b"the previous output\n")
-    done = run_cli("dump", "-f", fmt, "--out", out, corpus / "kafka/logdir", preexec_fn=small_fsize_limit)
+    done = run_cli("dump", "-f", fmt, "--out", out, "--force", corpus / "kafka/logdir",
+                   preexec_fn=small_fsize_limit)
     assert done.returncode == 3 and "File too large" in done.stderr, done.stderr
     assert out.read_bytes() == b"the previous output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
@@ -233,7 +234,7 @@ def test_an_interrupted_write_leaves_no_temp_file_and_the_old_output(corpus: Pat
     out.write_bytes(b"the previous output\n")
     read_end, write_end = os.pipe()
     fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)  # the findings fill it: the child waits, its temp file open
-    child = subprocess.Popen([*KAFKATOOL, "dump", "-f", "csv", "--out", str(out), str(part)],
+    child = subprocess.Popen([*KAFKATOOL, "dump", "-f", "csv", "--out", str(out), "--force", str(part)],
                              stdout=subprocess.DEVNULL, stderr=write_end)
     os.close(write_end)
     try:

@@ -382,7 +382,7 @@ def test_cli_spark_scan(spark, kafka_corpus, tmp_path):
     assert lines[-1]["scope"] == "total" and lines[-1]["batches"] == 149 and lines[-1]["records"] == 269
     assert {p.name for p in (tmp_path / "o").iterdir()} >= {"batches", "records", "findings", "summary.json"}
     assert spark.range(3).count() == 3  # the session is still usable
-    text = kt("spark", "scan", damaged, "--out", tmp_path / "o")
+    text = kt("spark", "scan", damaged, "--out", tmp_path / "o", "--force")  # its tables replaced
     assert text.exit_code == 1 and "rtopic-0" in text.stdout and "1 CRC failures" in text.stdout
     # stderr is no terminal here (a log file under spark-submit or a scheduler): progress as plain lines,
     # none of them on stdout

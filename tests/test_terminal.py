@@ -80,17 +80,18 @@ def test_progress_never_goes_to_stdout(tmp_path) -> None:
     assert b"verify \x1b[" in err and "\x1b" not in out and "kB" not in out and "errors: 1 partitions" in out
 
 
-def test_an_80_column_table_folds_the_path_and_never_cuts_a_number() -> None:
-    """In an 80-column terminal the partition path is folded onto more lines; every number stays whole (the table
-    once showed ``8229…`` and ``1,07…``)."""
+def test_an_80_column_table_wraps_between_columns_and_never_cuts_a_number() -> None:
+    """In an 80-column terminal a row too wide even with its path cut short goes on over an indented line, between
+    whole columns: the path whole, every number whole (the table once showed ``8229…`` and ``1,07…``, then folded the
+    path in its middle)."""
     shown = screen(on_a_terminal("verify", CASE, env={"COLUMNS": "80"}))
     start = next(i for i, line in enumerate(shown) if line.startswith("partition "))
     table = shown[start:shown.index("", start)]
-    assert "…" not in "".join(table)
-    row = next(line for line in table if line.startswith(CASE[:10])).split()
-    assert row[1:] == ["4", "35,157", "149", "0", "264", "-", "1", "sparse", "1", "1", "2"], table
-    assert "".join(line.split("  ")[0] for line in table if not line.startswith(" ")
-                   and line.split()[0] not in ("partition", "start")) == CASE + "/rtopic-0", table
+    assert "…" not in "".join(table) and max(map(len, table)) <= 80, table
+    at = next(i for i, line in enumerate(table) if line.startswith(CASE[:10]))
+    assert table[at + 1].startswith("    ") and not table[at + 2:], table
+    row = (table[at] + " " + table[at + 1]).split()
+    assert row == [CASE + "/rtopic-0", "4", "35,157", "149", "0", "264", "-", "1", "sparse", "1", "1", "2"], table
 
 
 def test_no_color_means_no_escape_codes() -> None:
@@ -193,8 +194,8 @@ def test_reading_commands_show_progress_while_they_read(args: list[str], code: i
     assert label + b" \x1b[" in raw and BYTES.search(raw), raw[-2000:]
     shown = screen(raw)
     assert not [line for line in shown if "━" in line or BYTES.search(line.encode())], shown
-    with open(tmp_path / "out.txt", "w") as fh:
-        err = on_a_terminal(*args, env={}, stdout=fh, code=code)
+    with open(tmp_path / "out.txt", "w") as fh:  # no COLUMNS: a width asked for applies to a file too
+        err = on_a_terminal(*args, env={"COLUMNS": None}, stdout=fh, code=code)
     assert label + b" \x1b[" in err and BYTES.search(err)
     piped = run_cli(*args)
     assert piped.returncode == code and piped.stderr == ""

@@ -12,6 +12,7 @@ from .options import (
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_MAX_DECOMPRESSED,
     FailOn,
+    Force,
     FromOffset,
     Isolation,
     MaxBatchBytes,
@@ -51,6 +52,7 @@ def dump(
     out_file: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write csv or parquet to this file (a device or FIFO: in place).",
         show_default=False)] = None,
+    force: Force = False,
     records: Records = False,
     values: Annotated[
         str | None,
@@ -108,6 +110,8 @@ def dump(
     check_fail_on(fail_on)
     if out_file is not None and not exporting:
         raise UsageError("--out is for --format csv or parquet")
+    if force and out_file is None:
+        raise UsageError("--force is for --out")
     if values is not None and values not in VALUE_MODES:
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
     if isolation not in ("read_uncommitted", "read_committed"):
@@ -138,7 +142,7 @@ def dump(
             raise UsageError("--format parquet needs --out FILE")
         report = Output("text", stream=sys.stderr)  # stdout (or --out) carries the rows
         # --out is decided (written in place, replaced whole, or refused) before anything is read.
-        with output_file(out_file) if out_file is not None else nullcontext() as sink, \
+        with output_file(out_file, force) if out_file is not None else nullcontext() as sink, \
                 report.progress(lambda: total_bytes(paths), "dump") as advance:
             report.emit_all(export(tallied(report, dump_paths(paths, options, progress=advance, name_files=True)),
                                    fmt, sink, values or "base64"))

@@ -43,6 +43,8 @@ Groups = Annotated[list[str] | None, typer.Option("--group", "-g", help="A consu
 TransactionalIds = Annotated[list[str] | None, typer.Option("--transactional-id",
                                                             help="A transactional id (repeatable).",
                                                             show_default=False)]
+Force = Annotated[bool, typer.Option("--force", help="With --out: replace a file (or the tables of a directory) "
+                                                   "that exists; without it that is refused (exit 2).")]
 BackupDir = Annotated[Path | None, typer.Option(
     "--backup-dir", help="With --apply: where the originals are copied before anything changes (default: "
                          "kafkatool-backup-<log dir>-<UTC time> beside the log dir changed).")]

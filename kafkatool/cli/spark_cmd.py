@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from .commands import LazyGroup, group, lazy_command
-from .options import Deep, FailOn, Format, Records
+from .options import Deep, FailOn, Force, Format, Records
 
 
 class _Spark(LazyGroup):
@@ -141,6 +141,7 @@ def scan(
                                                "(s3://, hdfs:// through pyarrow.fs).", show_default=False)],
     out: Annotated[str, typer.Option("--out", "-o", help="Output dir (or URL) for the Parquet tables and "
                                      "summary.json.", show_default=False)],
+    force: Force = False,
     records: Records = False,
     master: Annotated[str, typer.Option(help="Spark master URL; '' keeps what spark-submit set.")] = "local[*]",
     split_bytes: Annotated[
@@ -186,13 +187,14 @@ def scan(
             raise UsageError(f"no such file or directory: {p}")
     from ..safewrite.outpath import output_dir
 
-    output_dir(out)  # refused before a Spark session starts
+    output_dir(out, force)  # refused before a Spark session starts
 
     spark, started = session(master)
     try:
         with _task_bars(stderr_lines(spark)) as progress:
             result = scan_paths(spark, paths, out, records=records, split_bytes=split_bytes,
-                                pack_bytes=pack_bytes, deep=deep, progress=progress)
+                                pack_bytes=pack_bytes, deep=deep, force=force,
+                                progress=progress)
     finally:
         if started:
             spark.stop()

@@ -33,12 +33,13 @@ def _out_kind(mode: int) -> str:
     return "a regular file" if stat.S_ISREG(mode) else "not a file"
 
 
-def output_target(path: Path) -> tuple[str, Path]:
+def output_target(path: Path, force: bool = False) -> tuple[str, Path]:
     """What writing ``--out PATH`` does, decided before anything is read or written: ``("replace", FILE)`` (a
     temp file in FILE's own dir renamed over it: PATH, or the regular file a symlink PATH points to, the link
     kept) or ``("in-place", PATH)`` (a character device such as /dev/null or /dev/full, a FIFO, /dev/stdout).
-    Refused (:class:`OutputRefused`): a directory, a block device (a disk is never overwritten by a typo), a
-    socket, a dangling symlink (as GNU cp, nothing is created through it) or a symlink loop."""
+    Refused (:class:`OutputRefused`): a regular file that exists, unless ``force`` (``--force``: a typo never
+    replaces a file silently), a directory, a block device (a disk is never overwritten by a typo), a socket, a
+    dangling symlink (as GNU cp, nothing is created through it) or a symlink loop."""
     path = Path(path)
     try:
         st = os.lstat(path)
@@ -57,6 +58,8 @@ def output_target(path: Path) -> tuple[str, Path]:
     if stat.S_ISREG(st.st_mode):
         if alias:
             return "in-place", path
+        if not force:
+            raise OutputRefused(f"--out {path}: the file exists; give --force to replace it")
         return "replace", Path(os.path.realpath(path))  # a link's target, in the target's own dir
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return "in-place", path
@@ -87,7 +90,7 @@ def _term_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def output_file(path: Path) -> Iterator[Any]:
+def output_file(path: Path, force: bool = False) -> Iterator[Any]:
     """A binary file object for ``--out PATH``, by :func:`output_target`'s rule; the whole output or nothing.
 
     Replaced: the data goes to ``<name>.<random>.kafkatool-tmp`` beside the file (created exclusively, never
@@ -95,8 +98,8 @@ def output_file(path: Path) -> Iterator[Any]:
     fsynced; on any error (ENOSPC, EFBIG, Ctrl-C, SIGTERM) the temp file is removed and the file left as it
     was. A replaced file keeps its mode and (when allowed) its owner. In place: opened for writing without
     truncation at the end (O_APPEND: ``>>`` stays an append); a FIFO with no reader is refused (ENXIO: an I/O
-    error) rather than waited for."""
-    how, target = output_target(path)
+    error) rather than waited for. An existing file is replaced only with ``force`` (:func:`output_target`)."""
+    how, target = output_target(path, force)
     if how == "in-place":
         try:
             fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -149,8 +152,9 @@ def _named(exc: OSError, path: Path) -> OSError:
     return exc if exc.filename is not None else OSError(exc.errno, exc.strerror, str(path))
 
 
-def output_dir(path: str) -> None:
-    """``--out DIR`` (``spark scan``): a directory, a symlink to one, or nothing yet (created). A URL is the file
+def output_dir(path: str, force: bool = False) -> None:
+    """``--out DIR`` (``spark scan``): an empty directory, a symlink to one, or nothing yet (created); a directory
+    holding anything only with ``force`` (its tables are replaced: Spark's overwrite mode). A URL is the file
     system's business. Anything else is refused (:class:`OutputRefused`): the tables are never written over a
     file, a device or a FIFO, and a dangling link is not followed."""
     if "://" in path:
@@ -168,3 +172,8 @@ def output_dir(path: str) -> None:
             raise OutputRefused(f"--out {path}: a symlink that cannot be followed ({exc.strerror})") from None
     if not stat.S_ISDIR(st.st_mode):
         raise OutputRefused(f"--out {path}: {_out_kind(st.st_mode)}; the output is a directory of tables")
+    if not force:
+        with os.scandir(path) as entries:
+            if next(entries, None) is not None:
+                raise OutputRefused(f"--out {path}: the directory is not empty; give --force to replace its "
+                                    "tables")

@@ -318,7 +318,7 @@ def _loaded(spark: SparkSession, paths: list[str], clusters: dict[str, str] | No
 
 def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, records: bool = False,
                split_bytes: int = 0, pack_bytes: int = 0, deep: bool = False, mode: str = "overwrite",
-               progress: ProgressCallback | None = None) -> ScanResult:
+               force: bool = False, progress: ProgressCallback | None = None) -> ScanResult:
     """Run the scan; ``paths`` are what the data source takes (files, dirs, globs, URLs).
 
     ``deep``: the findings also decompress and decode every record (``verify --deep``).
@@ -336,7 +336,9 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     from ..safewrite.outpath import output_dir, output_file
 
     out = str(out)
-    output_dir(out)  # a file, a device, a FIFO or a dangling link is refused before Spark writes anything
+    # a file, a device, a FIFO, a dangling link or (without ``force``) a dir holding anything is refused before Spark
+    # writes anything
+    output_dir(out, force)
     register(spark)
     run = uuid.uuid4().hex[:12]
     levels = [("batches", split_bytes), ("findings", 0)] + ([("records", split_bytes)] if records else [])
@@ -369,7 +371,7 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
     if "://" in out:
         Path(out, "summary.json").write_text(summary)
     else:
-        with output_file(Path(out, "summary.json")) as fh:  # whole or not at all; a link to it is kept
+        with output_file(Path(out, "summary.json"), force=True) as fh:  # whole or not at all; a link to it is kept
             fh.write(summary.encode())
     return result
 

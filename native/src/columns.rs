@@ -1007,6 +1007,7 @@ mod py {
 
         /// Records `lo..hi` rendered as `dump` prints a batch's records (`WindowColumns.render`, without the batch
         /// line).
+        #[pyo3(signature = (lo, hi, fmt, values, fallback, write, context = ""))]
         #[allow(clippy::too_many_arguments)]
         fn render<'py>(
             &self,
@@ -1017,13 +1018,14 @@ mod py {
             values: &str,
             fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
             write: Bound<'py, PyAny>,
+            context: &str,
         ) -> PyResult<()> {
             crate::guarded(|| {
                 let values = values_of(values)?;
                 crate::with_bytes(self.data.bind(py), |data| {
                     let recs = Records { cols: &self.records, data };
                     render_with(py, fallback, write, |fb, out, sink| {
-                        render::render(Shown::Records(recs), lo, hi, fmt == "jsonl", values, fb, out, sink)
+                        render::render(Shown::Records(recs), lo, hi, fmt == "jsonl", context, values, fb, out, sink)
                     })
                 })
             })
@@ -1199,7 +1201,7 @@ mod py {
         /// as UTF-8 bytes in pieces of whole lines (about 64 KiB each, see `render::CHUNK`): `fmt` "text" or
         /// "jsonl", `values` "base64" | "text" | "hex" | "none"; `fallback` is `(text_bytes, key_repr, iso)`,
         /// Python's rendering of the rare cases (see `render.rs`).
-        #[pyo3(signature = (lo, hi, fmt, values, fallback, write, records = true))]
+        #[pyo3(signature = (lo, hi, fmt, values, fallback, write, records = true, context = ""))]
         #[allow(clippy::too_many_arguments)]
         fn render<'py>(
             &self,
@@ -1211,12 +1213,13 @@ mod py {
             fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
             write: Bound<'py, PyAny>,
             records: bool,
+            context: &str,
         ) -> PyResult<()> {
             crate::guarded(|| {
                 let values = values_of(values)?;
                 render_with(py, fallback, write, |fb, out, sink| {
                     let shown = Shown::Batches { cols: &self.cols, records };
-                    render::render(shown, lo, hi, fmt == "jsonl", values, fb, out, sink)
+                    render::render(shown, lo, hi, fmt == "jsonl", context, values, fb, out, sink)
                 })
             })
         }

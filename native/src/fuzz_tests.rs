@@ -534,13 +534,14 @@ fn check_render(cols: &WindowColumns, lo: usize, hi: usize) {
                 for line in s.lines() {
                     assert!(!line.chars().any(char::is_control), "a raw control character rendered: {line:?}");
                     if json {
-                        assert!(line.starts_with('{') && line.ends_with('}') && line.is_ascii(), "{line}");
+                        assert!(line.starts_with('{') && line.ends_with(", \"path\": \"p\"}") && line.is_ascii(), "{line}");
                     }
                     lines += 1;
                 }
                 Ok(())
             };
-            render::render(Shown::Batches { cols, records: true }, lo, hi, json, values, &mut Escaped, &mut out, &mut write).expect("renders");
+            let context = if json { ", \"path\": \"p\"" } else { "" };
+            render::render(Shown::Batches { cols, records: true }, lo, hi, json, context, values, &mut Escaped, &mut out, &mut write).expect("renders");
             assert!(out.is_empty());
             let shown: usize = (lo..hi.min(cols.batches.len())).map(|i| 1 + cols.record_range(i).len()).sum();
             assert_eq!(lines, shown, "one line per batch and per record");
@@ -555,7 +556,7 @@ fn check_render(cols: &WindowColumns, lo: usize, hi: usize) {
                 Ok(())
             };
             let recs = render::Records { cols: &cols.records, data: &cols.data };
-            render::render(Shown::Records(recs), from, to, json, values, &mut Escaped, &mut out, &mut gather).expect("renders");
+            render::render(Shown::Records(recs), from, to, json, context, values, &mut Escaped, &mut out, &mut gather).expect("renders");
             let batch_line = if json { "{\"type\": \"batch\"" } else { "offset " };
             let record_lines: Vec<&str> = all.lines().filter(|l| !l.starts_with(batch_line)).collect();
             assert_eq!(alone.lines().collect::<Vec<_>>(), record_lines);

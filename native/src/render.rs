@@ -95,13 +95,15 @@ type Pieces<'a> = Box<dyn Iterator<Item = (Option<usize>, std::ops::Range<usize>
 /// Render batches (or records) `lo..hi` of `shown` as text (`json == false`) or JSON lines, handing them to
 /// `write` in pieces of whole lines, each of about [`CHUNK`] bytes (the last one shorter, and none when there is
 /// nothing to write): `out`, the buffer the lines gather in (empty on return), is handed on whenever it holds
-/// [`CHUNK`] bytes or more before a record or after a batch's records.
+/// [`CHUNK`] bytes or more before a record or after a batch's records. `context` ends each JSON line, before its
+/// `}` (`, "topic": .., "partition": .., "path": ..`: the file's, rendered once a file by Python).
 #[allow(clippy::too_many_arguments)]
 pub fn render<F: Fallback>(
     shown: Shown<'_>,
     lo: usize,
     hi: usize,
     json: bool,
+    context: &str,
     values: Values,
     fb: &mut F,
     out: &mut String,
@@ -119,7 +121,7 @@ pub fn render<F: Fallback>(
     for (batch, range) in pieces {
         if let (Some(i), Shown::Batches { cols, .. }) = (batch, shown) {
             if json {
-                json_batch(cols, i, out);
+                json_batch(cols, i, context, out);
             } else {
                 text_batch(cols, i, fb, out)?;
             }
@@ -130,7 +132,7 @@ pub fn render<F: Fallback>(
                 out.clear();
             }
             if json {
-                json_record(recs, j, values, out);
+                json_record(recs, j, values, context, out);
             } else {
                 text_record(recs, j, values, fb, out)?;
             }
@@ -200,7 +202,20 @@ fn json_fields(fields: &[(&str, Json)], out: &mut String) {
     }
 }
 
-fn json_batch(cols: &WindowColumns, i: usize, out: &mut String) {
+/// The marker control batch `i` holds, when its one record was read here ([`WindowColumns::control`]) as an
+/// end-transaction marker (Kafka's `ControlRecordType` ABORT 0 / COMMIT 1, a value holding the coordinator epoch):
+/// its name and coordinator epoch (`kafkatool.records.read_marker`; in a stretch only such markers).
+fn marker(cols: &WindowColumns, i: usize) -> Option<(&'static str, i32)> {
+    let c = cols.control(i)?;
+    let name = match (c.key_version >= 0, c.key_type) {
+        (true, 0) => "ABORT",
+        (true, 1) => "COMMIT",
+        _ => return None,
+    };
+    Some((name, c.value?.1))
+}
+
+fn json_batch(cols: &WindowColumns, i: usize, context: &str, out: &mut String) {
     let Some((e, last)) = batch_at(cols, i) else { return };
     let h = &e.header;
     let a = h.attributes;
@@ -229,10 +244,14 @@ fn json_batch(cols: &WindowColumns, i: usize, out: &mut String) {
     if a & 0x40 != 0 {
         json_fields(&[("delete_horizon_ms", Json::Int(h.base_timestamp))], out);
     }
+    if let Some((name, epoch)) = marker(cols, i).filter(|_| a & 0x20 != 0) {
+        json_fields(&[("control_type", Json::Name(name)), ("coordinator_epoch", Json::Int(i64::from(epoch)))], out);
+    }
+    out.push_str(context);
     out.push_str("}\n");
 }
 
-fn json_record(recs: Records<'_>, j: usize, values: Values, out: &mut String) {
+fn json_record(recs: Records<'_>, j: usize, values: Values, context: &str, out: &mut String) {
     let Some((off, ts)) = record_at(recs, j) else { return };
     out.push_str("{\"type\": \"record\"");
     json_fields(&[("offset", Json::Int(off)), ("timestamp", Json::Int(ts))], out);
@@ -254,7 +273,9 @@ fn json_record(recs: Records<'_>, j: usize, values: Values, out: &mut String) {
         json_value(if values == Values::None { None } else { value }, values, out);
         out.push(']');
     }
-    out.push_str("]}\n");
+    out.push(']');
+    out.push_str(context);
+    out.push_str("}\n");
 }
 
 fn json_value(v: Option<&[u8]>, values: Values, out: &mut String) {
@@ -478,11 +499,19 @@ fn text_batch<F: Fallback>(cols: &WindowColumns, i: usize, fb: &mut F, out: &mut
         out.push_str(" seq ");
         int(out, h.base_sequence);
     }
-    match (a & 0x10 != 0, a & 0x20 != 0) {
-        (true, true) => out.push_str("  transactional control"),
-        (true, false) => out.push_str("  transactional"),
-        (false, true) => out.push_str("  control"),
-        (false, false) => {}
+    if a & 0x10 != 0 {
+        out.push_str("  transactional");
+    }
+    if a & 0x20 != 0 {
+        out.push_str(if a & 0x10 != 0 { " " } else { "  " });
+        match marker(cols, i) {
+            Some((name, epoch)) => {
+                out.push_str(name);
+                out.push_str(" coordinator epoch ");
+                int(out, epoch);
+            }
+            None => out.push_str("control"),
+        }
     }
     if a & 0x40 != 0 {
         out.push_str("  delete-horizon ");

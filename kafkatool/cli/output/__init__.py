@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...errors import UsageError
-from ...model import Stretch, render_bytes
+from ...model import ControlBatch, FileStart, Stretch, render_bytes
 from ...records import RecordRun
 from ..exits import exit_code
 from .dumplog import DumpLog
@@ -61,6 +61,9 @@ class Output(Tables, DumpLog, Bars):
         self._summaries: list[dict[str, Any]] = []  # text: shown as one table after everything else
         self.current_file: str | None = None  # the file whose header was shown last (text)
         self._batch: dict[str, Any] | None = None  # dump-log: the batch whose records follow
+        # jsonl: what each batch and record line of the current file ends with (its topic, partition and path),
+        # rendered once a file (FileStart)
+        self._context = ""
         self.tables = tables  # False: rows that would be tables are lines (mixed with other lines)
         self._colour = self._console is not None and self._console.is_terminal and \
             self._console.color_system is not None
@@ -73,6 +76,12 @@ class Output(Tables, DumpLog, Bars):
         if item.__class__ is RecordRun or item.__class__ is Stretch:
             self._run(item)
             return
+        if item.__class__ is FileStart:
+            if self.fmt == "jsonl":
+                context = _json({"topic": item.topic, "partition": item.partition, "path": item.path})
+                self._context = ", " + context[1:-1]
+            if not item.shown:
+                return
         d = item if isinstance(item, dict) else item.as_dict()
         if d.get("type") == "finding":
             self.findings[d["severity"]] += 1
@@ -82,7 +91,10 @@ class Output(Tables, DumpLog, Bars):
         if d.get("type") == "record" and self.values != "base64" and not (self.fmt == "text" and self.values == "text"):
             d = self._revalue(d)
         if self.fmt == "jsonl":
-            self._out.write(_json(d) + "\n")
+            line = _json(d)
+            if self._context and (d.get("type") == "batch" or d.get("type") == "record"):
+                line = line[:-1] + self._context + "}"
+            self._out.write(line + "\n")
         elif self.fmt == "dump-log":
             self._dump_log(d)
         else:
@@ -102,10 +114,14 @@ class Output(Tables, DumpLog, Bars):
             else:  # the UTF-8 bytes as they are, after whatever the text layer holds
                 self._out.flush()
                 write = binary.write
-            run.render(self.fmt, self.values, _RENDER_FALLBACK, write)
-        else:
-            for item in run.items() if run.__class__ is RecordRun else run.batches():
+            run.render(self.fmt, self.values, _RENDER_FALLBACK, write, self._context)
+        elif run.__class__ is RecordRun:
+            for item in run.items():
                 self.emit(item)
+        else:  # a stretch's markers named on their batch lines, as the native lines name them
+            markers = run.markers
+            for i, batch in enumerate(run.batches(), run.lo):
+                self.emit(ControlBatch(batch, markers[i]) if i in markers else batch)
 
     def emit_all(self, items: Iterable[Any]) -> None:
         for item in items:

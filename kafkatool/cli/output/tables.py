@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .terminal import table_width
 from .text import _cell, _min_isr
 
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
@@ -56,8 +57,10 @@ _SUMMARY_COLUMNS = {
     "infos": "info",
 }
 _SGR = {"bold": "1", "bold red": "1;31", "yellow": "33"}  # table lines are written as plain text
-_NUMBER = re.compile(r"-?[\d,]+|-")
-_FOLD_MIN = 16  # a folded column keeps at least this many characters a line
+# What a table never cuts: a number (1,234; a list of them, 1,2,3), a timestamp (or a range of them), nothing ("-")
+_WHOLE = re.compile(r"-?[\d,]+|-|(\d{4}-\d\d-\d\dT[\d:.]+Z|-?\d+)(\.\.(\d{4}-\d\d-\d\dT[\d:.]+Z|-?\d+))?")
+_FOLD_MIN = 24  # a column of text cut short keeps at least this many characters
+_INDENT = "    "  # the lines a row goes on over, past the first
 
 
 class Tables:
@@ -81,11 +84,11 @@ class Tables:
         self._print_table(list(cols.values()), [[_cell(c, r.get(c)) for c in cols] for r in rows])
 
     def _print_table(self, headers: list[str], rows: list[list[str]], styles: list[str | None] | None = None) -> None:
-        """Columns two spaces apart, no trailing spaces. On a terminal narrower than the table, the widest column
-        of text (a path) is folded onto more lines; a number is never cut. Plain string work: rich's Table took
-        seconds for the 2,000 partitions of a big log dir."""
+        """Columns two spaces apart, no trailing spaces. Narrower than the terminal (or ``COLUMNS``:
+        :func:`~.terminal.table_width`): :func:`_table_lines`. Plain string work: rich's Table took seconds for the
+        2,000 partitions of a big log dir."""
         assert self._console is not None
-        limit = self._console.width if self._out.isatty() else None
+        limit = table_width(self._out)
         colour = self._console.color_system is not None and self._console.is_terminal
         lines = _table_lines(headers, rows, limit)
         style_of = [_SGR["bold"], *((_SGR.get(x) if x else None) for x in (styles or [None] * len(rows)))]
@@ -115,23 +118,69 @@ class Tables:
 
 
 def _table_lines(headers: list[str], rows: list[list[str]], limit: int | None) -> list[tuple[int, list[str]]]:
-    """The padded cells of each line, with the index of the row it shows (0: the header). Past ``limit`` columns,
-    the widest column holding any text that is not a number is folded to fit."""
+    """The padded cells of each line, with the index of the row it shows (0: the header). Past ``limit`` columns:
+    headers of more than one word take a line a word ("log start": "log", "start"); then, when that makes the table
+    fit, the widest columns of text (a partition's path) lose the middle of what they hold to an ellipsis (``…``),
+    never below ``_FOLD_MIN`` characters; else each row goes on over more lines, indented, between whole columns (only
+    a column wider than a line is cut). A number or a timestamp is never cut."""
     table = [headers, *rows]
     widths = [max(map(len, col)) for col in zip(*table, strict=True)]
-    stack = limit is not None and sum(widths) + 2 * (len(widths) - 1) > limit
-    if stack:  # headers of more than one word take a line a word ("log start": "log", "start")
+    stack = limit is not None and _span(widths) > limit
+    cut: list[int] = []  # the columns whose cells may lose their middle
+    bands = [range(len(widths))]
+    if stack:
+        assert limit is not None
         widths = [max(max(map(len, h.split(" "))), *(len(r[j]) for r in rows)) for j, h in enumerate(headers)]
-        total = sum(widths) + 2 * (len(widths) - 1)
-        text = [j for j in range(len(widths)) if any(not _NUMBER.fullmatch(r[j]) for r in rows)]
-        if text and total > limit:
-            j = max(text, key=lambda k: widths[k])
-            widths[j] = max(_FOLD_MIN, widths[j] - (total - limit))
+        floors = [max(_FOLD_MIN, *map(len, h.split(" "))) for h in headers]
+        cut = [j for j in range(len(widths)) if any(not _WHOLE.fullmatch(r[j]) for r in rows)]
+        narrow = list(widths)
+        over = _span(narrow) - limit
+        while over > 0:  # a character at a time off the widest column of text that may still lose one
+            j = max((k for k in cut if narrow[k] > floors[k]), key=lambda k: narrow[k], default=None)
+            if j is None:
+                break
+            narrow[j] -= 1
+            over -= 1
+        if over <= 0:
+            widths = narrow
+        else:
+            widths = [min(w, max(floors[j], limit - len(_INDENT))) if j in cut else w for j, w in enumerate(widths)]
+            bands = _bands(widths, limit)
     out: list[tuple[int, list[str]]] = []
     for i, row in enumerate(table):
-        parts = [c.split(" ") if i == 0 and stack else
-                 [c[k:k + w] for k in range(0, len(c), w)] if len(c) > w else [c]
-                 for c, w in zip(row, widths, strict=True)]
-        for n in range(max(map(len, parts))):
-            out.append((i, [(p[n] if n < len(p) else "").ljust(w) for p, w in zip(parts, widths, strict=True)]))
+        parts = [c.split(" ") if i == 0 and stack else [_middle_cut(c, w) if j in cut else c]
+                 for j, (c, w) in enumerate(zip(row, widths, strict=True))]
+        for b, band in enumerate(bands):
+            indent = _INDENT if b else ""
+            for n in range(max(len(parts[j]) for j in band)):
+                cells = [(parts[j][n] if n < len(parts[j]) else "").ljust(widths[j]) for j in band]
+                cells[0] = indent + cells[0]
+                out.append((i, cells))
     return out
+
+
+def _span(widths: list[int]) -> int:
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def _bands(widths: list[int], limit: int) -> list[range]:
+    """The columns in runs that each fit ``limit`` (the runs after the first indented by ``_INDENT``): where a row
+    that is still too wide goes on over more lines, between columns."""
+    bands, start, used = [], 0, 0
+    for j, w in enumerate(widths):
+        need = w if j == start else used + 2 + w
+        if j > start and need + (len(_INDENT) if bands else 0) > limit:
+            bands.append(range(start, j))
+            start, need = j, w
+        used = need
+    bands.append(range(start, len(widths)))
+    return bands
+
+
+def _middle_cut(cell: str, width: int) -> str:
+    """``cell`` in ``width`` characters: its middle given up to an ellipsis, so both ends of a path stay (where it is,
+    and the partition: two thirds of what is kept)."""
+    if len(cell) <= width:
+        return cell
+    head = (width - 1) // 3
+    return cell[:head] + "…" + cell[len(cell) - (width - 1 - head):]

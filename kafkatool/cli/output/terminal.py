@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -45,6 +46,20 @@ class PlainConsole:
 
     def print(self, text: str = "", highlight: bool = False) -> None:
         self.file.write(_markup(text, False) + "\n")
+
+def table_width(stream: Any) -> int | None:
+    """The columns a table may take on ``stream``: ``COLUMNS`` when it is set (as ``shutil.get_terminal_size`` reads
+    it: the width asked for, piped or not), else a terminal's width; None when piped (a table takes the width it
+    needs, never cut for a file or a pipe)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if stream.isatty():
+            return shutil.get_terminal_size().columns
+    except (AttributeError, ValueError):
+        pass
+    return None
 
 def printable(text: str) -> str:
     """``text`` with each character a terminal could act on written as ``repr`` writes it inside a string

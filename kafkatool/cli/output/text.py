@@ -78,6 +78,8 @@ def _batch(o: Output, d: dict[str, Any]) -> str:
     if d["magic"] >= 2 and d["producer_id"] >= 0:
         parts.append(f"producer {d['producer_id']} epoch {d['producer_epoch']} seq {d['base_sequence']}")
     flags = [f for f in ("transactional", "control") if d.get(f)]
+    if "control_type" in d:  # an end-transaction marker, as DumpLogSegments names it (endTxnMarker, coordinatorEpoch)
+        flags[-1] = f"{d['control_type']} coordinator epoch {d['coordinator_epoch']}"
     if flags:
         parts.append(" ".join(flags) if plain else "[magenta]" + " ".join(flags) + "[/magenta]")
     if "delete_horizon_ms" in d:
