@@ -21,9 +21,9 @@ from .errors import InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind
 from .findings import finding
 from .model import Finding
+from .smallfiles import OffsetCheckpointEntry, read_small_file
 
 if TYPE_CHECKING:
-    from .smallfiles import OffsetCheckpointEntry  # noqa: F401 (annotations)
     from .walk import PartitionDir
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
@@ -94,10 +94,6 @@ class LogDir:
         return None if cp is None else cp.offsets.get((topic, partition))
 
     def _read_checkpoint(self, name: str) -> Checkpoint | None:
-        # Here, not at the top: smallfiles brings the Construct declarations, which a segment verified on its
-        # own never needs (tests/test_startup.py); smallfiles imports no module of discovery, so no cycle.
-        from .smallfiles import OffsetCheckpointEntry, read_small_file
-
         found = self.file(name)
         if found is None:
             return None

@@ -39,13 +39,13 @@ from .findings import finding
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
+from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerSnapshotHeader, read_small_file
 from .walk import FoundFile, LogDir, PartitionDir, discover
 
-# The loader and the small-file readers are imported by the checks that use them: a segment checked alone needs
-# neither (and they cost more to import than checking it).
+# The loader is imported by the checks that use it: a segment checked alone does not need it (and it costs more to
+# import than checking it).
 if TYPE_CHECKING:
     from .loader import LoadedPartition, PartitionLoad
-    from .smallfiles import OffsetCheckpointEntry
 
 _CHECKPOINTS = {
     "replication-offset-checkpoint": "high watermark",
@@ -238,8 +238,6 @@ class _Runner:
 
 
 def _small(path: Path, kind: FileKind, display: str, base: int | None = None) -> tuple[list[Any], list[Finding]]:
-    from .smallfiles import read_small_file
-
     try:
         items = list(read_small_file(path, kind, display, base))
     except InputIOError as exc:
@@ -625,8 +623,6 @@ def check_epochs(
     holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
     epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
-    from .smallfiles import EpochEntry
-
     implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
     for epoch, start, position, path in runs:
         latest = implied.latest
@@ -680,8 +676,6 @@ def _epoch_list(entries: list[tuple[int, int]]) -> str:
 
 
 def _check_snapshots(files: PartitionFiles, state: _PartitionState) -> Iterator[Finding]:
-    from .smallfiles import ProducerSnapshotHeader
-
     leo = state.leo
     for offset, (path, display) in sorted(files.snapshots.items()):
         values, findings = _small(path, FileKind.PRODUCER_SNAPSHOT, display)
