@@ -35,6 +35,8 @@ BACKUP_PREFIX = "kafkatool-backup-"
 """kafkatool's own backups (``repair --apply``, ``truncation --apply``) are named so, beside the log dirs."""
 MANIFEST_NAME = "MANIFEST.json"
 """What a kafkatool backup dir holds, under any name (:mod:`kafkatool.safewrite.backup`)."""
+JOURNAL_NAME = ".kafkatool-apply.journal"
+"""The journal an ``--apply`` keeps in the log dir until it is done (:mod:`kafkatool.safewrite.journal`)."""
 
 
 class Checkpoint(NamedTuple):
@@ -112,5 +114,5 @@ def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()
     return name.startswith(BACKUP_PREFIX) or MANIFEST_NAME in file_names
 
 
-__all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "MANIFEST_NAME", "META_PROPERTIES", "Checkpoint",
-           "LogDir", "is_backup_dir"]
+__all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "JOURNAL_NAME", "MANIFEST_NAME", "META_PROPERTIES",
+           "Checkpoint", "LogDir", "is_backup_dir"]

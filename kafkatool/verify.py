@@ -36,8 +36,10 @@ from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .findings import finding
+from .logdir import JOURNAL_NAME
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .model import Finding
+from .safewrite.durable import TMP_SUFFIX
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
 from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerSnapshotHeader, read_small_file
 from .walk import FoundFile, LogDir, PartitionDir, discover
@@ -294,9 +296,6 @@ def _sort_files(part: _Partition) -> tuple[PartitionFiles, list[Finding]]:
 
 def _interrupted_apply(path: Path, display: str) -> Finding | None:
     """The journal or a temporary file of a kafkatool ``--apply`` that was killed (see kafkatool.safewrite.journal)."""
-    from .safewrite.durable import TMP_SUFFIX
-    from .safewrite.journal import JOURNAL_NAME
-
     if path.name == JOURNAL_NAME or path.name.endswith(TMP_SUFFIX):
         return finding("apply-interrupted", display, None,
                        "left by a kafkatool --apply that was interrupted (the broker ignores it): run the same "
@@ -317,6 +316,7 @@ _LEFTOVER_MEANING = {
 
 def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
     """Every check of one partition dir; ends with its :class:`PartitionSummary`."""
+    # Here, not at the top: the loader brings Construct; a segment verified alone goes through this module too.
     from .loader import COMPACTED_TOPICS, PartitionLoad
 
     summary = PartitionSummary(part.display, part.topic, part.partition)
@@ -474,6 +474,7 @@ def _snapshot_state(files: PartitionFiles, first_base: int | None) -> tuple[dict
     """Open transactions when the first segment starts: the producer snapshot at its base offset if the broker can
     read it (:func:`kafkatool.loader.latest_snapshot`, ``ProducerStateManager.truncateAndReload``, bounded to that
     offset); False when that state is not known."""
+    # Here, not at the top: as in verify_partition, whose check this is.
     from .loader import latest_snapshot
 
     if not first_base:

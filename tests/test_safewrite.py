@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from kafkatool.errors import ApplyRefused, JournalError, LogDirLocked, RestoreRefused
+from kafkatool.logdir import JOURNAL_NAME
 from kafkatool.safewrite import durable
 from kafkatool.safewrite.durable import atomic_write
-from kafkatool.safewrite.journal import JOURNAL_NAME, FileOp, apply_ops, resume
+from kafkatool.safewrite.journal import FileOp, apply_ops, resume
 from kafkatool.safewrite.lock import log_dir_lock
 from kafkatool.safewrite.restore import restore
 
