@@ -16,7 +16,6 @@ from .filetypes import FileKind, classify, open_regular
 from .findings import finding
 from .model import Batch, FileStart, Finding, Record, Stretch, Trailing
 from .records import RawBatch, RecordRun, ScanOptions, record_chunks, scan
-from .smallfiles import read_small_file
 from .walk import FoundFile, discover, found_files
 
 if TYPE_CHECKING:
@@ -230,6 +229,8 @@ def dump_file(
             yield finding("unknown-file-type", f.display, None,
                           "not a Kafka log-dir file name; cannot tell how to read it")
         else:
+            from .smallfiles import read_small_file  # here, not at the top: a lone segment's dump never needs it
+
             yield from read_small_file(f.path, f.kind, f.display, classify(f.path).base_offset)
     except (OSError, InputIOError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -21,9 +21,9 @@ from .errors import InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind
 from .findings import finding
 from .model import Finding
-from .smallfiles import OffsetCheckpointEntry, read_small_file
 
 if TYPE_CHECKING:
+    from .smallfiles import OffsetCheckpointEntry  # noqa: F401 (annotations)
     from .walk import PartitionDir
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
@@ -37,6 +37,8 @@ MANIFEST_NAME = "MANIFEST.json"
 """What a kafkatool backup dir holds, under any name (:mod:`kafkatool.safewrite.backup`)."""
 JOURNAL_NAME = ".kafkatool-apply.journal"
 """The journal an ``--apply`` keeps in the log dir until it is done (:mod:`kafkatool.safewrite.journal`)."""
+TMP_SUFFIX = ".kafkatool-tmp"
+"""A file kafkatool writes before it renames it into place (:mod:`kafkatool.safewrite.durable`)."""
 
 
 class Checkpoint(NamedTuple):
@@ -96,6 +98,10 @@ class LogDir:
         return None if cp is None else cp.offsets.get((topic, partition))
 
     def _read_checkpoint(self, name: str) -> Checkpoint | None:
+        # Here, not at the top: smallfiles' value classes cost more to create than checking a small segment, which
+        # never needs them (tests/test_startup.py); smallfiles imports no module of discovery, so no cycle.
+        from .smallfiles import OffsetCheckpointEntry, read_small_file
+
         found = self.file(name)
         if found is None:
             return None
@@ -115,4 +121,4 @@ def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()
 
 
 __all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "JOURNAL_NAME", "MANIFEST_NAME", "META_PROPERTIES",
-           "Checkpoint", "LogDir", "is_backup_dir"]
+           "TMP_SUFFIX", "Checkpoint", "LogDir", "is_backup_dir"]

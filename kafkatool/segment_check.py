@@ -41,7 +41,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from .filetypes import FileKind, open_regular
 from .findings import finding
@@ -57,7 +57,9 @@ from .model import (
     pushback,
 )
 from .records import RawBatch, RecordRun, ScanOptions, record_chunks, scan, stretch_bounds
-from .smallfiles import AbortedTxn, index_slots, offset_index_sanity, parse_small_file, time_index_sanity
+
+if TYPE_CHECKING:  # the index readers are imported where indexes are read: a segment checked alone needs none
+    from .smallfiles import AbortedTxn
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -231,6 +233,8 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: _Sink,
     Decoded in bulk with ``array`` (a full 10 MiB index is 1.3 M entries; this runs in C):
     ``tests/test_verify.py`` checks it against the Construct-derived reader on every corpus index.
     """
+    from .smallfiles import offset_index_sanity
+
     empty = OffsetEntries(base_offset, array("i"), array("i"))
     data = _read_index(path, sink, open_file)
     if data is None:
@@ -290,6 +294,8 @@ def _first(values: array, value: int, start: int, default: int) -> int:
 def load_time_index(path: str, base_offset: int, active: bool, sink: _Sink,
                     open_file: Opener = open_local) -> tuple[Entries, IndexVerdict]:
     """The entries (timestamp, absolute offset) of a ``.timeindex``, and a first verdict."""
+    from .smallfiles import index_slots, time_index_sanity
+
     data = _read_index(path, sink, open_file)
     if data is None:
         return [], IndexVerdict("broken")
@@ -402,6 +408,8 @@ def check_segment(
 
 
 def _load_txn_index(path: str, base_offset: int, sink: _Sink, open_file: Opener = open_local) -> list[AbortedTxn]:
+    from .smallfiles import parse_small_file
+
     try:
         with open_file(path) as fh:
             data = fh.read()

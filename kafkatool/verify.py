@@ -36,18 +36,17 @@ from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .findings import finding
-from .logdir import JOURNAL_NAME
+from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .model import Finding
-from .safewrite.durable import TMP_SUFFIX
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
-from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerSnapshotHeader, read_small_file
 from .walk import FoundFile, LogDir, PartitionDir, discover
 
-# The loader is imported by the checks that use it: a segment checked alone does not need it (and it costs more to
-# import than checking it).
+# The loader and the small-file readers are imported by the checks that use them: a segment checked alone needs
+# neither (and they cost more to import than checking it).
 if TYPE_CHECKING:
     from .loader import LoadedPartition, PartitionLoad
+    from .smallfiles import OffsetCheckpointEntry
 
 _CHECKPOINTS = {
     "replication-offset-checkpoint": "high watermark",
@@ -240,6 +239,8 @@ class _Runner:
 
 
 def _small(path: Path, kind: FileKind, display: str, base: int | None = None) -> tuple[list[Any], list[Finding]]:
+    from .smallfiles import read_small_file  # here, not at the top: see the note on the loader above
+
     try:
         items = list(read_small_file(path, kind, display, base))
     except InputIOError as exc:
@@ -316,7 +317,7 @@ _LEFTOVER_MEANING = {
 
 def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
     """Every check of one partition dir; ends with its :class:`PartitionSummary`."""
-    # Here, not at the top: the loader brings Construct; a segment verified alone goes through this module too.
+    # Here, not at the top: see the note on the loader above (a segment verified alone goes through this module).
     from .loader import COMPACTED_TOPICS, PartitionLoad
 
     summary = PartitionSummary(part.display, part.topic, part.partition)
@@ -624,6 +625,8 @@ def check_epochs(
     holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
     epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
+    from .smallfiles import EpochEntry  # here, not at the top: see the note on the loader above
+
     implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
     for epoch, start, position, path in runs:
         latest = implied.latest
@@ -677,6 +680,8 @@ def _epoch_list(entries: list[tuple[int, int]]) -> str:
 
 
 def _check_snapshots(files: PartitionFiles, state: _PartitionState) -> Iterator[Finding]:
+    from .smallfiles import ProducerSnapshotHeader  # here, not at the top: see the note on the loader above
+
     leo = state.leo
     for offset, (path, display) in sorted(files.snapshots.items()):
         values, findings = _small(path, FileKind.PRODUCER_SNAPSHOT, display)

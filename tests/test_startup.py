@@ -4,8 +4,7 @@
 alone); ``verify``, ``dump`` and ``dump --records`` of one segment need the readers, but never pydantic (typer
 converts option values through it), the help renderer's markdown and syntax highlighting, the compression codecs
 of an uncompressed segment, Spark or Arrow; nor rich when the output is no terminal, nor Construct (the reader's
-numbers are in ``formats/constants.py``), nor the loader of a whole partition, nor the declarations the small-file
-readers load at their first read (``kafkatool.smallfiles`` itself is cheap and imported at the top); and with
+numbers are in ``formats/constants.py``), nor the loader and small-file readers of a whole partition; and with
 the native core, not crc32c either (whose import brings ``importlib.metadata``); and json only for jsonl.
 The timings are in ``bench/bench_cli.py`` (ratios against ``python -c pass`` taken in the same run).
 """
@@ -31,8 +30,8 @@ HEAVY = ("pydantic", "pydantic_core", "markdown_it", "pygments", "rich.markdown"
 # ``--help`` reads nothing: no readers, no output layer, no rich at all.
 HELP_HEAVY = (*HEAVY, "rich", "construct", "crc32c", "json", "kafkatool.records", "kafkatool.cli.output")
 # One segment, its output piped: what a partition, a terminal or the pure-Python reader would need.
-SEGMENT_HEAVY = (*HEAVY, "rich", "construct", "kafkatool.loader", "kafkatool.formats.metadata_files",
-                 "kafkatool.logwriter", "kafkatool.locate", "kafkatool.replicas", "kafkatool.codecs")
+SEGMENT_HEAVY = (*HEAVY, "rich", "construct", "kafkatool.loader", "kafkatool.smallfiles", "kafkatool.logwriter",
+                 "kafkatool.locate", "kafkatool.replicas", "kafkatool.codecs")
 NATIVE_HEAVY = ("crc32c", "importlib.metadata")  # the native core checks the CRCs
 TEXT_HEAVY = ("json",)  # text output writes JSON only for a value it has no line for
 COMMAND_MODULES = ("delivery_cmd", "dump_cmd", "internal_cmd", "locate_cmd", "overview_cmd", "producers_cmd",
