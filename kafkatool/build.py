@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from .codecs import compress
 from .formats import legacy as legacy_fmt
 from .formats import record_batch as fmt
 from .formats.control import ControlRecordKey, EndTransactionMarker
@@ -28,8 +29,6 @@ class RecordSpec(NamedTuple):
 def _compress(codec: str, data: bytes, *, legacy_lz4_checksum: bool = False) -> bytes:
     if codec == "none":
         return data
-    from .codecs import compress
-
     return compress(CODEC_IDS[codec], data, legacy_lz4_checksum=legacy_lz4_checksum)
 
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
@@ -73,8 +73,10 @@ class RecordFilter:
 
 def record_filter(*, key: str | None = None, value: str | None = None, header: str | None = None,
                   producer_id: int | None = None, from_time: str | int | None = None,
-                  to_time: str | int | None = None) -> RecordFilter:
-    """A :class:`RecordFilter` from command-line words; a bad pattern, time or range is a UsageError."""
+                  to_time: str | int | None = None, parse_time: Callable[[str], int] | None = None) -> RecordFilter:
+    """A :class:`RecordFilter` from command-line words; a bad pattern, time or range is a UsageError. A time given
+    as text is read by ``parse_time`` (:func:`kafkatool.locate.parse_timestamp`, imported by the caller where a time
+    is given)."""
     def pattern(option: str, text: str | None) -> re.Pattern[str] | None:
         if text is None:
             return None
@@ -86,9 +88,12 @@ def record_filter(*, key: str | None = None, value: str | None = None, header: s
     def when(option: str, text: str | int | None) -> int | None:
         if text is None:
             return None
-        from .locate import parse_timestamp  # (locate reads indexes: not imported for a dump without times)
-
-        ms = text if isinstance(text, int) else parse_timestamp(text)
+        if isinstance(text, int):
+            ms = text
+        elif parse_time is None:
+            raise UsageError(f"{option} {text!r}: give epoch ms")
+        else:
+            ms = parse_time(text)
         if ms < 0:
             raise UsageError(f"{option} {text!r}: give a time (ISO-8601 or epoch ms)")
         return ms
@@ -109,53 +114,6 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-DECODERS = ("consumer-offsets", "transaction-state", "cluster-metadata", "share-group-state", "auto")
-
-
-@dataclass(frozen=True, slots=True)
-class DecodedRecord:
-    """A record of an internal topic with its key and value decoded (``decoded``), or why they are not
-    (``decode_error``): kafka-dump-log's ``--offsets-decoder`` / ``--transaction-log-decoder`` /
-    ``--cluster-metadata-decoder`` / ``--share-group-state-decoder``."""
-
-    record: Record
-    decoded: dict[str, Any] | None
-    error: str | None
-
-    def as_dict(self) -> dict[str, Any]:
-        d = self.record.as_dict()
-        d["decoded"] = self.decoded
-        if self.error is not None:
-            d["decode_error"] = self.error
-        return d
-
-
-def decoder_for(choice: str | None, path: Path) -> str | None:
-    """The decoder a file's records get: the one chosen, or with ``auto`` the one of the internal topic its
-    partition dir belongs to (none for other topics)."""
-    if choice is None or choice != "auto":
-        return choice
-    from .internal import RECORD_DECODERS
-
-    part = partition_of(path.resolve().parent.name)
-    topic = part[0] if part else None
-    return next((name for name, (internal_topic, _fn) in RECORD_DECODERS.items() if internal_topic == topic), None)
-
-
-def decode(decoder: str, r: Record) -> Record | DecodedRecord:
-    """``r`` decoded by ``decoder``; control records stay as they are (they are the markers, not data)."""
-    if r.control_type is not None:
-        return r
-    import json
-
-    from .internal import decode_record
-
-    fields, error = decode_record(decoder, r.key, r.value)
-    if fields is not None and decoder == "cluster-metadata" and fields.get("fields") is not None:
-        fields = {**fields, "fields": json.loads(fields["fields"])}
-    return DecodedRecord(r, fields, error)
-
-
 @dataclass(frozen=True, slots=True)
 class DumpOptions:
     records: bool = False
@@ -164,10 +122,19 @@ class DumpOptions:
     max_batches: int | None = None   # per record file
     max_bytes: int | None = None     # per record file: entries starting within the first N bytes
     scan: ScanOptions = field(default_factory=ScanOptions)
-    isolation: str = "read_uncommitted"  # read_committed: only what such a consumer receives (kafkatool.txns)
     filter: RecordFilter = field(default_factory=RecordFilter)
-    decode: str | None = None   # a DECODERS name: records of internal topics decoded
     columnar: bool = False  # the consumer takes RecordRuns (records as native columns; the CLI's text and jsonl)
+    # What the options need from other engines, given by the caller (the CLI imports each where its option is set):
+    # read_committed: a partition dir's view, only what such a consumer receives (kafkatool.txns.committed_view);
+    committed: Callable[[Path, str], CommittedView] | None = None
+    # --decode: a file's record decoder, None for a file whose records are shown as they are
+    # (kafkatool.internal.file_decoder);
+    decoder: Callable[[Path], Callable[[Record], object] | None] | None = None
+    # where the first batch of from_offset's and of filter.from_time's range is in a partition dir, found through
+    # its indexes (kafkatool.locate.first_at_offset, first_at_time); without them every batch is read, and the range
+    # filters them.
+    offset_start: Callable[[Path, int], tuple[Path, int] | bool] | None = None
+    time_start: Callable[[Path, int], tuple[Path, int] | bool] | None = None
 
     def wants(self, first: int, last: int) -> bool:
         if self.from_offset is not None and last < self.from_offset:
@@ -191,8 +158,9 @@ def dump_paths(
     # a search, or an offset range: only the record files, named only where something is shown
     selective = wanted.active or options.from_offset is not None or options.to_offset is not None
     # where the first batch of --from-offset's and of --from-time's range is, per partition dir (found once)
-    seeks = [(find, value) for find, value in ((_offset_start, options.from_offset), (_time_start, wanted.from_time))
-             if value is not None]
+    seeks = [(find, value) for find, value in ((options.offset_start, options.from_offset),
+                                               (options.time_start, wanted.from_time))
+             if find is not None and value is not None]
     firsts: dict[tuple[Callable, Path], tuple[Path, int] | bool] = {}
     for f in found:
         if isinstance(f, Finding):
@@ -214,12 +182,10 @@ def dump_paths(
                 continue
             start = max(ats, default=0)  # type: ignore[type-var]
         committed = None
-        if options.isolation == "read_committed" and f.kind is FileKind.LOG:
-            from .txns import committed_view
-
+        if options.committed is not None and f.kind is FileKind.LOG:
             parent = f.path.resolve().parent
             if parent not in views:
-                views[parent] = committed_view(parent, os.path.dirname(f.display) or ".", served=True)
+                views[parent] = options.committed(parent, os.path.dirname(f.display) or ".")
                 yield from views[parent].findings  # once per partition: the view is the broker's, not the markers'
             committed = views[parent]
         items = dump_file(f, options, progress, committed, start=start)
@@ -238,9 +204,9 @@ def dump_paths(
 
 def _start_in(first: tuple[Path, int] | bool, log: Path, base: int | None) -> int | None:
     """Where to begin reading segment ``log`` (base offset ``base``) for a range whose first batch is ``first``
-    (:func:`_offset_start`, :func:`_time_start`): at that batch in its segment, at 0 in the later ones and where it
-    could not be placed (True); None, skipping the segment, in the earlier ones and where nothing is in range
-    (False)."""
+    (:func:`kafkatool.locate.first_at_offset`, :func:`~kafkatool.locate.first_at_time`): at that batch in its
+    segment, at 0 in the later ones and where it could not be placed (True); None, skipping the segment, in the
+    earlier ones and where nothing is in range (False)."""
     if first is True:
         return 0
     if first is False:
@@ -249,33 +215,6 @@ def _start_in(first: tuple[Path, int] | bool, log: Path, base: int | None) -> in
     if base is not None and base < (classify(segment).base_offset or 0):
         return None  # every batch of this segment comes before the range
     return position if segment.name == log.name else 0
-
-
-def _offset_start(partition: Path, from_offset: int) -> tuple[Path, int] | bool:
-    """Where the batch holding ``from_offset`` (or the first after it) is (segment, batch position), found as a fetch
-    finds it: the segment by base offset, then its ``.index`` (a missing or broken index: a scan of that segment).
-    False when ``from_offset`` is at or past the log end (nothing to show); True when it cannot be placed (below
-    the log start, or no batch reaches it): every batch is read, and the range filters them."""
-    from .locate import locate_offset
-
-    loc = locate_offset(partition, from_offset)
-    if loc.found and loc.segment is not None and loc.position is not None:
-        return Path(loc.segment), loc.position
-    if loc.log_end_offset is not None and from_offset >= loc.log_end_offset:
-        return False
-    return True
-
-
-def _time_start(partition: Path, from_time: int) -> tuple[Path, int] | bool:
-    """Where the first record at or after ``from_time`` is (segment, batch position), found as Kafka's ListOffsets
-    finds it: through each segment's ``.timeindex`` and ``.index`` (a missing or broken index: a scan of that
-    segment); False when every record is older."""
-    from .locate import locate_timestamp
-
-    loc = locate_timestamp(partition, from_time)
-    if not loc.found or loc.segment is None or loc.position is None:
-        return False
-    return Path(loc.segment), loc.position
 
 
 def dump_file(
@@ -294,7 +233,7 @@ def dump_file(
             yield finding("unknown-file-type", f.display, None,
                           "not a Kafka log-dir file name; cannot tell how to read it")
         else:
-            from .smallfiles import read_small_file
+            from .smallfiles import read_small_file  # here, not at the top: a lone segment's dump never needs it
 
             yield from read_small_file(f.path, f.kind, f.display, classify(f.path).base_offset)
     except (OSError, InputIOError) as exc:
@@ -309,7 +248,7 @@ def _dump_records(
     f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None = None, start: int = 0
 ) -> Iterator[object]:
     wanted = options.filter
-    decoder = decoder_for(options.decode, f.path)
+    decoder = None if options.decoder is None else options.decoder(f.path)
     if wanted.needs_records or (wanted.active and options.records):
         yield from _search_records(f, options, progress, committed, start, decoder)
         return
@@ -348,7 +287,7 @@ def _dump_records(
                     elif decoder is None:
                         yield from _in_range(records, options)
                     else:
-                        yield from (decode(decoder, r) for r in _in_range(records, options))
+                        yield from map(decoder, _in_range(records, options))
             elif isinstance(item, Batch):
                 if options.to_offset is not None and (item.base_offset or 0) > options.to_offset:
                     break  # past the range: a fetch of it ends here
@@ -383,7 +322,7 @@ def _batch_in_time(b: Batch, wanted: RecordFilter) -> bool:
 
 def _search_records(
     f: FoundFile, options: DumpOptions, progress, committed: CommittedView | None, start: int,
-    decoder: str | None = None,
+    decoder: Callable[[Record], object] | None = None,
 ) -> Iterator[object]:
     """Records matching the filter, each batch's line shown before its first match; findings as they come."""
     wanted = options.filter
@@ -412,7 +351,7 @@ def _search_records(
                     if not shown:
                         yield marked(b, item.raw, f.display) if b.control else b
                         shown = True
-                    yield from hits if decoder is None else (decode(decoder, r) for r in hits)
+                    yield from hits if decoder is None else map(decoder, hits)
             batches += shown
             if options.max_batches is not None and batches >= options.max_batches:
                 break
@@ -427,5 +366,4 @@ def _in_range(records: list[Record], options: DumpOptions) -> Iterator[Record]:
             yield r
 
 
-__all__ = ["DECODERS", "DecodedRecord", "DumpOptions", "RecordFilter", "Trailing", "decode", "decoder_for",
-           "dump_file", "dump_paths", "record_filter"]
+__all__ = ["DumpOptions", "RecordFilter", "Trailing", "dump_file", "dump_paths", "record_filter"]

@@ -31,7 +31,7 @@ from .locate import iso_time
 from .model import Batch, CappedFindings, Finding, Record, Trailing
 from .records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
 from .replicas import open_replica
-from .walk import partition_dirs, partition_dirs_and_findings
+from .walk import partition_dirs, partition_dirs_and_findings, partition_of
 
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
@@ -1318,3 +1318,56 @@ def decode_record(decoder: str, key: bytes | None, value: bytes | None) -> tuple
         return RECORD_DECODERS[decoder][1](key, value), None
     except _Undecodable as exc:
         return None, str(exc)
+
+
+# --- dump --decode ---------------------------------------------------------------------------------------
+
+
+DECODERS = ("consumer-offsets", "transaction-state", "cluster-metadata", "share-group-state", "auto")
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRecord:
+    """A record of an internal topic with its key and value decoded (``decoded``), or why they are not
+    (``decode_error``): kafka-dump-log's ``--offsets-decoder`` / ``--transaction-log-decoder`` /
+    ``--cluster-metadata-decoder`` / ``--share-group-state-decoder``."""
+
+    record: Record
+    decoded: dict[str, Any] | None
+    error: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.record.as_dict()
+        d["decoded"] = self.decoded
+        if self.error is not None:
+            d["decode_error"] = self.error
+        return d
+
+
+def decoder_for(choice: str | None, path: Path) -> str | None:
+    """The decoder a file's records get: the one chosen, or with ``auto`` the one of the internal topic its
+    partition dir belongs to (none for other topics)."""
+    if choice is None or choice != "auto":
+        return choice
+    part = partition_of(path.resolve().parent.name)
+    topic = part[0] if part else None
+    return next((name for name, (internal_topic, _fn) in RECORD_DECODERS.items() if internal_topic == topic), None)
+
+
+def decode(decoder: str, r: Record) -> Record | DecodedRecord:
+    """``r`` decoded by ``decoder``; control records stay as they are (they are the markers, not data)."""
+    if r.control_type is not None:
+        return r
+    import json
+
+    fields, error = decode_record(decoder, r.key, r.value)
+    if fields is not None and decoder == "cluster-metadata" and fields.get("fields") is not None:
+        fields = {**fields, "fields": json.loads(fields["fields"])}
+    return DecodedRecord(r, fields, error)
+
+
+def file_decoder(choice: str, path: Path) -> Callable[[Record], Record | DecodedRecord] | None:
+    """``dump --decode choice``: how the records of file ``path`` are shown (None: as they are), for
+    :class:`kafkatool.dump.DumpOptions`'s ``decoder``."""
+    name = decoder_for(choice, path)
+    return None if name is None else functools.partial(decode, name)

@@ -875,8 +875,31 @@ class _Search:
                              note=f"no batch of {seg.log.name} has max timestamp {ts}")
 
 
+def first_at_offset(partition: Path, from_offset: int) -> tuple[Path, int] | bool:
+    """``dump --from-offset``: where the batch holding ``from_offset`` (or the first after it) is (segment, batch
+    position), found as a fetch finds it: the segment by base offset, then its ``.index`` (a missing or broken index:
+    a scan of that segment). False when ``from_offset`` is at or past the log end (nothing to show); True when it
+    cannot be placed (below the log start, or no batch reaches it): every batch is read, and the range filters them."""
+    loc = locate_offset(partition, from_offset)
+    if loc.found and loc.segment is not None and loc.position is not None:
+        return Path(loc.segment), loc.position
+    if loc.log_end_offset is not None and from_offset >= loc.log_end_offset:
+        return False
+    return True
+
+
+def first_at_time(partition: Path, from_time: int) -> tuple[Path, int] | bool:
+    """``dump --from-time``: where the first record at or after ``from_time`` is (segment, batch position), found as
+    Kafka's ListOffsets finds it: through each segment's ``.timeindex`` and ``.index`` (a missing or broken index: a
+    scan of that segment); False when every record is older."""
+    loc = locate_timestamp(partition, from_time)
+    if not loc.found or loc.segment is None or loc.position is None:
+        return False
+    return Path(loc.segment), loc.position
+
+
 __all__ = [
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "LocateOptions", "Location", "Segment", "Step",
-    "PartitionFiles", "Target", "locate", "locate_offset", "locate_timestamp", "parse_timestamp", "partition_files",
-    "partition_segments", "iso_time",
+    "PartitionFiles", "Target", "first_at_offset", "first_at_time", "iso_time", "locate", "locate_offset",
+    "locate_timestamp", "parse_timestamp", "partition_files", "partition_segments",
 ]

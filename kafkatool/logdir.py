@@ -35,6 +35,10 @@ BACKUP_PREFIX = "kafkatool-backup-"
 """kafkatool's own backups (``repair --apply``, ``truncation --apply``) are named so, beside the log dirs."""
 MANIFEST_NAME = "MANIFEST.json"
 """What a kafkatool backup dir holds, under any name (:mod:`kafkatool.safewrite.backup`)."""
+JOURNAL_NAME = ".kafkatool-apply.journal"
+"""The journal an ``--apply`` keeps in the log dir until it is done (:mod:`kafkatool.safewrite.journal`)."""
+TMP_SUFFIX = ".kafkatool-tmp"
+"""A file kafkatool writes before it renames it into place (:mod:`kafkatool.safewrite.durable`)."""
 
 
 class Checkpoint(NamedTuple):
@@ -94,8 +98,8 @@ class LogDir:
         return None if cp is None else cp.offsets.get((topic, partition))
 
     def _read_checkpoint(self, name: str) -> Checkpoint | None:
-        # Here, not at the top: smallfiles brings the Construct declarations, which a segment verified on its
-        # own never needs (tests/test_startup.py); smallfiles imports no module of discovery, so no cycle.
+        # Here, not at the top: smallfiles' value classes cost more to create than checking a small segment, which
+        # never needs them (tests/test_startup.py); smallfiles imports no module of discovery, so no cycle.
         from .smallfiles import OffsetCheckpointEntry, read_small_file
 
         found = self.file(name)
@@ -116,5 +120,5 @@ def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()
     return name.startswith(BACKUP_PREFIX) or MANIFEST_NAME in file_names
 
 
-__all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "MANIFEST_NAME", "META_PROPERTIES", "Checkpoint",
-           "LogDir", "is_backup_dir"]
+__all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "JOURNAL_NAME", "MANIFEST_NAME", "META_PROPERTIES",
+           "TMP_SUFFIX", "Checkpoint", "LogDir", "is_backup_dir"]

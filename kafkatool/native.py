@@ -24,26 +24,23 @@ if TYPE_CHECKING:
 PURE_ENV = "KAFKATOOL_PURE_PYTHON"
 
 
-def _load():  # -> kafkatool._native (typed by _native.pyi) | None
-    if os.environ.get(PURE_ENV, "") not in ("", "0"):
-        return None
+def available():  # -> kafkatool._native (typed by _native.pyi) | None
+    """The extension module if it is installed, whatever ``KAFKATOOL_PURE_PYTHON`` says."""
     try:
+        # Here, not at the top: the extension is optional, and a KAFKATOOL_PURE_PYTHON run never loads it.
         from . import _native
     except ImportError:  # built without cargo: the pure-Python reader does everything
         return None
     return _native
 
 
-CORE = _load()
-
-
-def available():  # -> kafkatool._native (typed by _native.pyi) | None
-    """The extension module if it is installed, whatever ``KAFKATOOL_PURE_PYTHON`` says."""
-    try:
-        from . import _native
-    except ImportError:
+def _load():  # -> kafkatool._native (typed by _native.pyi) | None
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return None
-    return _native
+    return available()
+
+
+CORE = _load()
 
 
 @contextmanager

@@ -643,7 +643,8 @@ def decompress_payload(codec: int, buf: bytes | memoryview, start: int, limit: i
         out = core.decompress(codec, buf, start, limit, legacy_lz4)
         if out is not None:
             return out
-    from .codecs import decompress  # imported lazily: keeps CLI start-up light
+    # Here, not at the top: codecs brings zstandard, lz4 and cramjam, for compressed batches read in Python only.
+    from .codecs import decompress
 
     return decompress(codec, memoryview(buf)[start:], limit=limit, legacy_lz4_checksum=legacy_lz4)
 

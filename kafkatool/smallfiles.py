@@ -15,24 +15,24 @@ Semantics follow the Kafka classes the corpus goldens were produced with:
 Bad content never raises: it becomes a Finding and the reader stops. Only a file that cannot be
 read raises :class:`~kafkatool.errors.InputIOError`. Index files are bulk-decoded with ``struct``
 (``.index`` files can be 10 MiB preallocated); the formats are the Construct declarations in
-``kafkatool.formats``, from which the ``struct`` layouts here are derived.
+``kafkatool.formats``, from which the ``struct`` layouts here are derived; they are imported at the first read
+(:func:`_formats`), so that importing this module costs nothing a segment checked alone would not pay.
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, NamedTuple
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, read_regular
 from .findings import finding
-from .formats import checkpoints, metadata_files
-from .formats import index as index_format
-from .formats import producer_snapshot as snapshot_format
-from .formats import txnindex as txn_format
+from .formats import checkpoints
 from .formats.checkpoints import TextFileError
 from .model import Finding
 
@@ -275,18 +275,38 @@ def _packer(decl: Any) -> struct.Struct:
     return struct.Struct(">" + "".join(sc.subcon.fmtstr.lstrip("<>=!") for sc in decl.subcons))
 
 
-_OFFSET_ENTRY = _packer(index_format.OffsetIndexEntry)
-_TIME_ENTRY = _packer(index_format.TimeIndexEntry)
-_TXN_ENTRY = _packer(txn_format.AbortedTxnEntry)
-# A snapshot entry's fields in the order of their declaration, which ProducerEntry's fields follow
-# (tests/test_formats_small.py: the same entries as the Construct declaration on every corpus snapshot).
-_SNAPSHOT_ENTRY = _packer(snapshot_format.ProducerEntry)
-_SLOTS = {FileKind.INDEX: _OFFSET_ENTRY, FileKind.TIME_INDEX: _TIME_ENTRY, FileKind.TXN_INDEX: _TXN_ENTRY}
+class _Formats(NamedTuple):
+    """The declarations the readers need (:func:`_formats`), and the ``struct`` layouts derived from them."""
+
+    offset_entry: struct.Struct
+    time_entry: struct.Struct
+    txn_entry: struct.Struct
+    # A snapshot entry's fields in the order of their declaration, which ProducerEntry's fields follow
+    # (tests/test_formats_small.py: the same entries as the Construct declaration on every corpus snapshot).
+    snapshot_entry: struct.Struct
+    slots: dict[FileKind, struct.Struct]
+    txn: ModuleType       # kafkatool.formats.txnindex
+    snapshot: ModuleType  # kafkatool.formats.producer_snapshot
+    metadata: ModuleType  # kafkatool.formats.metadata_files
+
+
+@functools.cache
+def _formats() -> _Formats:
+    """The Construct declarations, imported at the first small file read: importing this module stays cheap (its
+    callers import it at the top), and a segment checked alone never pays for Construct (tests/test_startup.py)."""
+    # Here, not at the top: Construct (and metadata_files' json) cost more to import than checking a small segment.
+    from .formats import index, metadata_files, producer_snapshot, txnindex
+
+    offset, time = _packer(index.OffsetIndexEntry), _packer(index.TimeIndexEntry)
+    txn = _packer(txnindex.AbortedTxnEntry)
+    return _Formats(offset, time, txn, _packer(producer_snapshot.ProducerEntry),
+                    {FileKind.INDEX: offset, FileKind.TIME_INDEX: time, FileKind.TXN_INDEX: txn},
+                    txnindex, producer_snapshot, metadata_files)
 
 
 def entry_struct(kind: FileKind) -> struct.Struct:
     """The ``struct`` of one entry of an index kind, derived from its Construct declaration."""
-    return _SLOTS[kind]
+    return _formats().slots[kind]
 
 
 def index_slots(data: bytes, kind: FileKind) -> Iterator[tuple]:
@@ -294,7 +314,7 @@ def index_slots(data: bytes, kind: FileKind) -> Iterator[tuple]:
 
     Bulk ``struct`` decoding; a partial last slot is left out (``len(data) % entry size`` bytes).
     """
-    packer = _SLOTS[kind]
+    packer = _formats().slots[kind]
     return packer.iter_unpack(memoryview(data)[: len(data) - len(data) % packer.size])
 
 
@@ -312,9 +332,10 @@ def _offset_index(data: bytes, path: str, base_offset: int) -> Iterator[IndexEnt
 
 def offset_index_sanity(data: bytes, path: str) -> Finding | None:
     """``OffsetIndex.sanityCheck()``: the last (mapped) entry below the base offset, or a partial entry."""
-    size = _OFFSET_ENTRY.size
+    entry = _formats().offset_entry
+    size = entry.size
     entries = len(data) // size
-    if entries and _OFFSET_ENTRY.unpack_from(data, (entries - 1) * size)[0] < 0:
+    if entries and entry.unpack_from(data, (entries - 1) * size)[0] < 0:
         return _error(path, "index-last-offset-below-base", (entries - 1) * size,
                       f"last slot ({entries - 1}) has a negative relative offset: below the base offset")
     if len(data) % size:
@@ -334,11 +355,12 @@ def _time_index(data: bytes, path: str, base_offset: int) -> Iterator[TimeIndexE
 
 def time_index_sanity(data: bytes, path: str) -> Finding | None:
     """``TimeIndex.sanityCheck()``: last timestamp below the first, last offset below base, partial entry."""
-    size = _TIME_ENTRY.size
+    entry = _formats().time_entry
+    size = entry.size
     entries = len(data) // size
     if entries:
-        first_timestamp = _TIME_ENTRY.unpack_from(data, 0)[0]
-        last_timestamp, last_relative = _TIME_ENTRY.unpack_from(data, (entries - 1) * size)
+        first_timestamp = entry.unpack_from(data, 0)[0]
+        last_timestamp, last_relative = entry.unpack_from(data, (entries - 1) * size)
         if last_timestamp < first_timestamp:
             return _error(path, "timeindex-last-timestamp-below-first", (entries - 1) * size,
                           f"last timestamp {last_timestamp} (slot {entries - 1}) is less than the first "
@@ -353,7 +375,8 @@ def time_index_sanity(data: bytes, path: str) -> Finding | None:
 
 
 def _txn_index(data: bytes, path: str, base_offset: int) -> Iterator[AbortedTxn | Finding]:
-    size = _TXN_ENTRY.size
+    formats = _formats()
+    txn_format, size = formats.txn, formats.txn_entry.size
     txns: list[AbortedTxn] = []
     for i, fields in enumerate(index_slots(data, FileKind.TXN_INDEX)):
         txn = AbortedTxn(*fields)
@@ -383,7 +406,7 @@ def _txn_index(data: bytes, path: str, base_offset: int) -> Iterator[AbortedTxn 
 
 
 def _producer_snapshot(data: bytes, path: str, base_offset: int) -> Iterator[Any]:
-    fmt = snapshot_format
+    fmt = _formats().snapshot
     if len(data) < fmt.HEADER_SIZE:
         yield _error(path, "snapshot-truncated", 0,
                      f"snapshot is {len(data)} bytes, shorter than its {fmt.HEADER_SIZE}-byte header")
@@ -407,7 +430,7 @@ def _producer_snapshot(data: bytes, path: str, base_offset: int) -> Iterator[Any
                      f"stored CRC {header.crc} != computed CRC {fmt.snapshot_crc(data)}")
     else:
         end = fmt.HEADER_SIZE + header.num_entries * fmt.PRODUCER_ENTRY_SIZE
-        for fields in _SNAPSHOT_ENTRY.iter_unpack(memoryview(data)[fmt.HEADER_SIZE : end]):
+        for fields in _formats().snapshot_entry.iter_unpack(memoryview(data)[fmt.HEADER_SIZE : end]):
             yield ProducerEntry(*fields)
         if end < len(data):
             yield finding("snapshot-trailing-bytes", path, end,
@@ -436,6 +459,7 @@ def _checkpoint(parse_line: Callable[[str], tuple | None], make: Callable[..., A
 
 
 def _partition_metadata(data: bytes, path: str, base_offset: int) -> Iterator[PartitionMetadata | Finding]:
+    metadata_files = _formats().metadata
     try:
         version, topic_id = metadata_files.parse_partition_metadata(data)
     except TextFileError as e:
@@ -445,6 +469,7 @@ def _partition_metadata(data: bytes, path: str, base_offset: int) -> Iterator[Pa
 
 
 def _meta_properties(data: bytes, path: str, base_offset: int) -> Iterator[MetaProperties | Finding]:
+    metadata_files = _formats().metadata
     try:
         _, props = metadata_files.parse_properties(data)
     except TextFileError as e:
@@ -462,6 +487,7 @@ def _meta_properties(data: bytes, path: str, base_offset: int) -> Iterator[MetaP
 
 
 def _clean_shutdown(data: bytes, path: str, base_offset: int) -> Iterator[CleanShutdown | Finding]:
+    metadata_files = _formats().metadata
     try:
         version, epoch = metadata_files.parse_clean_shutdown(data)
     except TextFileError as e:  # Kafka still treats the shutdown as clean; only the epoch is lost
@@ -472,6 +498,7 @@ def _clean_shutdown(data: bytes, path: str, base_offset: int) -> Iterator[CleanS
 
 
 def _quorum_state(data: bytes, path: str, base_offset: int) -> Iterator[QuorumState | Finding]:
+    metadata_files = _formats().metadata
     try:
         state = metadata_files.parse_quorum_state(data)
     except TextFileError as e:

@@ -36,6 +36,7 @@ from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .findings import finding
+from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
@@ -243,7 +244,7 @@ class _Runner:
 
 
 def _small(path: Path, kind: FileKind, display: str, base: int | None = None) -> tuple[list[Any], list[Finding]]:
-    from .smallfiles import read_small_file
+    from .smallfiles import read_small_file  # here, not at the top: see the note on the loader above
 
     try:
         items = list(read_small_file(path, kind, display, base))
@@ -301,9 +302,6 @@ def _sort_files(part: _Partition) -> tuple[PartitionFiles, list[Finding]]:
 
 def _interrupted_apply(path: Path, display: str) -> Finding | None:
     """The journal or a temporary file of a kafkatool ``--apply`` that was killed (see kafkatool.safewrite.journal)."""
-    from .safewrite.durable import TMP_SUFFIX
-    from .safewrite.journal import JOURNAL_NAME
-
     if path.name == JOURNAL_NAME or path.name.endswith(TMP_SUFFIX):
         return finding("apply-interrupted", display, None,
                        "left by a kafkatool --apply that was interrupted (the broker ignores it): run the same "
@@ -488,6 +486,7 @@ def _snapshot_state(files: PartitionFiles, first_base: int | None) -> tuple[dict
     """Open transactions when the first segment starts: the producer snapshot at its base offset if the broker can
     read it (:func:`kafkatool.loader.latest_snapshot`, ``ProducerStateManager.truncateAndReload``, bounded to that
     offset); False when that state is not known."""
+    # Here, not at the top: as in verify_partition, whose check this is.
     from .loader import latest_snapshot
 
     if not first_base:
@@ -646,7 +645,7 @@ def check_epochs(
     holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
     epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
-    from .smallfiles import EpochEntry
+    from .smallfiles import EpochEntry  # here, not at the top: see the note on the loader above
 
     implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
     for epoch, start, position, path in runs:
@@ -701,7 +700,7 @@ def _epoch_list(entries: list[tuple[int, int]]) -> str:
 
 
 def _check_snapshots(files: PartitionFiles, state: _PartitionState) -> Iterator[Finding]:
-    from .smallfiles import ProducerSnapshotHeader
+    from .smallfiles import ProducerSnapshotHeader  # here, not at the top: see the note on the loader above
 
     leo = state.leo
     for offset, (path, display) in sorted(files.snapshots.items()):

@@ -7,11 +7,13 @@ fixture's ``__transaction_state`` and ``__cluster_metadata`` records read as the
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 from kafkatool import internal
-from kafkatool.dump import DecodedRecord, DumpOptions, dump_paths
+from kafkatool.dump import DumpOptions, dump_paths
+from kafkatool.internal import DecodedRecord
 from kafkatool.model import Batch
 
 from .conftest import PROJECT_ROOT, corpus_root
@@ -25,9 +27,10 @@ def test_decoded_consumer_offsets_replay_to_what_offsets_finds() -> None:
     replayed: dict[tuple, tuple] = {}
     pending: dict[tuple, list] = {}   # transactional commits wait for their producer's COMMIT marker
     decoded = 0
+    auto = DumpOptions(records=True, decoder=functools.partial(internal.file_decoder, "auto"))  # --decode auto
     for part in partitions:
         batch = None
-        for item in dump_paths([part], DumpOptions(records=True, decode="auto")):
+        for item in dump_paths([part], auto):
             if isinstance(item, Batch):
                 batch = item
             elif isinstance(item, DecodedRecord):

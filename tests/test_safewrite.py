@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from kafkatool.errors import ApplyRefused, JournalError, LogDirLocked, RestoreRefused
+from kafkatool.logdir import JOURNAL_NAME, TMP_SUFFIX
 from kafkatool.safewrite import durable
 from kafkatool.safewrite.durable import atomic_write
-from kafkatool.safewrite.journal import JOURNAL_NAME, FileOp, apply_ops, resume
+from kafkatool.safewrite.journal import FileOp, apply_ops, resume
 from kafkatool.safewrite.lock import log_dir_lock
 from kafkatool.safewrite.restore import restore
 
@@ -38,7 +39,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def temp_files(*dirs: Path) -> list[str]:
-    return [str(p) for d in dirs if d.exists() for p in d.rglob("*") if p.name.endswith(durable.TMP_SUFFIX)]
+    return [str(p) for d in dirs if d.exists() for p in d.rglob("*") if p.name.endswith(TMP_SUFFIX)]
 
 
 def noise(seed: int, size: int) -> bytes:

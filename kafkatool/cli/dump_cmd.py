@@ -3,6 +3,7 @@
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
+import functools
 from pathlib import Path
 from typing import Annotated
 
@@ -97,7 +98,7 @@ def dump(
     With --from-offset or --to-offset only the record files are shown.
     Exit 1 when a finding reaches --fail-on (default: warning).
     """
-    from ..dump import DECODERS, DumpOptions, dump_paths, record_filter
+    from ..dump import DumpOptions, dump_paths, record_filter
     from ..errors import UsageError
     from ..records import ScanOptions
     from ..walk import total_bytes
@@ -116,20 +117,37 @@ def dump(
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
     if isolation not in ("read_uncommitted", "read_committed"):
         raise UsageError("--isolation must be read_uncommitted or read_committed")
-    if decode is not None and decode not in DECODERS:
-        raise UsageError(f"--decode must be one of {', '.join(DECODERS)}")
+    # The engines an option needs beyond the files (the index lookups of a range, the internal topics' decoders,
+    # the partition's transactions) are imported only where it is given: a plain dump reads the files alone.
+    decoder = None
+    if decode is not None:
+        from ..internal import DECODERS, file_decoder
+
+        if decode not in DECODERS:
+            raise UsageError(f"--decode must be one of {', '.join(DECODERS)}")
+        decoder = functools.partial(file_decoder, decode)
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}")
+    locate = None
+    if from_offset is not None or from_time is not None or to_time is not None:
+        from .. import locate
     wanted = record_filter(key=key, value=value, header=header, producer_id=producer_id, from_time=from_time,
-                           to_time=to_time)
+                           to_time=to_time, parse_time=None if locate is None else locate.parse_timestamp)
     filters = {"--key": key, "--value": value, "--header": header, "--producer-id": producer_id,
                "--from-time": from_time, "--to-time": to_time, "--from-offset": from_offset, "--to-offset": to_offset}
+    committed = None
+    if isolation == "read_committed":  # the view the broker serves (its .txnindex files), not the log's markers
+        from ..txns import committed_view
+
+        committed = functools.partial(committed_view, served=True)
     options = DumpOptions(
         records=records or wanted.needs_records or decode is not None or exporting,
         from_offset=from_offset, to_offset=to_offset,
         max_batches=max_batches, max_bytes=max_bytes,
-        scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes), isolation=isolation,
-        filter=wanted, decode=decode, columnar=fmt in ("text", "jsonl"),
+        scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
+        filter=wanted, columnar=fmt in ("text", "jsonl"), committed=committed, decoder=decoder,
+        offset_start=None if locate is None else locate.first_at_offset,
+        time_start=None if locate is None else locate.first_at_time,
     )
     if exporting:
         import sys

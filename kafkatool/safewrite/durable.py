@@ -20,7 +20,8 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
-TMP_SUFFIX = ".kafkatool-tmp"
+from ..logdir import TMP_SUFFIX
+
 CHUNK = 1 << 20
 
 

@@ -59,7 +59,7 @@ from typing import Any
 
 from ..errors import ApplyRefused, JournalError
 from ..filetypes import open_regular, read_regular, type_name
-from ..logdir import MANIFEST_NAME
+from ..logdir import JOURNAL_NAME, MANIFEST_NAME
 from .backup import (
     BackedUp,
     backup_copy,
@@ -87,7 +87,6 @@ from .durable import (
 )
 from .lock import LOCK_NAME
 
-JOURNAL_NAME = ".kafkatool-apply.journal"
 STAGED_DIR = "staged"
 KINDS = ("write", "truncate", "delete", "rename")
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OutputRefused
-from .durable import TMP_SUFFIX, fsync_dir, take_owner
+from ..logdir import TMP_SUFFIX
+from .durable import fsync_dir, take_owner
 
 # Names whose open is a duplicate of a descriptor this process already has (the shell's redirect): written in
 # place, appended to, never replaced by a rename (which would swap the shell's file for another inode).
