@@ -211,6 +211,7 @@ def scan(
     columnar: bool = False,
     decoded: bool = False,
     stretches: bool = False,
+    resynchronise: bool = False,
     options: ScanOptions = _DEFAULT_OPTIONS,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[Batch | RawBatch | HeaderRun | RecordRun | Stretch | Finding | Trailing]:
@@ -227,6 +228,11 @@ def scan(
     native core: every batch as :class:`RawBatch`, as ``with_raw``). With ``stretches`` (and the native core),
     the batches that follow the one before them come as :class:`Stretch` es (the first of a window, and each
     that does not follow, as :class:`Batch`); without the native core, every batch as :class:`Batch`.
+    With ``resynchronise``, where the framing is lost (a size below the minimum, above ``max_batch``, a magic
+    byte above 127, a size running past the end of the file) the scan goes on at the next whole v2 batch with a
+    valid CRC (:func:`resync`), after a ``resynchronised`` finding at that position: what ``LogSegment.recover``
+    would drop there is shown, not hidden (a size running past the end with batches after it is then a
+    ``corrupt-length``, not a ``torn-tail``). Without it the scan ends there, as the broker's reading does.
     ``progress`` is called with the number of bytes consumed since its last call.
     """
     if (columnar or stretches) and (with_raw or decoded) or (columnar and stretches):
@@ -320,23 +326,22 @@ def scan(
         position = base + p
         if position >= limit:
             break
+        lost = again = None  # a finding where the framing is lost, and where whole batches begin again
         if size is not None and size < RECORD_OVERHEAD_V0:
             rest = file_size - position
             if _is_all_zero(fh, position, rest):
                 yield finding("zero-filled-tail", path, position,
                               f"{rest} zero bytes from here to the end of the file"
                               " (preallocated or crash-left tail)")
-            else:
-                yield finding("size-below-minimum", path, position,
-                              f"entry size {size} is smaller than the minimum record overhead "
-                              f"({RECORD_OVERHEAD_V0}); the framing is lost from here")
-            break
-        if size is not None and size + LOG_OVERHEAD > max_batch and size + LOG_OVERHEAD <= file_size - position:
-            yield finding("batch-too-large", path, position,
-                          f"entry declares {size + LOG_OVERHEAD} bytes, above the {max_batch}-byte limit"
-                          " (--max-batch-bytes); treated as a corrupt length, the framing is lost from here")
-            break
-        if size is not None and avail >= size + LOG_OVERHEAD:
+                break
+            lost = finding("size-below-minimum", path, position,
+                           f"entry size {size} is smaller than the minimum record overhead "
+                           f"({RECORD_OVERHEAD_V0}); the framing is lost from here")
+        elif size is not None and size + LOG_OVERHEAD > max_batch and size + LOG_OVERHEAD <= file_size - position:
+            lost = finding("batch-too-large", path, position,
+                           f"entry declares {size + LOG_OVERHEAD} bytes, above the {max_batch}-byte limit"
+                           " (--max-batch-bytes); treated as a corrupt length, the framing is lost from here")
+        elif size is not None and avail >= size + LOG_OVERHEAD:
             total = size + LOG_OVERHEAD
             magic = window[p + MAGIC_OFFSET]
             if magic == 0 or magic == 1:
@@ -347,9 +352,8 @@ def scan(
                     yield _tuple_new(RawBatch, (legacy_batch, raw)) if with_raw else legacy_batch
                 yield from findings
             elif magic > 127:  # a negative Java byte: FileLogInputStream would take it for a legacy message
-                yield finding("unknown-magic", path, position,
-                              f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted from here")
-                break
+                lost = finding("unknown-magic", path, position,
+                               f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted from here")
             elif total < RECORD_BATCH_OVERHEAD:  # whole, but shorter than a v2 header (ensureValid rejects it)
                 yield finding("batch-too-small", path, position,
                               f"v2 batch of {total} bytes is smaller than its {RECORD_BATCH_OVERHEAD}-byte header")
@@ -364,14 +368,37 @@ def scan(
                 if not batch.crc_valid:
                     yield finding("crc-mismatch", path, position,
                                   f"stored CRC32C {crc} does not match the batch contents")
-            p += total
+            if lost is None:
+                p += total
+                continue
+        elif eof:
+            # FileLogInputStream.nextBatch ends the stream at an entry running past the end of the file; with whole
+            # batches after it, that was a corrupt length in the middle, not a write torn by a crash
+            again = _found_again(fh, position, limit) if resynchronise else None
+            if again is None:
+                yield Trailing(position, avail)
+                declared = f" (the entry declares {size + LOG_OVERHEAD} bytes)" if size is not None else ""
+                yield finding("torn-tail", path, position,
+                              f"the last {avail} bytes of the file do not form a whole batch{declared}")
+                break
+            lost = finding("corrupt-length", path, position,
+                           f"entry declares {size + LOG_OVERHEAD} bytes, past the end of the file "
+                           f"({file_size - position} left), yet whole batches follow from byte {again}: a corrupt "
+                           "length, not a torn tail; the framing is lost from here")
+        if lost is not None:
+            yield lost
+            if again is None and resynchronise:
+                again = _found_again(fh, position, limit)
+            if again is None:
+                break
+            yield finding("resynchronised", path, again,
+                          f"whole batches again from byte {again}, {again - position} bytes after the damage at "
+                          f"byte {position}; LogSegment.recover truncates the segment at byte {position} and "
+                          "drops them")
+            del window  # go on from there, as from a start (the window refills)
+            base, p, eof, window = again, 0, False, wmv[:0]
+            fh.seek(again)
             continue
-        if eof:
-            yield Trailing(position, avail)
-            declared = f" (the entry declares {size + LOG_OVERHEAD} bytes)" if size is not None else ""
-            yield finding("torn-tail", path, position,
-                          f"the last {avail} bytes of the file do not form a whole batch{declared}")
-            break
         # Refill: move the unparsed tail to the front, read more (grow the buffer for a big batch).
         # Never more than the rest of the file (+1, so that the read finds its end): a torn last entry
         # declaring 2 GiB must not allocate them.
@@ -521,6 +548,13 @@ def _native_records(core, window, p, base, limit, max_batch, path, max_decompres
         yield finding("crc-mismatch", path, last.position,
                       f"stored CRC32C {last.crc} does not match the batch contents")
     return p, stop
+
+
+def _found_again(fh: BinaryIO, position: int, limit: int) -> int | None:
+    """Where the first whole v2 batch with a valid CRC begins after the damage at ``position`` (before ``limit``):
+    :func:`resync`, the one search for it."""
+    found = next(resync(fh, position + 1, limit), None)
+    return None if found is None else found[0]
 
 
 # --------------------------------------------------------------------------------------------

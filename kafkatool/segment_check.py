@@ -494,7 +494,9 @@ def _check_log(
         raw_of_deep: list[bytes] = [b""]  # the current batch's bytes, when kept (the decoding happens in _deep)
         items = _log_items(fh, path, options, sink, progress, tap, keep_raw, raw_of_deep)
         back: list = []  # the rest of a stretch, to take batch by batch from where something happens in it
-        for item in pushback(items, back):
+        stream = pushback(items, back)
+        damage = None  # where the last finding of the scan is: the damage, when a resynchronisation follows
+        for item in stream:
             if item.__class__ is Batch:
                 batch = item
             elif item.__class__ is Stretch:
@@ -532,6 +534,10 @@ def _check_log(
             elif item.__class__ is Trailing:
                 continue
             else:
+                if item.code == "resynchronised":  # the segment ends at the damage, as LogSegment.recover cuts it
+                    _after_damage(stream, item, damage, sink)
+                    break
+                damage = item.position
                 sink.add(item)
                 continue
             (position, base, last, size, magic, _crc, _ok, attrs, _codec, _tstype, first_ts, max_ts,
@@ -640,13 +646,47 @@ def _check_log(
         _finish_time_index(task, options, report, sink, time_entries, ti, time_usable, time_inexact, seg_max)
 
 
+def _after_damage(items: Iterator, found: Finding | None, damage: int | None, sink: _Sink) -> None:
+    """The rest of a log after its framing was lost and found again (``records.scan`` with ``resynchronise``): its
+    batches counted, not checked as the segment's (``LogSegment.recover`` truncates the segment at the damage and
+    drops them), and each resynchronisation reported with what follows it up to the next (their findings after it)."""
+    while found is not None:
+        n, first, last, later, again, next_damage = 0, None, None, [], None, damage
+        for item in items:
+            cls = item.__class__
+            if cls is Stretch:
+                n += item.hi - item.lo
+                if first is None:
+                    first = item.batch(item.lo).base_offset
+                last = item.batch(item.hi - 1).last_offset
+            elif cls is Batch:
+                n += 1
+                if first is None:
+                    first = item.base_offset
+                last = item.last_offset
+            elif cls is Finding:
+                if item.code == "resynchronised":
+                    again = item
+                    break
+                next_damage = item.position
+                later.append(item)
+        offsets = f" (offsets {first}..{last})" if first is not None else ""
+        sink(found.code, found.path, found.position,
+             f"{n} whole batches{offsets} from byte {found.position} on, after the damage at byte {damage}: "
+             f"LogSegment.recover truncates the segment at byte {damage} and drops them; repair --salvage keeps "
+             "a copy")
+        for f in later:
+            sink.add(f)
+        found, damage = again, next_damage
+
+
 def _log_items(fh, path: str, options: CheckOptions, sink: _Sink, progress: Callable[[int], None] | None,
                tap: Tap | None, keep_raw: bool, raw_of_deep: list[bytes]) -> Iterator:
     """The log's scan items as :func:`_check_log` takes them: batches (runs of them as :class:`Stretch` es when their
     bytes need not be kept), findings; with ``keep_raw`` each batch's bytes in ``raw_of_deep[0]`` and, with
     ``--deep``, its records decoded and checked (:func:`_deep`); through ``tap`` when given."""
     deep = options.deep
-    items = scan(fh, path, with_raw=keep_raw and not deep, decoded=deep, stretches=not keep_raw,
+    items = scan(fh, path, with_raw=keep_raw and not deep, decoded=deep, stretches=not keep_raw, resynchronise=True,
                  options=options.scan, progress=progress)
     if keep_raw:
         items = _deep(items, path, options, sink, raw_of_deep, check=deep)
