@@ -552,10 +552,7 @@ def _check_log(
             if base != prev_last + 1:
                 if batches == 1:
                     first_offset = base
-                    if base < base_offset and not standalone:
-                        sink("offset-below-segment-base", path, position,
-                             f"first batch starts at offset {base}, below the segment's base offset "
-                             f"{base_offset} (file name)")
+                    _first_batch_offset(sink, path, position, base, base_offset, standalone)
                 elif base <= prev_last:
                     sink("offset-not-increasing", path, position,
                          f"batch offsets {base}..{last} do not follow the previous batch (last offset {prev_last})")
@@ -608,13 +605,7 @@ def _check_log(
                 next_ipos = ipos[oi] if oi < n_oi else _NEVER
             # transactions, control batches, the delete horizon (attributes 0x10, 0x20, 0x40)
             if attrs & 0x70 and magic >= 2:
-                if attrs & 0x20:  # rare and small: read its bytes again rather than keep every batch's
-                    data = raw_of_deep[0] if keep_raw else pread(size, position)
-                    _control_batch(path, batch, data, options, sink, ongoing, first_marker, aborts)
-                elif attrs & 0x10 and pid >= 0 and pid not in ongoing:
-                    ongoing[pid] = base
-                if attrs & 0x40:
-                    report.delete_horizon = True
+                _transaction_batch(path, batch, raw_of_deep[0] if keep_raw else None, pread, options, sink, report)
             prev_last = last
         if batch.__class__ is Stretch:
             batch = batch.batch(batch.hi - 1)
@@ -634,16 +625,50 @@ def _check_log(
     report.gaps, report.missing_offsets, report.first_gap = gaps, missing, first_gap
     report.compacted_batches, report.legacy = compacted, legacy
     report.valid_end = valid_end
-    if standalone or not task.check_indexes:
-        return
+    if not standalone and task.check_indexes:
+        _judge_indexes(task, options, report, sink, offset_entries, (oi, pending_exact, inexact, largest_indexed),
+                       time_entries, (ti, time_usable, time_inexact, seg_max))
+
+
+def _first_batch_offset(sink: _Sink, path: str, position: int, base: int, base_offset: int, standalone: bool) -> None:
+    """The first batch of a segment begins at its base offset or later (``LogSegment.ensureOffsetInRange``: an offset
+    below the base does not fit the segment's relative offsets)."""
+    if base < base_offset and not standalone:
+        sink("offset-below-segment-base", path, position,
+             f"first batch starts at offset {base}, below the segment's base offset {base_offset} (file name)")
+
+
+def _transaction_batch(path: str, batch: Batch, raw: bytes | None, pread, options: CheckOptions, sink: _Sink,
+                       report: SegmentReport) -> None:
+    """A transactional, control or delete-horizon batch (attributes 0x10, 0x20, 0x40) as ``ProducerStateManager``
+    takes it: a producer's transaction begins at its first transactional batch, a control batch's marker ends it
+    (:func:`_control_batch`; rare and small: its bytes read again, ``raw`` when kept, rather than keep every
+    batch's)."""
+    attrs, pid = batch[7], batch[14]
+    ongoing = report.ongoing
+    if attrs & 0x20:
+        data = raw if raw is not None else pread(batch[3], batch[0])
+        _control_batch(path, batch, data, options, sink, ongoing, report.first_marker, report.aborts)
+    elif attrs & 0x10 and pid >= 0 and pid not in ongoing:
+        ongoing[pid] = batch[1]
+    if attrs & 0x40:
+        report.delete_horizon = True
+
+
+def _judge_indexes(task: SegmentTask, options: CheckOptions, report: SegmentReport, sink: _Sink,
+                   offset_entries: OffsetEntries, offset_merge: tuple, time_entries: list[tuple[int, int]],
+                   time_merge: tuple) -> None:
+    """The ``.index`` and ``.timeindex`` judged once the log has passed (``OffsetIndex``/``TimeIndex.sanityCheck``
+    and what the broker's lookups would make of their entries), from where the merges with the log left them; a
+    missing one said so."""
     if report.index is None:
         report.index = _missing(task, options, report, sink, "index")
     else:
-        _finish_offset_index(task, options, report, sink, offset_entries, oi, pending_exact, inexact, largest_indexed)
+        _finish_offset_index(task, options, report, sink, offset_entries, *offset_merge)
     if report.timeindex is None:
         report.timeindex = _missing(task, options, report, sink, "timeindex")
     else:
-        _finish_time_index(task, options, report, sink, time_entries, ti, time_usable, time_inexact, seg_max)
+        _finish_time_index(task, options, report, sink, time_entries, *time_merge)
 
 
 def _after_damage(items: Iterator, found: Finding | None, damage: int | None, sink: _Sink) -> None:
