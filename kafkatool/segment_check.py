@@ -673,8 +673,9 @@ def _judge_indexes(task: SegmentTask, options: CheckOptions, report: SegmentRepo
 
 def _after_damage(items: Iterator, found: Finding | None, damage: int | None, sink: _Sink) -> None:
     """The rest of a log after its framing was lost and found again (``records.scan`` with ``resynchronise``): its
-    batches counted, not checked as the segment's (``LogSegment.recover`` truncates the segment at the damage and
-    drops them), and each resynchronisation reported with what follows it up to the next (their findings after it)."""
+    intact batches (a valid CRC: what ``repair --salvage`` copies) counted, not checked as the segment's
+    (``LogSegment.recover`` truncates the segment at the damage and drops them), and each resynchronisation reported
+    with what follows it up to the next (their findings after it)."""
     while found is not None:
         n, first, last, later, again, next_damage = 0, None, None, [], None, damage
         for item in items:
@@ -684,7 +685,7 @@ def _after_damage(items: Iterator, found: Finding | None, damage: int | None, si
                 if first is None:
                     first = item.batch(item.lo).base_offset
                 last = item.batch(item.hi - 1).last_offset
-            elif cls is Batch:
+            elif cls is Batch and item.crc_valid:  # a damaged one has its own finding
                 n += 1
                 if first is None:
                     first = item.base_offset
@@ -697,7 +698,7 @@ def _after_damage(items: Iterator, found: Finding | None, damage: int | None, si
                 later.append(item)
         offsets = f" (offsets {first}..{last})" if first is not None else ""
         sink(found.code, found.path, found.position,
-             f"{n} whole batches{offsets} from byte {found.position} on, after the damage at byte {damage}: "
+             f"{n} intact batches{offsets} from byte {found.position} on, after the damage at byte {damage}: "
              f"LogSegment.recover truncates the segment at byte {damage} and drops them; repair --salvage keeps "
              "a copy")
         for f in later:

@@ -77,7 +77,7 @@ def test_verify_reports_the_damage_and_what_recovery_drops(run_cli, damaged, env
     assert found["corrupt-length"]["position"] == at
     resynced = found["resynchronised"]
     assert resynced["position"] == again
-    assert resynced["message"].startswith(f"{after} whole batches (offsets 25..94) from byte {again} on, after the "
+    assert resynced["message"].startswith(f"{after} intact batches (offsets 25..94) from byte {again} on, after the "
                                           f"damage at byte {at}: LogSegment.recover truncates the segment at byte "
                                           f"{at}")
     # the segment's own verdict stays the broker's: it ends at the damage
@@ -113,3 +113,25 @@ def test_scan_resynchronises_alike_with_and_without_the_native_core(damaged) -> 
     assert views[0][4:6] == [("corrupt-length", at), ("resynchronised", again)]
     assert len(views[0]) == 4 + 2 + after
     assert all(v == views[0] for v in views)
+
+
+@pytest.mark.parametrize("env", MODES)
+def test_two_damages_counted_alike_by_verify_and_salvage(run_cli, damaged, env) -> None:
+    """A negative length, then a shortened one further on (a bogus batch with a bad CRC, then lost framing): verify
+    reports each resynchronisation with the intact batches after it, and their sum is what salvage finds."""
+    part, at, _again, _after = damaged
+    log = part / SEGMENT
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">i", data, at + 8, -5)
+    pos = 10062  # the 13th batch of the segment (offsets 60..64): 300 bytes declared
+    assert struct.unpack_from(">q", data, pos)[0] == 60
+    struct.pack_into(">i", data, pos + 8, 300)
+    log.write_bytes(bytes(data))
+    found = [d for d in run_cli("verify", "-f", "jsonl", part, env=env).jsonl() if d["type"] == "finding"]
+    codes = [d["code"] for d in found if d["path"].endswith(SEGMENT)]
+    assert codes[:5] == ["size-below-minimum", "resynchronised", "crc-mismatch", "corrupt-length", "resynchronised"]
+    counts = [int(d["message"].split()[0]) for d in found if d["code"] == "resynchronised"]
+    assert counts == [7, 6]
+    done = run_cli("repair", "--salvage", "-f", "jsonl", part, env=env)
+    summary = next(d for d in done.jsonl() if d["type"] == "partition")
+    assert summary["salvaged_batches"] == sum(counts)
