@@ -260,7 +260,7 @@ def _dump_records(
         batches = 0
         for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=options.records,
                          decoded=columnar and options.records, stretches=columnar and not options.records,
-                         options=options.scan, progress=progress):
+                         resynchronise=True, options=options.scan, progress=progress):
             if item.__class__ is RecordRun or item.__class__ is Stretch:
                 yield item
                 continue
@@ -328,8 +328,8 @@ def _search_records(
     wanted = options.filter
     batches = 0
     with open_regular(f.path) as fh:
-        for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=True, options=options.scan,
-                         progress=progress):
+        for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=True, resynchronise=True,
+                         options=options.scan, progress=progress):
             if not isinstance(item, RawBatch):
                 yield item
                 continue

@@ -40,6 +40,12 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "lost from here", "FileLogInputStream.nextBatch"),
     ("batch-too-large", "error", "an entry's size field is above --max-batch-bytes: taken as a corrupt "
      "length, the framing is lost from here", "FileLogInputStream.nextBatch"),
+    ("corrupt-length", "error", "an entry's size runs past the end of the file, yet whole batches follow it: a "
+     "corrupt length in the middle, not a torn tail; recovery truncates the segment there and drops what follows",
+     "LogSegment.recover"),
+    ("resynchronised", "warning", "whole batches with valid CRCs found again after the framing was lost: "
+     "recovery truncates the segment at the damage and drops them; repair --salvage keeps a copy",
+     "LogSegment.recover"),
     ("batch-too-small", "error", "a v2 batch is shorter than its own header", "DefaultRecordBatch.ensureValid"),
     ("unknown-magic", "error", "a magic byte that is not 0, 1 or 2: the framing cannot be trusted from here",
      "FileLogInputStream.nextBatch"),

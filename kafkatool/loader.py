@@ -560,7 +560,8 @@ class PartitionLoad:
             return
         with fh:
             fd = fh.fileno()
-            items = scan(fh, seg.display, stretches=True, options=self.options, progress=self.progress)
+            items = scan(fh, seg.display, stretches=True, resynchronise=True, options=self.options,
+                         progress=self.progress)
             deque(self._segment(seg, items, lambda size, position: os.pread(fd, size, position)), maxlen=0)
 
     def _segment(self, seg: LoadedSegment, items: Iterator[Any], pread: Callable[[int, int], bytes]
@@ -721,6 +722,8 @@ class PartitionLoad:
         batch's framing (torn tail, impossible size...) and at a zero-filled tail (a warning: nothing was written
         there, but the log ends there all the same); otherwise it is the load's finding (a CRC mismatch is judged on
         its batch, :meth:`_cut_at_batch`). Whether the segment's batches are still kept."""
+        if f.code == "resynchronised":  # the batches found again after damage: the broker's reading ended there
+            return False
         loaded = self.loaded
         cuts = f.severity == "error" or f.code == "zero-filled-tail"
         if recovering and cuts and f.code != "crc-mismatch":

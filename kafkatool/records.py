@@ -213,6 +213,7 @@ def scan(
     columnar: bool = False,
     decoded: bool = False,
     stretches: bool = False,
+    resynchronise: bool = False,
     options: ScanOptions = _DEFAULT_OPTIONS,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[Batch | RawBatch | HeaderRun | RecordRun | Stretch | Finding | Trailing]:
@@ -229,6 +230,11 @@ def scan(
     native core: every batch as :class:`RawBatch`, as ``with_raw``). With ``stretches`` (and the native core),
     the batches that follow the one before them come as :class:`Stretch` es (the first of a window, and each
     that does not follow, as :class:`Batch`); without the native core, every batch as :class:`Batch`.
+    With ``resynchronise``, where the framing is lost (a size below the minimum, above ``max_batch``, a magic
+    byte above 127, a size running past the end of the file) the scan goes on at the next whole v2 batch with a
+    valid CRC (:func:`resync`), after a ``resynchronised`` finding at that position: what ``LogSegment.recover``
+    would drop there is shown, not hidden (a size running past the end with batches after it is then a
+    ``corrupt-length``, not a ``torn-tail``). Without it the scan ends there, as the broker's reading does.
     ``progress`` is called with the number of bytes consumed since its last call.
     """
     if (columnar or stretches) and (with_raw or decoded) or (columnar and stretches):
@@ -247,7 +253,6 @@ def scan(
     p = 0             # parse position in window
     eof = False
     unpack_log = _LOG_HEADER.unpack_from
-    unpack_v2 = _V2_HEADER.unpack_from
     max_batch = options.max_batch
     reported = start
     # The columnar run being gathered; emptied (yielded) before anything else is yielded, and at each
@@ -256,123 +261,55 @@ def scan(
     run_headers = bytearray()
     run_valid = bytearray()
     run_controls: dict[int, bytes] = {}
-    unpack_frame = _V2_FRAME.unpack_from
     core = native.CORE
 
     while True:
-        if core is not None and len(window) - p >= 61:  # the native core walks the whole v2 batches
-            if decoded:
-                p, stop = yield from _native_records(core, window, p, base, limit, max_batch, path,
-                                                     options.max_decompressed)
-            elif stretches:
-                p, stop = yield from _native_stretches(core, window, p, base, limit, max_batch, path)
-            else:
-                p, stop = yield from _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, path,
-                                                  run_positions, run_headers, run_valid, run_controls)
+        if len(window) - p >= 61:  # RECORD_BATCH_OVERHEAD: whole v2 batches, walked natively or here
+            if core is not None:
+                if decoded:
+                    p, stop = yield from _native_records(core, window, p, base, limit, max_batch, path,
+                                                         options.max_decompressed)
+                elif stretches:
+                    p, stop = yield from _native_stretches(core, window, p, base, limit, max_batch, path)
+                else:
+                    p, stop = yield from _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar,
+                                                      path, run_positions, run_headers, run_valid, run_controls)
+                if stop == 1:
+                    break
+                if stop == 2:
+                    continue
+            p, stop = yield from _walk(window, p, base, limit, max_batch, with_raw, columnar, path,
+                                       run_positions, run_headers, run_valid, run_controls)
             if stop == 1:
                 break
-            if stop == 2:
-                continue
-        avail = len(window) - p
-        if columnar and avail >= 61:  # the v2 fast path, columnar: three fields unpacked, no Batch built
-            size, magic, crc = unpack_frame(window, p)
-            total = size + 12
-            if magic == 2 and 61 <= total <= avail and total <= max_batch:
-                position = base + p
-                if position >= limit:
-                    break
-                crc_ok = crc32c(wmv[p + 21:p + total]) == crc
-                if window[p + 22] & 0x20:  # a control batch (attributes' low byte): keep its bytes for its type
-                    run_controls[len(run_valid)] = bytes(window[p:p + total])
-                run_positions.append(position)
-                run_headers += wmv[p:p + 61]
-                run_valid.append(crc_ok)
-                p += total
-                if not crc_ok:
-                    yield _take_run(run_positions, run_headers, run_valid, run_controls)
-                    yield finding("crc-mismatch", path, position,
-                                  f"stored CRC32C {crc} does not match the batch contents")
-                continue
-        elif avail >= 61:  # RECORD_BATCH_OVERHEAD: try the v2 fast path with a single unpack
-            (base_offset, size, epoch, magic, crc, attrs, last_delta, first_ts, max_ts,
-             pid, pepoch, bseq, count) = unpack_v2(window, p)
-            total = size + 12
-            if magic == 2 and 61 <= total <= avail and total <= max_batch:
-                position = base + p
-                if position >= limit:
-                    break
-                crc_ok = crc32c(wmv[p + 21:p + total]) == crc  # ATTRIBUTES_OFFSET .. end
-                # _v2_batch() spelled inline (a call per batch is measurable); tests hold the two equal.
-                batch = _tuple_new(Batch, (
-                    position, base_offset, base_offset + last_delta, total, 2, crc, crc_ok, attrs,
-                    _CODEC_BY_ID[attrs & 7], "log_append" if attrs & 0x08 else "create",
-                    first_ts, max_ts, count, epoch, pid, pepoch, bseq,
-                    attrs & 0x10 != 0, attrs & 0x20 != 0, first_ts if attrs & 0x40 else None,
-                ))
-                yield _tuple_new(RawBatch, (batch, bytes(window[p:p + total]))) if with_raw else batch
-                if not crc_ok:
-                    yield finding("crc-mismatch", path, position,
-                                  f"stored CRC32C {crc} does not match the batch contents")
-                p += total
-                continue
         # General path: legacy messages, damaged framing, a window running dry, the end of the file.
         if run_positions:
             yield _take_run(run_positions, run_headers, run_valid, run_controls)
+        avail = len(window) - p
         size = unpack_log(window, p)[1] if avail >= LOG_OVERHEAD else None
         position = base + p
         if position >= limit:
             break
-        if size is not None and size < RECORD_OVERHEAD_V0:
-            rest = file_size - position
-            if _is_all_zero(fh, position, rest):
-                yield finding("zero-filled-tail", path, position,
-                              f"{rest} zero bytes from here to the end of the file"
-                              " (preallocated or crash-left tail)")
-            else:
-                yield finding("size-below-minimum", path, position,
-                              f"entry size {size} is smaller than the minimum record overhead "
-                              f"({RECORD_OVERHEAD_V0}); the framing is lost from here")
-            break
-        if size is not None and size + LOG_OVERHEAD > max_batch and size + LOG_OVERHEAD <= file_size - position:
-            yield finding("batch-too-large", path, position,
-                          f"entry declares {size + LOG_OVERHEAD} bytes, above the {max_batch}-byte limit"
-                          " (--max-batch-bytes); treated as a corrupt length, the framing is lost from here")
-            break
-        if size is not None and avail >= size + LOG_OVERHEAD:
-            total = size + LOG_OVERHEAD
-            magic = window[p + MAGIC_OFFSET]
-            if magic == 0 or magic == 1:
-                raw = bytes(window[p:p + total])
-                legacy_batch, chunks, findings = _legacy_entry(raw, position, path, options)
-                del chunks  # not read here: a wrapper's decompressed message set let go before the reader's own
-                if legacy_batch is not None:
-                    yield _tuple_new(RawBatch, (legacy_batch, raw)) if with_raw else legacy_batch
-                yield from findings
-            elif magic > 127:  # a negative Java byte: FileLogInputStream would take it for a legacy message
-                yield finding("unknown-magic", path, position,
-                              f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted from here")
+        step, lost, again = yield from _entry(fh, window, p, position, size, eof, file_size, limit, max_batch,
+                                              with_raw, options, path, resynchronise)
+        if lost is not None:
+            yield lost
+            if again is None and resynchronise:
+                again = _found_again(fh, position, limit)
+            if again is None:
                 break
-            elif total < RECORD_BATCH_OVERHEAD:  # whole, but shorter than a v2 header (ensureValid rejects it)
-                yield finding("batch-too-small", path, position,
-                              f"v2 batch of {total} bytes is smaller than its {RECORD_BATCH_OVERHEAD}-byte header")
-            else:
-                # Magic 3..127 (2 takes the fast path): FileLogInputStream.nextBatch reads any magic >= 2 as a v2
-                # batch, and DefaultRecordBatch.ensureValid checks only its size and its CRC, which begins after the
-                # magic byte; so it comes out as a v2 batch carrying its magic (checks flag it: clients misread it).
-                fields = unpack_v2(window, p)
-                crc = fields[4]
-                batch = _v2_batch(position, fields, crc32c(wmv[p + 21:p + total]) == crc)
-                yield _tuple_new(RawBatch, (batch, bytes(window[p:p + total]))) if with_raw else batch
-                if not batch.crc_valid:
-                    yield finding("crc-mismatch", path, position,
-                                  f"stored CRC32C {crc} does not match the batch contents")
-            p += total
+            yield finding("resynchronised", path, again,
+                          f"whole batches again from byte {again}, {again - position} bytes after the damage at "
+                          f"byte {position}; LogSegment.recover truncates the segment at byte {position} and "
+                          "drops them")
+            del window  # go on from there, as from a start (the window refills)
+            base, p, eof, window = again, 0, False, wmv[:0]
+            fh.seek(again)
             continue
-        if eof:
-            yield Trailing(position, avail)
-            declared = f" (the entry declares {size + LOG_OVERHEAD} bytes)" if size is not None else ""
-            yield finding("torn-tail", path, position,
-                          f"the last {avail} bytes of the file do not form a whole batch{declared}")
+        if step > 0:
+            p += step
+            continue
+        if step == _END:
             break
         # Refill: move the unparsed tail to the front, read more (grow the buffer for a big batch).
         # Never more than the rest of the file (+1, so that the read finds its end): a torn last entry
@@ -402,6 +339,116 @@ def scan(
         yield _take_run(run_positions, run_headers, run_valid, run_controls)
     if progress is not None and limit > reported:
         progress(limit - reported)
+
+
+def _walk(window, p, base, limit, max_batch, with_raw, columnar, path, run_positions, run_headers, run_valid,
+          run_controls):
+    """The pure twin of :func:`_native_walk`: the whole v2 batches at ``p`` (``FileLogInputStream.nextBatch`` framing
+    them, ``DefaultRecordBatch.ensureValid``'s CRC32C checked), yielded as ``scan`` yields them; returns ``(p, stop)``:
+    where the next entry begins, and 1 when it begins past ``limit`` (else 0: the general path takes it)."""
+    n = len(window)
+    unpack = _V2_FRAME.unpack_from if columnar else _V2_HEADER.unpack_from  # columnar: three fields, no Batch built
+    while n - p >= 61:
+        if columnar:
+            size, magic, crc = unpack(window, p)
+        else:
+            (base_offset, size, epoch, magic, crc, attrs, last_delta, first_ts, max_ts,
+             pid, pepoch, bseq, count) = unpack(window, p)
+        total = size + 12
+        if magic != 2 or not 61 <= total <= n - p or total > max_batch:
+            break
+        position = base + p
+        if position >= limit:
+            return p, 1
+        crc_ok = crc32c(window[p + 21:p + total]) == crc  # ATTRIBUTES_OFFSET .. end
+        if columnar:
+            if window[p + 22] & 0x20:  # a control batch (attributes' low byte): keep its bytes for its type
+                run_controls[len(run_valid)] = bytes(window[p:p + total])
+            run_positions.append(position)
+            run_headers += window[p:p + 61]
+            run_valid.append(crc_ok)
+        else:
+            # _v2_batch() spelled inline (a call per batch is measurable); tests hold the two equal.
+            batch = _tuple_new(Batch, (
+                position, base_offset, base_offset + last_delta, total, 2, crc, crc_ok, attrs,
+                _CODEC_BY_ID[attrs & 7], "log_append" if attrs & 0x08 else "create",
+                first_ts, max_ts, count, epoch, pid, pepoch, bseq,
+                attrs & 0x10 != 0, attrs & 0x20 != 0, first_ts if attrs & 0x40 else None,
+            ))
+            yield _tuple_new(RawBatch, (batch, bytes(window[p:p + total]))) if with_raw else batch
+        p += total
+        if not crc_ok:
+            if columnar:
+                yield _take_run(run_positions, run_headers, run_valid, run_controls)
+            yield finding("crc-mismatch", path, position, f"stored CRC32C {crc} does not match the batch contents")
+    return p, 0
+
+
+_END = -1  # _entry's step where the scan ends (0: read more first, above 0: the entry's size, to go on after it)
+
+
+def _entry(fh, window, p, position, size, eof, file_size, limit, max_batch, with_raw, options, path, resynchronise):
+    """``FileLogInputStream.nextBatch`` on an entry the v2 walk did not take (a legacy message, a damaged one, one
+    running past the window or the end of the file): yields what ``scan`` yields for it and returns ``(step, lost,
+    again)``: ``step`` the entry's size to go on after it, 0 to read more first, ``_END`` where the scan ends; or
+    ``lost``, the finding where the framing is lost, and ``again``, where whole batches begin after it when that was
+    searched for already (``size`` is None when fewer than 12 bytes are in the window)."""
+    avail = len(window) - p
+    if size is not None and size < RECORD_OVERHEAD_V0:
+        rest = file_size - position
+        if _is_all_zero(fh, position, rest):
+            yield finding("zero-filled-tail", path, position,
+                          f"{rest} zero bytes from here to the end of the file (preallocated or crash-left tail)")
+            return _END, None, None
+        return 0, finding("size-below-minimum", path, position,
+                          f"entry size {size} is smaller than the minimum record overhead ({RECORD_OVERHEAD_V0}); "
+                          "the framing is lost from here"), None
+    if size is not None and size + LOG_OVERHEAD > max_batch and size + LOG_OVERHEAD <= file_size - position:
+        return 0, finding("batch-too-large", path, position,
+                          f"entry declares {size + LOG_OVERHEAD} bytes, above the {max_batch}-byte limit"
+                          " (--max-batch-bytes); treated as a corrupt length, the framing is lost from here"), None
+    if size is not None and avail >= size + LOG_OVERHEAD:
+        total = size + LOG_OVERHEAD
+        magic = window[p + MAGIC_OFFSET]
+        if magic == 0 or magic == 1:
+            raw = bytes(window[p:p + total])
+            legacy_batch, chunks, findings = _legacy_entry(raw, position, path, options)
+            del chunks  # not read here: a wrapper's decompressed message set let go before the reader's own
+            if legacy_batch is not None:
+                yield _tuple_new(RawBatch, (legacy_batch, raw)) if with_raw else legacy_batch
+            yield from findings
+        elif magic > 127:  # a negative Java byte: FileLogInputStream would take it for a legacy message
+            return 0, finding("unknown-magic", path, position,
+                              f"magic byte {magic} is not 0, 1 or 2; the framing cannot be trusted from here"), None
+        elif total < RECORD_BATCH_OVERHEAD:  # whole, but shorter than a v2 header (ensureValid rejects it)
+            yield finding("batch-too-small", path, position,
+                          f"v2 batch of {total} bytes is smaller than its {RECORD_BATCH_OVERHEAD}-byte header")
+        else:
+            # Magic 3..127 (2 takes the fast path): FileLogInputStream.nextBatch reads any magic >= 2 as a v2
+            # batch, and DefaultRecordBatch.ensureValid checks only its size and its CRC, which begins after the
+            # magic byte; so it comes out as a v2 batch carrying its magic (checks flag it: clients misread it).
+            fields = _V2_HEADER.unpack_from(window, p)
+            crc = fields[4]
+            batch = _v2_batch(position, fields, crc32c(window[p + 21:p + total]) == crc)
+            yield _tuple_new(RawBatch, (batch, bytes(window[p:p + total]))) if with_raw else batch
+            if not batch.crc_valid:
+                yield finding("crc-mismatch", path, position, f"stored CRC32C {crc} does not match the batch contents")
+        return total, None, None
+    if not eof:
+        return 0, None, None
+    # FileLogInputStream.nextBatch ends the stream at an entry running past the end of the file; with whole batches
+    # after it, that was a corrupt length in the middle, not a write torn by a crash
+    again = _found_again(fh, position, limit) if resynchronise else None
+    if again is None:
+        yield Trailing(position, avail)
+        declared = f" (the entry declares {size + LOG_OVERHEAD} bytes)" if size is not None else ""
+        yield finding("torn-tail", path, position,
+                      f"the last {avail} bytes of the file do not form a whole batch{declared}")
+        return _END, None, None
+    return 0, finding("corrupt-length", path, position,
+                      f"entry declares {size + LOG_OVERHEAD} bytes, past the end of the file "
+                      f"({file_size - position} left), yet whole batches follow from byte {again}: a corrupt "
+                      "length, not a torn tail; the framing is lost from here"), again
 
 
 def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, path,
@@ -523,6 +570,13 @@ def _native_records(core, window, p, base, limit, max_batch, path, max_decompres
         yield finding("crc-mismatch", path, last.position,
                       f"stored CRC32C {last.crc} does not match the batch contents")
     return p, stop
+
+
+def _found_again(fh: BinaryIO, position: int, limit: int) -> int | None:
+    """Where the first whole v2 batch with a valid CRC begins after the damage at ``position`` (before ``limit``):
+    :func:`resync`, the one search for it."""
+    found = next(resync(fh, position + 1, limit), None)
+    return None if found is None else found[0]
 
 
 # --------------------------------------------------------------------------------------------

@@ -358,7 +358,10 @@ def _segment_actions(loaded: LoadedPartition, result: PartitionRepair, indexes_o
         cut = loaded.cut
         assert cut is not None
         seg = next(s for s in loaded.segments if s.base_offset == cut.segment_base)
-        first = seg.first_dropped if seg.first_dropped is not None else leo
+        # a cut at damaged framing: its offsets begin where the kept batches end (the batches found again after the
+        # damage are counted as dropped, and the damaged entry's own offsets are unknown)
+        at_batch = seg.first_dropped is not None and cut.finding.code == "crc-mismatch"
+        first = seg.first_dropped if at_batch else cut.next_offset if seg.first_dropped is not None else leo
         last = loaded.on_disk_end_offset - 1 if cut.ends_log else seg.last_dropped
         if last is not None and last >= first:
             result.offsets_removed = (first, last)

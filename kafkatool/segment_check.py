@@ -496,7 +496,9 @@ def _check_log(
         raw_of_deep: list[bytes] = [b""]  # the current batch's bytes, when kept (the decoding happens in _deep)
         items = _log_items(fh, path, options, sink, progress, tap, keep_raw, raw_of_deep)
         back: list = []  # the rest of a stretch, to take batch by batch from where something happens in it
-        for item in pushback(items, back):
+        stream = pushback(items, back)
+        damage = None  # where the last finding of the scan is: the damage, when a resynchronisation follows
+        for item in stream:
             if item.__class__ is Batch:
                 batch = item
             elif item.__class__ is Stretch:
@@ -534,6 +536,10 @@ def _check_log(
             elif item.__class__ is Trailing:
                 continue
             else:
+                if item.code == "resynchronised":  # the segment ends at the damage, as LogSegment.recover cuts it
+                    _after_damage(stream, item, damage, sink)
+                    break
+                damage = item.position
                 sink.add(item)
                 continue
             (position, base, last, size, magic, _crc, _ok, attrs, _codec, _tstype, first_ts, max_ts,
@@ -548,10 +554,7 @@ def _check_log(
             if base != prev_last + 1:
                 if batches == 1:
                     first_offset = base
-                    if base < base_offset and not standalone:
-                        sink("offset-below-segment-base", path, position,
-                             f"first batch starts at offset {base}, below the segment's base offset "
-                             f"{base_offset} (file name)")
+                    _first_batch_offset(sink, path, position, base, base_offset, standalone)
                 elif base <= prev_last:
                     sink("offset-not-increasing", path, position,
                          f"batch offsets {base}..{last} do not follow the previous batch (last offset {prev_last})")
@@ -604,13 +607,7 @@ def _check_log(
                 next_ipos = ipos[oi] if oi < n_oi else _NEVER
             # transactions, control batches, the delete horizon (attributes 0x10, 0x20, 0x40)
             if attrs & 0x70 and magic >= 2:
-                if attrs & 0x20:  # rare and small: read its bytes again rather than keep every batch's
-                    data = raw_of_deep[0] if keep_raw else pread(size, position)
-                    _control_batch(path, batch, data, options, sink, ongoing, first_marker, aborts)
-                elif attrs & 0x10 and pid >= 0 and pid not in ongoing:
-                    ongoing[pid] = base
-                if attrs & 0x40:
-                    report.delete_horizon = True
+                _transaction_batch(path, batch, raw_of_deep[0] if keep_raw else None, pread, options, sink, report)
             prev_last = last
         if batch.__class__ is Stretch:
             batch = batch.batch(batch.hi - 1)
@@ -630,16 +627,85 @@ def _check_log(
     report.gaps, report.missing_offsets, report.first_gap = gaps, missing, first_gap
     report.compacted_batches, report.legacy = compacted, legacy
     report.valid_end = valid_end
-    if standalone or not task.check_indexes:
-        return
+    if not standalone and task.check_indexes:
+        _judge_indexes(task, options, report, sink, offset_entries, (oi, pending_exact, inexact, largest_indexed),
+                       time_entries, (ti, time_usable, time_inexact, seg_max))
+
+
+def _first_batch_offset(sink: _Sink, path: str, position: int, base: int, base_offset: int, standalone: bool) -> None:
+    """The first batch of a segment begins at its base offset or later (``LogSegment.ensureOffsetInRange``: an offset
+    below the base does not fit the segment's relative offsets)."""
+    if base < base_offset and not standalone:
+        sink("offset-below-segment-base", path, position,
+             f"first batch starts at offset {base}, below the segment's base offset {base_offset} (file name)")
+
+
+def _transaction_batch(path: str, batch: Batch, raw: bytes | None, pread, options: CheckOptions, sink: _Sink,
+                       report: SegmentReport) -> None:
+    """A transactional, control or delete-horizon batch (attributes 0x10, 0x20, 0x40) as ``ProducerStateManager``
+    takes it: a producer's transaction begins at its first transactional batch, a control batch's marker ends it
+    (:func:`_control_batch`; rare and small: its bytes read again, ``raw`` when kept, rather than keep every
+    batch's)."""
+    attrs, pid = batch[7], batch[14]
+    ongoing = report.ongoing
+    if attrs & 0x20:
+        data = raw if raw is not None else pread(batch[3], batch[0])
+        _control_batch(path, batch, data, options, sink, ongoing, report.first_marker, report.aborts)
+    elif attrs & 0x10 and pid >= 0 and pid not in ongoing:
+        ongoing[pid] = batch[1]
+    if attrs & 0x40:
+        report.delete_horizon = True
+
+
+def _judge_indexes(task: SegmentTask, options: CheckOptions, report: SegmentReport, sink: _Sink,
+                   offset_entries: OffsetEntries, offset_merge: tuple, time_entries: list[tuple[int, int]],
+                   time_merge: tuple) -> None:
+    """The ``.index`` and ``.timeindex`` judged once the log has passed (``OffsetIndex``/``TimeIndex.sanityCheck``
+    and what the broker's lookups would make of their entries), from where the merges with the log left them; a
+    missing one said so."""
     if report.index is None:
         report.index = _missing(task, options, report, sink, "index")
     else:
-        _finish_offset_index(task, options, report, sink, offset_entries, oi, pending_exact, inexact, largest_indexed)
+        _finish_offset_index(task, options, report, sink, offset_entries, *offset_merge)
     if report.timeindex is None:
         report.timeindex = _missing(task, options, report, sink, "timeindex")
     else:
-        _finish_time_index(task, options, report, sink, time_entries, ti, time_usable, time_inexact, seg_max)
+        _finish_time_index(task, options, report, sink, time_entries, *time_merge)
+
+
+def _after_damage(items: Iterator, found: Finding | None, damage: int | None, sink: _Sink) -> None:
+    """The rest of a log after its framing was lost and found again (``records.scan`` with ``resynchronise``): its
+    intact batches (a valid CRC: what ``repair --salvage`` copies) counted, not checked as the segment's
+    (``LogSegment.recover`` truncates the segment at the damage and drops them), and each resynchronisation reported
+    with what follows it up to the next (their findings after it)."""
+    while found is not None:
+        n, first, last, later, again, next_damage = 0, None, None, [], None, damage
+        for item in items:
+            cls = item.__class__
+            if cls is Stretch:
+                n += item.hi - item.lo
+                if first is None:
+                    first = item.batch(item.lo).base_offset
+                last = item.batch(item.hi - 1).last_offset
+            elif cls is Batch and item.crc_valid:  # a damaged one has its own finding
+                n += 1
+                if first is None:
+                    first = item.base_offset
+                last = item.last_offset
+            elif cls is Finding:
+                if item.code == "resynchronised":
+                    again = item
+                    break
+                next_damage = item.position
+                later.append(item)
+        offsets = f" (offsets {first}..{last})" if first is not None else ""
+        sink(found.code, found.path, found.position,
+             f"{n} intact batches{offsets} from byte {found.position} on, after the damage at byte {damage}: "
+             f"LogSegment.recover truncates the segment at byte {damage} and drops them; repair --salvage keeps "
+             "a copy")
+        for f in later:
+            sink.add(f)
+        found, damage = again, next_damage
 
 
 def _log_items(fh, path: str, options: CheckOptions, sink: _Sink, progress: Callable[[int], None] | None,
@@ -648,7 +714,7 @@ def _log_items(fh, path: str, options: CheckOptions, sink: _Sink, progress: Call
     bytes need not be kept), findings; with ``keep_raw`` each batch's bytes in ``raw_of_deep[0]`` and, with
     ``--deep``, its records decoded and checked (:func:`_deep`); through ``tap`` when given."""
     deep = options.deep
-    items = scan(fh, path, with_raw=keep_raw and not deep, decoded=deep, stretches=not keep_raw,
+    items = scan(fh, path, with_raw=keep_raw and not deep, decoded=deep, stretches=not keep_raw, resynchronise=True,
                  options=options.scan, progress=progress)
     if keep_raw:
         items = _deep(items, path, options, sink, raw_of_deep, check=deep)
