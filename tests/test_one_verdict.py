@@ -151,10 +151,11 @@ def test_read_committed_view_follows_the_txnindex_the_broker_serves(corpus: Path
 # --- 4,096 zero bytes after the last batch ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fail_on", ["warning", "error"])
-def test_zero_filled_tail_one_verdict_in_dump_and_verify(corpus: Path, tmp_path: Path, run_cli, fail_on: str) -> None:
+@pytest.mark.parametrize("fail_on", ["warning", "error", None])
+def test_zero_filled_tail_one_verdict_in_dump_and_verify(corpus: Path, tmp_path: Path, run_cli,
+                                                         fail_on: str | None) -> None:
     """The same code at the same byte with the same severity (the catalogue's), and the same exit code by the one
-    exit policy for the same --fail-on."""
+    exit policy for the same --fail-on, and by default (both default to error: the same bytes, the same exit)."""
     part = _copy(corpus / "kafka" / "logdir" / "codecs-0", tmp_path / "codecs-0")
     log = part / "00000000000000000190.log"
     end = log.stat().st_size
@@ -162,7 +163,7 @@ def test_zero_filled_tail_one_verdict_in_dump_and_verify(corpus: Path, tmp_path:
         fh.write(bytes(4096))
     seen = {}
     for command in ("dump", "verify"):
-        done = run_cli(command, "-f", "jsonl", "--fail-on", fail_on, part)
+        done = run_cli(command, "-f", "jsonl", *(("--fail-on", fail_on) if fail_on else ()), part)
         [zero] = _findings(done.jsonl(), "zero-filled-tail")
         seen[command] = (zero["path"], zero["position"], zero["severity"], done.returncode)
     assert seen["dump"] == seen["verify"] == (str(log), end, "warning", 1 if fail_on == "warning" else 0)

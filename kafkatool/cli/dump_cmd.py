@@ -87,7 +87,7 @@ def dump(
         help="Decode the records of Kafka's internal topics (implies --records): consumer-offsets, "
              "transaction-state, cluster-metadata, share-group-state, or auto (by the partition's topic).",
         metavar="DECODER", show_default=False)] = None,
-    fail_on: FailOn = "warning",
+    fail_on: FailOn = "error",
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
 
@@ -96,7 +96,7 @@ def dump(
     --key, --value, --header, --producer-id, --from-time and --to-time search: only the matching records are
     shown, each after its batch's line (they imply --records when a record field is searched).
     With --from-offset or --to-offset only the record files are shown.
-    Exit 1 when a finding reaches --fail-on (default: warning).
+    Exit 1 when a finding reaches --fail-on (default: error, as verify's: the same bytes give the same exit).
     """
     from ..dump import DumpOptions, dump_paths, record_filter
     from ..errors import UsageError

@@ -132,7 +132,7 @@ def truncation(
                         "or --rule hw. Default: only show it.")] = False,
     backup_dir: BackupDir = None,
     fmt: Format = "text",
-    fail_on: FailOn = "error",
+    fail_on: FailOn = "warning",
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
 ) -> int:
@@ -147,7 +147,8 @@ def truncation(
     log dir's checkpoints updated. Exit 0 when no rule loses data (with --apply: when it was done
     or nothing was left to do), 1 when one discards batches the leader does not have (data lost
     from the partition) or leaves the follower's log diverged from the leader's (with --apply: when
-    it was refused, e.g. a damaged log; or a finding reaches --fail-on, default error), 2 usage error, 3 I/O
+    it was refused, e.g. a damaged log; or a finding reaches --fail-on, default warning, as replicas': acknowledged
+    offsets a replica exposes), 2 usage error, 3 I/O
     error.
     """
     from ..errors import UsageError
