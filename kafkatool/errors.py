@@ -20,6 +20,13 @@ class UsageError(KafkaToolError):
     exit_code = 2
 
 
+class NothingMatched(KafkaToolError):
+    """A filter (``--topic``, ``--partition``) matched nothing in what was read: an answer, not an error (exit 0,
+    said as a note on stderr, as every command says a filter that matched nothing)."""
+
+    exit_code = 0
+
+
 class InputIOError(KafkaToolError):
     """A file or directory could not be read (missing, permission denied, I/O error)."""
 

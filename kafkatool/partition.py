@@ -18,7 +18,7 @@ from .internal import PartitionState, metadata_sources, metadata_timeline
 from .loader import segment_bytes
 from .model import Finding
 from .records import ScanOptions
-from .replicas import Divergence, Replica, compare, open_replica, replica_groups
+from .replicas import Divergence, Replica, compare, filter_matched_nothing, open_replica, replica_groups
 from .smallfiles import read_meta_properties
 from .truncation import exposed_finding
 from .walk import PartitionDir
@@ -167,8 +167,9 @@ def inspect_replicas(
     met: list[Finding] = []
     groups = replica_groups(paths, topic, partition, met=met)
     if not groups:
-        raise UsageError("no partition is present in two or more of the given dirs (give one log dir per broker, "
-                         "or the partition's dir on each broker; --topic/--partition narrow)")
+        raise filter_matched_nothing(paths, topic, partition, 2) or UsageError(
+            "no partition is present in two or more of the given dirs (give one log dir per broker, or the "
+            "partition's dir on each broker; --topic/--partition narrow)")
     opened = [[open_replica(part, name, options, progress) for part, name in group] for group in groups]
     if isr is None:
         metadata = _metadata_isr(paths)

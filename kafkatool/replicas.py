@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .epochs import EpochCache
-from .errors import UsageError
+from .errors import NothingMatched, UsageError
 from .filetypes import FileKind, classify, open_regular
 from .loader import LoadedPartition, LoadedSegment, load_partition, segment_bytes
 from .model import Batch, Finding
@@ -180,6 +180,20 @@ def replica_groups(paths: Iterable[str | Path], topic: str | None = None, partit
         unique = len(set(names)) == len(names)
         out.append([(p, n if unique else p.display) for p, n in zip(parts, names, strict=True)])
     return out
+
+
+def filter_matched_nothing(paths: Iterable[str | Path], topic: str | None, partition: int | None,
+                           minimum: int) -> NothingMatched | None:
+    """Where ``--topic``/``--partition`` left no partition of those found ``minimum`` times under ``paths``: the
+    note saying so (exit 0), naming what there was; None where there was nothing to filter (a usage error)."""
+    if topic is None and partition is None:
+        return None
+    there = [f"{g[0][0].topic}-{g[0][0].partition}" for g in replica_groups(paths, minimum=minimum)]
+    if not there:
+        return None
+    given = " ".join(f"{o} {v}" for o, v in (("--topic", topic), ("--partition", partition)) if v is not None)
+    return NothingMatched(f"no partition matched {given} in {len(there):,} partition{'s' if len(there) != 1 else ''}"
+                          f" of the given dirs: {', '.join(there[:5])}{', ...' if len(there) > 5 else ''}")
 
 
 # --- comparing replicas ----------------------------------------------------------------------------------
@@ -425,9 +439,7 @@ def epoch_history(paths: Iterable[str | Path], *, topic: str | None = None, part
     met: list[Finding] = []
     groups = replica_groups(paths, topic, partition, minimum=1, met=met)
     if not groups:
-        raise UsageError("no partition dir under the given paths" + (" (with that --topic/--partition)"
-                                                                     if topic is not None or partition is not None
-                                                                     else ""))
+        raise filter_matched_nothing(paths, topic, partition, 1) or UsageError("no partition dir under the given paths")
     yield from met
     for group in groups:
         for part, _name in group:

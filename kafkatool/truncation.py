@@ -68,7 +68,7 @@ from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
 from .repair import default_backup_dir
-from .replicas import Replica, Segment, compare, merge, open_replica
+from .replicas import Replica, Segment, compare, filter_matched_nothing, merge, open_replica
 from .safewrite.journal import FileOp, apply_ops, resume
 from .safewrite.lock import log_dir_lock
 from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
@@ -424,8 +424,9 @@ def _pairs(leader: str | Path, follower: str | Path, topic: str | None, partitio
     leaders, followers = found(leader), found(follower)
     keys = sorted(set(leaders) & set(followers))
     if not keys:
-        raise UsageError("no partition is under both --leader and --follower (name the partition's dir on each "
-                         "broker, or their log dirs; --topic/--partition narrow)")
+        raise filter_matched_nothing([leader, follower], topic, partition, 2) or UsageError(
+            "no partition is under both --leader and --follower (name the partition's dir on each broker, or their "
+            "log dirs; --topic/--partition narrow)")
     for key in keys:
         lp, fp = leaders[key], followers[key]
         if lp.path.resolve() == fp.path.resolve():

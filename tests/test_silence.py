@@ -158,3 +158,23 @@ def test_delivery_sink_naming_a_partition_not_there_exits_1(tmp_path: Path, run_
     proc = run_cli("delivery", "-f", "jsonl", "--sink", sink(tmp_path, [0], topic="codecs"), CODECS.parent / "txn-0")
     assert proc.returncode == 1
     assert [(r["code"], r["severity"]) for r in proc.jsonl()] == [("delivery-partition-missing", "error")]
+
+
+@pytest.mark.parametrize("command", ["replicas", "epochs", "truncation"])
+@pytest.mark.parametrize("narrow", [["--topic", "nosuch"], ["--partition", "7"]])
+def test_replica_commands_whose_filter_matched_nothing_say_so(command: str, narrow: list[str], run_cli) -> None:
+    """``replicas``/``epochs``/``truncation`` with a --topic or --partition that none of the dirs' partitions has:
+    exit 0 and a note naming what there was (before: exit 2, as if the dirs held nothing); dirs that hold no
+    partition at all are still a usage error (exit 2)."""
+    case = ROOT / "kafka" / "replicas" / "hw-loss"
+    dirs = (["--leader", case / "broker-1", "--follower", case / "broker-2"] if command == "truncation"
+            else [case])
+    proc = run_cli(command, "-f", "jsonl", *narrow, *dirs)
+    assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr
+    assert proc.stderr == f"kafkatool: note: no partition matched {' '.join(narrow)} in 1 partition of the given " \
+                          "dirs: orders-0\n"
+    whole = run_cli(command, "-f", "jsonl", *dirs)
+    assert any(line.get("topic") == "orders" or "orders-0" in str(line) for line in whole.jsonl())
+    empty = ["--leader", case / "case.json", "--follower", case / "case.json"] if command == "truncation" \
+        else [case / "case.json"]
+    assert run_cli(command, *narrow, *empty).returncode == 2

@@ -65,7 +65,8 @@ def command(fn: Callable[..., int]) -> Callable[..., None]:
             code = EXIT_INTERRUPTED
         except KafkaToolError as exc:
             _traceback(debug)
-            sys.stderr.write(f"kafkatool: error: {printable(str(exc))}\n")
+            kind = "note" if exc.exit_code == EXIT_OK else "error"  # NothingMatched: an answer, not an error
+            sys.stderr.write(f"kafkatool: {kind}: {printable(str(exc))}\n")
             code = exc.exit_code
         except OSError as exc:
             _traceback(debug)
