@@ -77,8 +77,8 @@ class RecordRun(NamedTuple):
 
     def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object]) -> None:
         """The lines ``dump`` prints for the run (``fmt`` text or jsonl), given to ``write`` as UTF-8 bytes in pieces
-        of whole lines; see ``WindowColumns.render`` (and ``RecordChunk.render``: a chunk's record lines alone)."""
-        self.columns.render(self.lo, self.hi, fmt, values, fallback, write)
+        of whole lines; see the native core's ``render`` (of a ``RecordChunk``: a chunk's record lines alone)."""
+        native.available().render(self.columns, self.lo, self.hi, fmt, values, fallback, write)
 
 
 def crc32c(data: bytes | memoryview, value: int = 0) -> int:
@@ -687,9 +687,10 @@ def decode_records(
     core = native.CORE
     if core is not None and not batch[18] and pos and data.__class__ is bytes:  # native: all records or None
         # (pos 0: decompressed records the native core already handed over, or that it refused)
-        columns = core.decode_v2(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None)
-        if columns is not None:
-            return _columns_to_records(columns), _NO_FINDINGS
+        chunk = core.decode_v2_chunk(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None,
+                                     True)
+        if chunk is not None:
+            return _columns_to_records(chunk[0]), _NO_FINDINGS
     records, pos, bad = _v2_records(batch, data, pos, batch[12], 0, path)
     if bad is not None:
         return records, [bad]

@@ -738,7 +738,7 @@ fn check_python<'py>(m: &Bound<'py, PyModule>, buf: &[u8], w: &Walk) {
     let none: Option<i64> = None;
     call("scan_batches", args(py, (&data, p, w.base, w.limit, w.max_batch, true)));
     call("scan_headers", args(py, (&data, p, w.base, w.limit, w.max_batch)));
-    call("decode_v2", args(py, (&data, p, 3i64, w.base, w.limit, none)));
+    call("decode_v2_chunk", args(py, (&data, p, 3i64, w.base, w.limit, none, true)));
     for codec in 1u8..=5 {
         call("decompress", args(py, (codec, &data, 0usize, w.decompress_limit)));
         let out = call("decode_v2_compressed", args(py, (&data, codec, w.decompress_limit, 2i64, w.base, 0i64, none)));

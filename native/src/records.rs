@@ -112,10 +112,7 @@ impl Reader<'_> {
 
 /// Decode the `ctx.count` records of `data[start..]`, which must end exactly at the end of `data`.
 pub fn decode_v2(data: &[u8], start: usize, ctx: &BatchContext) -> Result<RecordColumns, Fail> {
-    let mut cols = RecordColumns::default();
-    cols.header_starts.push(0);
-    decode_v2_into(data, start, ctx, &mut cols)?;
-    Ok(cols)
+    decode_v2_part(data, start, ctx, true).map(|(cols, _)| cols)
 }
 
 /// The next `ctx.count` records of a section from `data[start..]` on, and where they end: one chunk of a batch
