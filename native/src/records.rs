@@ -16,6 +16,8 @@
 //! Python reader would carry as integers beyond 64 bits (a 10-byte timestamp varint's top bits,
 //! offsets past `i64::MAX`) are also an `Err` here, so the two never differ.
 
+use crate::frame::{be_i16, be_i32};
+
 /// A slice of the records buffer.
 pub type Slice = (usize, usize);
 
@@ -228,13 +230,10 @@ pub fn control_record(data: &[u8], start: usize, ctx: &BatchContext) -> Option<C
     let cols = decode_v2(data, start, ctx).ok()?;
     let bytes = |s: Option<Slice>| s.and_then(|(at, len)| data.get(at..at.checked_add(len)?));
     let key = bytes(*cols.keys.first()?)?;
-    let word = |b: &[u8], at: usize| Some(i16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?));
-    let value = bytes(*cols.values.first()?).and_then(|v| {
-        Some((word(v, 0)?, i32::from_be_bytes(v.get(2..6)?.try_into().ok()?)))
-    });
+    let value = bytes(*cols.values.first()?).and_then(|v| Some((be_i16(v, 0)?, be_i32(v, 2)?)));
     Some(ControlRecord {
-        key_version: word(key, 0)?,
-        key_type: word(key, 2)?,
+        key_version: be_i16(key, 0)?,
+        key_type: be_i16(key, 2)?,
         value,
         timestamp: *cols.timestamps.first()?,
     })
