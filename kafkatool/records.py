@@ -824,6 +824,9 @@ def _v2_records(batch: Batch, data, pos: int, count: int, done: int, path: str
      _count, _epoch, _pid, _pepoch, _seq, _txn, control, _horizon) = batch  # one unpack: cheaper than 6 lookups
     log_append_ts = max_ts if attributes & 0x08 else None
     n = len(data)
+    # Each varint's one- and two-byte cases are written inline (``_varint_slow`` for the rest), not called: this loop
+    # is the pure reader's hot path, and the same loop calling a helper that holds the fast cases measured 30-45%
+    # slower per record, and again 8-30% (1-record, 100 x 100 B and 16 x 1 KiB batches, best of 15 runs, 2 cores).
     try:
         for _ in range(count):
             # length
