@@ -797,8 +797,15 @@ fn check_python<'py>(m: &Bound<'py, PyModule>, buf: &[u8], w: &Walk) {
         method("record_columns", args(py, (0usize, n)));
         method("data", args(py, ()));
         for (fmt, values) in [("text", "text"), ("jsonl", "base64"), ("text", "hex"), ("jsonl", "none")] {
-            method("render", args(py, (0usize, n, fmt, values, &fallback, &sink, true)));
+            call("render", args(py, (&cols, 0usize, n, fmt, values, &fallback, &sink, true)));
         }
+    }
+    // a chunk of records, rendered by the same function
+    let a = (&data, p, 3i64, w.base, w.limit, none, false, false, true);
+    if let Some(chunk) = call("decode_v2_chunk", args(py, a)).filter(|o| !o.is_none()) {
+        let chunk = chunk.get_item(0).expect("chunk");
+        let n: usize = chunk.len().expect("len");
+        call("render", args(py, (&chunk, 0usize, n, "jsonl", "text", &fallback, &sink)));
     }
 }
 
