@@ -76,20 +76,15 @@ def decode_window_columns(window: _Bytes, p: int, base: int, limit: int, max_bat
     (batch by batch) and, for the records, :func:`kafkatool.records.decode_records`."""
 
 
-def decode_v2(data: _Bytes, start: int, count: int, base_offset: int, base_timestamp: int,
-              log_append_time: int | None) -> RecordColumns | None:
-    """Every record of the v2 records section ``data[start:]`` as columns, or ``None`` where the Python reader must
-    decide (damage, trailing bytes, values beyond 64 bits). Pure twin: ``kafkatool.records._v2_records``."""
-
-
 def decode_v2_chunk(data: _Bytes, start: int, count: int, base_offset: int, base_timestamp: int,
                     log_append_time: int | None, last: bool, times: bool = False,
                     lines: bool = False) -> tuple[ChunkColumns, int] | None:
     """The next ``count`` records of the v2 records section ``data`` from ``start`` on, as ``(columns, end)``: the
-    columns of :func:`decode_v2`, or with ``times`` only ``(offsets, timestamps)``, or with ``lines`` a
-    :class:`RecordChunk`; with ``last`` the section must end after them; ``None`` where the Python reader must
-    decide. Pure twin: ``kafkatool.records._v2_records`` a chunk at a time (:func:`kafkatool.records.record_chunks`).
-    """
+    columns ``(offsets, timestamps, keys, values, headers)``, or with ``times`` only ``(offsets, timestamps)``, or
+    with ``lines`` a :class:`RecordChunk`; with ``last`` the section must end after them (with the batch's record
+    count: every record of the section); ``None`` where the Python reader must decide (damage, trailing bytes, values
+    beyond 64 bits). Pure twin: ``kafkatool.records._v2_records`` (a chunk at a time:
+    :func:`kafkatool.records.record_chunks`)."""
 
 
 def decompress(codec: int, data: _Bytes, start: int, limit: int, legacy_lz4: bool = False) -> bytes | None:
@@ -106,7 +101,7 @@ def decompress_buffer(codec: int, data: _Bytes, start: int, limit: int) -> Decom
 def decode_v2_compressed(raw: _Bytes, codec: int, limit: int, count: int, base_offset: int, base_timestamp: int,
                          log_append_time: int | None) -> RecordColumns | bytes | None:
     """A compressed v2 batch (``raw``, from its first byte) decompressed and decoded in one call: the columns of
-    :func:`decode_v2`; or the decompressed records section as ``bytes`` when the records need the pure reader; or
+    :func:`decode_v2_chunk`; or the decompressed records section as ``bytes`` when the records need the pure reader; or
     ``None`` when the decompression does. Pure twin: :func:`kafkatool.records.decompress_records` then
     ``kafkatool.records._v2_records``."""
 
@@ -137,12 +132,7 @@ class RecordChunk:
     def __len__(self) -> int: ...
 
     def columns(self) -> RecordColumns:
-        """The records as the columns of :func:`decode_v2`. Pure twin: ``kafkatool.records._v2_records``."""
-
-    def render(self, lo: int, hi: int, fmt: str, values: str, fallback: tuple[object, object, object],
-               write: _Write, context: str = "") -> None:
-        """Records ``lo..hi`` rendered as ``dump`` prints a batch's records (:meth:`WindowColumns.render`, without
-        the batch line). Pure twin: ``kafkatool.cli.output``'s record lines."""
+        """The records as the columns of :func:`decode_v2_chunk`. Pure twin: ``kafkatool.records._v2_records``."""
 
 
 class WindowColumns:
@@ -210,14 +200,6 @@ class WindowColumns:
     def record_count(self, lo: int, hi: int) -> int:
         """Number of records decoded in batches ``lo..hi``."""
 
-    def render(self, lo: int, hi: int, fmt: str, values: str, fallback: tuple[object, object, object],
-               write: _Write, records: bool = True, context: str = "") -> None:
-        """Batches ``lo..hi`` and (with ``records``) their records rendered as ``dump`` prints them (``fmt`` "text"
-        or "jsonl", ``values`` "base64" | "text" | "hex" | "none"; a control batch whose marker was read here named
-        ABORT or COMMIT with its coordinator epoch), handed to ``write`` as UTF-8 bytes in pieces of whole lines;
-        ``context`` is written at the end of each JSON line, before its ``}`` (the file's topic, partition and path).
-        Pure twin: ``kafkatool.cli.output``'s batch and record lines."""
-
     def record_columns(self, lo: int, hi: int) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]:
         """The record columns of batches ``lo..hi`` as int64 bytes, for Arrow: ``(offsets, timestamps, key_starts,
         key_lengths, value_starts, value_lengths, header_starts)``, a null key or value as length -1; slices index
@@ -225,6 +207,16 @@ class WindowColumns:
 
     def data(self) -> bytes:
         """The window's bytes (what every slice indexes)."""
+
+
+def render(columns: WindowColumns | RecordChunk, lo: int, hi: int, fmt: str, values: str,
+           fallback: tuple[object, object, object], write: _Write, records: bool = True, context: str = "") -> None:
+    """Batches ``lo..hi`` of a :class:`WindowColumns` and (with ``records``) their records, or records ``lo..hi`` of
+    a :class:`RecordChunk` (without the batch line), rendered as ``dump`` prints them (``fmt`` "text" or "jsonl",
+    ``values`` "base64" | "text" | "hex" | "none"; a control batch whose marker was read here named ABORT or COMMIT
+    with its coordinator epoch), handed to ``write`` as UTF-8 bytes in pieces of whole lines; ``context`` is written
+    at the end of each JSON line, before its ``}`` (the file's topic, partition and path).
+    Pure twin: ``kafkatool.cli.output``'s batch and record lines."""
 
 
 class RecordsBuilder:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
+from . import native
+
 Severity = Literal["info", "warning", "error"]
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error")
 
@@ -263,9 +265,9 @@ class Stretch(NamedTuple):
     def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object],
                context: str = "") -> None:
         """The batch lines ``dump`` prints for the stretch's batches (``fmt`` text or jsonl; no records; a marker named
-        on its line), given to ``write`` as UTF-8 bytes in pieces of whole lines; see ``WindowColumns.render``.
+        on its line), given to ``write`` as UTF-8 bytes in pieces of whole lines; see the native core's ``render``.
         ``context``: what each JSON line ends with before its ``}`` (the file's topic, partition and path)."""
-        self.columns.render(self.lo, self.hi, fmt, values, fallback, write, False, context)
+        native.available().render(self.columns, self.lo, self.hi, fmt, values, fallback, write, False, context)
 
     def seek(self, position: int, i: int, at: int, end: int) -> tuple[int, int, int | None]:
         """Where byte ``position`` falls among batches ``i:hi`` of the stretch, batch ``i`` beginning at byte ``at`` and

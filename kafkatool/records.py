@@ -78,9 +78,9 @@ class RecordRun(NamedTuple):
     def render(self, fmt: str, values: str, fallback: tuple, write: Callable[[bytes], object],
                context: str = "") -> None:
         """The lines ``dump`` prints for the run (``fmt`` text or jsonl), given to ``write`` as UTF-8 bytes in pieces
-        of whole lines; see ``WindowColumns.render`` (and ``RecordChunk.render``: a chunk's record lines alone).
+        of whole lines; see the native core's ``render`` (of a ``RecordChunk``: a chunk's record lines alone).
         ``context``: what each JSON line ends with before its ``}`` (the file's topic, partition and path)."""
-        self.columns.render(self.lo, self.hi, fmt, values, fallback, write, context=context)
+        native.available().render(self.columns, self.lo, self.hi, fmt, values, fallback, write, context=context)
 
 
 def crc32c(data: bytes | memoryview, value: int = 0) -> int:
@@ -744,9 +744,10 @@ def decode_records(
     core = native.CORE
     if core is not None and not batch[18] and pos and data.__class__ is bytes:  # native: all records or None
         # (pos 0: decompressed records the native core already handed over, or that it refused)
-        columns = core.decode_v2(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None)
-        if columns is not None:
-            return _columns_to_records(columns), _NO_FINDINGS
+        chunk = core.decode_v2_chunk(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None,
+                                     True)
+        if chunk is not None:
+            return _columns_to_records(chunk[0]), _NO_FINDINGS
     records, pos, bad = _v2_records(batch, data, pos, batch[12], 0, path)
     if bad is not None:
         return records, [bad]
@@ -880,6 +881,9 @@ def _v2_records(batch: Batch, data, pos: int, count: int, done: int, path: str
      _count, _epoch, _pid, _pepoch, _seq, _txn, control, _horizon) = batch  # one unpack: cheaper than 6 lookups
     log_append_ts = max_ts if attributes & 0x08 else None
     n = len(data)
+    # Each varint's one- and two-byte cases are written inline (``_varint_slow`` for the rest), not called: this loop
+    # is the pure reader's hot path, and the same loop calling a helper that holds the fast cases measured 30-45%
+    # slower per record, and again 8-30% (1-record, 100 x 100 B and 16 x 1 KiB batches, best of 15 runs, 2 cores).
     try:
         for _ in range(count):
             # length

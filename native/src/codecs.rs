@@ -602,7 +602,7 @@ pub(crate) mod py {
     }
 
     /// A compressed v2 batch (`raw`, from its first byte) decompressed and decoded in one call, the
-    /// records read from the reused output buffer: the columns of `decode_v2`; or the decompressed
+    /// records read from the reused output buffer: the columns of `decode_v2_chunk`; or the decompressed
     /// records section as `bytes` when the records need the pure reader; or `None` when the
     /// decompression does.
     #[pyfunction]

@@ -963,21 +963,6 @@ mod py {
         Values::parse(name).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("values: {name}")))
     }
 
-    /// Lines rendered by `render` (into a buffer of about [`render::CHUNK`] bytes), handed to the Python callable
-    /// `write` as `bytes`.
-    fn render_with<'py>(
-        py: Python<'py>,
-        fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
-        write: Bound<'py, PyAny>,
-        render: impl FnOnce(&mut PyFallback<'py>, &mut String, &mut dyn FnMut(&str) -> PyResult<()>) -> PyResult<()>,
-    ) -> PyResult<()> {
-        let (text_bytes, key_repr, iso) = fallback;
-        let mut fb = PyFallback { text_bytes, key_repr, iso };
-        let mut out = String::with_capacity(render::CHUNK + 4096);
-        let mut sink = |lines: &str| write.call1((PyBytes::new(py, lines.as_bytes()),)).map(drop);
-        render(&mut fb, &mut out, &mut sink)
-    }
-
     /// One chunk of the records of a batch that declares more than a window decodes (`decode_v2_chunk` with `lines`,
     /// `kafkatool.records.record_chunks`): their columns, over the records section `data` they index (held, not
     /// copied). `kafkatool.records.RecordRun` holds one to render its records as `dump` prints them, without the
@@ -1000,35 +985,9 @@ mod py {
             self.records.len()
         }
 
-        /// The records as the columns of `decode_v2` (`(offsets, timestamps, keys, values, headers)`).
+        /// The records as the columns of `decode_v2_chunk` (`(offsets, timestamps, keys, values, headers)`).
         fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
             crate::guarded(|| crate::with_bytes(self.data.bind(py), |buf| crate::columns_to_py(py, buf, &self.records)))
-        }
-
-        /// Records `lo..hi` rendered as `dump` prints a batch's records (`WindowColumns.render`, without the batch
-        /// line).
-        #[pyo3(signature = (lo, hi, fmt, values, fallback, write, context = ""))]
-        #[allow(clippy::too_many_arguments)]
-        fn render<'py>(
-            &self,
-            py: Python<'py>,
-            lo: usize,
-            hi: usize,
-            fmt: &str,
-            values: &str,
-            fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
-            write: Bound<'py, PyAny>,
-            context: &str,
-        ) -> PyResult<()> {
-            crate::guarded(|| {
-                let values = values_of(values)?;
-                crate::with_bytes(self.data.bind(py), |data| {
-                    let recs = Records { cols: &self.records, data };
-                    render_with(py, fallback, write, |fb, out, sink| {
-                        render::render(Shown::Records(recs), lo, hi, fmt == "jsonl", context, values, fb, out, sink)
-                    })
-                })
-            })
         }
     }
 
@@ -1197,33 +1156,6 @@ mod py {
             at(hi).saturating_sub(at(lo))
         }
 
-        /// Batches `lo..hi` and (with `records`) their records rendered as `dump` prints them, handed to `write`
-        /// as UTF-8 bytes in pieces of whole lines (about 64 KiB each, see `render::CHUNK`): `fmt` "text" or
-        /// "jsonl", `values` "base64" | "text" | "hex" | "none"; `fallback` is `(text_bytes, key_repr, iso)`,
-        /// Python's rendering of the rare cases (see `render.rs`).
-        #[pyo3(signature = (lo, hi, fmt, values, fallback, write, records = true, context = ""))]
-        #[allow(clippy::too_many_arguments)]
-        fn render<'py>(
-            &self,
-            py: Python<'py>,
-            lo: usize,
-            hi: usize,
-            fmt: &str,
-            values: &str,
-            fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
-            write: Bound<'py, PyAny>,
-            records: bool,
-            context: &str,
-        ) -> PyResult<()> {
-            crate::guarded(|| {
-                let values = values_of(values)?;
-                render_with(py, fallback, write, |fb, out, sink| {
-                    let shown = Shown::Batches { cols: &self.cols, records };
-                    render::render(shown, lo, hi, fmt == "jsonl", context, values, fb, out, sink)
-                })
-            })
-        }
-
         /// The record columns of batches `lo..hi` as native-endian int64 buffers (`array('q')` /
         /// numpy `int64`), for Arrow: `(offsets, timestamps, key_starts, key_lengths, value_starts,
         /// value_lengths, header_starts)`, a null key/value as length -1, `header_starts` with one more
@@ -1260,6 +1192,44 @@ mod py {
         fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
             PyBytes::new(py, &self.cols.data)
         }
+    }
+
+    /// Batches `lo..hi` of a [`PyWindowColumns`] and (with `records`) their records, or records `lo..hi` of a
+    /// [`PyRecordChunk`] (a batch's records without its line, which is written before the first chunk), rendered as
+    /// `dump` prints them, handed to `write` as UTF-8 bytes in pieces of whole lines (about 64 KiB each, see
+    /// `render::CHUNK`): `fmt` "text" or "jsonl", `values` "base64" | "text" | "hex" | "none"; `fallback` is
+    /// `(text_bytes, key_repr, iso)`, Python's rendering of the rare cases (see `render.rs`); a control batch whose
+    /// marker was read is named ABORT or COMMIT with its coordinator epoch; `context` is written at the end of each
+    /// JSON line, before its `}` (the file's topic, partition and path).
+    #[pyfunction]
+    #[pyo3(name = "render", signature = (columns, lo, hi, fmt, values, fallback, write, records = true, context = ""))]
+    #[allow(clippy::too_many_arguments)]
+    fn render_lines<'py>(
+        py: Python<'py>,
+        columns: &Bound<'py, PyAny>,
+        lo: usize,
+        hi: usize,
+        fmt: &str,
+        values: &str,
+        fallback: (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>),
+        write: Bound<'py, PyAny>,
+        records: bool,
+        context: &str,
+    ) -> PyResult<()> {
+        crate::guarded(|| {
+            let values = values_of(values)?;
+            let (text_bytes, key_repr, iso) = fallback;
+            let mut fb = PyFallback { text_bytes, key_repr, iso };
+            let mut out = String::with_capacity(render::CHUNK + 4096);
+            let mut sink = |lines: &str| write.call1((PyBytes::new(py, lines.as_bytes()),)).map(drop);
+            let mut show =
+                |shown: Shown<'_>| render::render(shown, lo, hi, fmt == "jsonl", context, values, &mut fb, &mut out, &mut sink);
+            if let Ok(window) = columns.cast::<PyWindowColumns>() {
+                return show(Shown::Batches { cols: &window.get().cols, records });
+            }
+            let chunk = columns.cast::<PyRecordChunk>()?.get();
+            crate::with_bytes(chunk.data.bind(py), |data| show(Shown::Records(Records { cols: &chunk.records, data })))
+        })
     }
 
     /// `(p, stop, columns)`: the whole v2 batches of `window` from `p` on and (with `decode`) their records as
@@ -1303,6 +1273,7 @@ mod py {
         m.add("EVENT_CONTROL", super::event::CONTROL)?;
         m.add("EVENT_LAST", super::event::LAST)?;
         m.add_function(wrap_pyfunction!(decode_window_columns, m)?)?;
+        m.add_function(wrap_pyfunction!(render_lines, m)?)?;
         Ok(())
     }
 }

@@ -68,28 +68,25 @@ pub enum Stop {
     Until = 3,
 }
 
-fn be_i16(b: &[u8], at: usize) -> Option<i16> {
-    Some(i16::from_be_bytes(
-        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
-    ))
+/// The `N` bytes at `at`, or `None` if fewer are there: the one bounds check of the big-endian reads below.
+fn bytes_at<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+    b.get(at..at.checked_add(N)?)?.try_into().ok()
 }
 
-fn be_i32(b: &[u8], at: usize) -> Option<i32> {
-    Some(i32::from_be_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
+pub(crate) fn be_i16(b: &[u8], at: usize) -> Option<i16> {
+    bytes_at(b, at).map(i16::from_be_bytes)
+}
+
+pub(crate) fn be_i32(b: &[u8], at: usize) -> Option<i32> {
+    bytes_at(b, at).map(i32::from_be_bytes)
 }
 
 fn be_u32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
+    bytes_at(b, at).map(u32::from_be_bytes)
 }
 
 fn be_i64(b: &[u8], at: usize) -> Option<i64> {
-    Some(i64::from_be_bytes(
-        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
-    ))
+    bytes_at(b, at).map(i64::from_be_bytes)
 }
 
 /// The 61-byte header at `at`, or `None` if fewer than 61 bytes are there.

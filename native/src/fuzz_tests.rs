@@ -739,7 +739,7 @@ fn check_python<'py>(m: &Bound<'py, PyModule>, buf: &[u8], w: &Walk) {
     let none: Option<i64> = None;
     call("scan_batches", args(py, (&data, p, w.base, w.limit, w.max_batch, true)));
     call("scan_headers", args(py, (&data, p, w.base, w.limit, w.max_batch)));
-    call("decode_v2", args(py, (&data, p, 3i64, w.base, w.limit, none)));
+    call("decode_v2_chunk", args(py, (&data, p, 3i64, w.base, w.limit, none, true)));
     for codec in 1u8..=5 {
         call("decompress", args(py, (codec, &data, 0usize, w.decompress_limit)));
         let out = call("decode_v2_compressed", args(py, (&data, codec, w.decompress_limit, 2i64, w.base, 0i64, none)));
@@ -798,8 +798,15 @@ fn check_python<'py>(m: &Bound<'py, PyModule>, buf: &[u8], w: &Walk) {
         method("record_columns", args(py, (0usize, n)));
         method("data", args(py, ()));
         for (fmt, values) in [("text", "text"), ("jsonl", "base64"), ("text", "hex"), ("jsonl", "none")] {
-            method("render", args(py, (0usize, n, fmt, values, &fallback, &sink, true)));
+            call("render", args(py, (&cols, 0usize, n, fmt, values, &fallback, &sink, true)));
         }
+    }
+    // a chunk of records, rendered by the same function
+    let a = (&data, p, 3i64, w.base, w.limit, none, false, false, true);
+    if let Some(chunk) = call("decode_v2_chunk", args(py, a)).filter(|o| !o.is_none()) {
+        let chunk = chunk.get_item(0).expect("chunk");
+        let n: usize = chunk.len().expect("len");
+        call("render", args(py, (&chunk, 0usize, n, "jsonl", "text", &fallback, &sink)));
     }
 }
 

@@ -7,9 +7,9 @@
 //!   `kafkatool.model.Batch` (CRC32C checked), optionally with each batch's bytes;
 //! - [`scan_headers`]: the same walk for the columnar scan (`HeaderRun`): positions, raw 61-byte
 //!   headers, CRC verdicts and the bytes of control batches;
-//! - [`decode_v2`]: every record of a v2 records section as columns, or `None`; [`decode_v2_chunk`]: the next
-//!   so many of them (a batch's records a bounded number at a time), as Python columns or as a `RecordChunk` that
-//!   renders dump's record lines;
+//! - [`decode_v2_chunk`]: the records of a v2 records section as columns, or `None`: all of them, or the next so
+//!   many (a batch's records a bounded number at a time), as Python columns or as a `RecordChunk` that renders
+//!   dump's record lines;
 //! - `decompress`, `decode_v2_compressed` ([`codecs`]): bounded one-pass decompression of a payload,
 //!   and of a compressed v2 batch straight into those columns;
 //! - `decode_window_columns` ([`columns`]): many batches and their records (decompressed here, bounded)
@@ -250,38 +250,14 @@ fn scan_headers<'py>(
     })
 }
 
-/// Every record of the v2 records section `data[start:]` as columns
-/// `(offsets, timestamps, keys, values, headers)`, or `None` where the Python reader must decide
-/// (damage, trailing bytes, values beyond 64 bits): see [`records::decode_v2`].
-#[pyfunction]
-#[pyo3(signature = (data, start, count, base_offset, base_timestamp, log_append_time))]
-#[allow(clippy::type_complexity, clippy::too_many_arguments)]
-fn decode_v2<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    start: usize,
-    count: i64,
-    base_offset: i64,
-    base_timestamp: i64,
-    log_append_time: Option<i64>,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    guarded(|| {
-        with_bytes(data, |buf| {
-            let ctx = records::BatchContext { base_offset, base_timestamp, log_append_time, count };
-            let Ok(cols) = records::decode_v2(buf, start, &ctx) else {
-                return Ok(None);
-            };
-            columns_to_py(py, buf, &cols).map(Some)
-        })
-    })
-}
-
-/// The next `count` records of the v2 records section `data` from `start` on (one chunk of a batch read a bounded
-/// number of records at a time, `kafkatool.records.record_chunks`), as `(columns, end)`: the columns of
-/// [`decode_v2`], or with `times` only `(offsets, timestamps)` (what `verify --deep` checks), or with `lines` a
-/// `RecordChunk` ([`columns::PyRecordChunk`]: the columns held here, over `data`, for `dump` to render), and where
-/// the records end; `last`: the section must end there. `None` where the Python reader must decide (see
-/// [`decode_v2`]).
+/// The next `count` records of the v2 records section `data` from `start` on, as `(columns, end)`: the columns
+/// `(offsets, timestamps, keys, values, headers)` ([`columns_to_py`]), or with `times` only `(offsets, timestamps)`
+/// (what `verify --deep` checks), or with `lines` a `RecordChunk` ([`columns::PyRecordChunk`]: the columns held
+/// here, over `data`, for `dump` to render), and where the records end; `last`: the section must end there. With
+/// `last` and the batch's record count, every record of the section (`kafkatool.records.decode_records`); with
+/// fewer, one chunk of a batch read a bounded number of records at a time (`kafkatool.records.record_chunks`).
+/// `None` where the Python reader must decide (damage, trailing bytes, values beyond 64 bits): see
+/// [`records::decode_v2_part`].
 #[pyfunction]
 #[pyo3(signature = (data, start, count, base_offset, base_timestamp, log_append_time, last, times=false, lines=false))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
@@ -315,7 +291,7 @@ fn decode_v2_chunk<'py>(
     })
 }
 
-/// The columns of [`records::decode_v2`] over `buf`, as [`decode_v2`] returns them to Python.
+/// The columns of [`records::decode_v2`] over `buf`, as [`decode_v2_chunk`] returns them to Python.
 pub(crate) fn columns_to_py<'py>(
     py: Python<'py>,
     buf: &[u8],
@@ -382,7 +358,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_batches, m)?)?;
     m.add_function(wrap_pyfunction!(scan_headers, m)?)?;
     m.add_function(wrap_pyfunction!(resync, m)?)?;
-    m.add_function(wrap_pyfunction!(decode_v2, m)?)?;
     m.add_function(wrap_pyfunction!(decode_v2_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::py::decompress, m)?)?;
     m.add_function(wrap_pyfunction!(codecs::py::decode_v2_compressed, m)?)?;

@@ -16,6 +16,8 @@
 //! Python reader would carry as integers beyond 64 bits (a 10-byte timestamp varint's top bits,
 //! offsets past `i64::MAX`) are also an `Err` here, so the two never differ.
 
+use crate::frame::{be_i16, be_i32};
+
 /// A slice of the records buffer.
 pub type Slice = (usize, usize);
 
@@ -112,10 +114,7 @@ impl Reader<'_> {
 
 /// Decode the `ctx.count` records of `data[start..]`, which must end exactly at the end of `data`.
 pub fn decode_v2(data: &[u8], start: usize, ctx: &BatchContext) -> Result<RecordColumns, Fail> {
-    let mut cols = RecordColumns::default();
-    cols.header_starts.push(0);
-    decode_v2_into(data, start, ctx, &mut cols)?;
-    Ok(cols)
+    decode_v2_part(data, start, ctx, true).map(|(cols, _)| cols)
 }
 
 /// The next `ctx.count` records of a section from `data[start..]` on, and where they end: one chunk of a batch
@@ -231,13 +230,10 @@ pub fn control_record(data: &[u8], start: usize, ctx: &BatchContext) -> Option<C
     let cols = decode_v2(data, start, ctx).ok()?;
     let bytes = |s: Option<Slice>| s.and_then(|(at, len)| data.get(at..at.checked_add(len)?));
     let key = bytes(*cols.keys.first()?)?;
-    let word = |b: &[u8], at: usize| Some(i16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?));
-    let value = bytes(*cols.values.first()?).and_then(|v| {
-        Some((word(v, 0)?, i32::from_be_bytes(v.get(2..6)?.try_into().ok()?)))
-    });
+    let value = bytes(*cols.values.first()?).and_then(|v| Some((be_i16(v, 0)?, be_i32(v, 2)?)));
     Some(ControlRecord {
-        key_version: word(key, 0)?,
-        key_type: word(key, 2)?,
+        key_version: be_i16(key, 0)?,
+        key_type: be_i16(key, 2)?,
         value,
         timestamp: *cols.timestamps.first()?,
     })

@@ -113,7 +113,7 @@ def _record(o: Output, d: dict[str, Any]) -> str:
     return line
 
 
-# What the native renderer (WindowColumns.render) asks Python for: the rare cases of _text_bytes, repr() of a
+# What the native renderer (``_native.render``) asks Python for: the rare cases of _text_bytes, repr() of a
 # header key, and _iso (see native/src/render.rs).
 _RENDER_FALLBACK = (_text_bytes, lambda key: repr(key.decode("utf-8", "replace")), _iso)
 
