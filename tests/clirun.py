@@ -33,8 +33,10 @@ def cli(*args: object, env: Mapping[str, str | None] | None = None, cwd: str | P
         input: str | bytes | None = None, timeout: float = TIMEOUT, text: bool = True, **kwargs: Any) -> CliResult:
     """Run ``kafkatool ARGS`` (each argument through ``str``) to the end, stdout and stderr captured unless
     ``stdout``/``stderr`` say where they go. ``env`` is laid over the inherited environment, ``None`` removing
-    a variable; other keyword arguments go to ``subprocess.run`` (``stdin``, ``preexec_fn``...)."""
-    environ = {**os.environ, **(env or {})}
+    a variable; other keyword arguments go to ``subprocess.run`` (``stdin``, ``preexec_fn``...). ``COLUMNS`` and
+    ``LINES`` are not inherited (pytest-xdist's workers set them, and a width asked for shapes text tables even when
+    piped): a test that wants a width gives it in ``env``."""
+    environ = {**os.environ, "COLUMNS": None, "LINES": None, **(env or {})}
     kwargs.setdefault("stdout", subprocess.PIPE)
     kwargs.setdefault("stderr", subprocess.PIPE)
     done = subprocess.run([*KAFKATOOL, *map(str, args)], env={k: v for k, v in environ.items() if v is not None},

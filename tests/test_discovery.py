@@ -126,7 +126,7 @@ def test_a_partition_holding_a_directory_named_like_a_segment_is_still_verified(
     # dump reads the same record files as in the unmodified partition, and says why it skips the dir
     assert [f.path.name for f in expand([part]) if f.kind.holds_records] == [
         f.path.name for f in expand([CODECS]) if f.kind.holds_records]
-    proc = run_cli("dump", "-f", "jsonl", part)
+    proc = run_cli("dump", "-f", "jsonl", "--fail-on", "warning", part)
     assert proc.returncode == 1, proc.stderr  # the warning
     assert [x["path"] for x in proc.jsonl() if x["type"] == "finding"] == [str(odd)]
 

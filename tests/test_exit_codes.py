@@ -60,4 +60,5 @@ def test_one_error_root() -> None:
              if inspect.isclass(cls) and issubclass(cls, errors.KafkaToolError)}
     assert codes == {"KafkaToolError": 1, "UsageError": 2, "InputIOError": 3, "LogDirLocked": 2, "FormatError": 1,
                      "DecompressionError": 1, "DecompressionLimitExceeded": 1, "AppendError": 1, "IndexAppendError": 1,
-                     "PlanError": 1, "ApplyRefused": 2, "RestoreRefused": 2, "JournalError": 1, "OutputRefused": 2}
+                     "PlanError": 1, "ApplyRefused": 2, "RestoreRefused": 2, "JournalError": 1, "OutputRefused": 2,
+                     "NothingMatched": 0}

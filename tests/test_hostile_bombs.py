@@ -138,7 +138,7 @@ def test_dump_records_shows_every_record_of_a_bomb_natively_and_bounded(tmp_path
              "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
              "lines, tail = 0, b''\n"
              "while piece := p.stdout.read(1 << 20):\n"
-             "    lines, tail = lines + piece.count(b'\\n'), (tail + piece)[-200:]\n"
+             "    lines, tail = lines + piece.count(b'\\n'), (tail + piece)[-1000:]\n"
              "print(p.wait(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, lines, tail)\n")
     out = subprocess.run([sys.executable, "-c", probe, *KAFKATOOL, "dump", "-r", "-f", "jsonl",
                           str(bomb / "00000000000000000000.log")], capture_output=True, text=True, check=True).stdout
