@@ -16,21 +16,12 @@ from kafkatool import native
 from kafkatool.records import scan
 
 from .conftest import CORE
+from .test_repair_salvage import framing
 
 PARTITION = "kafka/logdir/codecs-0"  # segments 0 (offsets 0..94), 95 (95..189), 190 (190..199): 40 batches of 5
 SEGMENT = "00000000000000000000.log"
 MODES = [pytest.param({"KAFKATOOL_PURE_PYTHON": "1"}, id="pure"), pytest.param({"KAFKATOOL_PURE_PYTHON": "0"},
                                                                                 id="native")]
-
-
-def entries(data: bytes) -> list[tuple[int, int]]:
-    """(position, size) of every entry of an undamaged segment, by its framing."""
-    out, pos = [], 0
-    while pos + 12 <= len(data):
-        size = struct.unpack_from(">i", data, pos + 8)[0] + 12
-        out.append((pos, size))
-        pos += size
-    return out
 
 
 @pytest.fixture
@@ -43,12 +34,12 @@ def damaged(corpus: Path, tmp_path: Path) -> tuple[Path, int, int, int]:
         f.chmod(0o644)
     log = part / SEGMENT
     data = bytearray(log.read_bytes())
-    framing = entries(bytes(data))
-    at, size = framing[4]
+    found = framing(bytes(data))
+    at, size = found[4]
     assert struct.unpack_from(">q", data, at)[0] == 20
     struct.pack_into(">i", data, at + 8, 0x7FFF0000)
     log.write_bytes(bytes(data))
-    return part, at, at + size, len(framing) - 5
+    return part, at, at + size, len(found) - 5
 
 
 @pytest.mark.parametrize("env", MODES)
