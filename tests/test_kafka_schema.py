@@ -1,0 +1,116 @@
+"""formats/kafka_schema.py: Kafka's JSON message schemas compiled to Construct, held to Kafka's generated
+``read``/``write`` (``MessageDataGenerator``): every message and version round-trips values from the project's
+own generator, some against bytes written by hand from the generated code's rules, and bad bytes are a
+``ConstructError``, never another exception nor an allocation of the length they claim."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from construct import ConstructError
+
+from kafkatool.formats import kafka_schema as ks
+
+ALL = [(name, v) for name in sorted(ks.schemas()) for v in ks.valid_versions(name)]
+
+
+def test_schemas_found():
+    names = set(ks.schemas())
+    assert {"OffsetCommitKey", "GroupMetadataValue", "ConsumerGroupMemberMetadataValue", "ShareSnapshotValue",
+            "TransactionLogValue", "PartitionChangeRecord", "RemoteLogSegmentMetadataRecord",
+            "LeaderChangeMessage", "VotersRecord"} <= names
+    assert len(ALL) > len(names)
+
+
+@pytest.mark.parametrize(("name", "version"), ALL, ids=[f"{n}-v{v}" for n, v in ALL])
+def test_round_trip(name, version):
+    layout = ks.message(name, version)
+    assert layout is ks.message(name, version)  # made once
+    for seed in range(6):
+        value = ks.example(name, version, seed)
+        data = layout.build(value)
+        assert ks.decode(name, version, data) == value
+        assert layout.build(ks.decode(name, version, data)) == data
+    default = ks.default_value(name, version)
+    assert ks.decode(name, version, layout.build(default)) == default
+
+
+def _u32(*xs: int) -> bytes:
+    return b"".join(struct.pack(">i", x) for x in xs)
+
+
+def test_flexible_struct_with_tagged_fields_by_hand():
+    """PartitionChangeRecord v2: Leader (tag 1, int32) and Isr (tag 0, compact []int32) written, in tag order,
+    each as tag, size, bytes; every other tag at its default, absent."""
+    topic = bytes(15) + b"\x01"
+    data = _u32(7) + topic + b"\x02" + b"\x00\x09\x03" + _u32(1, 2) + b"\x01\x04" + _u32(3)
+    value = ks.decode("PartitionChangeRecord", 2, data)
+    assert value["partition_id"] == 7 and value["topic_id"] == "AAAAAAAAAAAAAAAAAAAAAQ"
+    assert value["isr"] == [1, 2] and value["leader"] == 3
+    assert value["replicas"] is None and value["leader_recovery_state"] == -1  # defaults: not on the wire
+    assert ks.message("PartitionChangeRecord", 2).build(value) == data
+
+
+def test_compact_nullable_string_and_non_flexible_version_by_hand():
+    """TransactionLogValue v1 (flexible): compact string "t" is 0x02 't'; NextProducerId tag 1 (8 bytes);
+    v0 (not flexible): int16-length string, int32 counts, no tagged fields at all."""
+    v1 = (struct.pack(">qhib", 1, 2, 3, 4) + b"\x02" + b"\x02t" + b"\x02" + _u32(0) + b"\x00"
+          + struct.pack(">qq", 6, 7) + b"\x01\x01\x08" + struct.pack(">q", 5))
+    value = ks.decode("TransactionLogValue", 1, v1)
+    assert value["transaction_partitions"] == [{"topic": "t", "partition_ids": [0]}]
+    assert value["next_producer_id"] == 5 and value["previous_producer_id"] == -1
+    assert ks.message("TransactionLogValue", 1).build(value) == v1
+    v0 = struct.pack(">qhib", 1, 2, 3, 4) + _u32(1) + b"\x00\x01t" + _u32(1, 0) + struct.pack(">qq", 6, 7)
+    value = ks.decode("TransactionLogValue", 0, v0)
+    assert value["transaction_partitions"] == [{"topic": "t", "partition_ids": [0]}]
+    assert "next_producer_id" not in value
+    null_partitions = struct.pack(">qhib", 1, 2, 3, 4) + _u32(-1) + struct.pack(">qq", 6, 7)
+    assert ks.decode("TransactionLogValue", 0, null_partitions)["transaction_partitions"] is None
+
+
+def test_unknown_tags_kept_and_written_back_in_order():
+    data = _u32(7) + bytes(16) + b"\x02" + b"\x01\x04" + _u32(3) + b"\x1e\x02ab"
+    value = ks.decode("PartitionChangeRecord", 0, data)
+    assert value[ks.UNKNOWN_TAGS] == [{"tag": 30, "data": "YWI="}]
+    assert ks.message("PartitionChangeRecord", 0).build(value) == data
+
+
+def test_null_where_not_nullable_is_a_parse_error():
+    data = struct.pack(">qhib", 1, 2, 3, 4) + b"\x02" + b"\x00" + b"\x02" + _u32(0) + b"\x00" + bytes(16) + b"\x00"
+    with pytest.raises(ConstructError, match="non-nullable field Topic"):
+        ks.decode("TransactionLogValue", 1, data)
+
+
+@pytest.mark.parametrize(("name", "version"), ALL, ids=[f"{n}-v{v}" for n, v in ALL])
+def test_truncated_is_a_parse_error(name, version):
+    data = ks.message(name, version).build(ks.example(name, version, 5))
+    for cut in range(len(data)):
+        with pytest.raises(ConstructError):
+            ks.decode(name, version, data[:cut])
+    with pytest.raises(ConstructError, match="left after"):
+        ks.decode(name, version, data + b"\x00")
+
+
+@pytest.mark.parametrize("count", [b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x08"])
+def test_huge_compact_count_is_a_parse_error_not_an_allocation(count):
+    """A compact array count of ~2^32: refused against the bytes that remain (even for an array of an empty
+    struct, whose elements take one byte each), as the generated reader refuses it."""
+    data = _u32(1) + bytes(16) + count + bytes(8)
+    with pytest.raises(ConstructError, match="bytes remain"):
+        ks.decode("PartitionRecord", 0, data)
+
+
+def test_huge_lengths_non_flexible():
+    big = b"\x7f\xff"  # a 32767-byte string in 3 bytes
+    with pytest.raises(ConstructError, match="bytes remain"):
+        ks.decode("OffsetCommitKey", 0, big + b"g")
+    with pytest.raises(ConstructError, match="bytes remain"):
+        ks.decode("TransactionLogValue", 0, struct.pack(">qhib", 1, 2, 3, 4) + _u32(0x7FFFFFFF) + bytes(16))
+
+
+def test_snake_case_is_kafkas():
+    assert ks.snake_case("MemberEpoch") == "member_epoch"
+    assert ks.snake_case("leaderEpoch") == "leader_epoch"
+    assert ks.snake_case("LastKnownElr") == "last_known_elr"
+    assert ks.snake_case("group") == "group"
