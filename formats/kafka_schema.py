@@ -519,7 +519,78 @@ def decode(name: str, version: int, data: bytes) -> dict[str, Any]:
     return value
 
 
+# --- coordinator records (``CoordinatorRecordSerde``) ------------------------------------------------------------
+
+# The schema folders of the coordinators that write ``__consumer_offsets``, ``__share_group_state`` and
+# ``__transaction_state``.
+GROUP_COORDINATOR, SHARE_COORDINATOR, TRANSACTION_COORDINATOR = "group-coordinator", "share-coordinator", \
+    "transaction-coordinator"
+# ``__consumer_offsets`` keys 0 and 1 are both an offset commit (``OffsetCommitKey`` versions 0 and 1 before 4.0,
+# ``LegacyOffsetCommitKey``/``OffsetCommitKey`` after), their value an ``OffsetCommitValue`` of its own version.
+_OFFSET_COMMIT_TYPES = (0, 1)
+
+
+class UnknownRecord(ConstructError):
+    """A coordinator record whose type, or whose value's version, no schema here declares (newer than them)."""
+
+    def __init__(self, message: str, record_type: int, version: int | None):
+        super().__init__(message)
+        self.record_type, self.version = record_type, version
+
+
+@functools.cache
+def record_types(folder: str) -> dict[int, str]:
+    """``CoordinatorRecordType`` of a coordinator: record type (the key schema's ``apiKey``, or the value's where
+    an older key schema has none) -> the record's name (the schema's without Key/Value)."""
+    out: dict[int, str] = {}
+    for name, spec in schemas().items():
+        if spec["_path"].startswith(folder + "/") and name.endswith("Key"):
+            base = name.removesuffix("Key")
+            api_key = spec.get("apiKey", schemas().get(base + "Value", {}).get("apiKey"))
+            if api_key is not None:
+                out[int(api_key)] = base
+    if folder == GROUP_COORDINATOR:
+        out.update(dict.fromkeys(_OFFSET_COMMIT_TYPES, "OffsetCommit"))
+    return out
+
+
+def _int16(data: bytes, what: str) -> int:
+    if len(data) < 2:
+        raise ExplicitError(f"{what}: {len(data)} bytes, too short for its int16 version")
+    return int.from_bytes(data[:2], "big", signed=True)
+
+
+def coordinator_record(folder: str, key: bytes, value: bytes | None) -> dict[str, Any]:
+    """A coordinator record read as ``CoordinatorRecordSerde.deserialize`` reads it: the key's int16 is the record
+    type, the key body its schema at version 0 (or the one version an older key schema has); the value's int16
+    is its version, the body the value schema at that version; a null value is a tombstone. Gives ``record``
+    (the name), ``record_type``, ``key`` and ``value`` (dicts of every field; ``value`` None for a tombstone)
+    and ``value_version``. :class:`UnknownRecord` for a type or value version no schema here declares."""
+    rtype = _int16(key, "key")
+    name = record_types(folder).get(rtype)
+    if name is None:
+        raise UnknownRecord(f"record type {rtype} is not one of the {folder} schemas here", rtype, None)
+    key_name = "OffsetCommitKey" if name == "OffsetCommit" else name + "Key"
+    key_versions = valid_versions(key_name)
+    key_fields = decode(key_name, 0 if 0 in key_versions else key_versions[0], key[2:])
+    out: dict[str, Any] = {"record": name, "record_type": rtype, "key": key_fields, "value_version": None,
+                           "value": None}
+    if value is not None:
+        version = _int16(value, "value")
+        if version not in valid_versions(name + "Value"):
+            raise UnknownRecord(f"{name}Value version {version} is newer than the schema here "
+                                f"(valid: {schema(name + 'Value')['validVersions']})", rtype, version)
+        out.update(value_version=version, value=decode(name + "Value", version, value[2:]))
+    return out
+
+
 __all__ = [
+    "GROUP_COORDINATOR",
+    "SHARE_COORDINATOR",
+    "TRANSACTION_COORDINATOR",
+    "UnknownRecord",
+    "coordinator_record",
+    "record_types",
     "SCHEMA_DIR",
     "UNKNOWN_TAGS",
     "ZERO_UUID",
