@@ -8,19 +8,21 @@ are "garbage", ``AbstractApiMessageSerde.read``). Each type is one of Kafka's JS
 (``metadata/`` for the metadata log, ``storage/`` for the remote log metadata topic), compiled by
 :mod:`formats.kafka_schema`.
 
-A KRaft control record (``ControlRecordType`` in its key, :mod:`formats.control`) holds an int16 version, then
-that version of its message (``clients/.../common/message/``: ``LeaderChangeMessage``, ``SnapshotHeaderRecord``,
-``SnapshotFooterRecord``, ``KRaftVersionRecord``, ``VotersRecord``).
+A KRaft control record (``ControlRecordType`` in its key, :mod:`formats.control`) holds its message
+(``clients/.../common/message/``: ``LeaderChangeMessage``, ``SnapshotHeaderRecord``, ``SnapshotFooterRecord``,
+``KRaftVersionRecord``, ``VotersRecord``), written and read at the schema version ``ControlRecordUtils`` calls
+current (:data:`CONTROL_VERSION`); the message's own first field, ``Version`` (int16), is data.
 """
 
 from __future__ import annotations
 
 import functools
-import struct
 
 from . import kafka_schema as ks
 from .internal_topics import METADATA_FRAME_VERSION, MetadataFrame
 
+# ControlRecordUtils.*_CURRENT_VERSION: the schema version every KRaft control record is written and read at
+CONTROL_VERSION = 0
 # control type (formats.constants.CONTROL_TYPES) -> the schema of its value (ControlRecordUtils)
 CONTROL_SCHEMAS = {
     "LEADER_CHANGE": "LeaderChangeMessage",
@@ -64,13 +66,15 @@ def build_framed(schemas: dict[int, str], name: str, version: int, value: dict) 
     return frame(record_type, version) + ks.message(name, version).build(value)
 
 
-def build_control_value(control_type: str, version: int, value: dict) -> bytes:
-    """A KRaft control record's value: int16 version, then the message (``ControlRecordUtils``)."""
-    return struct.pack(">h", version) + ks.message(CONTROL_SCHEMAS[control_type], version).build(value)
+def build_control_value(control_type: str, value: dict) -> bytes:
+    """A KRaft control record's value: its message at :data:`CONTROL_VERSION` (``MemoryRecordsBuilder``'s
+    ``appendLeaderChangeMessage``, ``RecordsSnapshotWriter``)."""
+    return ks.message(CONTROL_SCHEMAS[control_type], CONTROL_VERSION).build(value)
 
 
 __all__ = [
     "CONTROL_SCHEMAS",
+    "CONTROL_VERSION",
     "build_control_value",
     "build_framed",
     "frame",
