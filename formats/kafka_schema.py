@@ -584,12 +584,29 @@ def coordinator_record(folder: str, key: bytes, value: bytes | None) -> dict[str
     return out
 
 
+def coordinator_key(folder: str, record_type: int, fields: dict[str, Any]) -> bytes:
+    """A coordinator record's key as ``CoordinatorRecordSerde.serializeKey`` writes it: the int16 record type,
+    then the key schema's fields (the inverse of :func:`coordinator_record`)."""
+    name = record_types(folder)[record_type]
+    key_name = "OffsetCommitKey" if name == "OffsetCommit" else name + "Key"
+    key_versions = valid_versions(key_name)
+    return record_type.to_bytes(2, "big") + message(key_name, 0 if 0 in key_versions else key_versions[0]).build(
+        fields)
+
+
+def coordinator_value(name: str, version: int, fields: dict[str, Any]) -> bytes:
+    """A coordinator record's value (``serializeValue``): the int16 version, then the ``{name}Value`` fields."""
+    return version.to_bytes(2, "big") + message(name + "Value", version).build(fields)
+
+
 __all__ = [
     "GROUP_COORDINATOR",
     "SHARE_COORDINATOR",
     "TRANSACTION_COORDINATOR",
     "UnknownRecord",
+    "coordinator_key",
     "coordinator_record",
+    "coordinator_value",
     "record_types",
     "SCHEMA_DIR",
     "UNKNOWN_TAGS",

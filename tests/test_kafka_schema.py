@@ -229,3 +229,22 @@ def test_a_record_type_or_version_newer_than_the_schemas_is_unknown_record():
     assert ks.coordinator_record(ks.GROUP_COORDINATOR, key, None) == {
         "record": "OffsetCommit", "record_type": 1, "key": {"group": "g", "topic": "t", "partition": 0},
         "value_version": None, "value": None}
+
+
+def test_generated_coordinator_records_of_every_type_and_version_read_back():
+    """fixtures/generate.py's ``schema_records``: one record of every record type and value version of each
+    coordinator, built from the schemas, read back by :func:`coordinator_record` to the values it was built from."""
+    from .test_fixtures import gen
+
+    seen = {}
+    for topic, folder in gen.SCHEMA_TOPICS.items():
+        for rtype, name, version, key, value, fields in gen.schema_records(folder):
+            record = ks.coordinator_record(folder, key, value)
+            assert record == {"record": name, "record_type": rtype, "key": fields["key"], "value_version": version,
+                              "value": fields["value"]}
+            assert ks.coordinator_record(folder, key, None)["value"] is None  # a tombstone
+            seen.setdefault(topic, set()).add((rtype, version))
+    assert len(seen["__consumer_offsets"]) == sum(len(ks.valid_versions(n + "Value"))
+                                                  for n in ks.record_types(ks.GROUP_COORDINATOR).values())
+    assert {t for t, _v in seen["__consumer_offsets"]} == set(range(24))
+    assert seen["__share_group_state"] == {(0, 0), (1, 0)} and seen["__transaction_state"] == {(0, 0), (0, 1)}
