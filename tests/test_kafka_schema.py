@@ -246,5 +246,5 @@ def test_generated_coordinator_records_of_every_type_and_version_read_back():
             seen.setdefault(topic, set()).add((rtype, version))
     assert len(seen["__consumer_offsets"]) == sum(len(ks.valid_versions(n + "Value"))
                                                   for n in ks.record_types(ks.GROUP_COORDINATOR).values())
-    assert {t for t, _v in seen["__consumer_offsets"]} == set(range(25))  # 24: StreamsGroupTargetAssignmentResolvedTopicIds
+    assert {t for t, _v in seen["__consumer_offsets"]} == set(range(25))  # 24: StreamsGroupTarget...ResolvedTopicIds
     assert seen["__share_group_state"] == {(0, 0), (1, 0)} and seen["__transaction_state"] == {(0, 0), (0, 1)}
