@@ -569,7 +569,11 @@ def coordinator_record(folder: str, key: bytes, value: bytes | None) -> dict[str
     rtype = _int16(key, "key")
     name = record_types(folder).get(rtype)
     if name is None:
-        raise UnknownRecord(f"record type {rtype} is not one of the {folder} schemas here", rtype, None)
+        version = _int16(value, "value") if value is not None and len(value) >= 2 else None
+        raise UnknownRecord(f"record type {rtype}" + ("" if version is None else f" (value version {version})")
+                            + f" is newer than the {folder} schemas here (types {min(record_types(folder))}.."
+                            f"{max(record_types(folder))})",
+                            rtype, version)
     key_name = "OffsetCommitKey" if name == "OffsetCommit" else name + "Key"
     key_versions = valid_versions(key_name)
     key_fields = decode(key_name, 0 if 0 in key_versions else key_versions[0], key[2:])
@@ -578,8 +582,8 @@ def coordinator_record(folder: str, key: bytes, value: bytes | None) -> dict[str
     if value is not None:
         version = _int16(value, "value")
         if version not in valid_versions(name + "Value"):
-            raise UnknownRecord(f"{name}Value version {version} is newer than the schema here "
-                                f"(valid: {schema(name + 'Value')['validVersions']})", rtype, version)
+            raise UnknownRecord(f"record type {rtype} ({name}) value version {version} is newer than the schema "
+                                f"here (valid: {schema(name + 'Value')['validVersions']})", rtype, version)
         out.update(value_version=version, value=decode(name + "Value", version, value[2:]))
     return out
 
