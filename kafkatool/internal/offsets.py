@@ -16,18 +16,8 @@ from ..loader import segment_bytes
 from ..model import CappedFindings, Finding
 from ..replicas import open_replica
 from ..walk import partition_dirs, partition_dirs_and_findings
-from .common import (
-    KEYS_CACHED,
-    Undecodable,
-    entries,
-    log_bytes,
-    newer_record,
-    nullable,
-    parse,
-    partition_records,
-    schema_record,
-    value_version,
-)
+from . import common
+from .common import KEYS_CACHED, Undecodable, entries, log_bytes, nullable, parse, partition_records, value_version
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -236,7 +226,7 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
                         g["current_state_timestamp"], g["members"], g["version"], name, rec.offset,
                         rec.timestamp)
             else:  # a KIP-848 consumer, share or streams group record: decoded by dump --decode, not replayed here
-                newer = newer_record(ks.GROUP_COORDINATOR, OFFSETS_TOPIC, rec.key, rec.value, display,
+                newer = common.newer_record(ks.GROUP_COORDINATOR, OFFSETS_TOPIC, rec.key, rec.value, display,
                                      batch.position, rec.offset)
                 if newer is not None:
                     findings.append(newer)
@@ -363,7 +353,7 @@ def offsets_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     if key is None:
         raise Undecodable("no key")
     k = decode_offsets_key(key)
-    schema = schema_record(ks.GROUP_COORDINATOR, OFFSETS_TOPIC, key, value)
+    schema = common.schema_record(ks.GROUP_COORDINATOR, OFFSETS_TOPIC, key, value)
     version = schema.pop("value_version")
     out: dict[str, Any] = {"key_version": parse(it.CoordinatorKeyVersion, key[:2], "key version").version,
                            "tombstone": value is None}
