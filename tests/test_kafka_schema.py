@@ -300,3 +300,19 @@ def test_a_record_type_newer_than_the_schemas_is_a_finding(tmp_path, run_cli):
     p = run_cli("dump", "-f", "jsonl", "--decode", "auto", tmp_path / "logdir" / "__consumer_offsets-0")
     errors = [r["decode_error"] for r in p.jsonl() if r["type"] == "record"]
     assert all(e.startswith("coordinator-record-newer: __consumer_offsets record type ") for e in errors), errors
+
+
+def test_every_schema_file_is_package_data():
+    """pyproject's package-data for ``kafkatool.formats`` (installed from ``formats/``) covers every file under
+    ``formats/schemas``: a non-editable install carries them all."""
+    import tomllib
+
+    from .conftest import PROJECT_ROOT
+
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    formats = PROJECT_ROOT / config["package-dir"]["kafkatool.formats"]
+    carried = {p for pattern in config["package-data"]["kafkatool.formats"] for p in formats.glob(pattern)}
+    present = {p for p in (formats / "schemas").rglob("*") if p.is_file()}
+    assert present == carried and len(present) == len(ks.schemas()) + 1  # + SOURCES.md
+    sources = (formats / "schemas" / "SOURCES.md").read_text()
+    assert all(f"| `{spec['_path']}` |" in sources for spec in ks.schemas().values())  # each with its commit
