@@ -26,6 +26,12 @@ PartitionNo = Annotated[int | None, typer.Option("--partition", "-p", help="Only
                                                  show_default=False)]
 Records = Annotated[bool, typer.Option("--records", "-r", help="Also read every record of the batches "
                                                                "(decompressed).")]
+DeepIteration = Annotated[bool, typer.Option(
+    "--deep-iteration", help="With --format dump-log: a line per record with its metadata and no key or payload "
+                             "(kafka-dump-log's --deep-iteration without --print-data-log, which --records is).")]
+SkipRecordMetadata = Annotated[bool, typer.Option(
+    "--skip-record-metadata", help="With --format dump-log: record lines without their metadata, as kafka-dump-log's "
+                                   "--skip-record-metadata (a control record's line is empty).")]
 Deep = Annotated[bool, typer.Option("--deep", help="Also decompress every batch and decode every record (slower).")]
 Isolation = Annotated[str, typer.Option(
     "--isolation", metavar="read_uncommitted|read_committed",
