@@ -1,8 +1,11 @@
-"""``dump --format dump-log``: the text kafka-dump-log.sh prints (``DumpLogSegments.printBatchLevel`` and its
-record lines with ``--deep-iteration --print-data-log``), so runbooks and greps written for it carry over.
+"""``dump --format dump-log``: the text kafka-dump-log.sh prints (``DumpLogSegments``), so runbooks and greps written
+for it carry over.
 
 Every Kafka-written segment of ``kafka/logdir`` is dumped in that format, parsed back, and compared field by field
-with the golden JSONL Kafka's own classes made of the same file.
+with the golden JSONL Kafka's own classes made of the same file. Then the whole text of every corpus file
+DumpLogSegments reads (segments, KRaft snapshots, offset, time and transaction indexes, producer snapshots) that has
+a golden is compared line for line with DumpLogSegments' text rebuilt from the golden's values, in each of its
+record forms; KRaft control records no corpus file holds are built here.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkatool.build import RecordSpec, record_batch
 from kafkatool.cli.output.terminal import printable
 
 from .conftest import corpus_root, golden_files
@@ -416,3 +420,56 @@ def test_dump_log_is_kafkas_text_rebuilt_from_the_goldens(suffix: str, form: str
     assert not differ, differ[:3]
     assert len(equal) + len(cut) + len(missing) + len(inner) == len(files)
 
+
+
+def test_kraft_control_records_print_as_their_json_converters_write_them(tmp_path: Path, run_cli) -> None:
+    """KRaftVersion and KRaftVoters records (KIP-853), which no corpus file holds, a LeaderChange written at version
+    1 and a control type Kafka does not define, built here: ``printControlRecord``'s text for each, the JSON as
+    Jackson writes it (a control character of a host as ``\\u001B``, upper-case hex)."""
+    def control(offset: int, type_id: int, value: bytes) -> bytes:
+        return record_batch(offset, [RecordSpec(struct.pack(">hh", 0, type_id), value, 1_700_000_000_000 + offset)],
+                            control=True)
+
+    directory_id = bytes(range(16))
+    voters = (struct.pack(">h", 0) + b"\x02" + struct.pack(">i", 3) + directory_id + b"\x02"  # one voter, one endpoint
+              + b"\x0bCONTROLLER" + b"\x07ctl\x1b-3" + struct.pack(">H", 9093) + b"\x00"
+              + struct.pack(">hh", 0, 1) + b"\x00" + b"\x00" + b"\x00")
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(control(0, 5, struct.pack(">hh", 0, 1) + b"\x00") + control(1, 6, voters)
+                        + control(2, 2, struct.pack(">hi", 1, 3) + b"\x02" + struct.pack(">i", 3) + b"\x00"
+                                  + b"\x01" + b"\x00")
+                        + control(3, 9, b""))
+    p = run_cli("dump", "-f", "dump-log", "--deep-iteration", segment)
+    assert p.returncode in (0, 1), p.stderr
+    records = [x.split(" headerKeys: [] ", 1)[1] for x in p.stdout.splitlines() if x.startswith("| offset: ")]
+    assert records == [
+        'KRaftVersion {"version":0,"kRaftVersion":1}',
+        'KRaftVoters {"version":0,"voters":[{"voterId":3,"voterDirectoryId":"AAECAwQFBgcICQoLDA0ODw",'
+        '"endpoints":[{"name":"CONTROLLER","host":"ctl\\u001B-3","port":9093}],'
+        '"kRaftVersionFeature":{"minSupportedVersion":0,"maxSupportedVersion":1}}]}',
+        'LeaderChange: {"version":1,"leaderId":3,"voters":[{"voterId":3,"voterDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA"}],'
+        '"grantingVoters":[]}',
+        "controlType: UNKNOWN(9)",
+    ]
+    assert records[:3] == [control_json(t, v).replace("\\u001b", "\\u001B") for t, v in (
+        (5, struct.pack(">hh", 0, 1) + b"\x00"), (6, voters),
+        (2, struct.pack(">hi", 1, 3) + b"\x02" + struct.pack(">i", 3) + b"\x00" + b"\x01" + b"\x00"))]
+
+
+def test_record_forms_without_payload_or_metadata(run_cli) -> None:
+    """``--deep-iteration`` alone: the metadata of each record and no key or payload; ``--skip-record-metadata``: the
+    key and payload after ``| ``, a control record's line empty; both only for ``--format dump-log``."""
+    segment = LOGDIR / "txn-0" / "00000000000000000000.log"
+    deep = run_cli("dump", "-f", "dump-log", "--deep-iteration", segment).stdout.splitlines()
+    full = run_cli("dump", "-f", "dump-log", "--records", segment).stdout.splitlines()
+    skip = run_cli("dump", "-f", "dump-log", "--records", "--skip-record-metadata", segment).stdout.splitlines()
+    assert len(deep) == len(full) == len(skip)
+    for d, f, s in zip(deep, full, skip, strict=True):
+        if not f.startswith("| offset: "):
+            assert d == f == s
+        elif "endTxnMarker: " in f:
+            assert d == f and s == ""
+        else:
+            assert f.startswith(d + " key: ") and f == d + " " + s[2:] and s.startswith("| key: ")
+    p = run_cli("dump", "--deep-iteration", segment)
+    assert p.returncode == 2 and "--deep-iteration is for --format dump-log" in p.stderr
