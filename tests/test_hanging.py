@@ -11,6 +11,7 @@ import pytest
 
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.logwriter import LogDirWriter
+from kafkatool.txns import hanging_bytes, hanging_paths
 
 from .conftest import PROJECT_ROOT
 
@@ -169,3 +170,12 @@ def test_bumped_abort_first_is_either_and_v1_fence_stays(tmp_path: Path, run_cli
                 if x["type"] == "finding" and x["code"] == "producer-epoch-bump"]
     assert len(messages) == 4 and all(m.endswith("(the coordinator bumped it: a fenced or timed-out transaction)")
                                       for m in messages)
+
+
+def test_progress_reaches_the_bars_total(logdir: Path) -> None:
+    """The bar's total (hanging_bytes): every segment read twice by the replay, the coordinators' once more."""
+    told: list[int] = []
+    for paths in ([logdir], [logdir / "ledger-0", logdir / "__transaction_state-0"]):
+        told.clear()
+        list(hanging_paths(paths, progress=told.append))
+        assert sum(told) == hanging_bytes(paths) > 0

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .options import FailOn, Format
+from .options import FailOn, Format, Now
 
 PRODUCERS_EXAMPLES = """
 [bold]Examples[/bold]
@@ -63,10 +63,7 @@ def txns(
     max_timeout: Annotated[int, typer.Option(
         "--max-transaction-timeout", metavar="MINUTES", min=0,
         help="With --hanging: the brokers' transaction.max.timeout.ms, in minutes.")] = 15,
-    now: Annotated[str | None, typer.Option(
-        "--now", metavar="TIME", help="With --hanging: judge at this time (ISO-8601, UTC without a zone, or epoch "
-                                      "ms). Default: the newest timestamp in the dirs (said in the output).",
-        show_default=False)] = None,
+    now: Now = None,
     fail_on: FailOn = "warning",
 ) -> int:
     """List every transaction of each partition and check the .txnindex files.
