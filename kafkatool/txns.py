@@ -26,14 +26,11 @@ from typing import Any
 
 from .errors import InputIOError
 from .findings import finding
-from .internal import (
-    OFFSETS_TOPIC,
+from .internal.offsets import OFFSETS_TOPIC, CommittedOffset, consumer_offsets_bytes, consumer_offsets_partition
+from .internal.transactions import (
     TRANSACTION_TOPIC,
-    CommittedOffset,
     TransactionLogEntry,
     TxnClock,
-    consumer_offsets_bytes,
-    consumer_offsets_partition,
     transaction_state_partition,
     transaction_states_bytes,
 )
@@ -275,11 +272,11 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
                   coordinators: list[str] | None = None) -> Iterator[TxnClock | HangingTransaction | Finding]:
     """The hanging transactions of the partitions under ``paths``, as ``find-hanging`` finds them: an open
     transaction whose producer last wrote to the partition more than ``max_timeout_ms`` before ``now`` (else the
-    newest timestamp of the partitions read, said first as the :class:`~kafkatool.internal.TxnClock`), and that no
-    coordinator will end (:func:`_judge`, on the ``__transaction_state`` partitions among ``paths``; where there is
-    none, each such transaction is only *possibly* hanging). Each comes with what it holds back: the partition's
-    LSO, and the groups whose commit on the partition (``__consumer_offsets`` among ``paths``) is at or past its
-    first offset. Then a finding for each, and those the reads met (discovery, the partitions' loads, the
+    newest timestamp of the partitions read, said first as the :class:`~kafkatool.internal.transactions.TxnClock`),
+    and that no coordinator will end (:func:`_judge`, on the ``__transaction_state`` partitions among ``paths``;
+    where there is none, each such transaction is only *possibly* hanging). Each comes with what it holds back: the
+    partition's LSO, and the groups whose commit on the partition (``__consumer_offsets`` among ``paths``) is at or
+    past its first offset. Then a finding for each, and those the reads met (discovery, the partitions' loads, the
     coordinators' records), not the idempotence audit's (:func:`txns_paths`).
 
     ``coordinators`` is given the ``__transaction_state`` partitions read. ``progress`` is told the bytes of the
