@@ -45,25 +45,27 @@ def codes(proc) -> list[str]:
 
 
 def test_hanging_beside_open_and_committed_jsonl(logdir: Path, run_cli) -> None:
-    """Hanging: 9100 (its id CompleteCommit), 9101 (no id), 9104 (its id's Ongoing transaction lacks ledger-1). Not:
-    9102 (open 0 min, and Ongoing on ledger-0), 9103 (transactions v2, each transaction ended by a bumped marker)."""
+    """Hanging: 9105's offset commit in __consumer_offsets (no id), 9100 (its id CompleteCommit), 9101 (no id), 9104
+    (its id's Ongoing transaction lacks ledger-1). Not: 9102 (open 0 min, and Ongoing on ledger-0), 9103 (transactions
+    v2, each transaction ended by a bumped marker)."""
     proc = run_cli("txns", "--hanging", "-f", "jsonl", logdir)
     assert proc.returncode == 1, proc.stderr
     lines = proc.jsonl()
     assert lines[0] == {"type": "txn_clock", "now": NEWEST, "source": "newest record time"}
     assert rows(proc) == [
+        ("__consumer_offsets", 0, 9105, 2, None, None, "no_transactional_id", False),
         ("ledger", 0, 9100, 3, "ledger-writer-a", "CompleteCommit", "coordinator_completed", False),
         ("ledger", 0, 9101, 5, None, None, "no_transactional_id", False),
         ("ledger", 1, 9104, 0, "ledger-writer-d", "Ongoing", "partition_not_in_transaction", False),
     ]
-    first = next(x for x in lines if x["type"] == "hanging_transaction")
+    first = [x for x in lines if x["type"] == "hanging_transaction"][1]
     # find-hanging's duration: since the producer's last write in the partition (9100's 3-4 at 02:01:00.000..001)
     assert first["last_timestamp"] == gen.NIGHT + MINUTE + 1 and first["open_ms"] == NEWEST - first["last_timestamp"]
     assert first["producer_epoch"] == 0 and first["coordinator_epoch"] == 2
     # the LSO its read_committed consumers stop at; ledger-audit committed there, ledger-late (at 1) not yet
     assert first["holds_back"] == {"last_stable_offset": 3, "log_end_offset": 15, "offsets": 12,
                                    "groups": [{"group": "ledger-audit", "committed_offset": 3}]}
-    assert codes(proc) == ["txn-hanging"] * 3
+    assert codes(proc) == ["txn-hanging"] * 4
     assert "note" not in proc.stderr
     # a hanging transaction is an error: --fail-on error still fails
     assert run_cli("txns", "--hanging", "--fail-on", "error", logdir).returncode == 1
@@ -74,15 +76,18 @@ def test_hanging_text(logdir: Path, run_cli) -> None:
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "judged at 2023-11-15T02:29:00.001Z (the newest record time in the log; --now to choose another)"
-    assert lines[1].split("  ")[0:2] == ["topic", " partition"] and "transactional id" in lines[1]
-    assert lines[2].split() == ["ledger", "0", "9100", "0", "2", "3", "2023-11-15T02:01:00.001Z", "1680000",
+    assert lines[1].split() == ["topic", "partition", "producer", "epoch", "coord.", "epoch", "first", "offset", "last",
+                                "write", "open", "ms", "transactional", "id", "reason", "LSO", "groups", "held"]
+    assert lines[2].split()[:10] == ["__consumer_offsets", "0", "9105", "0", "-1", "2", "2023-11-15T02:10:00.000Z",
+                                     "1140001", "-", "no_transactional_id"]
+    assert lines[3].split() == ["ledger", "0", "9100", "0", "2", "3", "2023-11-15T02:01:00.001Z", "1680000",
                                 "ledger-writer-a", "coordinator_completed", "3", "ledger-audit", "(3)"]
-    assert lines[3].split()[:10] == ["ledger", "0", "9101", "0", "-1", "5", "2023-11-15T02:02:00.001Z", "1620000",
+    assert lines[4].split()[:10] == ["ledger", "0", "9101", "0", "-1", "5", "2023-11-15T02:02:00.001Z", "1620000",
                                      "-", "no_transactional_id"]
-    assert lines[4].split()[9] == "partition_not_in_transaction"
+    assert lines[5].split()[9] == "partition_not_in_transaction"
     errors = [line for line in lines if line.startswith("ERROR txn-hanging")]
-    assert len(errors) == 3 and f"{logdir}/ledger-0: producer 9100" in errors[0]
-    assert "'ledger-writer-a' is CompleteCommit" in errors[0] and "'ledger-audit' (committed 3)" in errors[0]
+    assert len(errors) == 4 and f"{logdir}/ledger-0: producer 9100" in errors[1]
+    assert "'ledger-writer-a' is CompleteCommit" in errors[1] and "'ledger-audit' (committed 3)" in errors[1]
 
 
 def test_without_transaction_state_only_possibly_hanging(logdir: Path, run_cli) -> None:
