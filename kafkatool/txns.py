@@ -207,6 +207,9 @@ class HangingTransaction:
     log_end_offset: int | None
     groups: tuple[tuple[str, int], ...] = ()  # (group, committed offset) at or past the first offset
     possibly: bool = False
+    # in __consumer_offsets: the transaction's own offset commits, pending until it ends (group, topic, partition,
+    # offset)
+    pending_commits: tuple[tuple[str, str, int, int], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -218,7 +221,9 @@ class HangingTransaction:
             "possibly": self.possibly, "path": self.path,
             "holds_back": {"last_stable_offset": self.last_stable_offset, "log_end_offset": self.log_end_offset,
                            "offsets": None if self.log_end_offset is None else self.log_end_offset - self.first_offset,
-                           "groups": [{"group": g, "committed_offset": o} for g, o in self.groups]},
+                           "groups": [{"group": g, "committed_offset": o} for g, o in self.groups],
+                           "pending_commits": [{"group": g, "topic": t, "partition": p, "offset": o}
+                                               for g, t, p, o in self.pending_commits]},
         }
 
 
@@ -285,6 +290,7 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
     candidates: list[_Candidate] = []
     states: list[TransactionLogEntry] = []
     commits: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    pending: dict[tuple[str, int], dict[int, list[CommittedOffset]]] = {}  # __consumer_offsets-N -> pid -> commits
     read: list[str] = [] if coordinators is None else coordinators
     findings: list[Finding] = []
     for item in replayed_partitions(paths, progress):
@@ -309,7 +315,8 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
                 else:
                     states.append(e)
         elif pd.topic == OFFSETS_TOPIC:
-            for c in consumer_offsets_partition(pd.files, name, progress):
+            for c in consumer_offsets_partition(pd.files, name, progress, pending.setdefault((pd.topic, pd.partition),
+                                                                                             {})):
                 if isinstance(c, CommittedOffset):
                     commits.setdefault((c.topic, c.partition), []).append((c.group, c.offset))
                 elif isinstance(c, Finding) and c.severity != "info":
@@ -332,10 +339,12 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
         reason, tid, state = judged
         t = c.txn
         groups = tuple(sorted({(g, o) for g, o in commits.get((c.topic, c.partition), ()) if o >= t.first_offset}))
+        held = tuple(sorted({(p.group, p.topic, p.partition, p.offset)
+                             for p in pending.get((c.topic, c.partition), {}).get(t.producer_id, ())}))
         hanging.append(HangingTransaction(
             c.topic, c.partition, c.path, t.producer_id, t.producer_epoch, c.coordinator_epoch, t.first_offset,
             t.first_timestamp, c.last_timestamp, at - c.last_timestamp, tid, state, reason, c.lso, c.leo, groups,
-            possibly=by_producer is None))
+            possibly=by_producer is None, pending_commits=held))
     yield from hanging
     yield from (_hanging_finding(h, max_timeout_ms) for h in hanging)
     yield from findings
@@ -353,6 +362,9 @@ def _hanging_finding(h: HangingTransaction, max_timeout_ms: int) -> Finding:
     why = _REASONS[h.reason].format(tid=h.transactional_id, state=h.state)
     groups = (f"; groups {', '.join(f'{g!r} (committed {o})' for g, o in h.groups)} are held there"
               if h.groups else "")
+    if h.pending_commits:
+        groups += ("; the offset commits it holds stay pending: " +
+                   ", ".join(f"group {g!r} {t}-{p} at {o}" for g, t, p, o in h.pending_commits))
     return finding("txn-possibly-hanging" if h.possibly else "txn-hanging", h.path, None,
                    f"producer {h.producer_id} (epoch {h.producer_epoch}): transaction open since offset "
                    f"{h.first_offset}, last written {iso_time(h.last_timestamp)}, {h.open_ms / 60_000:.1f} min ago "

@@ -58,13 +58,17 @@ def test_hanging_beside_open_and_committed_jsonl(logdir: Path, run_cli) -> None:
         ("ledger", 0, 9101, 5, None, None, "no_transactional_id", False),
         ("ledger", 1, 9104, 0, "ledger-writer-d", "Ongoing", "partition_not_in_transaction", False),
     ]
-    first = [x for x in lines if x["type"] == "hanging_transaction"][1]
+    offsets, first = [x for x in lines if x["type"] == "hanging_transaction"][:2]
+    # in __consumer_offsets, what it holds back is its own commit, pending until it ends
+    assert offsets["holds_back"] == {"last_stable_offset": 2, "log_end_offset": 3, "offsets": 1, "groups": [],
+                                     "pending_commits": [{"group": "ledger-exactly-once", "topic": "ledger",
+                                                          "partition": 0, "offset": 5}]}
     # find-hanging's duration: since the producer's last write in the partition (9100's 3-4 at 02:01:00.000..001)
     assert first["last_timestamp"] == gen.NIGHT + MINUTE + 1 and first["open_ms"] == NEWEST - first["last_timestamp"]
     assert first["producer_epoch"] == 0 and first["coordinator_epoch"] == 2
     # the LSO its read_committed consumers stop at; ledger-audit committed there, ledger-late (at 1) not yet
     assert first["holds_back"] == {"last_stable_offset": 3, "log_end_offset": 15, "offsets": 12,
-                                   "groups": [{"group": "ledger-audit", "committed_offset": 3}]}
+                                   "groups": [{"group": "ledger-audit", "committed_offset": 3}], "pending_commits": []}
     assert codes(proc) == ["txn-hanging"] * 4
     assert "note" not in proc.stderr
     # a hanging transaction is an error: --fail-on error still fails
@@ -80,6 +84,7 @@ def test_hanging_text(logdir: Path, run_cli) -> None:
                                 "write", "open", "ms", "transactional", "id", "reason", "LSO", "groups", "held"]
     assert lines[2].split()[:10] == ["__consumer_offsets", "0", "9105", "0", "-1", "2", "2023-11-15T02:10:00.000Z",
                                      "1140001", "-", "no_transactional_id"]
+    assert lines[2].endswith("  2    ledger-exactly-once (pending ledger-0 5)")
     assert lines[3].split() == ["ledger", "0", "9100", "0", "2", "3", "2023-11-15T02:01:00.001Z", "1680000",
                                 "ledger-writer-a", "coordinator_completed", "3", "ledger-audit", "(3)"]
     assert lines[4].split()[:10] == ["ledger", "0", "9101", "0", "-1", "5", "2023-11-15T02:02:00.001Z", "1620000",

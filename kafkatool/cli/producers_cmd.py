@@ -114,7 +114,9 @@ def _hanging_row(h) -> dict:
     d = h.as_dict()
     held = d.pop("holds_back")
     d["last_stable_offset"] = held["last_stable_offset"]
-    d["groups"] = ", ".join(f"{g['group']} ({g['committed_offset']})" for g in held["groups"]) or None
+    d["groups"] = ", ".join([*(f"{g['group']} ({g['committed_offset']})" for g in held["groups"]),
+                             *(f"{g['group']} (pending {g['topic']}-{g['partition']} {g['offset']})"
+                               for g in held["pending_commits"])]) or None
     if h.possibly:
         d["reason"] = f"possibly: {d['reason']}"
     return d
