@@ -24,6 +24,7 @@ import base64
 import functools
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -57,29 +58,12 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # ``Uuid.ZERO_UUID``, the default of a uui
 # --- the schema files ---------------------------------------------------------------------------------------
 
 
+_STRING_OR_COMMENT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|//[^\n]*')
+
+
 def strip_comments(text: str) -> str:
     """JSON from a schema file: its ``//`` comments removed (not inside strings; Kafka's parser allows them)."""
-    out, i, n, in_str = [], 0, len(text), False
-    while i < n:
-        c = text[i]
-        if in_str:
-            out.append(c)
-            if c == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-            out.append(c)
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        else:
-            out.append(c)
-        i += 1
-    return "".join(out)
+    return _STRING_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text)
 
 
 class Versions(NamedTuple):

@@ -316,3 +316,8 @@ def test_every_schema_file_is_package_data():
     assert present == carried and len(present) == len(ks.schemas()) + 1  # + SOURCES.md
     sources = (formats / "schemas" / "SOURCES.md").read_text()
     assert all(f"| `{spec['_path']}` |" in sources for spec in ks.schemas().values())  # each with its commit
+
+
+def test_comments_stripped_outside_strings_only():
+    text = '{ "about": "see http://x \\"//quoted\\"", // a comment\n  // a line comment\n "b": 1 }'
+    assert ks.json.loads(ks.strip_comments(text)) == {"about": 'see http://x "//quoted"', "b": 1}
