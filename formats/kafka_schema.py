@@ -24,6 +24,7 @@ import base64
 import functools
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -57,29 +58,12 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # ``Uuid.ZERO_UUID``, the default of a uui
 # --- the schema files ---------------------------------------------------------------------------------------
 
 
+_STRING_OR_COMMENT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|//[^\n]*')
+
+
 def strip_comments(text: str) -> str:
     """JSON from a schema file: its ``//`` comments removed (not inside strings; Kafka's parser allows them)."""
-    out, i, n, in_str = [], 0, len(text), False
-    while i < n:
-        c = text[i]
-        if in_str:
-            out.append(c)
-            if c == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-            out.append(c)
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        else:
-            out.append(c)
-        i += 1
-    return "".join(out)
+    return _STRING_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text)
 
 
 class Versions(NamedTuple):
@@ -569,7 +553,11 @@ def coordinator_record(folder: str, key: bytes, value: bytes | None) -> dict[str
     rtype = _int16(key, "key")
     name = record_types(folder).get(rtype)
     if name is None:
-        raise UnknownRecord(f"record type {rtype} is not one of the {folder} schemas here", rtype, None)
+        version = _int16(value, "value") if value is not None and len(value) >= 2 else None
+        raise UnknownRecord(f"record type {rtype}" + ("" if version is None else f" (value version {version})")
+                            + f" is newer than the {folder} schemas here (types {min(record_types(folder))}.."
+                            f"{max(record_types(folder))})",
+                            rtype, version)
     key_name = "OffsetCommitKey" if name == "OffsetCommit" else name + "Key"
     key_versions = valid_versions(key_name)
     key_fields = decode(key_name, 0 if 0 in key_versions else key_versions[0], key[2:])
@@ -578,10 +566,25 @@ def coordinator_record(folder: str, key: bytes, value: bytes | None) -> dict[str
     if value is not None:
         version = _int16(value, "value")
         if version not in valid_versions(name + "Value"):
-            raise UnknownRecord(f"{name}Value version {version} is newer than the schema here "
-                                f"(valid: {schema(name + 'Value')['validVersions']})", rtype, version)
+            raise UnknownRecord(f"record type {rtype} ({name}) value version {version} is newer than the schema "
+                                f"here (valid: {schema(name + 'Value')['validVersions']})", rtype, version)
         out.update(value_version=version, value=decode(name + "Value", version, value[2:]))
     return out
+
+
+def coordinator_key(folder: str, record_type: int, fields: dict[str, Any]) -> bytes:
+    """A coordinator record's key as ``CoordinatorRecordSerde.serializeKey`` writes it: the int16 record type,
+    then the key schema's fields (the inverse of :func:`coordinator_record`)."""
+    name = record_types(folder)[record_type]
+    key_name = "OffsetCommitKey" if name == "OffsetCommit" else name + "Key"
+    key_versions = valid_versions(key_name)
+    return record_type.to_bytes(2, "big") + message(key_name, 0 if 0 in key_versions else key_versions[0]).build(
+        fields)
+
+
+def coordinator_value(name: str, version: int, fields: dict[str, Any]) -> bytes:
+    """A coordinator record's value (``serializeValue``): the int16 version, then the ``{name}Value`` fields."""
+    return version.to_bytes(2, "big") + message(name + "Value", version).build(fields)
 
 
 __all__ = [
@@ -589,7 +592,9 @@ __all__ = [
     "SHARE_COORDINATOR",
     "TRANSACTION_COORDINATOR",
     "UnknownRecord",
+    "coordinator_key",
     "coordinator_record",
+    "coordinator_value",
     "record_types",
     "SCHEMA_DIR",
     "UNKNOWN_TAGS",

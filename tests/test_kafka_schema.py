@@ -5,6 +5,7 @@ own generator, some against bytes written by hand from the generated code's rule
 
 from __future__ import annotations
 
+import json
 import struct
 
 import pytest
@@ -176,7 +177,7 @@ def _hand_written(folder, key, value):
 
 
 def _coordinator_corpus():
-    from kafkatool import internal
+    from kafkatool.internal import common
 
     from .conftest import PROJECT_ROOT, corpus_root
 
@@ -189,7 +190,7 @@ def _coordinator_corpus():
     for root, topic, folder in roots:
         for d in sorted(root.rglob(f"{topic}-*")):
             for seg in sorted(d.glob("*.log")) if d.is_dir() else []:
-                for item in internal._records(seg, str(seg)):
+                for item in common.file_records(seg, str(seg)):
                     if isinstance(item, tuple) and item[1].control_type is None and item[1].key is not None:
                         out.append((folder, item[1].key, item[1].value))
     return out
@@ -221,7 +222,9 @@ def test_hand_written_declarations_equal_the_compiled_ones_on_every_corpus_recor
 def test_a_record_type_or_version_newer_than_the_schemas_is_unknown_record():
     with pytest.raises(ks.UnknownRecord) as exc:
         ks.coordinator_record(ks.GROUP_COORDINATOR, b"\x00\x63" + b"\x00\x01g", b"\x00\x00")
-    assert exc.value.record_type == 99 and exc.value.version is None
+    assert exc.value.record_type == 99 and exc.value.version == 0
+    assert str(exc.value) == "record type 99 (value version 0) is newer than the group-coordinator schemas here " \
+        "(types 0..24)"
     key = b"\x00\x01" + b"\x00\x01g\x00\x01t" + _u32(0)
     with pytest.raises(ks.UnknownRecord) as exc:
         ks.coordinator_record(ks.GROUP_COORDINATOR, key, b"\x00\x09" + bytes(20))
@@ -229,3 +232,93 @@ def test_a_record_type_or_version_newer_than_the_schemas_is_unknown_record():
     assert ks.coordinator_record(ks.GROUP_COORDINATOR, key, None) == {
         "record": "OffsetCommit", "record_type": 1, "key": {"group": "g", "topic": "t", "partition": 0},
         "value_version": None, "value": None}
+
+
+def test_generated_coordinator_records_of_every_type_and_version_read_back():
+    """fixtures/generate.py's ``schema_records``: one record of every record type and value version of each
+    coordinator, built from the schemas, read back by :func:`coordinator_record` to the values it was built from."""
+    from .test_fixtures import gen
+
+    seen = {}
+    for topic, folder in gen.SCHEMA_TOPICS.items():
+        for rtype, name, version, key, value, fields in gen.schema_records(folder):
+            record = ks.coordinator_record(folder, key, value)
+            assert record == {"record": name, "record_type": rtype, "key": fields["key"], "value_version": version,
+                              "value": fields["value"]}
+            assert ks.coordinator_record(folder, key, None)["value"] is None  # a tombstone
+            seen.setdefault(topic, set()).add((rtype, version))
+    assert len(seen["__consumer_offsets"]) == sum(len(ks.valid_versions(n + "Value"))
+                                                  for n in ks.record_types(ks.GROUP_COORDINATOR).values())
+    assert {t for t, _v in seen["__consumer_offsets"]} == set(range(25))  # 24: StreamsGroupTarget...ResolvedTopicIds
+    assert seen["__share_group_state"] == {(0, 0), (1, 0)} and seen["__transaction_state"] == {(0, 0), (0, 1)}
+
+
+# --- from the command line ---------------------------------------------------------------------------------------
+
+
+def test_dump_decode_auto_names_every_record_with_every_field(tmp_path, run_cli):
+    """``fixtures/generate.py --schemas``: every record type and value version of the three coordinator topics;
+    ``dump --decode auto`` names each by its schema and gives every key and value field, and ``offsets`` and
+    ``txn-state`` read the partitions without a finding (before, the KIP-848 records were ``kind=unknown`` and
+    ``offsets-unknown-key`` findings)."""
+    from .test_fixtures import gen
+
+    gen.schemas(tmp_path / "logdir")
+    for topic, folder in gen.SCHEMA_TOPICS.items():
+        p = run_cli("dump", "-f", "jsonl", "--decode", "auto", tmp_path / "logdir" / f"{topic}-0")
+        assert p.returncode == 0, p.stderr
+        decoded = [r["decoded"] for r in p.jsonl() if r["type"] == "record"]
+        expected = gen.schema_records(folder)
+        assert len(decoded) == len(expected)
+        for d, (rtype, name, version, _k, _v, fields) in zip(decoded, expected, strict=True):
+            assert (d["record"], d["key"], d["value"]) == (name, fields["key"], fields["value"])
+            assert d.get("value_version") == version
+            if folder == ks.GROUP_COORDINATOR and rtype > 2:
+                assert d["kind"] == ks.snake_case(name) and d["key_version"] == rtype
+    for command in ("offsets", "txn-state"):
+        p = run_cli(command, "-f", "jsonl", tmp_path / "logdir")
+        assert not [r for r in p.jsonl() if r.get("type") == "finding"], (command, p.stdout[-2000:])
+
+
+def test_a_record_type_newer_than_the_schemas_is_a_finding(tmp_path, run_cli):
+    """Record type 99 and a ConsumerGroupMetadataValue of version 7: ``offsets`` says which (info
+    ``coordinator-record-newer``, topic, type and version), ``dump --decode`` says why it is not decoded."""
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.logwriter import LogDirWriter
+
+    records = [(b"\x00\x63\x00\x01g", b"\x00\x00"), (b"\x00\x03\x00\x01g", b"\x00\x07" + bytes(8))]
+    with LogDirWriter(tmp_path / "logdir", cluster_id="q1Sh-9_ISia_zwGINzRvyQ", node_id=1,
+                      directory_id=bytes(range(16)), broker_epoch=1, written_at_ms=1_700_000_000_000) as logdir:
+        w = logdir.partition("__consumer_offsets", 0, bytes([9]) * 16)
+        for offset, (key, value) in enumerate(records):
+            w.append(record_batch(offset, [RecordSpec(key, value, 1_700_000_000_000 + offset)]))
+    p = run_cli("offsets", "-f", "jsonl", tmp_path / "logdir")
+    assert p.returncode == 1, p.stderr  # the warning that no commit nor group was found
+    found = [r for r in p.jsonl() if r.get("type") == "finding" and r["code"] != "offsets-empty"]
+    assert [(f["code"], f["severity"]) for f in found] == [("coordinator-record-newer", "info")] * 2
+    assert "__consumer_offsets record type 99 (value version 0) is newer" in found[0]["message"]
+    assert "record type 3 (ConsumerGroupMetadata) value version 7 is newer" in found[1]["message"]
+    p = run_cli("dump", "-f", "jsonl", "--decode", "auto", tmp_path / "logdir" / "__consumer_offsets-0")
+    errors = [r["decode_error"] for r in p.jsonl() if r["type"] == "record"]
+    assert all(e.startswith("coordinator-record-newer: __consumer_offsets record type ") for e in errors), errors
+
+
+def test_every_schema_file_is_package_data():
+    """pyproject's package-data for ``kafkatool.formats`` (installed from ``formats/``) covers every file under
+    ``formats/schemas``: a non-editable install carries them all."""
+    import tomllib
+
+    from .conftest import PROJECT_ROOT
+
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    formats = PROJECT_ROOT / config["package-dir"]["kafkatool.formats"]
+    carried = {p for pattern in config["package-data"]["kafkatool.formats"] for p in formats.glob(pattern)}
+    present = {p for p in (formats / "schemas").rglob("*") if p.is_file()}
+    assert present == carried and len(present) == len(ks.schemas()) + 1  # + SOURCES.md
+    sources = (formats / "schemas" / "SOURCES.md").read_text()
+    assert all(f"| `{spec['_path']}` |" in sources for spec in ks.schemas().values())  # each with its commit
+
+
+def test_comments_stripped_outside_strings_only():
+    text = '{ "about": "see http://x \\"//quoted\\"", // a comment\n  // a line comment\n "b": 1 }'
+    assert json.loads(ks.strip_comments(text)) == {"about": 'see http://x "//quoted"', "b": 1}
