@@ -347,6 +347,14 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     ("metadata-undecodable", "error", "a __cluster_metadata record that does not decode",
      "MetadataRecordSerde"),
     ("metadata-none", "warning", "no __cluster_metadata segments or snapshots found", KAFKATOOL),
+    ("kraft-snapshot-gap", "error", "the KRaft metadata log starts above 0 with no snapshot at or after its "
+     "start: the metadata between the newest snapshot and the log start is in no file, and the node does not start "
+     "(Inconsistent snapshot state)", "KafkaMetadataLog.recoverSnapshots"),
+    ("kraft-log-starts-at-snapshot", "info", "the latest KRaft snapshot is ahead of the metadata log (a newer "
+     "epoch, or past its end): the node drops the log and starts it at the snapshot",
+     "KafkaMetadataLog.truncateToLatestSnapshot"),
+    ("kraft-snapshot-deleted", "info", "a KRaft snapshot the node deletes when it loads the metadata log: below "
+     "the log start, or older than the snapshot the log starts at", "KafkaMetadataLog.recoverSnapshots"),
     # --- replicas, truncation, repair, delivery ------------------------------------------------------------
     ("replicas-diverge", "warning", "two replicas hold different batches from an offset on",
      "AbstractFetcherThread.truncateToEpochEndOffsets"),
