@@ -38,12 +38,12 @@ PARTITIONS = 20
 
 # a command with the derived readers off and every key decoded again (what it did before them)
 DECLARED = """import sys
-from kafkatool import internal
-internal._fast = {}
-internal.decode_offsets_key = internal.decode_offsets_key.__wrapped__
-internal.decode_transaction_key = internal.decode_transaction_key.__wrapped__
-internal._METADATA_FRAME = lambda value: None
-internal._metadata_layout = lambda record_type, version: internal.it.METADATA_RECORDS[record_type][2](version)
+from kafkatool.internal import common, metadata, offsets, transactions
+common._fast = {}
+offsets.decode_offsets_key = offsets.decode_offsets_key.__wrapped__
+transactions.decode_transaction_key = transactions.decode_transaction_key.__wrapped__
+metadata._METADATA_FRAME = lambda value: None
+metadata.metadata_layout = lambda record_type, version: common.it.METADATA_RECORDS[record_type][2](version)
 from kafkatool.cli.main import main
 sys.argv = ["kafkatool", *sys.argv[1:]]
 main()

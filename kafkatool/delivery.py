@@ -46,7 +46,7 @@ from typing import Any, BinaryIO
 from .errors import InputIOError, UsageError
 from .filetypes import open_regular
 from .findings import finding
-from .internal import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
+from .internal.offsets import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
 from .model import Finding
 from .producers import segment_logs
 from .records import DEFAULT_MAX_DECOMPRESSED, RECORD_BATCH_OVERHEAD, RawBatch, record_chunks, scan

@@ -128,7 +128,7 @@ class DumpOptions:
     # read_committed: a partition dir's view, only what such a consumer receives (kafkatool.txns.committed_view);
     committed: Callable[[Path, str], CommittedView] | None = None
     # --decode: a file's record decoder, None for a file whose records are shown as they are
-    # (kafkatool.internal.file_decoder);
+    # (kafkatool.internal.decode.file_decoder);
     decoder: Callable[[Path], Callable[[Record], object] | None] | None = None
     # where the first batch of from_offset's and of filter.from_time's range is in a partition dir, found through
     # its indexes (kafkatool.locate.first_at_offset, first_at_time); without them every batch is read, and the range

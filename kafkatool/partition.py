@@ -14,7 +14,7 @@ from typing import Any
 from .election import unclean_election
 from .errors import UsageError
 from .findings import finding
-from .internal import PartitionState, metadata_sources, metadata_timeline
+from .internal.metadata import PartitionState, metadata_sources, metadata_timeline
 from .loader import segment_bytes
 from .model import Finding
 from .records import ScanOptions
@@ -112,7 +112,7 @@ def _in_isr(isr: list[str] | None, part: PartitionDir, name: str) -> bool:
 def _metadata_isr(paths: Iterable[str | Path]) -> dict[tuple[str, int], PartitionState]:
     """The latest state of every partition in the KRaft metadata logs under ``paths`` (``__cluster_metadata-0``
     dirs beside the replicas): PartitionRecord / PartitionChangeRecord replayed as the controller does
-    (:func:`kafkatool.internal.metadata_timeline`); of several logs (one per controller), the newest state by
+    (:func:`kafkatool.internal.metadata.metadata_timeline`); of several logs (one per controller), the newest state by
     leader epoch, then partition epoch."""
     if not metadata_sources(paths):
         return {}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.errors import UsageError
-from kafkatool.internal import consumer_offsets
+from kafkatool.internal.offsets import consumer_offsets
 from kafkatool.model import Finding
 from kafkatool.partition import ReplicaState, inspect_replicas
 from kafkatool.verify import PartitionSummary, verify_paths

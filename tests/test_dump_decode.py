@@ -11,9 +11,9 @@ import functools
 import json
 from pathlib import Path
 
-from kafkatool import internal
 from kafkatool.dump import DumpOptions, dump_paths
-from kafkatool.internal import DecodedRecord
+from kafkatool.internal import decode, offsets
+from kafkatool.internal.decode import DecodedRecord
 from kafkatool.model import Batch
 
 from .conftest import PROJECT_ROOT, corpus_root
@@ -22,12 +22,12 @@ INCIDENT = PROJECT_ROOT / "fixtures" / "incident"
 
 
 def test_decoded_consumer_offsets_replay_to_what_offsets_finds() -> None:
-    partitions = sorted(d for d in corpus_root().glob(f"real/**/{internal.OFFSETS_TOPIC}-*") if d.is_dir())
+    partitions = sorted(d for d in corpus_root().glob(f"real/**/{offsets.OFFSETS_TOPIC}-*") if d.is_dir())
     assert len(partitions) > 100
     replayed: dict[tuple, tuple] = {}
     pending: dict[tuple, list] = {}   # transactional commits wait for their producer's COMMIT marker
     decoded = 0
-    auto = DumpOptions(records=True, decoder=functools.partial(internal.file_decoder, "auto"))  # --decode auto
+    auto = DumpOptions(records=True, decoder=functools.partial(decode.file_decoder, "auto"))  # --decode auto
     for part in partitions:
         batch = None
         for item in dump_paths([part], auto):
@@ -51,8 +51,8 @@ def test_decoded_consumer_offsets_replay_to_what_offsets_finds() -> None:
     assert decoded > 5000
     want = {}
     for logdir in sorted({p.parent for p in partitions}):
-        for c in internal.consumer_offsets([logdir], with_lag=False):
-            if isinstance(c, internal.CommittedOffset):
+        for c in offsets.consumer_offsets([logdir], with_lag=False):
+            if isinstance(c, offsets.CommittedOffset):
                 want[(c.coordinator_partition, str(logdir), c.group, c.topic, c.partition)] = (c.offset,
                                                                                               c.commit_timestamp)
     assert {k: v for k, v in replayed.items() if v is not None} == want
@@ -88,9 +88,9 @@ def test_offsets_on_partitions_without_commits_says_so(run_cli) -> None:
     """``offsets`` on a __consumer_offsets partition holding no commit and no group printed nothing and exited 0;
     it now says so, as a warning (exit 1); a log dir with commits is unchanged (exit 0)."""
     raft = corpus_root() / "real/hiage_kafka-raft/c5f680e5/kafka1"
-    empty = [p for p in sorted(raft.glob(f"{internal.OFFSETS_TOPIC}-*"))
-             if not any(isinstance(i, (internal.CommittedOffset, internal.GroupState))
-                        for i in internal.consumer_offsets([p], with_lag=False))]
+    empty = [p for p in sorted(raft.glob(f"{offsets.OFFSETS_TOPIC}-*"))
+             if not any(isinstance(i, (offsets.CommittedOffset, offsets.GroupState))
+                        for i in offsets.consumer_offsets([p], with_lag=False))]
     assert empty
     p = run_cli("offsets", empty[0])
     assert p.returncode == 1 and "offsets-empty" in p.stdout and empty[0].name in p.stdout

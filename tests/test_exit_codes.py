@@ -54,7 +54,8 @@ def test_one_error_root() -> None:
             if inspect.isclass(cls) and issubclass(cls, BaseException) and cls.__module__ == m.name != errors.__name__:
                 outside.add(f"{m.name}.{name}")
     assert outside == {"kafkatool.filetypes.NotRegularFile",
-                       "kafkatool.fastparse._Miss", "kafkatool.internal._Undecodable", "kafkatool.locate._BadPosition",
+                       "kafkatool.fastparse._Miss", "kafkatool.internal.common.Undecodable",
+                       "kafkatool.locate._BadPosition",
                        "kafkatool.delivery._RowTooLong"}
     codes = {name: cls.exit_code for name, cls in vars(errors).items()
              if inspect.isclass(cls) and issubclass(cls, errors.KafkaToolError)}

@@ -1,6 +1,6 @@
 """The readers ``kafkatool.fastparse`` derives from Construct declarations give what the declarations give.
 
-For every declaration ``internal._parse`` reads with a derived reader: on every record key and value of the
+For every declaration ``common.parse`` reads with a derived reader: on every record key and value of the
 corpus's ``__consumer_offsets`` and ``__transaction_state`` partitions, on values of every version built from
 random fields, and on seeded mutations of all of them (bit flips, cuts, bytes added, absurd lengths), the reader
 gives either ``None`` (the declaration then parses, and words any error) or exactly ``decl.parse(data)``; and it
@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from construct import ConstructError, Struct
 
-from kafkatool import internal
 from kafkatool.build import RecordSpec, record_batch
 from kafkatool.fastparse import prefix_reader, reader
 from kafkatool.formats import internal_topics as it
 from kafkatool.formats import primitives
+from kafkatool.internal import common, offsets, transactions
 
 from .conftest import PROJECT_ROOT, corpus_root
 
@@ -75,15 +75,15 @@ def corpus_records() -> list[tuple[str, bytes, bytes | None]]:
             if not d.is_dir():
                 continue
             for seg in sorted(d.glob("*.log")):
-                for item in internal._records(seg, str(seg)):
+                for item in common.file_records(seg, str(seg)):
                     if isinstance(item, tuple) and item[1].control_type is None and item[1].key is not None:
                         out.append((kind, item[1].key, item[1].value))
     return out
 
 
 def test_every_declaration_internal_reads_first_has_a_reader() -> None:
-    assert {id(d) for d in internal._FAST_DECLS} == {id(d) for d in DECLS.values()}
-    for decl in internal._FAST_DECLS:
+    assert {id(d) for d in common._FAST_DECLS} == {id(d) for d in DECLS.values()}
+    for decl in common._FAST_DECLS:
         assert reader(decl) is not None
 
 
@@ -274,15 +274,15 @@ def test_offsets_replay_is_the_same_with_the_declarations_alone(monkeypatch: pyt
     dirs = sorted(d for d in corpus_root().rglob("__consumer_offsets-*") if d.is_dir() and any(d.glob("*.log")))
 
     def replay() -> list:
-        internal.decode_offsets_key.cache_clear()
+        offsets.decode_offsets_key.cache_clear()
         out = []
         for d in dirs:
             files = [(p, str(p)) for p in sorted(d.iterdir())]
-            out += list(internal.consumer_offsets_partition(files, d.name))
+            out += list(offsets.consumer_offsets_partition(files, d.name))
         return out
 
     fast = replay()
-    monkeypatch.setattr(internal, "_fast", {})
+    monkeypatch.setattr(common, "_fast", {})
     declared = replay()
     assert len(fast) > 20 and fast == declared
 
@@ -300,12 +300,12 @@ def test_transaction_state_replay_is_the_same_with_the_declarations_alone(
     dirs = [part, *sorted(Path(FIXTURES).rglob("__transaction_state-*"))]
 
     def replay() -> list:
-        internal.decode_transaction_key.cache_clear()
-        return [x for d in dirs for x in internal.transaction_state_partition(
+        transactions.decode_transaction_key.cache_clear()
+        return [x for d in dirs for x in transactions.transaction_state_partition(
             [(p, str(p)) for p in sorted(d.iterdir())], d.name)]
 
     fast = replay()
-    monkeypatch.setattr(internal, "_fast", {})
+    monkeypatch.setattr(common, "_fast", {})
     declared = replay()
     assert len(fast) > 40 and fast == declared
 
@@ -316,7 +316,7 @@ def corpus_metadata_values() -> list[bytes]:
     out = []
     for d in sorted(corpus_root().rglob("__cluster_metadata-*")):
         for f in sorted([*d.glob("*.log"), *d.glob("*.checkpoint")]):
-            for item in internal._records(f, str(f)):
+            for item in common.file_records(f, str(f)):
                 if isinstance(item, tuple) and item[1].control_type is None and item[1].value is not None:
                     out.append(item[1].value)
     return out
@@ -331,7 +331,7 @@ def _metadata_pairs(value: bytes) -> list[tuple[Any, bytes]]:
     known = it.METADATA_RECORDS.get(parsed.record_type)
     if known is None or parsed.version not in known[1]:
         return []
-    layout = internal._metadata_layout(parsed.record_type, parsed.version)
+    layout = common.metadata_layout(parsed.record_type, parsed.version)
     pairs = [(layout, value[at:])]
     body = _declared(layout, value[at:])
     tables = {it.PARTITION: it.PARTITION_RECORD_TAGS, it.PARTITION_CHANGE: it.PARTITION_CHANGE_TAGS,
@@ -363,10 +363,10 @@ def check_prefix(decl: Any, data: bytes) -> bool:
 
 
 def test_every_metadata_layout_has_a_reader() -> None:
-    for decl in internal._metadata_layouts():
+    for decl in common.metadata_layouts():
         assert reader(decl) is not None, decl
     # one object per type and version: what the readers are found by
-    assert internal._metadata_layout(it.PARTITION, 2) is internal._metadata_layout(it.PARTITION, 2)
+    assert common.metadata_layout(it.PARTITION, 2) is common.metadata_layout(it.PARTITION, 2)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool import internal
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
+from kafkatool.internal import common, metadata, transactions
+from kafkatool.internal import offsets as internal_offsets
 from kafkatool.javacompat import java_string_hash
+from kafkatool.model import Finding
 
 from .conftest import PROJECT_ROOT, corpus_root
 
@@ -50,16 +52,16 @@ def _java_hash(s: str) -> int:
 @pytest.mark.parametrize("partitions", [1, 3, 50, 64])
 def test_partition_for_matches_java(key: str, partitions: int) -> None:
     assert java_string_hash(key) == _java_hash(key)
-    assert internal.partition_for(key, partitions) == _kafka_partition(key, partitions)
+    assert common.partition_for(key, partitions) == _kafka_partition(key, partitions)
 
 
 def test_partition_for_known_values() -> None:
     assert java_string_hash("hello") == 99162322           # documented Java value
     assert java_string_hash("polygenelubricants") == -2**31  # Integer.MIN_VALUE: abs() would stay negative
-    assert internal.partition_for("polygenelubricants", 7) == 0    # Utils.abs(MIN_VALUE) is 0
+    assert common.partition_for("polygenelubricants", 7) == 0    # Utils.abs(MIN_VALUE) is 0
     # a negative hash: Math.abs, not n & 0x7fffffff (which would give 35); a real broker put it in -13
     assert java_string_hash("my-first-app") == -1618955613
-    assert internal.partition_for("my-first-app", 50) == 13
+    assert common.partition_for("my-first-app", 50) == 13
     assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00  # two UTF-16 units, not one code point
 
 
@@ -69,10 +71,10 @@ def test_partition_for_agrees_with_the_corpus() -> None:
     seen: set[str] = set()
     for part in (root / "MashaKosher_Internship/4ec23dc0/data", root / "hiage_kafka-raft/c5f680e5/kafka1",
                  root / "tuyen-nnt_kafka_2.13-3.0.0/data/kafka", root / "iechenyb_data/kafka-logs"):
-        for item in internal.consumer_offsets([part], with_lag=False):
-            if isinstance(item, internal.CommittedOffset | internal.GroupState):
+        for item in internal_offsets.consumer_offsets([part], with_lag=False):
+            if isinstance(item, internal_offsets.CommittedOffset | internal_offsets.GroupState):
                 n = int(item.coordinator_partition.rsplit("-", 1)[1])
-                assert internal.partition_for(item.group, 50) == n, item.group
+                assert common.partition_for(item.group, 50) == n, item.group
                 seen.add(item.group)
     assert len(seen) >= 6, seen
 
@@ -112,7 +114,7 @@ def _offset_value(version: int) -> bytes:
 
 @pytest.mark.parametrize("version", range(5))
 def test_offset_commit_value_versions(version: int) -> None:
-    v = internal.decode_offset_commit_value(_offset_value(version))
+    v = internal_offsets.decode_offset_commit_value(_offset_value(version))
     assert (v["offset"], v["metadata"], v["commit_timestamp"], v["version"]) == (1234, "meta", 1700000000000, version)
     assert v["leader_epoch"] == (7 if version >= 3 else None)
     assert v["expire_timestamp"] == (1700000099000 if version == 1 else None)
@@ -137,7 +139,7 @@ def _group_value(version: int) -> bytes:
 
 @pytest.mark.parametrize("version", range(5))
 def test_group_metadata_value_versions(version: int) -> None:
-    g = internal.decode_group_metadata_value(_group_value(version))
+    g = internal_offsets.decode_group_metadata_value(_group_value(version))
     assert (g["protocol_type"], g["generation"], g["protocol"], g["leader"]) == ("consumer", 5, "range", "m-1")
     assert g["current_state_timestamp"] == (1700000000001 if version >= 2 else None)
     (m,) = g["members"]
@@ -150,11 +152,11 @@ def test_bad_values_are_errors_not_crashes() -> None:
     good = _offset_value(3)
     for bad, why in ((good + b"\x00", "left over"), (good[:-1], "StreamError"), (b"\x00\x09" + good[2:], "version 9"),
                      (b"\x00", "version")):
-        with pytest.raises(internal._Undecodable, match=why):
-            internal.decode_offset_commit_value(bad)
-    with pytest.raises(internal._Undecodable):  # a string length beyond the value: bounded, not read on
-        internal.decode_offsets_key(struct.pack(">hh", 1, 500) + b"g")
-    assert internal.decode_offsets_key(struct.pack(">h", 3) + b"\x01\x02") == internal.OtherKey(3)
+        with pytest.raises(common.Undecodable, match=why):
+            internal_offsets.decode_offset_commit_value(bad)
+    with pytest.raises(common.Undecodable):  # a string length beyond the value: bounded, not read on
+        internal_offsets.decode_offsets_key(struct.pack(">hh", 1, 500) + b"g")
+    assert internal_offsets.decode_offsets_key(struct.pack(">h", 3) + b"\x01\x02") == internal_offsets.OtherKey(3)
 
 
 def _golden_records(dir_part: str) -> list[dict]:
@@ -171,12 +173,12 @@ def _golden_records(dir_part: str) -> list[dict]:
 def test_every_consumer_offsets_record_of_the_corpus_decodes() -> None:
     kinds: dict[str, int] = {}
     for d in _golden_records("__consumer_offsets-"):
-        key = internal.decode_offsets_key(base64.b64decode(d["key"]))
+        key = internal_offsets.decode_offsets_key(base64.b64decode(d["key"]))
         value = None if d["value"] is None else base64.b64decode(d["value"])
-        if isinstance(key, internal.OffsetKey) and value is not None:
-            internal.decode_offset_commit_value(value)
-        elif isinstance(key, internal.GroupKey) and value is not None:
-            internal.decode_group_metadata_value(value)
+        if isinstance(key, internal_offsets.OffsetKey) and value is not None:
+            internal_offsets.decode_offset_commit_value(value)
+        elif isinstance(key, internal_offsets.GroupKey) and value is not None:
+            internal_offsets.decode_group_metadata_value(value)
         kinds[type(key).__name__] = kinds.get(type(key).__name__, 0) + 1
     assert kinds.get("OffsetKey", 0) > 5000 and kinds.get("GroupKey", 0) > 700
     assert "OtherKey" not in kinds
@@ -185,7 +187,7 @@ def test_every_consumer_offsets_record_of_the_corpus_decodes() -> None:
 def test_every_cluster_metadata_record_of_the_corpus_decodes() -> None:
     decoded: dict[str, int] = {}
     for d in _golden_records("__cluster_metadata-"):
-        _type, _version, name, fields = internal.decode_metadata_record(base64.b64decode(d["value"]))
+        _type, _version, name, fields = metadata.decode_metadata_record(base64.b64decode(d["value"]))
         if fields is not None:
             decoded[name] = decoded.get(name, 0) + 1
     for name in ("TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RegisterBrokerRecord",
@@ -236,14 +238,14 @@ def logdir(tmp_path: Path) -> Path:
 
 
 def test_offsets_replay(logdir: Path) -> None:
-    items = list(internal.consumer_offsets([logdir]))
-    commits = {(c.group, c.topic, c.partition): c for c in items if isinstance(c, internal.CommittedOffset)}
+    items = list(internal_offsets.consumer_offsets([logdir]))
+    commits = {(c.group, c.topic, c.partition): c for c in items if isinstance(c, internal_offsets.CommittedOffset)}
     assert {k: c.offset for k, c in commits.items()} == {("g", "t", 0): 5, ("tx", "t", 0): 6, ("ahead", "t", 0): 12}
     g = commits[("g", "t", 0)]
     assert (g.log_end_offset, g.high_watermark, g.lag, g.lag_leo, g.commit_timestamp) == (10, 8, 3, 5, 1700000000005)
-    (group,) = [i for i in items if isinstance(i, internal.GroupState)]
+    (group,) = [i for i in items if isinstance(i, internal_offsets.GroupState)]
     assert (group.group, group.generation, len(group.members)) == ("g", 5, 1)
-    codes = sorted(f.code for f in items if isinstance(f, internal.Finding))
+    codes = sorted(f.code for f in items if isinstance(f, Finding))
     assert codes == ["commit-beyond-leo", "offsets-undecodable"]
 
 
@@ -312,7 +314,7 @@ def test_metadata_damage_is_a_finding(tmp_path: Path, run_cli) -> None:
     topic = bytes([1, 2, 0]) + _cs("t") + bytes(16) + b"\x00"
     _write(seg, record_batch(0, [RecordSpec(None, topic, 1), RecordSpec(None, topic[:-3], 1),
                                  RecordSpec(None, bytes([1, 99, 0, 5]), 1)]))
-    items = list(internal.metadata_timeline([tmp_path]))
+    items = list(metadata.metadata_timeline([tmp_path]))
     kinds = [type(i).__name__ for i in items]
     assert kinds == ["MetadataEvent", "Finding", "MetadataEvent"]
     assert items[2].name == "type 99" and not items[2].decoded
@@ -337,22 +339,22 @@ def _txn_value(version: int, state: int = 1, tags: bytes = b"\x00") -> bytes:
 
 @pytest.mark.parametrize("version", range(2))
 def test_transaction_log_value_versions(version: int) -> None:
-    v = internal.decode_transaction_value(_txn_value(version))
+    v = transactions.decode_transaction_value(_txn_value(version))
     assert (v["producer_id"], v["producer_epoch"], v["timeout_ms"], v["state"]) == (4000, 2, 60000, "Ongoing")
     assert v["partitions"] == (("orders", (0, 3)),)
     assert (v["last_update_timestamp"], v["start_timestamp"]) == (1700000001000, 1700000000000)
-    assert internal.decode_transaction_key(struct.pack(">h", 0) + _s16("tx-a")) == "tx-a"
+    assert transactions.decode_transaction_key(struct.pack(">h", 0) + _s16("tx-a")) == "tx-a"
 
 
 def test_transaction_log_value_tags() -> None:
     tags = _uv(3) + b"\x00\x08" + struct.pack(">q", 3999) + b"\x01\x08" + struct.pack(">q", 4001)
     tags += b"\x02\x02" + struct.pack(">h", 2)
-    v = internal.decode_transaction_value(_txn_value(1, tags=tags))
+    v = transactions.decode_transaction_value(_txn_value(1, tags=tags))
     assert (v["previous_producer_id"], v["next_producer_id"], v["client_transaction_version"]) == (3999, 4001, 2)
-    with pytest.raises(internal._Undecodable, match="left over"):
-        internal.decode_transaction_value(_txn_value(0) + b"\x00")
-    with pytest.raises(internal._Undecodable, match="version 2"):
-        internal.decode_transaction_value(b"\x00\x02" + _txn_value(0)[2:])
+    with pytest.raises(common.Undecodable, match="left over"):
+        transactions.decode_transaction_value(_txn_value(0) + b"\x00")
+    with pytest.raises(common.Undecodable, match="version 2"):
+        transactions.decode_transaction_value(b"\x00\x02" + _txn_value(0)[2:])
 
 
 def test_cli_txn_state(tmp_path: Path, run_cli) -> None:
@@ -391,12 +393,12 @@ def test_offsets_progress_counts_every_segment_byte_it_reads() -> None:
     others = [d for d in data.iterdir() if d.is_dir() and not d.name.startswith("__consumer_offsets-")]
     assert len(offsets) == 50 and others
     seen: list[int] = []
-    list(internal.consumer_offsets([data], with_lag=False, progress=seen.append))
-    assert seen and sum(seen) == log_bytes(*offsets) == internal.consumer_offsets_bytes([data], with_lag=False)
+    list(internal_offsets.consumer_offsets([data], with_lag=False, progress=seen.append))
+    assert seen and sum(seen) == log_bytes(*offsets) == internal_offsets.consumer_offsets_bytes([data], with_lag=False)
     seen = []
-    items = list(internal.consumer_offsets([data], progress=seen.append))
-    assert sum(seen) == log_bytes(*offsets, *others) == internal.consumer_offsets_bytes([data])
-    assert any(isinstance(i, internal.CommittedOffset) and i.log_end_offset is not None for i in items)
+    items = list(internal_offsets.consumer_offsets([data], progress=seen.append))
+    assert sum(seen) == log_bytes(*offsets, *others) == internal_offsets.consumer_offsets_bytes([data])
+    assert any(isinstance(i, internal_offsets.CommittedOffset) and i.log_end_offset is not None for i in items)
 
 
 def test_txn_state_and_metadata_progress_count_every_byte_they_read() -> None:
@@ -405,18 +407,18 @@ def test_txn_state_and_metadata_progress_count_every_byte_they_read() -> None:
     named), so that the bar reaches its total (``transaction_states_bytes``, ``metadata_bytes``)."""
     incident = PROJECT_ROOT / "fixtures" / "incident"
     seen: list[int] = []
-    list(internal.transaction_states([incident], progress=seen.append))
+    list(transactions.transaction_states([incident], progress=seen.append))
     assert seen and sum(seen) == log_bytes(incident / "__transaction_state-0") == \
-        internal.transaction_states_bytes([incident])
+        transactions.transaction_states_bytes([incident])
     seen = []
-    list(internal.metadata_timeline([incident], progress=seen.append))
-    assert seen and sum(seen) == log_bytes(incident / "__cluster_metadata-0") == internal.metadata_bytes([incident])
+    list(metadata.metadata_timeline([incident], progress=seen.append))
+    assert seen and sum(seen) == log_bytes(incident / "__cluster_metadata-0") == metadata.metadata_bytes([incident])
     meta = corpus_root() / "real/MashaKosher_Internship/c335121f/data/__cluster_metadata-0"
     snapshots = sorted(meta.glob("*.checkpoint"))
     assert len(snapshots) > 1
     seen = []
-    list(internal.metadata_timeline([meta], progress=seen.append))
-    assert sum(seen) == snapshots[-1].stat().st_size + log_bytes(meta) == internal.metadata_bytes([meta])
+    list(metadata.metadata_timeline([meta], progress=seen.append))
+    assert sum(seen) == snapshots[-1].stat().st_size + log_bytes(meta) == metadata.metadata_bytes([meta])
 
 
 def test_progress_reaches_the_bars_total_on_every_corpus_dir() -> None:
@@ -424,11 +426,11 @@ def test_progress_reaches_the_bars_total_on_every_corpus_dir() -> None:
     say, on every dir of the corpus and the fixtures (most hold none of these topics: 0 bytes, no bar)."""
     roots = [p for top in ("kafka", "real") for p in sorted((corpus_root() / top).iterdir()) if p.is_dir()]
     roots += [PROJECT_ROOT / "fixtures" / "incident", PROJECT_ROOT / "fixtures" / "logdir"]
-    runs = [(lambda p, pr: internal.consumer_offsets(p, progress=pr), internal.consumer_offsets_bytes),
-            (lambda p, pr: internal.consumer_offsets(p, with_lag=False, progress=pr),
-             lambda p: internal.consumer_offsets_bytes(p, with_lag=False)),
-            (lambda p, pr: internal.transaction_states(p, progress=pr), internal.transaction_states_bytes),
-            (lambda p, pr: internal.metadata_timeline(p, progress=pr), internal.metadata_bytes)]
+    runs = [(lambda p, pr: internal_offsets.consumer_offsets(p, progress=pr), internal_offsets.consumer_offsets_bytes),
+            (lambda p, pr: internal_offsets.consumer_offsets(p, with_lag=False, progress=pr),
+             lambda p: internal_offsets.consumer_offsets_bytes(p, with_lag=False)),
+            (lambda p, pr: transactions.transaction_states(p, progress=pr), transactions.transaction_states_bytes),
+            (lambda p, pr: metadata.metadata_timeline(p, progress=pr), metadata.metadata_bytes)]
     counted = 0
     for root in roots:
         for k, (run, total) in enumerate(runs):

@@ -15,8 +15,8 @@ import struct
 from collections import defaultdict
 from pathlib import Path
 
-from kafkatool import internal
 from kafkatool.build import RecordSpec, record_batch
+from kafkatool.internal import metadata
 
 from .conftest import corpus_root
 from .test_internal_topics import _cs, _uv
@@ -63,7 +63,7 @@ def metadata_log(tmp_path: Path, values: list[bytes]) -> Path:
 
 def intervals(items: list) -> list[tuple]:
     return [(u.partition, u.isr, u.min_insync_replicas, u.min_isr_source, u.from_offset, u.to_offset)
-            for u in items if isinstance(u, internal.UnderMinIsr)]
+            for u in items if isinstance(u, metadata.UnderMinIsr)]
 
 
 def test_isr_shrink_topic_config_and_cluster_default(tmp_path: Path, run_cli) -> None:
@@ -79,14 +79,14 @@ def test_isr_shrink_topic_config_and_cluster_default(tmp_path: Path, run_cli) ->
         config_record(4, "", "min.insync.replicas", "1"),          # 8: cluster default 1 (dynamic)
         isr_change(0, []),                                         # 9: an empty ISR is under even 1
     ])
-    items = list(internal.metadata_timeline([part], min_insync_replicas=2))
+    items = list(metadata.metadata_timeline([part], min_insync_replicas=2))
     assert sorted(intervals(items), key=lambda t: (t[4], t[0])) == [
         (0, (1,), 2, "default", 3, 4),
         (0, (1, 3), 3, "topic", 5, 7),
         (1, (2, 3), 3, "topic", 6, 7),
         (0, (), 1, "cluster", 9, None),
     ]
-    marks = [(s.offset, s.partition, s.min_isr) for s in items if isinstance(s, internal.PartitionState) and s.min_isr]
+    marks = [(s.offset, s.partition, s.min_isr) for s in items if isinstance(s, metadata.PartitionState) and s.min_isr]
     # a config change moves no row: the markers are on the partition records that crossed the line
     assert marks == [(3, 0, "under"), (4, 0, "back"), (6, 1, "under"), (9, 0, "under")]
 
@@ -111,10 +111,10 @@ def _timelines(items: list) -> tuple[dict, dict]:
     rows: dict[tuple, list] = defaultdict(list)
     under: dict[tuple, list] = defaultdict(list)
     for i in items:
-        if isinstance(i, internal.PartitionState):
+        if isinstance(i, metadata.PartitionState):
             where = Path(i.source).parent
             rows[(where, i.topic, i.partition)].append((i.offset, i.snapshot_end_offset, len(i.replicas), i.leader))
-        elif isinstance(i, internal.UnderMinIsr):
+        elif isinstance(i, metadata.UnderMinIsr):
             under[(Path(i.source), i.topic, i.partition)].append(i)
     return rows, under
 
@@ -124,7 +124,7 @@ def test_real_kraft_metadata_single_replica_partitions_are_under_two() -> None:
     under it over its whole timeline (from its first record to the end of the log), broken only while it has no
     leader (every produce request then gets NOT_LEADER_OR_FOLLOWER, whatever the ISR); with 1 none is."""
     roots = [corpus_root() / "real", corpus_root() / "kafka"]
-    two = list(internal.metadata_timeline(roots, min_insync_replicas=2))
+    two = list(metadata.metadata_timeline(roots, min_insync_replicas=2))
     rows, under = _timelines(two)
     single = [k for k, r in rows.items() if all(n == 1 for _o, _s, n, _leader in r)]
     assert len(single) > 100
@@ -141,15 +141,15 @@ def test_real_kraft_metadata_single_replica_partitions_are_under_two() -> None:
         assert spans[-1].to_offset is None or spans[-1].to_offset in leaderless, key
     assert broken  # the corpus has leaderless intervals (a broker's controlled shutdown) inside the spans
     assert any(s.from_offset is None for k in single for s in under[k])  # some begin in a KRaft snapshot
-    assert list(internal.metadata_timeline(roots, min_insync_replicas=1)) and not intervals(
-        list(internal.metadata_timeline(roots, min_insync_replicas=1)))
+    assert list(metadata.metadata_timeline(roots, min_insync_replicas=1)) and not intervals(
+        list(metadata.metadata_timeline(roots, min_insync_replicas=1)))
 
 
 def test_snapshot_rows_carry_the_snapshot_end_offset() -> None:
     """Records inside a KRaft snapshot are numbered from 0: their rows show the snapshot's end offset (its file
     name) instead, and log rows after it carry their own offsets."""
     data = corpus_root() / "real/MashaKosher_Internship/c335121f/data/__cluster_metadata-0"
-    items = [i for i in internal.metadata_timeline([data]) if isinstance(i, internal.PartitionState)]
+    items = [i for i in metadata.metadata_timeline([data]) if isinstance(i, metadata.PartitionState)]
     snap = [i for i in items if i.source.endswith(".checkpoint")]
     log = [i for i in items if i.source.endswith(".log")]
     end = int(Path(snap[0].source).name.split("-")[0])
@@ -161,8 +161,8 @@ def test_each_metadata_log_is_replayed_on_its_own() -> None:
     """Three voters' copies of one cluster's log give three identical timelines, never one merged one."""
     raft = corpus_root() / "real/hiage_kafka-raft/c5f680e5"
     per_voter = defaultdict(list)
-    for i in internal.metadata_timeline([raft]):
-        if isinstance(i, internal.PartitionState):
+    for i in metadata.metadata_timeline([raft]):
+        if isinstance(i, metadata.PartitionState):
             per_voter[Path(i.source).parent.parent.name].append(
                 (i.offset, i.topic, i.partition, i.leader, i.isr, i.leader_epoch, i.partition_epoch))
     assert sorted(per_voter) == ["kafka1", "kafka2", "kafka3"]

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from construct import Int32sb
 
-from kafkatool import internal
 from kafkatool.build import RecordSpec, record_batch
 from kafkatool.formats import internal_topics as it
+from kafkatool.internal import decode
 from kafkatool.logwriter import LogDirWriter
 
 from .conftest import PROJECT_ROOT
@@ -77,7 +77,7 @@ def test_kafkas_own_snapshot_case_byte_for_byte() -> None:
         "create_timestamp": 1, "write_timestamp": 2, "state_batches": _batches((0, 4, 2, 1)),
         "tagged_fields": NO_TAGS})
     assert built == SNAPSHOT_VALUE
-    fields, error = internal.decode_record("share-group-state", SNAPSHOT_KEY, SNAPSHOT_VALUE)
+    fields, error = decode.decode_record("share-group-state", SNAPSHOT_KEY, SNAPSHOT_VALUE)
     assert error is None
     assert fields == {
         "kind": "share_snapshot", "record_type": 0, "group": "gs1", "topic_id": "Uj5wn_FqTXirEASvVZRY1w",
@@ -86,7 +86,7 @@ def test_kafkas_own_snapshot_case_byte_for_byte() -> None:
         "create_timestamp": 1, "write_timestamp": 2,
         "state_batches": [{"first_offset": 0, "last_offset": 4, "delivery_state": "Acked", "delivery_count": 1}]}
     # a null value is a tombstone (kafka-dump-log prints <DELETE>)
-    assert internal.decode_record("share-group-state", SNAPSHOT_KEY, None)[0]["tombstone"] is True
+    assert decode.decode_record("share-group-state", SNAPSHOT_KEY, None)[0]["tombstone"] is True
 
 
 def test_update_with_delivery_complete_count_and_the_kafka_4_0_layout() -> None:
@@ -97,7 +97,7 @@ def test_update_with_delivery_complete_count_and_the_kafka_4_0_layout() -> None:
         "0000" "00000007" "00000003" "ffffffffffffffff"          # v0, SnapshotEpoch 7, LeaderEpoch 3, StartOffset -1
         "02" "000000000000000a" "0000000000000013" "00" "0002" "00"  # one batch 10..19 Available, delivered twice
         "01" "00" "04" "0000002a")                                # one tag: 0 (4 bytes) DeliveryCompleteCount 42
-    fields, error = internal.decode_record("share-group-state", _key(it.SHARE_UPDATE), update)
+    fields, error = decode.decode_record("share-group-state", _key(it.SHARE_UPDATE), update)
     assert error is None and fields["kind"] == "share_update" and fields["layout"] == "4.1+"
     assert (fields["snapshot_epoch"], fields["leader_epoch"], fields["start_offset"],
             fields["delivery_complete_count"]) == (7, 3, -1, 42)
@@ -105,7 +105,7 @@ def test_update_with_delivery_complete_count_and_the_kafka_4_0_layout() -> None:
     assert fields["state_batches"] == [{"first_offset": 10, "last_offset": 19, "delivery_state": "Available",
                                         "delivery_count": 2}]
     old = bytes.fromhex("0000" "0005" "00000001" "00000002" "0000000000000064" "01" "00")  # 4.0: uint16 epoch
-    fields, error = internal.decode_record("share-group-state", _key(it.SHARE_SNAPSHOT), old)
+    fields, error = decode.decode_record("share-group-state", _key(it.SHARE_SNAPSHOT), old)
     assert error is None and fields["layout"] == "4.0"
     assert (fields["snapshot_epoch"], fields["state_epoch"], fields["leader_epoch"], fields["start_offset"],
             fields["state_batches"]) == (5, 1, 2, 100, [])
@@ -123,7 +123,7 @@ def test_round_trip(rtype: int, layout: str) -> None:
         if layout != "4.0":
             body.update(create_timestamp=1_700_000_000_000, write_timestamp=1_700_000_000_001)
     value = it.share_state_value(rtype, layout).build(body)
-    fields, error = internal.decode_record("share-group-state", _key(rtype, "g-ü", 17), value)
+    fields, error = decode.decode_record("share-group-state", _key(rtype, "g-ü", 17), value)
     assert error is None and fields["layout"] == layout and fields["group"] == "g-ü" and fields["partition"] == 17
     for name in ("snapshot_epoch", "leader_epoch", "start_offset", "state_epoch", "create_timestamp",
                  "write_timestamp"):
@@ -145,10 +145,10 @@ def test_undecodable_records_say_why() -> None:
         "left over": (SNAPSHOT_KEY + b"\x00", SNAPSHOT_VALUE),
     }
     for why, (key, value) in cases.items():
-        fields, error = internal.decode_record("share-group-state", key, value)
+        fields, error = decode.decode_record("share-group-state", key, value)
         assert fields is None and error and why in error, (why, error)
     for cut in range(len(SNAPSHOT_VALUE)):
-        fields, error = internal.decode_record("share-group-state", SNAPSHOT_KEY, SNAPSHOT_VALUE[:cut])
+        fields, error = decode.decode_record("share-group-state", SNAPSHOT_KEY, SNAPSHOT_VALUE[:cut])
         assert fields is None and error, cut
 
 

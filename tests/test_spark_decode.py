@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool import internal
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
+from kafkatool.internal import decode as internal_decode
+from kafkatool.internal import metadata, transactions
+from kafkatool.internal import offsets as internal_offsets
+from kafkatool.model import Finding
 from kafkatool.spark.plan import plan
 from kafkatool.spark.read import read_partition
 from kafkatool.spark.schema import DECODED
@@ -51,8 +54,8 @@ def test_consumer_offsets_rows_replay_to_what_offsets_finds(spark):
     """Latest offset_commit per key (per coordinator partition dir), unless a tombstone: the CLI's replay."""
     from pyspark.sql import functions as F
 
-    logdirs = _log_dirs_with(internal.OFFSETS_TOPIC)
-    df = _load(spark, "consumer-offsets", logdirs).where(f"topic = '{internal.OFFSETS_TOPIC}'")
+    logdirs = _log_dirs_with(internal_offsets.OFFSETS_TOPIC)
+    df = _load(spark, "consumer-offsets", logdirs).where(f"topic = '{internal_offsets.OFFSETS_TOPIC}'")
     df = df.withColumn("dir", F.regexp_extract("file", r"^(.*)/[^/]+$", 1))
     assert df.where("decode_error is not null").count() == 0
     kinds = {r["kind"]: r["n"] for r in df.groupBy("decoded.kind").agg(F.count(F.lit(1)).alias("n")).collect()}
@@ -72,13 +75,13 @@ def test_consumer_offsets_rows_replay_to_what_offsets_finds(spark):
 
     want_commits, want_groups = {}, {}
     for part in partition_dirs(logdirs):
-        if part.topic != internal.OFFSETS_TOPIC:
+        if part.topic != internal_offsets.OFFSETS_TOPIC:
             continue
-        for item in internal.consumer_offsets_partition(part.files, part.display):
-            if isinstance(item, internal.CommittedOffset):
+        for item in internal_offsets.consumer_offsets_partition(part.files, part.display):
+            if isinstance(item, internal_offsets.CommittedOffset):
                 want_commits[(str(part.path), item.group, item.topic, item.partition)] = (
                     item.offset, item.commit_timestamp, item.log_offset)
-            elif isinstance(item, internal.GroupState):
+            elif isinstance(item, internal_offsets.GroupState):
                 want_groups[(str(part.path), item.group)] = (item.generation, item.leader, len(item.members),
                                                              item.log_offset)
             else:
@@ -92,18 +95,18 @@ def test_consumer_offsets_rows_replay_to_what_offsets_finds(spark):
 
 def test_cluster_metadata_rows_are_metadata_records(spark):
     """Record by record what ``metadata`` decodes (type, version, name, fields), KRaft snapshots included."""
-    logdirs = _log_dirs_with(internal.METADATA_TOPIC)
+    logdirs = _log_dirs_with(metadata.METADATA_TOPIC)
     rows = (_load(spark, "cluster-metadata", logdirs, includeSnapshots="true")
-            .where(f"topic = '{internal.METADATA_TOPIC}' and control_type is null").collect())
+            .where(f"topic = '{metadata.METADATA_TOPIC}' and control_type is null").collect())
     got = {(r["file"], r["offset"]): (r["decoded"]["record_type"], r["decoded"]["version"], r["decoded"]["name"],
                                       r["decoded"]["decoded"], r["decoded"]["fields"]) for r in rows}
     assert all(r["decode_error"] is None for r in rows)
     want = {}
     for p in plan(logdirs, include_snapshots=True):
-        if p.topic != internal.METADATA_TOPIC:
+        if p.topic != metadata.METADATA_TOPIC:
             continue
-        for item in internal.metadata_file(Path(p.path), p.name):
-            assert not isinstance(item, internal.Finding), item
+        for item in metadata.metadata_file(Path(p.path), p.name):
+            assert not isinstance(item, Finding), item
             _batch, rec, (rtype, version, name, fields) = item
             want[(p.name, rec.offset)] = (rtype, version, name, fields is not None,
                                           None if fields is None else json.dumps(fields))
@@ -142,33 +145,33 @@ def test_transaction_state_rows(spark, txn_logdir):
     df = _load(spark, "transaction-state", [str(txn_logdir)])
     rows = {(r["topic"], r["offset"], r["decoded"]["transactional_id"] if r["decoded"] else None): r
             for r in df.orderBy("topic", "offset").collect()}
-    txn = [r for (t, _, _), r in rows.items() if t == internal.TRANSACTION_TOPIC]
+    txn = [r for (t, _, _), r in rows.items() if t == transactions.TRANSACTION_TOPIC]
     assert len(txn) == 6
     errors = [r["decode_error"] for r in txn if r["decode_error"] is not None]
     assert len(errors) == 2 and any("no key" in e for e in errors) and any("TransactionLogValue" in e for e in errors)
     assert all(r["decoded"] is None for r in txn if r["decode_error"] is not None)
-    a = rows[internal.TRANSACTION_TOPIC, 2, "tx-a"]["decoded"]
+    a = rows[transactions.TRANSACTION_TOPIC, 2, "tx-a"]["decoded"]
     assert (a["producer_id"], a["producer_epoch"], a["timeout_ms"], a["state"], a["value_version"]) == (
         4000, 2, 60000, "CompleteCommit", 1)
     assert [(p["topic"], p["partition"]) for p in a["partitions"]] == [("orders", 0), ("orders", 3)]
-    assert rows[internal.TRANSACTION_TOPIC, 3, "tx-b"]["decoded"]["tombstone"] is True
+    assert rows[transactions.TRANSACTION_TOPIC, 3, "tx-b"]["decoded"]["tombstone"] is True
     # other topics (a data topic, another internal topic and its control record): neither decoded nor errors
-    others = [r for (t, _, _), r in rows.items() if t != internal.TRANSACTION_TOPIC]
+    others = [r for (t, _, _), r in rows.items() if t != transactions.TRANSACTION_TOPIC]
     assert len(others) == 5 and all(r["decoded"] is None and r["decode_error"] is None for r in others)
 
     # the latest value per id, unless a tombstone: txn-state's replay
     last = (df.where("decoded is not null").groupBy(F.col("decoded.transactional_id").alias("id"))
             .agg(F.max_by("decoded", "offset").alias("d")).where("not d.tombstone").collect())
-    (part,) = [p for p in partition_dirs([txn_logdir]) if p.topic == internal.TRANSACTION_TOPIC]
-    want = [e for e in internal.transaction_state_partition(part.files, part.display)
-            if isinstance(e, internal.TransactionLogEntry)]
+    (part,) = [p for p in partition_dirs([txn_logdir]) if p.topic == transactions.TRANSACTION_TOPIC]
+    want = [e for e in transactions.transaction_state_partition(part.files, part.display)
+            if isinstance(e, transactions.TransactionLogEntry)]
     assert [(r["id"], r["d"]["state"], r["d"]["producer_id"]) for r in last] == [
         (e.transactional_id, e.state, e.producer_id) for e in want] == [("tx-a", "CompleteCommit", 4000)]
 
 
 def test_control_records_and_a_flat_layout(txn_logdir, tmp_path):
     """A control record is not decoded; a segment outside any partition dir is decoded as the topic's."""
-    (offsets,) = [p for p in plan([str(txn_logdir)]) if p.topic == internal.OFFSETS_TOPIC]
+    (offsets,) = [p for p in plan([str(txn_logdir)]) if p.topic == internal_offsets.OFFSETS_TOPIC]
     rows = [r for rb in read_partition(offsets, "records", decode="consumer-offsets") for r in rb.to_pylist()]
     assert [(r["control_type"], r["decoded"] and r["decoded"]["kind"], r["decode_error"]) for r in rows] == [
         (None, "offset_commit", None), ("COMMIT", None, None)]
@@ -186,18 +189,18 @@ def test_control_records_and_a_flat_layout(txn_logdir, tmp_path):
 def test_decoders_fill_exactly_the_declared_fields(txn_logdir):
     """Each per-record decoder's dict keys are the struct's fields (Arrow would drop an undeclared key)."""
     seen: dict[str, set] = {name: set() for name in DECODED}
-    paths = {"consumer-offsets": _log_dirs_with(internal.OFFSETS_TOPIC),
-             "cluster-metadata": _log_dirs_with(internal.METADATA_TOPIC),
+    paths = {"consumer-offsets": _log_dirs_with(internal_offsets.OFFSETS_TOPIC),
+             "cluster-metadata": _log_dirs_with(metadata.METADATA_TOPIC),
              "transaction-state": [str(txn_logdir)],
              "share-group-state": [str(PROJECT_ROOT / "fixtures" / "incident")]}
-    for name, (topic, _decoder) in internal.RECORD_DECODERS.items():
+    for name, (topic, _decoder) in internal_decode.RECORD_DECODERS.items():
         for p in plan(paths[name]):
             if p.topic != topic:
                 continue
             for rb in read_partition(p, "records", decode=name):
                 for r in rb.to_pylist():
                     if r["control_type"] is None and r["decode_error"] is None:
-                        fields, _ = internal.decode_record(name, r["key"], r["value"])
+                        fields, _ = internal_decode.decode_record(name, r["key"], r["value"])
                         assert set(fields) <= set(DECODED[name].fieldNames())
                         seen[name] |= set(fields)
     for name, struct_type in DECODED.items():

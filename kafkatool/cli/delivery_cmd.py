@@ -54,7 +54,7 @@ def delivery(
     a finding reaches --fail-on, default warning), 2 usage error or nothing to read, 3 I/O error.
     """
     from ..delivery import PartitionDelivery, delivery_paths
-    from ..internal import OFFSETS_TOPIC
+    from ..internal.offsets import OFFSETS_TOPIC
     from .exits import check_fail_on
     from .output import Output, check_format
     from .output.notes import names, note

@@ -121,7 +121,7 @@ def dump(
     # the partition's transactions) are imported only where it is given: a plain dump reads the files alone.
     decoder = None
     if decode is not None:
-        from ..internal import DECODERS, file_decoder
+        from ..internal.decode import DECODERS, file_decoder
 
         if decode not in DECODERS:
             raise UsageError(f"--decode must be one of {', '.join(DECODERS)}")

@@ -70,7 +70,7 @@ def offsets(
     beyond the LEO is an error (another log dir's copy of the partition is never compared).
     Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
     """
-    from ..internal import CommittedOffset, GroupState, consumer_offsets, consumer_offsets_bytes
+    from ..internal.offsets import CommittedOffset, GroupState, consumer_offsets, consumer_offsets_bytes
     from .exits import check_fail_on
     from .output import Output, check_format
     from .output.notes import names, nothing_shown
@@ -112,7 +112,7 @@ def partition_for(
     ids (both 50 by default). Exit 0, or 2 when no id was given.
     """
     from ..errors import UsageError
-    from ..internal import partition_for as compute
+    from ..internal.common import partition_for as compute
     from ..javacompat import java_string_hash
     from .output import Output, check_format
 
@@ -148,7 +148,7 @@ def txn_state(
     Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
     """
     from ..errors import UsageError
-    from ..internal import transaction_states, transaction_states_bytes
+    from ..internal.transactions import transaction_states, transaction_states_bytes
     from ..locate import parse_timestamp
     from .exits import check_fail_on
     from .output import Output, check_format
@@ -207,7 +207,7 @@ def _heartbeats_counted(items):
     from dataclasses import replace
 
     from ..formats.internal_topics import NO_OP
-    from ..internal import MetadataEvent
+    from ..internal.metadata import MetadataEvent
 
     run: list = []
 
@@ -264,7 +264,7 @@ def metadata(
     Exit 0 ok, 1 findings (--fail-on, default warning; with --under-min-isr also any interval), 2 usage error,
     3 I/O error.
     """
-    from ..internal import (
+    from ..internal.metadata import (
         MetadataEvent,
         PartitionState,
         UnderMinIsr,

@@ -187,7 +187,7 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
     and its keys and values pass ``MAX_DATA_BYTES`` by one piece's at most."""
     import pyarrow as pa
 
-    from kafkatool.internal import RECORD_DECODERS, decode_record
+    from kafkatool.internal.decode import RECORD_DECODERS, decode_record
     from kafkatool.records import RawBatch, scan
 
     from .arrow import MAX_DATA_BYTES, base64_strings, records_builder

@@ -1,0 +1,365 @@
+"""``__consumer_offsets``, replayed as the group coordinator loads it (``GroupMetadataManager`` /
+``GroupCoordinatorShard``): committed offsets and classic groups."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..findings import finding
+from ..formats import internal_topics as it
+from ..loader import segment_bytes
+from ..model import CappedFindings, Finding
+from ..replicas import open_replica
+from ..walk import partition_dirs, partition_dirs_and_findings
+from .common import KEYS_CACHED, Undecodable, entries, log_bytes, nullable, parse, partition_records, value_version
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+# --- __consumer_offsets ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """The latest committed offset of one (group, topic, partition), with the data partition's state when known."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    commit_timestamp: int
+    metadata: str | None
+    leader_epoch: int | None
+    expire_timestamp: int | None
+    value_version: int
+    coordinator_partition: str
+    log_offset: int                     # where in __consumer_offsets the commit was written
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    high_watermark: int | None = None
+
+    @property
+    def lag(self) -> int | None:
+        """Records between the commit and the high watermark (what a read_uncommitted consumer may read); with no
+        high watermark checkpoint, between the commit and the log end (:attr:`lag_from` says which); None when
+        neither is known, never a made-up 0."""
+        end = self.high_watermark if self.high_watermark is not None else self.log_end_offset
+        return None if end is None else max(end - self.offset, 0)
+
+    @property
+    def lag_from(self) -> str | None:
+        if self.high_watermark is not None:
+            return "high_watermark"
+        return None if self.log_end_offset is None else "log_end_offset"
+
+    @property
+    def lag_leo(self) -> int | None:
+        return None if self.log_end_offset is None else max(self.log_end_offset - self.offset, 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "committed_offset", "group": self.group, "topic": self.topic, "partition": self.partition,
+            "offset": self.offset, "commit_timestamp": self.commit_timestamp, "metadata": self.metadata,
+            "leader_epoch": self.leader_epoch, "expire_timestamp": self.expire_timestamp,
+            "value_version": self.value_version, "coordinator_partition": self.coordinator_partition,
+            "log_offset": self.log_offset, "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset, "high_watermark": self.high_watermark,
+            "lag": self.lag, "lag_leo": self.lag_leo, "lag_from": self.lag_from,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    member_id: str | None
+    group_instance_id: str | None
+    client_id: str | None
+    client_host: str | None
+    rebalance_timeout: int | None
+    session_timeout: int
+    subscription_bytes: int
+    assignment_bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "member_id": self.member_id, "group_instance_id": self.group_instance_id, "client_id": self.client_id,
+            "client_host": self.client_host, "rebalance_timeout": self.rebalance_timeout,
+            "session_timeout": self.session_timeout, "subscription_bytes": self.subscription_bytes,
+            "assignment_bytes": self.assignment_bytes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    """The latest ``GroupMetadataValue`` of a group: its generation and members."""
+
+    group: str
+    protocol_type: str | None
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int | None
+    members: tuple[GroupMember, ...]
+    value_version: int
+    coordinator_partition: str
+    log_offset: int
+    timestamp: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "group", "group": self.group, "protocol_type": self.protocol_type,
+            "generation": self.generation, "protocol": self.protocol, "leader": self.leader,
+            "current_state_timestamp": self.current_state_timestamp, "members": [m.as_dict() for m in self.members],
+            "value_version": self.value_version, "coordinator_partition": self.coordinator_partition,
+            "log_offset": self.log_offset, "timestamp": self.timestamp,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class OtherKey:
+    """A key version this tool does not decode (KIP-848 consumer/share group records, newer)."""
+
+    version: int
+
+
+@functools.lru_cache(maxsize=KEYS_CACHED)
+def decode_offsets_key(key: bytes) -> OffsetKey | GroupKey | OtherKey:
+    version = parse(it.CoordinatorKeyVersion, key[:2], "key version").version
+    if version in it.KEY_OFFSET_COMMIT:
+        k = parse(it.OffsetCommitKey, key, f"OffsetCommitKey v{version}")
+        return OffsetKey(nullable(k.group) or "", nullable(k.topic) or "", k.partition)
+    if version == it.KEY_GROUP_METADATA:
+        return GroupKey(nullable(parse(it.GroupMetadataKey, key, "GroupMetadataKey").group) or "")
+    return OtherKey(version)
+
+
+def decode_offset_commit_value(value: bytes) -> dict[str, Any]:
+    """An ``OffsetCommitValue`` as a dict (offset, leader_epoch, metadata, commit/expire timestamps, version)."""
+    version = value_version(value, it.OFFSET_COMMIT_VALUE_VERSIONS, "OffsetCommitValue")
+    v = parse(it.OffsetCommitValue, value, f"OffsetCommitValue v{version}").body
+    return {"offset": v.offset, "leader_epoch": v.get("leader_epoch"), "metadata": nullable(v.metadata),
+            "commit_timestamp": v.commit_timestamp, "expire_timestamp": v.get("expire_timestamp"),
+            "version": version}
+
+
+def decode_group_metadata_value(value: bytes) -> dict[str, Any]:
+    version = value_version(value, it.GROUP_METADATA_VALUE_VERSIONS, "GroupMetadataValue")
+    v = parse(it.GroupMetadataValue, value, f"GroupMetadataValue v{version}").body
+    members = tuple(
+        GroupMember(nullable(m.member_id), nullable(m.get("group_instance_id")) if "group_instance_id" in m else None,
+                    nullable(m.client_id), nullable(m.client_host), m.get("rebalance_timeout"), m.session_timeout,
+                    len(nullable(m.subscription) or b""), len(nullable(m.assignment) or b""))
+        for m in entries(v.members) or ())
+    return {"protocol_type": nullable(v.protocol_type), "generation": v.generation, "protocol": nullable(v.protocol),
+            "leader": nullable(v.leader), "current_state_timestamp": v.get("current_state_timestamp"),
+            "members": members, "version": version}
+
+
+
+
+@dataclass
+class _Pending:
+    """Transactional offset commits of one producer, applied at its COMMIT marker, dropped at ABORT."""
+
+    writes: list[tuple[OffsetKey, Any]] = field(default_factory=list)
+
+
+def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
+                               progress: Callable[[int], None] | None = None,
+                               ) -> Iterator[CommittedOffset | GroupState | Finding]:
+    """Replay one ``__consumer_offsets-N`` partition (its ``.log`` segments in offset order), as the group
+    coordinator loads it: later records win, a null value deletes, transactional commits count only once
+    committed. Yields the surviving groups and committed offsets, then findings met on the way. ``progress`` is
+    told the bytes of the segments as they are read."""
+    offsets: dict[OffsetKey, CommittedOffset] = {}
+    groups: dict[str, GroupState] = {}
+    pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
+    findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
+    for display, batch, rec in partition_records(files, findings, progress):
+        if rec.control_type is not None:
+            writes = pending.pop(batch.producer_id, [])
+            if rec.control_type == "COMMIT":
+                for k, v in writes:
+                    _put(offsets, k, v)
+            continue
+        if rec.key is None:
+            findings.append(finding("offsets-null-key", display, batch.position,
+                                    f"record at offset {rec.offset} has no key"))
+            continue
+        try:
+            key = decode_offsets_key(rec.key)
+            if isinstance(key, OffsetKey):
+                value = None
+                if rec.value is not None:
+                    v = decode_offset_commit_value(rec.value)
+                    value = CommittedOffset(
+                        key.group, key.topic, key.partition, v["offset"], v["commit_timestamp"], v["metadata"],
+                        v["leader_epoch"], v["expire_timestamp"], v["version"], name, rec.offset)
+                if batch.transactional:
+                    pending.setdefault(batch.producer_id, []).append((key, value))
+                else:
+                    _put(offsets, key, value)
+            elif isinstance(key, GroupKey):
+                if rec.value is None:
+                    groups.pop(key.group, None)
+                else:
+                    g = decode_group_metadata_value(rec.value)
+                    groups[key.group] = GroupState(
+                        key.group, g["protocol_type"], g["generation"], g["protocol"], g["leader"],
+                        g["current_state_timestamp"], g["members"], g["version"], name, rec.offset,
+                        rec.timestamp)
+            else:
+                findings.append(finding("offsets-unknown-key", display, batch.position,
+                                        f"record at offset {rec.offset}: key version {key.version} (a newer "
+                                        "group coordinator record) is not decoded; skipped"))
+        except Undecodable as exc:
+            findings.append(finding("offsets-undecodable", display, batch.position,
+                                    f"record at offset {rec.offset}: {exc}"))
+    for g in sorted(groups.values(), key=lambda g: g.group):
+        yield g
+    yield from sorted(offsets.values(), key=lambda c: (c.group, c.topic, c.partition))
+    yield from findings
+    yield from findings.summary()
+
+
+def _put(offsets: dict[OffsetKey, CommittedOffset], key: OffsetKey, value: CommittedOffset | None) -> None:
+    if value is None:
+        offsets.pop(key, None)
+    else:
+        offsets[key] = value
+
+
+def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
+                     progress: Callable[[int], None] | None = None,
+                     ) -> Iterator[CommittedOffset | GroupState | Finding]:
+    """Every group and latest committed offset in the ``__consumer_offsets-*`` partitions under ``paths``.
+
+    With ``with_lag``, each commit of a partition whose data partition dir is in the same log dir as the
+    ``__consumer_offsets`` partition holding the commit gets that partition's log start, LEO and high watermark
+    (``replication-offset-checkpoint``), and a commit beyond the LEO or below the log start is a finding. Commits
+    are never compared with another log dir's partitions: another broker's, or the same broker's on another day.
+
+    ``progress`` is told the bytes of the segments as they are read (the ``__consumer_offsets`` partitions', then
+    the loads of the data partitions for lag; a data partition of their log dirs no commit names is counted as
+    skipped once the commits are known), :func:`consumer_offsets_bytes` in all.
+    """
+    parts = []
+    for part in partition_dirs_and_findings(paths):
+        if isinstance(part, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
+            yield part
+        else:
+            parts.append(part)
+    data: dict[tuple[Path, str, int], Any] = {}
+    results: list[tuple[Path, Any]] = []   # (log dir, value) of every __consumer_offsets partition
+    homes: set[Path] = set()               # their log dirs
+    seen = False
+    for part in parts:
+        if part.topic == OFFSETS_TOPIC:
+            seen = True
+            home = part.logdir_path.resolve()
+            homes.add(home)
+            results.extend((home, r) for r in (*part.findings, *consumer_offsets_partition(
+                part.files, f"{part.topic}-{part.partition}", progress)))
+    if not seen:
+        yield finding("offsets-none", ", ".join(str(p) for p in paths), None,
+                      f"no {OFFSETS_TOPIC}-* partition dirs found")
+        return
+    if not any(isinstance(r, CommittedOffset | GroupState) for _home, r in results):
+        read = sorted({f"{p.topic}-{p.partition}" for p in parts if p.topic == OFFSETS_TOPIC})
+        yield finding("offsets-empty", ", ".join(str(p) for p in paths), None,
+                      f"no committed offset and no group in {len(read)} {OFFSETS_TOPIC} partition(s) "
+                      f"({', '.join(read[:5])}{', ...' if len(read) > 5 else ''}): no group ever committed here, or "
+                      "every commit expired (offsets.retention.minutes) or was deleted")
+    if with_lag:
+        wanted = {(home, r.topic, r.partition) for home, r in results if isinstance(r, CommittedOffset)}
+        passed: set[tuple[Path, str, int]] = set()  # of the lag's candidates, those not loaded (progress)
+        for part in parts:
+            key = (part.logdir_path.resolve(), part.topic, part.partition)
+            data_part = part.topic != OFFSETS_TOPIC  # (a commit for __consumer_offsets itself: a load not counted)
+            if key in wanted and key not in data:
+                data[key] = open_replica(part, part.display,  # loaded: LEO, log start, HW
+                                         progress=progress if data_part else None)
+            elif progress is not None and data_part and key not in wanted and key[0] in homes and key not in passed:
+                passed.add(key)
+                progress(segment_bytes(part.files))
+    order = {GroupState: 0, CommittedOffset: 1, Finding: 2}
+    results.sort(key=lambda hr: (order[type(hr[1])], (hr[1].group, getattr(hr[1], "topic", ""),
+                                                      getattr(hr[1], "partition", 0))
+                                 if not isinstance(hr[1], Finding) else ("", "", 0)))
+    for home, r in results:
+        if isinstance(r, CommittedOffset) and (home, r.topic, r.partition) in data:
+            rep = data[(home, r.topic, r.partition)]
+            r = CommittedOffset(**{**{f: getattr(r, f) for f in r.__dataclass_fields__},
+                                   "log_start_offset": rep.log_start_offset, "log_end_offset": rep.leo,
+                                   # no replication-offset-checkpoint entry: the HW is unknown, not 0
+                                   "high_watermark": rep.high_watermark if rep.hw_checkpoint is not None else None})
+            yield r
+            where = f"{r.topic}-{r.partition}"
+            if r.offset > rep.leo:
+                yield finding("commit-beyond-leo", rep.path, None,
+                              f"group {r.group!r} committed offset {r.offset} for {where}, beyond its log end "
+                              f"offset {rep.leo}: the log lost data (unclean election, deleted segments) or "
+                              "this is not the replica the group consumed from")
+            elif r.offset < rep.log_start_offset:
+                yield finding("commit-below-log-start", rep.path, None,
+                              f"group {r.group!r} committed offset {r.offset} for {where}, below its log start "
+                              f"offset {rep.log_start_offset}: the consumer will reset (auto.offset.reset)")
+        else:
+            yield r
+
+
+def consumer_offsets_bytes(paths: Iterable[str | Path], *, with_lag: bool = True) -> int:
+    """What :func:`consumer_offsets` tells its ``progress`` in all (a progress bar's total): the segments of the
+    ``__consumer_offsets-*`` partitions under ``paths`` and, ``with_lag``, those of every data partition under
+    ``paths`` in their log dirs (each once; the ones no commit names count as skipped)."""
+    parts = list(partition_dirs(paths))
+    homes = {part.logdir_path.resolve() for part in parts if part.topic == OFFSETS_TOPIC}
+    total = sum(log_bytes(part.files) for part in parts if part.topic == OFFSETS_TOPIC)
+    if with_lag:
+        candidates = {}
+        for part in parts:
+            if part.topic != OFFSETS_TOPIC:
+                candidates.setdefault((part.logdir_path.resolve(), part.topic, part.partition), part)
+        total += sum(segment_bytes(part.files) for key, part in candidates.items() if key[0] in homes)
+    return total
+
+
+
+
+def offsets_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """One ``__consumer_offsets`` record, decoded on its own (no replay): ``kind`` (``offset_commit``,
+    ``group_metadata`` or ``unknown`` for a key version not decoded here), the key's fields, the value's
+    (none for a tombstone, which deletes the key when the coordinator loads the partition)."""
+    if key is None:
+        raise Undecodable("no key")
+    k = decode_offsets_key(key)
+    out: dict[str, Any] = {"key_version": parse(it.CoordinatorKeyVersion, key[:2], "key version").version,
+                           "tombstone": value is None}
+    if isinstance(k, OffsetKey):
+        out.update(kind="offset_commit", group=k.group, topic=k.topic, partition=k.partition)
+        if value is not None:
+            v = decode_offset_commit_value(value)
+            out.update(v, value_version=v["version"])
+    elif isinstance(k, GroupKey):
+        out.update(kind="group_metadata", group=k.group)
+        if value is not None:
+            g = decode_group_metadata_value(value)
+            out.update(g, value_version=g["version"], members=[m.as_dict() for m in g["members"]])
+    else:
+        out["kind"] = "unknown"
+    out.pop("version", None)
+    return out
