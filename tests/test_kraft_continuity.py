@@ -124,7 +124,7 @@ def test_snapshots_and_no_segment_start_the_log_at_the_latest_snapshot(corpus: P
 
 @pytest.mark.parametrize("name, why", [
     ("00000000000000499500-0000000044.checkpoint", "ends beyond the log end offset 499428"),
-    ("00000000000000498500-0000000045.checkpoint", "its epoch 45 is above the log's latest epoch 44"),
+    ("00000000000000498220-0000000045.checkpoint", "its epoch 45 is above the log's latest epoch 44"),
 ])
 def test_a_snapshot_ahead_of_the_log_truncates_it(corpus: Path, tmp_path: Path, run_cli, name: str,
                                                    why: str) -> None:
@@ -149,6 +149,49 @@ def test_a_snapshot_not_ahead_of_the_log_leaves_it(corpus: Path, tmp_path: Path,
     shutil.copyfile(sorted(part.glob("*.checkpoint"))[-1], part / "00000000000000499428-0000000044.checkpoint")
     o = _overview(run_cli, part)
     assert (o["rc"], o["log_start_offset"], o["log_end_offset"]) == (0, 498211, 499428)
+
+
+# --- metadata: the controller's replay ---------------------------------------------------------------------------
+
+
+def _metadata(run_cli, part: Path) -> tuple[int, list[dict]]:
+    p = run_cli("metadata", "-f", "jsonl", str(part))
+    return p.returncode, _jsonl(p.stdout)
+
+
+def test_metadata_says_the_gap_and_replays_what_there_is(corpus: Path, tmp_path: Path, run_cli) -> None:
+    """``metadata`` on ``c335121f``: the gap is an error (exit 1), the replay of the newest snapshot and the log goes
+    on; with the gap closed by a snapshot at the log start, the same dir replays cleanly from that snapshot."""
+    rc, rows = _metadata(run_cli, corpus / GAP)
+    gap = _codes(rows, "kraft-snapshot-gap")
+    assert rc == 1 and len(gap) == 1 and "offsets 497081..498210 (1,130)" in gap[0]["message"]
+    states = [r for r in rows if r["type"] == "partition_state"]
+    assert {r["snapshot_end_offset"] for r in states if r["offset"] is None} == {497081}
+    assert any(r["offset"] is not None for r in states)
+    text = run_cli("metadata", str(corpus / GAP))
+    assert text.returncode == 1 and "ERROR kraft-snapshot-gap" in text.stdout
+    part = _copy(corpus, tmp_path, GAP)
+    shutil.copyfile(sorted(part.glob("*.checkpoint"))[-1], part / "00000000000000498211-0000000044.checkpoint")
+    rc, rows = _metadata(run_cli, part)
+    assert rc == 0 and not [r for r in rows if r["type"] == "finding"]
+    assert {r["snapshot_end_offset"] for r in rows if r["type"] == "partition_state" and r["offset"] is None} == \
+        {498211}
+
+
+def test_metadata_of_a_log_truncated_to_its_snapshot_replays_the_snapshot_only(corpus: Path, tmp_path: Path,
+                                                                               run_cli) -> None:
+    """A snapshot of a newer epoch than the log's, ending inside it: the controller drops the log, so the replay is
+    that snapshot's alone (not the log's records after its end); on ``4ec23dc0`` (no segment) the latest snapshot,
+    as before, and no finding."""
+    part = _copy(corpus, tmp_path, GAP)
+    shutil.copyfile(sorted(part.glob("*.checkpoint"))[-1], part / "00000000000000498220-0000000045.checkpoint")
+    rc, rows = _metadata(run_cli, part)
+    states = [r for r in rows if r["type"] == "partition_state"]
+    assert rc == 0 and states and all(r["offset"] is None and r["snapshot_end_offset"] == 498220 for r in states)
+    rc, rows = _metadata(run_cli, corpus / SNAPSHOTS_ONLY)
+    states = [r for r in rows if r["type"] == "partition_state"]
+    assert rc == 0 and not [r for r in rows if r["type"] == "finding"]
+    assert states and {r["snapshot_end_offset"] for r in states} == {476861}
 
 
 # --- the KRaft dirs without snapshots stay as they were ---------------------------------------------------------
