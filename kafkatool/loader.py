@@ -76,7 +76,14 @@ from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, file_size, open_regula
 from .findings import finding
 from .logdir import LogDir
 from .logfiles import Leftovers, leftover_passes, sort_files
-from .metadata_log import METADATA_TOPIC, MetadataLogLoad, SnapshotFile, load_metadata_log, snapshot_files
+from .metadata_log import (
+    METADATA_TOPIC,
+    MetadataLogLoad,
+    SnapshotFile,
+    load_metadata_log,
+    partial_snapshot,
+    snapshot_files,
+)
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
 from .producer_state import ProducerReplay, ProducerState, fenced
 from .records import ScanOptions, scan
@@ -352,6 +359,7 @@ class _Files:
     leftovers: Leftovers = field(default_factory=Leftovers)
     unnamed: list[Finding] = field(default_factory=list)  # files named with an offset above 2^63-1, left out
     raft_snapshots: list[SnapshotFile] = field(default_factory=list)  # KRaft .checkpoint snapshots
+    raft_partial: list[SnapshotFile] = field(default_factory=list)    # and .checkpoint.part ones
 
 
 def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None) -> list[tuple[Path, str]]:
@@ -378,6 +386,7 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
     out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if p in live}
     out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if p in live}
     out.raft_snapshots = snapshot_files(files.files)
+    out.raft_partial = [s for p, d in files.unknown if (s := partial_snapshot(p, d)) is not None]
     if files.epoch_checkpoint is not None:
         out.epoch_checkpoint = files.epoch_checkpoint[0]
     for base, (p, d) in out.leftovers.swapped_logs.items():
@@ -848,17 +857,17 @@ class PartitionLoad:
             loaded.producers, loaded.aborted, loaded.fenced = replay.producers, replay.aborted, replay.fenced
         loaded.segments = segs
         if loaded.topic == METADATA_TOPIC:
-            _metadata_log(loaded, self.files.raft_snapshots)
+            _metadata_log(loaded, self.files.raft_snapshots, self.files.raft_partial)
         return loaded
 
 
-def _metadata_log(loaded: LoadedPartition, snapshots: list[SnapshotFile]) -> None:
+def _metadata_log(loaded: LoadedPartition, snapshots: list[SnapshotFile], partial: list[SnapshotFile]) -> None:
     """Step 8: ``KafkaMetadataLog.apply`` over the loaded log; a log truncated to the latest snapshot
     (``UnifiedLog.truncateFullyAndStartAt``) starts and ends there, with no epoch, producer or batch kept."""
     latest = loaded.epoch_cache.latest if loaded.epoch_cache is not None else None
     kraft = load_metadata_log(snapshots, loaded.display, loaded.log_start_offset, loaded.log_end_offset,
                               latest[0] if latest else None, sum(1 for s in loaded.segments if not s.deleted),
-                              len(loaded.snapshot_files))
+                              len(loaded.snapshot_files), partial)
     loaded.metadata_log = kraft
     loaded.findings.extend(kraft.findings)
     if kraft.truncated_to is not None:

@@ -3,11 +3,12 @@
 ``KafkaMetadataLog.apply`` (``core/.../kafka/raft/KafkaMetadataLog.scala``) first loads ``__cluster_metadata-0``
 as any partition (``UnifiedLog``, :mod:`kafkatool.loader`: log start, log end offset, leader epochs), then:
 
-1. ``recoverSnapshots``: every ``<end offset>-<epoch>.checkpoint`` (``Snapshots.parse``) below the log start is
-   deleted; when the log starts above 0, a snapshot at or after the log start must remain (it holds the metadata
-   of every offset before it), else ``IllegalStateException("Inconsistent snapshot state ...")``: the node does
-   not start. This is the one rule of continuity ``ReplicatedLog`` relies on: history before the log start lives
-   in a snapshot only.
+1. ``recoverSnapshots``: when the log starts above 0, a snapshot at or after the log start must be there (it
+   holds the metadata of every offset before it), else ``IllegalStateException("Inconsistent snapshot state
+   ...")``: the node does not start. This is the one rule of continuity ``ReplicatedLog`` relies on: history
+   before the log start lives in a snapshot only. Then every ``<end offset>-<epoch>.checkpoint``
+   (``Snapshots.parse``) below the log start is deleted, and so is every partial one (``.checkpoint.part``: being
+   written when the node stopped).
 2. ``truncateToLatestSnapshot``: when the latest snapshot's epoch is above the log's latest epoch (0 without one),
    or the same with an end offset beyond the log end, ``UnifiedLog.truncateFullyAndStartAt`` deletes every segment
    and starts the log at the snapshot (log start = log end = its end offset; leader-epoch cache cleared, producer
@@ -21,6 +22,7 @@ with the log before them; a load deletes only what the two steps above say.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,9 @@ from .findings import finding
 from .model import Finding
 
 METADATA_TOPIC = "__cluster_metadata"
+
+# Snapshots.createTempFile: "<end offset>-<epoch>-" + a random part + ".checkpoint.part"
+_PARTIAL = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10}).*\.checkpoint\.part$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +71,19 @@ def snapshot_files(files: list[tuple[Path, str, FileInfo]]) -> list[SnapshotFile
     return sorted(out, key=lambda s: (s.end_offset, s.epoch))
 
 
+def partial_snapshot(path: Path, display: str) -> SnapshotFile | None:
+    """A partial snapshot (``SnapshotPath.partial``), named as ``Snapshots.createTempFile`` names it, or None."""
+    m = _PARTIAL.match(path.name)
+    return SnapshotFile(int(m["offset"]), int(m["epoch"]), path, display) if m else None
+
+
 def load_metadata_log(snapshots: list[SnapshotFile], display: str, log_start: int, log_end: int,
-                      latest_epoch: int | None, segments: int = 0, producer_snapshots: int = 0) -> MetadataLogLoad:
+                      latest_epoch: int | None, segments: int = 0, producer_snapshots: int = 0,
+                      partial: list[SnapshotFile] | None = None) -> MetadataLogLoad:
     """``KafkaMetadataLog.apply`` after its ``UnifiedLog`` loaded the partition shown as ``display``: ``log_start``,
     ``log_end`` and ``latest_epoch`` (the leader-epoch cache's, None when empty) are that log's; ``segments`` and
-    ``producer_snapshots`` count its files a truncation to the latest snapshot drops."""
+    ``producer_snapshots`` count its files a truncation to the latest snapshot drops; ``partial``: its
+    ``.checkpoint.part`` files (:func:`partial_snapshot`)."""
     kept = [s for s in snapshots if s.end_offset >= log_start]
     expired = [s for s in snapshots if s.end_offset < log_start]
     if log_start > 0 and not kept:  # recoverSnapshots checks before it deletes anything
@@ -82,6 +95,9 @@ def load_metadata_log(snapshots: list[SnapshotFile], display: str, log_start: in
                     "the log (recoverSnapshots: Inconsistent snapshot state) and the node does not start")
         return MetadataLogLoad(list(snapshots), inconsistent=True, findings=[f])
     out = MetadataLogLoad(kept)
+    for s in partial or ():
+        out.deleted.append((s, "a partial snapshot (.checkpoint.part: being written when the node stopped): "
+                               "KafkaMetadataLog deletes it when it loads the log (recoverSnapshots)"))
     for s in expired:
         out.deleted.append((s, f"ends below the log start offset {log_start}: KafkaMetadataLog deletes it when it "
                                "loads the log (recoverSnapshots)"))
@@ -110,4 +126,5 @@ def _count(n: int, what: str) -> str:
     return f"no {what}" if n == 0 else f"{n} {what}{'' if n == 1 else 's'}"
 
 
-__all__ = ["METADATA_TOPIC", "MetadataLogLoad", "SnapshotFile", "load_metadata_log", "snapshot_files"]
+__all__ = ["METADATA_TOPIC", "MetadataLogLoad", "SnapshotFile", "load_metadata_log", "partial_snapshot",
+           "snapshot_files"]

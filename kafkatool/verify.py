@@ -38,6 +38,7 @@ from .filetypes import FileKind, classify, file_size
 from .findings import finding
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
+from .metadata_log import METADATA_TOPIC, partial_snapshot
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
 from .walk import FoundFile, LogDir, PartitionDir, discover
@@ -290,6 +291,8 @@ def _sort_files(part: _Partition) -> tuple[PartitionFiles, list[Finding]]:
     for path, display in out.unknown:
         if interrupted := _interrupted_apply(path, display):
             findings.append(interrupted)
+        elif part.topic == METADATA_TOPIC and partial_snapshot(path, display):
+            continue  # a partial KRaft snapshot: the load says what becomes of it (kafkatool.metadata_log)
         elif misnamed(path.name):
             findings.append(finding("segment-name-invalid", display, None,
                                     f"{path.name}: segment files are named by a 20-digit base offset; "

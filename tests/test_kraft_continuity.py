@@ -151,6 +151,21 @@ def test_a_snapshot_not_ahead_of_the_log_leaves_it(corpus: Path, tmp_path: Path,
     assert (o["rc"], o["log_start_offset"], o["log_end_offset"]) == (0, 498211, 499428)
 
 
+def test_a_partial_snapshot_is_deleted_not_ignored(corpus: Path, tmp_path: Path, run_cli) -> None:
+    """A ``.checkpoint.part`` (``Snapshots.createTempFile``: a snapshot being written when the node stopped) is no
+    stray file: ``recoverSnapshots`` deletes it."""
+    part = _copy(corpus, tmp_path, SNAPSHOTS_ONLY)
+    partial = part / "00000000000000480000-0000000042-8416113372545263452.checkpoint.part"
+    shutil.copyfile(sorted(part.glob("*.checkpoint"))[-1], partial)
+    p = run_cli("verify", "-f", "jsonl", str(part))
+    rows = _jsonl(p.stdout)
+    assert not [r for r in _codes(rows, "unknown-file") if r["path"] == str(partial)]
+    said = [r for r in _codes(rows, "kraft-snapshot-deleted") if r["path"] == str(partial)]
+    assert len(said) == 1 and "partial snapshot" in said[0]["message"]
+    o = _overview(run_cli, part)  # not a snapshot the log starts at
+    assert (o["log_start_offset"], o["log_end_offset"]) == (476861, 476861)
+
+
 # --- metadata: the controller's replay ---------------------------------------------------------------------------
 
 
