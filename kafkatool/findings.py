@@ -354,7 +354,8 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "epoch, or past its end): the node drops the log and starts it at the snapshot",
      "KafkaMetadataLog.truncateToLatestSnapshot"),
     ("kraft-snapshot-deleted", "info", "a KRaft snapshot the node deletes when it loads the metadata log: below "
-     "the log start, or older than the snapshot the log starts at", "KafkaMetadataLog.recoverSnapshots"),
+     "the log start, older than the snapshot the log starts at, or partial (.checkpoint.part)",
+     "KafkaMetadataLog.recoverSnapshots"),
     # --- replicas, truncation, repair, delivery ------------------------------------------------------------
     ("replicas-diverge", "warning", "two replicas hold different batches from an offset on",
      "AbstractFetcherThread.truncateToEpochEndOffsets"),
