@@ -318,6 +318,13 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "ProducerStateManager.loadFromSnapshot"),
     ("txn-open", "warning", "an open transaction holding the last stable offset back",
      "ProducerStateManager.firstUnstableOffset"),
+    ("txn-hanging", "error", "an open transaction no coordinator will end (KIP-664): open longer than the maximum "
+     "transaction timeout, its producer id has no live transactional id in __transaction_state, or that id's "
+     "transaction is completed or lacks the partition; read_committed consumers stop at its first offset until it is "
+     "aborted (kafka-transactions.sh abort)", "TransactionsCommand.FindHangingTransactionsCommand"),
+    ("txn-possibly-hanging", "warning", "an open transaction open longer than the maximum transaction timeout, with "
+     "no __transaction_state read to say whether its coordinator ends it", "TransactionsCommand."
+     "FindHangingTransactionsCommand"),
     # --- internal topics -----------------------------------------------------------------------------------
     ("trailing-bytes", "warning", "bytes at the end of an internal topic's segment that are not a whole batch",
      "LogSegment.recover"),

@@ -269,6 +269,11 @@ class _Replay:
         # sequence order (a chain is only made above every sequence remembered for its producer and epoch)
         self.chains: dict[tuple[int, int], tuple[list[int], list[_Chain]]] = {}
         self.top: dict[tuple[int, int], int] = {}  # (pid, epoch) -> the highest sequence remembered
+        # producers seen ending a transaction as transactions v2 does (KIP-890: each marker's epoch one above the
+        # transaction's, ProducerAppendInfo.appendEndTxnMarker with transactionVersion 2): a COMMIT so bumped, which
+        # v1 never writes (its coordinator bumps the epoch only to fence or time out a transaction, and aborts it)
+        self.v2: set[int] = set()
+        self.v1: set[int] = set()  # and those seen ending one with its own epoch, which v2 never does
 
     def find(self, code: str, path: str, batch: Batch, message: str) -> None:
         self.history.findings.append(finding(code, path, batch.position, message))
@@ -479,10 +484,18 @@ class _Replay:
             self.state.batch(b, raw, path, marker)  # counted as fenced there
             return
         if p is not None and p.epoch >= 0 and b.producer_epoch > p.epoch:
-            self.find("producer-epoch-bump", path, b,
-                      f"producer {pid}: epoch {p.epoch} → {b.producer_epoch} by the {marker.control_type} marker at "
-                      f"offset {b.base_offset} (the coordinator bumped it: a fenced or timed-out transaction)")
+            if b.producer_epoch == p.epoch + 1 and (marker.control_type == "COMMIT" or pid in self.v2):
+                self.v2.add(pid)  # transactions v2's end of every transaction (KIP-890): no bump worth a word
+            else:
+                v2 = (", or a transactions v2 (KIP-890) abort"
+                      if b.producer_epoch == p.epoch + 1 and pid not in self.v1 else "")
+                self.find("producer-epoch-bump", path, b,
+                          f"producer {pid}: epoch {p.epoch} → {b.producer_epoch} by the {marker.control_type} marker "
+                          f"at offset {b.base_offset} (the coordinator bumped it: a fenced or timed-out transaction"
+                          f"{v2})")
         txn = self.open.pop(pid, None)  # type: ignore[arg-type]
+        if txn is not None and p is not None and b.producer_epoch == p.epoch:
+            self.v1.add(pid)
         if txn is not None:
             self.history.transactions.append(Transaction(
                 self.history.display, pid, b.producer_epoch, txn.first_offset, b.base_offset,  # type: ignore[arg-type]

@@ -11,6 +11,10 @@ control batches and the transactional batches of a producer that fall in one of 
 ``[first offset, marker offset]``. The aborted transactions a fetch returns come from the segments'
 ``TransactionIndex`` (:func:`served_aborts`), which ``dump --isolation read_committed`` follows; ``delivery`` still
 takes the log's markers.
+
+Hanging transactions (KIP-664, :func:`hanging_paths`) are judged as ``kafka-transactions.sh find-hanging``
+(``TransactionsCommand.FindHangingTransactionsCommand``) judges them, with the coordinator's state read from the
+``__transaction_state`` partitions given instead of asked for.
 """
 
 from __future__ import annotations
@@ -18,12 +22,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import InputIOError
 from .findings import finding
+from .internal.offsets import OFFSETS_TOPIC, CommittedOffset, consumer_offsets_bytes, consumer_offsets_partition
+from .internal.transactions import (
+    TRANSACTION_TOPIC,
+    TransactionLogEntry,
+    TxnClock,
+    transaction_state_partition,
+    transaction_states_bytes,
+)
 from .loader import LoadedPartition, read_logdir, segment_bytes
+from .locate import iso_time
 from .model import Batch, Finding
-from .producers import Transaction, replay_partition, replayed_partitions
+from .producers import PartitionHistory, Transaction, replay_partition, replayed_partitions
 from .progress import Tally
 from .smallfiles import read_txn_index
 from .verify import verify_partition_dir
@@ -162,5 +176,210 @@ def txns_bytes(paths: Iterable[str | Path]) -> int:
     return sum(2 * segment_bytes(pd.files) + total_bytes([pd.display]) for pd in partition_dirs(paths))
 
 
-__all__ = ["CommittedView", "checkpointed_offset", "committed_view", "high_watermark", "served_aborts", "txns_bytes",
-           "txns_paths"]
+# --- hanging transactions (KIP-664) ------------------------------------------------------------------------------
+
+MAX_TRANSACTION_TIMEOUT_MS = 15 * 60_000  # find-hanging's --max-transaction-timeout default (15 minutes)
+# States whose transaction the coordinator has ended: it writes no more markers (TransactionState; Dead is the id
+# being expired, which ListTransactions and DescribeTransactions do not show)
+_COMPLETED = ("CompleteCommit", "CompleteAbort", "Empty", "Dead")
+
+
+@dataclass(frozen=True, slots=True)
+class HangingTransaction:
+    """An open transaction no coordinator will end (``FindHangingTransactionsCommand.filterHangingTransactions``), or,
+    ``possibly``, one open too long whose coordinator's state was not read."""
+
+    topic: str
+    partition: int
+    path: str                  # the partition dir, as shown
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    first_offset: int
+    first_timestamp: int
+    last_timestamp: int        # its producer's last write in the partition (DescribeProducers' lastTimestamp)
+    open_ms: int               # now - last_timestamp: find-hanging's duration
+    transactional_id: str | None
+    state: str | None          # the transactional id's state at its coordinator
+    reason: str                # no_transactional_id | coordinator_completed | partition_not_in_transaction |
+    #                            transaction_state_not_read
+    last_stable_offset: int | None
+    log_end_offset: int | None
+    groups: tuple[tuple[str, int], ...] = ()  # (group, committed offset) at or past the first offset
+    possibly: bool = False
+    # in __consumer_offsets: the transaction's own offset commits, pending until it ends (group, topic, partition,
+    # offset)
+    pending_commits: tuple[tuple[str, str, int, int], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": "hanging_transaction", "topic": self.topic, "partition": self.partition,
+            "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+            "coordinator_epoch": self.coordinator_epoch, "first_offset": self.first_offset,
+            "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp, "open_ms": self.open_ms,
+            "transactional_id": self.transactional_id, "state": self.state, "reason": self.reason,
+            "possibly": self.possibly, "path": self.path,
+            "holds_back": {"last_stable_offset": self.last_stable_offset, "log_end_offset": self.log_end_offset,
+                           "offsets": None if self.log_end_offset is None else self.log_end_offset - self.first_offset,
+                           "groups": [{"group": g, "committed_offset": o} for g, o in self.groups],
+                           "pending_commits": [{"group": g, "topic": t, "partition": p, "offset": o}
+                                               for g, t, p, o in self.pending_commits]},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    path: str
+    topic: str
+    partition: int
+    txn: Transaction
+    coordinator_epoch: int
+    last_timestamp: int
+    lso: int | None
+    leo: int | None
+
+
+def _candidates(pd_topic: str, pd_partition: int, history: PartitionHistory) -> Iterator[_Candidate]:
+    """The partition's open transactions, each with its producer's state (``DescribeProducers``' active producers
+    with a ``currentTransactionStartOffset``)."""
+    for t in history.transactions:
+        if t.outcome != "OPEN":
+            continue
+        p = history.producers.get(t.producer_id)
+        last = p.last_timestamp if p is not None else t.first_timestamp
+        yield _Candidate(history.display, pd_topic, pd_partition, t, p.coordinator_epoch if p is not None else -1,
+                         last, history.lso, history.leo)
+
+
+def _judge(c: _Candidate, by_producer: dict[int, list[TransactionLogEntry]] | None) -> tuple[str, str | None,
+                                                                                            str | None] | None:
+    """(reason, transactional id, its state) when no coordinator will end ``c``'s transaction, else None
+    (``filterHangingTransactions``): no live transactional id has its producer id (``ListTransactions`` with
+    ``filterProducerIds``, which leaves out ``Dead`` ones), or the id's transaction does not hold the partition
+    (``DescribeTransactions``' partitions: those of an ongoing transaction, and those whose markers are not yet
+    written in ``PrepareCommit``/``PrepareAbort``; a completed one holds none). ``by_producer`` None: the coordinator's
+    state was not read."""
+    if by_producer is None:
+        return "transaction_state_not_read", None, None
+    entries = [e for e in by_producer.get(c.txn.producer_id, ()) if e.state != "Dead"]
+    if not entries:
+        return "no_transactional_id", None, None
+    for e in entries:
+        if e.state not in _COMPLETED and any(t == c.topic and c.partition in ps for t, ps in e.partitions):
+            return None
+    e = entries[0]
+    return ("coordinator_completed" if e.state in _COMPLETED else "partition_not_in_transaction",
+            e.transactional_id, e.state)
+
+
+def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRANSACTION_TIMEOUT_MS,
+                  now: int | None = None, progress: Callable[[int], None] | None = None,
+                  coordinators: list[str] | None = None) -> Iterator[TxnClock | HangingTransaction | Finding]:
+    """The hanging transactions of the partitions under ``paths``, as ``find-hanging`` finds them: an open
+    transaction whose producer last wrote to the partition more than ``max_timeout_ms`` before ``now`` (else the
+    newest timestamp of the partitions read, said first as the :class:`~kafkatool.internal.transactions.TxnClock`),
+    and that no coordinator will end (:func:`_judge`, on the ``__transaction_state`` partitions among ``paths``;
+    where there is none, each such transaction is only *possibly* hanging). Each comes with what it holds back: the
+    partition's LSO, and the groups whose commit on the partition (``__consumer_offsets`` among ``paths``) is at or
+    past its first offset. Then a finding for each, and those the reads met (discovery, the partitions' loads, the
+    coordinators' records), not the idempotence audit's (:func:`txns_paths`).
+
+    ``coordinators`` is given the ``__transaction_state`` partitions read. ``progress`` is told the bytes of the
+    segments as they are read, :func:`hanging_bytes` in all."""
+    clock = TxnClock(now)
+    candidates: list[_Candidate] = []
+    states: list[TransactionLogEntry] = []
+    commits: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    pending: dict[tuple[str, int], dict[int, list[CommittedOffset]]] = {}  # __consumer_offsets-N -> pid -> commits
+    read: list[str] = [] if coordinators is None else coordinators
+    findings: list[Finding] = []
+    for item in replayed_partitions(paths, progress):
+        if isinstance(item, Finding):
+            findings.append(item)
+            continue
+        pd, history = item
+        if history.loaded is not None:  # what loading it met; the idempotence audit is producers' and txns'
+            findings.extend(f for f in history.loaded.findings if f.severity != "info")
+        newest = history.loaded.max_timestamp if history.loaded is not None else None
+        if newest is not None and newest > clock.newest:
+            clock.newest = newest
+        if pd.topic is None or pd.partition is None:
+            continue
+        name = f"{pd.topic}-{pd.partition}"
+        candidates.extend(_candidates(pd.topic, pd.partition, history))
+        if pd.topic == TRANSACTION_TOPIC:
+            read.append(name)
+            for e in transaction_state_partition(pd.files, name, progress, clock):
+                if isinstance(e, Finding):
+                    findings.append(e)
+                else:
+                    states.append(e)
+        elif pd.topic == OFFSETS_TOPIC:
+            for c in consumer_offsets_partition(pd.files, name, progress, pending.setdefault((pd.topic, pd.partition),
+                                                                                             {})):
+                if isinstance(c, CommittedOffset):
+                    commits.setdefault((c.topic, c.partition), []).append((c.group, c.offset))
+                elif isinstance(c, Finding) and c.severity != "info":
+                    findings.append(c)
+    at = clock.at
+    if at >= 0:
+        yield clock
+    by_producer: dict[int, list[TransactionLogEntry]] | None = None
+    if read:
+        by_producer = {}
+        for e in sorted(states, key=lambda e: (e.transactional_id, e.coordinator_partition)):
+            by_producer.setdefault(e.producer_id, []).append(e)
+    hanging: list[HangingTransaction] = []
+    for c in candidates:
+        if at < 0 or at - c.last_timestamp <= max_timeout_ms:
+            continue
+        judged = _judge(c, by_producer)
+        if judged is None:
+            continue
+        reason, tid, state = judged
+        t = c.txn
+        groups = tuple(sorted({(g, o) for g, o in commits.get((c.topic, c.partition), ()) if o >= t.first_offset}))
+        held = tuple(sorted({(p.group, p.topic, p.partition, p.offset)
+                             for p in pending.get((c.topic, c.partition), {}).get(t.producer_id, ())}))
+        hanging.append(HangingTransaction(
+            c.topic, c.partition, c.path, t.producer_id, t.producer_epoch, c.coordinator_epoch, t.first_offset,
+            t.first_timestamp, c.last_timestamp, at - c.last_timestamp, tid, state, reason, c.lso, c.leo, groups,
+            possibly=by_producer is None, pending_commits=held))
+    yield from hanging
+    yield from (_hanging_finding(h, max_timeout_ms) for h in hanging)
+    yield from findings
+
+
+_REASONS = {
+    "no_transactional_id": "no transactional id in __transaction_state has its producer id",
+    "coordinator_completed": "its transactional id {tid!r} is {state} at the coordinator, which writes no more markers",
+    "partition_not_in_transaction": "its transactional id {tid!r} is {state} at the coordinator without this partition",
+    "transaction_state_not_read": "no __transaction_state partition was read to say whether its coordinator ends it",
+}
+
+
+def _hanging_finding(h: HangingTransaction, max_timeout_ms: int) -> Finding:
+    why = _REASONS[h.reason].format(tid=h.transactional_id, state=h.state)
+    groups = (f"; groups {', '.join(f'{g!r} (committed {o})' for g, o in h.groups)} are held there"
+              if h.groups else "")
+    if h.pending_commits:
+        groups += ("; the offset commits it holds stay pending: " +
+                   ", ".join(f"group {g!r} {t}-{p} at {o}" for g, t, p, o in h.pending_commits))
+    return finding("txn-possibly-hanging" if h.possibly else "txn-hanging", h.path, None,
+                   f"producer {h.producer_id} (epoch {h.producer_epoch}): transaction open since offset "
+                   f"{h.first_offset}, last written {iso_time(h.last_timestamp)}, {h.open_ms / 60_000:.1f} min ago "
+                   f"(more than the maximum transaction timeout of {max_timeout_ms // 60_000} min), and {why}: "
+                   f"read_committed consumers stop at the last stable offset {h.last_stable_offset}{groups} "
+                   "(kafka-transactions.sh abort ends it)")
+
+
+def hanging_bytes(paths: Iterable[str | Path]) -> int:
+    """What :func:`hanging_paths` tells its ``progress`` in all (a progress bar's total): each partition's segments
+    twice (the replay's load and pass), and those of ``__transaction_state`` and ``__consumer_offsets`` once more
+    (the coordinators' records decoded)."""
+    return (sum(2 * segment_bytes(pd.files) for pd in partition_dirs(paths)) + transaction_states_bytes(paths)
+            + consumer_offsets_bytes(paths, with_lag=False))
+
+
+__all__ = ["MAX_TRANSACTION_TIMEOUT_MS", "CommittedView", "HangingTransaction", "checkpointed_offset", "committed_view",
+           "hanging_bytes", "hanging_paths", "high_watermark", "served_aborts", "txns_bytes", "txns_paths"]

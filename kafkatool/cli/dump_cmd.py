@@ -12,6 +12,7 @@ import typer
 from .options import (
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_MAX_DECOMPRESSED,
+    DeepIteration,
     FailOn,
     Force,
     FromOffset,
@@ -19,6 +20,7 @@ from .options import (
     MaxBatchBytes,
     MaxDecompressed,
     Records,
+    SkipRecordMetadata,
     ToOffset,
 )
 
@@ -55,6 +57,8 @@ def dump(
         show_default=False)] = None,
     force: Force = False,
     records: Records = False,
+    deep_iteration: DeepIteration = False,
+    skip_record_metadata: SkipRecordMetadata = False,
     values: Annotated[
         str | None,
         typer.Option(help="Keys/values as base64, text, hex or none (default: text for text, base64 for jsonl).",
@@ -115,6 +119,9 @@ def dump(
         raise UsageError("--force is for --out")
     if values is not None and values not in VALUE_MODES:
         raise UsageError(f"--values must be one of {', '.join(VALUE_MODES)}")
+    for flag, given in (("--deep-iteration", deep_iteration), ("--skip-record-metadata", skip_record_metadata)):
+        if given and fmt != "dump-log":
+            raise UsageError(f"{flag} is for --format dump-log")
     if isolation not in ("read_uncommitted", "read_committed"):
         raise UsageError("--isolation must be read_uncommitted or read_committed")
     # The engines an option needs beyond the files (the index lookups of a range, the internal topics' decoders,
@@ -141,7 +148,7 @@ def dump(
 
         committed = functools.partial(committed_view, served=True)
     options = DumpOptions(
-        records=records or wanted.needs_records or decode is not None or exporting,
+        records=records or deep_iteration or wanted.needs_records or decode is not None or exporting,
         from_offset=from_offset, to_offset=to_offset,
         max_batches=max_batches, max_bytes=max_bytes,
         scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
@@ -167,6 +174,9 @@ def dump(
         nothing_shown(report, "record", lambda: _record_files(paths), filters)
         return report.exit_code(fail_on)
     out = Output(fmt, values)
+    # kafka-dump-log's forms: --print-data-log (keys and payloads) is --records; --deep-iteration alone leaves them out
+    out.print_data_log = records or not deep_iteration
+    out.skip_record_metadata = skip_record_metadata
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
         out.emit_all(dump_paths(paths, options, progress=advance, name_files=fmt == "dump-log"))
     nothing_shown(out, "record" if options.records else "batch", lambda: _record_files(paths), filters)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .options import FailOn, Format, Groups, Topic, TransactionalIds
+from .options import FailOn, Format, Groups, Now, Topic, TransactionalIds
 
 OFFSETS_EXAMPLES = """
 [bold]Examples[/bold]
@@ -133,10 +133,7 @@ def txn_state(
                                                 show_default=False)],
     fmt: Format = "text",
     transactional_id: TransactionalIds = None,
-    now: Annotated[str | None, typer.Option(
-        "--now", metavar="TIME", help="Judge open transactions at this time (ISO-8601, UTC without a zone, or epoch "
-                                      "ms). Default: the newest record time in the log (said in the output).",
-        show_default=False)] = None,
+    now: Now = None,
     fail_on: FailOn = "warning",
 ) -> int:
     """Transactional ids from __transaction_state: producer id and epoch, timeout, state, partitions, times.

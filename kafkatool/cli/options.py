@@ -26,6 +26,12 @@ PartitionNo = Annotated[int | None, typer.Option("--partition", "-p", help="Only
                                                  show_default=False)]
 Records = Annotated[bool, typer.Option("--records", "-r", help="Also read every record of the batches "
                                                                "(decompressed).")]
+DeepIteration = Annotated[bool, typer.Option(
+    "--deep-iteration", help="With --format dump-log: a line per record with its metadata and no key or payload "
+                             "(kafka-dump-log's --deep-iteration without --print-data-log, which --records is).")]
+SkipRecordMetadata = Annotated[bool, typer.Option(
+    "--skip-record-metadata", help="With --format dump-log: record lines without their metadata, as kafka-dump-log's "
+                                   "--skip-record-metadata (a control record's line is empty).")]
 Deep = Annotated[bool, typer.Option("--deep", help="Also decompress every batch and decode every record (slower).")]
 Isolation = Annotated[str, typer.Option(
     "--isolation", metavar="read_uncommitted|read_committed",
@@ -43,6 +49,10 @@ Groups = Annotated[list[str] | None, typer.Option("--group", "-g", help="A consu
 TransactionalIds = Annotated[list[str] | None, typer.Option("--transactional-id",
                                                             help="A transactional id (repeatable).",
                                                             show_default=False)]
+Now = Annotated[str | None, typer.Option(
+    "--now", metavar="TIME", help="Judge open transactions at this time (ISO-8601, UTC without a zone, or epoch "
+                                  "ms). Default: the newest record time read (said in the output).",
+    show_default=False)]
 Force = Annotated[bool, typer.Option("--force", help="With --out: replace a file (or the tables of a directory) "
                                                    "that exists; without it that is refused (exit 2).")]
 BackupDir = Annotated[Path | None, typer.Option(

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .options import FailOn, Format
+from .options import FailOn, Format, Now
 
 PRODUCERS_EXAMPLES = """
 [bold]Examples[/bold]
@@ -28,6 +28,10 @@ TXNS_EXAMPLES = """
   kafkatool txns --format jsonl /var/lib/kafka/data | jq 'select(.type=="transaction" and .outcome=="OPEN")'
 
   kafkatool dump --isolation read_committed --records /var/lib/kafka/data/payments-0
+
+  kafkatool txns --hanging /var/lib/kafka/data
+
+  kafkatool txns --hanging --max-transaction-timeout 60 --now 2024-05-01T03:00:00 /var/lib/kafka/data
 """
 
 Paths = Annotated[list[Path], typer.Argument(help="Partition dirs or log dirs.", show_default=False)]
@@ -49,18 +53,73 @@ def producers(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -
                 "producer id")
 
 
-def txns(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -> int:
+def txns(
+    paths: Paths,
+    fmt: Format = "text",
+    hanging: Annotated[bool, typer.Option(
+        "--hanging", help="Only hanging transactions (KIP-664, as kafka-transactions.sh find-hanging): open longer "
+                          "than --max-transaction-timeout with no coordinator to end them, judged on the "
+                          "__transaction_state partitions given.")] = False,
+    max_timeout: Annotated[int, typer.Option(
+        "--max-transaction-timeout", metavar="MINUTES", min=0,
+        help="With --hanging: the brokers' transaction.max.timeout.ms, in minutes.")] = 15,
+    now: Now = None,
+    fail_on: FailOn = "warning",
+) -> int:
     """List every transaction of each partition and check the .txnindex files.
 
     Per transaction: producer id and epoch, first and last offset (the marker's), records, outcome
     (COMMIT, ABORT, or OPEN: hanging), coordinator epoch, duration. Open transactions are findings
     saying how far they hold back the last stable offset; the .txnindex checks are verify's.
+    With --hanging, only the open transactions no coordinator will end (txn-hanging, an error), with
+    the LSO they hold and the groups committed there; without __transaction_state in the dirs, those open
+    too long are txn-possibly-hanging (a warning).
     Exit 0 when clean, 1 on warnings or errors (--fail-on), 2 usage error, 3 I/O error.
     """
-    from ..txns import txns_bytes, txns_paths
+    from ..errors import UsageError
+    from ..txns import hanging_bytes, hanging_paths, txns_bytes, txns_paths
 
-    return _run(fmt, fail_on, "txns", lambda: txns_bytes(paths), lambda advance: txns_paths(paths, progress=advance),
-                lambda: _partitions(paths), "transaction")
+    if not hanging:
+        if now is not None or max_timeout != 15:
+            raise UsageError("--now and --max-transaction-timeout go with --hanging")
+        return _run(fmt, fail_on, "txns", lambda: txns_bytes(paths),
+                    lambda advance: txns_paths(paths, progress=advance), lambda: _partitions(paths), "transaction")
+    from ..locate import parse_timestamp
+
+    try:
+        at = None if now is None else parse_timestamp(now)
+    except UsageError:
+        at = -1
+    if at is not None and at < 0:
+        raise UsageError(f"--now {now}: not a time (epoch ms, or ISO-8601: UTC without a zone)")
+    read: list[str] = []  # the __transaction_state partitions read
+
+    def items(advance):
+        for i in hanging_paths(paths, max_timeout_ms=max_timeout * 60_000, now=at, progress=advance,
+                               coordinators=read):
+            yield _hanging_row(i) if fmt == "text" and getattr(i, "possibly", None) is not None else i
+        if not read:
+            from .output.notes import note
+
+            note("no __transaction_state partition in the dirs given: transactions open too long are only possibly "
+                 "hanging (give the log dirs holding __transaction_state to judge them)")
+
+    return _run(fmt, fail_on, "txns", lambda: hanging_bytes(paths), items,
+                lambda: f"{_partitions(paths)} (open longer than {max_timeout} min, with no coordinator to end it)",
+                "hanging transaction")
+
+
+def _hanging_row(h) -> dict:
+    """A hanging transaction's text row: what it holds back as columns of its own."""
+    d = h.as_dict()
+    held = d.pop("holds_back")
+    d["last_stable_offset"] = held["last_stable_offset"]
+    d["groups"] = ", ".join([*(f"{g['group']} ({g['committed_offset']})" for g in held["groups"]),
+                             *(f"{g['group']} (pending {g['topic']}-{g['partition']} {g['offset']})"
+                               for g in held["pending_commits"])]) or None
+    if h.possibly:
+        d["reason"] = f"possibly: {d['reason']}"
+    return d
 
 
 def _run(fmt: str, fail_on: str, label: str, total, items, read, what: str) -> int:

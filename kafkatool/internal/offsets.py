@@ -180,11 +180,14 @@ class _Pending:
 
 def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
                                progress: Callable[[int], None] | None = None,
+                               held: dict[int, list[CommittedOffset]] | None = None,
                                ) -> Iterator[CommittedOffset | GroupState | Finding]:
     """Replay one ``__consumer_offsets-N`` partition (its ``.log`` segments in offset order), as the group
     coordinator loads it: later records win, a null value deletes, transactional commits count only once
     committed. Yields the surviving groups and committed offsets, then findings met on the way. ``progress`` is
-    told the bytes of the segments as they are read."""
+    told the bytes of the segments as they are read; ``held``, when given, the transactional commits still pending
+    at the log's end by producer id (their transaction not ended: ``OffsetMetadataManager``'s pending transactional
+    offsets)."""
     offsets: dict[OffsetKey, CommittedOffset] = {}
     groups: dict[str, GroupState] = {}
     pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
@@ -229,6 +232,8 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
         except Undecodable as exc:
             findings.append(finding("offsets-undecodable", display, batch.position,
                                     f"record at offset {rec.offset}: {exc}"))
+    if held is not None:
+        held.update((pid, [v for _k, v in writes if v is not None]) for pid, writes in pending.items())
     for g in sorted(groups.values(), key=lambda g: g.group):
         yield g
     yield from sorted(offsets.values(), key=lambda c: (c.group, c.topic, c.partition))

@@ -129,6 +129,8 @@ class Output(Tables, DumpLog, Bars):
         self.close()
 
     def close(self) -> None:
+        if self.fmt == "dump-log":
+            self._dump_log_end()
         self._flush_table()
         if self._summaries:
             self._summary_table()

@@ -11,7 +11,7 @@ from .text import _cell, _min_isr
 
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
                 "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
-                "partition_overview", "topic_overview"}
+                "partition_overview", "topic_overview", "hanging_transaction"}
 # Tables showing chosen fields (field -> header) rather than every field of the value:
 _TABLE_COLUMNS = {
     "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
@@ -49,6 +49,11 @@ _TABLE_COLUMNS = {
                     "first_offset": "first offset", "last_offset": "last offset", "outcome": "outcome",
                     "records": "records", "coordinator_epoch": "coord. epoch", "duration_ms": "duration ms",
                     "lso_held_back": "holds LSO back"},
+    "hanging_transaction": {"topic": "topic", "partition": "partition", "producer_id": "producer",
+                            "producer_epoch": "epoch", "coordinator_epoch": "coord. epoch",
+                            "first_offset": "first offset", "last_timestamp": "last write", "open_ms": "open ms",
+                            "transactional_id": "transactional id", "reason": "reason", "last_stable_offset": "LSO",
+                            "groups": "groups held"},
 }
 _SUMMARY_COLUMNS = {
     "path": "partition", "segments": "segments", "bytes": "bytes", "batches": "batches",
