@@ -360,6 +360,15 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "MetadataRecordSerde"),
     ("remote-log-metadata-unknown", "warning", "a __remote_log_metadata record (tiered storage, KIP-405) of a type "
      "or version newer than the schemas kafkatool holds: shown undecoded", "RemoteLogMetadataSerde"),
+    ("kraft-snapshot-gap", "error", "the KRaft metadata log starts above 0 with no snapshot at or after its "
+     "start: the metadata between the newest snapshot and the log start is in no file, and the node does not start "
+     "(Inconsistent snapshot state)", "KafkaMetadataLog.recoverSnapshots"),
+    ("kraft-log-starts-at-snapshot", "info", "the latest KRaft snapshot is ahead of the metadata log (a newer "
+     "epoch, or past its end): the node drops the log and starts it at the snapshot",
+     "KafkaMetadataLog.truncateToLatestSnapshot"),
+    ("kraft-snapshot-deleted", "info", "a KRaft snapshot the node deletes when it loads the metadata log: below "
+     "the log start, older than the snapshot the log starts at, or partial (.checkpoint.part)",
+     "KafkaMetadataLog.recoverSnapshots"),
     # --- replicas, truncation, repair, delivery ------------------------------------------------------------
     ("replicas-diverge", "warning", "two replicas hold different batches from an offset on",
      "AbstractFetcherThread.truncateToEpochEndOffsets"),

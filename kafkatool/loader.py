@@ -33,6 +33,10 @@ it (``storage/.../internals/log/LogLoader.java``, ``load``), in the broker's ord
    [log start, LEO] (``updateHighWatermark``); the first unstable offset is the oldest open transaction's
    first offset, raised to the log start (``maybeIncrementFirstUnstableOffset``); the last stable offset is the
    first unstable offset when below the high watermark, else the high watermark.
+8. **The KRaft metadata log** (``__cluster_metadata``, ``KafkaMetadataLog.apply``,
+   :mod:`kafkatool.metadata_log`): its snapshots against the loaded log; a snapshot ahead of the log starts the
+   log there (log start = log end = its end offset, no epochs, no producers); a log starting above 0 with no
+   snapshot at or after its start does not load (``kraft-snapshot-gap``). The segments stay as loaded.
 
 Everything is computed from batch headers (:func:`kafkatool.records.scan`, columnar); only control batches'
 single record is decoded, for its marker type. Nothing is written: the result is plain data plus findings.
@@ -72,6 +76,14 @@ from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, file_size, open_regula
 from .findings import finding
 from .logdir import LogDir
 from .logfiles import Leftovers, leftover_passes, sort_files
+from .metadata_log import (
+    METADATA_TOPIC,
+    MetadataLogLoad,
+    SnapshotFile,
+    load_metadata_log,
+    partial_snapshot,
+    snapshot_files,
+)
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
 from .producer_state import ProducerReplay, ProducerState, fenced
 from .records import ScanOptions, scan
@@ -180,6 +192,7 @@ class LoadedPartition:
     snapshot_files: dict[int, Path] = field(default_factory=dict)            # offset -> producer snapshot
     epoch_checkpoint_file: Path | None = None
     bad_snapshots: dict[int, str] = field(default_factory=dict)              # unreadable snapshots: why
+    metadata_log: MetadataLogLoad | None = None   # __cluster_metadata: what KafkaMetadataLog makes of it (step 8)
 
     @property
     def cut(self) -> RecoveryCut | None:
@@ -345,6 +358,8 @@ class _Files:
     swapped: set[int] = field(default_factory=set)
     leftovers: Leftovers = field(default_factory=Leftovers)
     unnamed: list[Finding] = field(default_factory=list)  # files named with an offset above 2^63-1, left out
+    raft_snapshots: list[SnapshotFile] = field(default_factory=list)  # KRaft .checkpoint snapshots
+    raft_partial: list[SnapshotFile] = field(default_factory=list)    # and .checkpoint.part ones
 
 
 def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None) -> list[tuple[Path, str]]:
@@ -370,6 +385,8 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
     out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if p in live}
     out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if p in live}
     out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if p in live}
+    out.raft_snapshots = snapshot_files(files.files)
+    out.raft_partial = [s for p, d in files.unknown if (s := partial_snapshot(p, d)) is not None]
     if files.epoch_checkpoint is not None:
         out.epoch_checkpoint = files.epoch_checkpoint[0]
     for base, (p, d) in out.leftovers.swapped_logs.items():
@@ -839,7 +856,26 @@ class PartitionLoad:
         if replay is not None:
             loaded.producers, loaded.aborted, loaded.fenced = replay.producers, replay.aborted, replay.fenced
         loaded.segments = segs
+        if loaded.topic == METADATA_TOPIC:
+            _metadata_log(loaded, self.files.raft_snapshots, self.files.raft_partial)
         return loaded
+
+
+def _metadata_log(loaded: LoadedPartition, snapshots: list[SnapshotFile], partial: list[SnapshotFile]) -> None:
+    """Step 8: ``KafkaMetadataLog.apply`` over the loaded log; a log truncated to the latest snapshot
+    (``UnifiedLog.truncateFullyAndStartAt``) starts and ends there, with no epoch, producer or batch kept."""
+    latest = loaded.epoch_cache.latest if loaded.epoch_cache is not None else None
+    kraft = load_metadata_log(snapshots, loaded.display, loaded.log_start_offset, loaded.log_end_offset,
+                              latest[0] if latest else None, sum(1 for s in loaded.segments if not s.deleted),
+                              len(loaded.snapshot_files), partial)
+    loaded.metadata_log = kraft
+    loaded.findings.extend(kraft.findings)
+    if kraft.truncated_to is not None:
+        start = kraft.truncated_to.end_offset
+        loaded.log_start_offset = loaded.log_end_offset = loaded.high_watermark = start
+        loaded.epoch_cache = EpochCache()
+        loaded.producers, loaded.aborted, loaded.producer_snapshot, loaded.replay_from = {}, [], None, None
+        loaded.first_batch_offset = loaded.first_timestamp = loaded.max_timestamp = None
 
 
 @dataclass

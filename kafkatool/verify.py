@@ -38,6 +38,7 @@ from .filetypes import FileKind, classify, file_size
 from .findings import finding
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
+from .metadata_log import METADATA_TOPIC, partial_snapshot
 from .model import Finding
 from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
 from .walk import FoundFile, LogDir, PartitionDir, discover
@@ -290,6 +291,8 @@ def _sort_files(part: _Partition) -> tuple[PartitionFiles, list[Finding]]:
     for path, display in out.unknown:
         if interrupted := _interrupted_apply(path, display):
             findings.append(interrupted)
+        elif part.topic == METADATA_TOPIC and partial_snapshot(path, display):
+            continue  # a partial KRaft snapshot: the load says what becomes of it (kafkatool.metadata_log)
         elif misnamed(path.name):
             findings.append(finding("segment-name-invalid", display, None,
                                     f"{path.name}: segment files are named by a 20-digit base offset; "
@@ -399,7 +402,9 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
 
     for f in _check_epochs(files, state, part, compacted):
         yield emit(f)
-    for f in _check_snapshots(files, state):
+    # A KRaft log truncated to its latest snapshot deletes every producer snapshot (its finding says so).
+    truncated = loaded.metadata_log is not None and loaded.metadata_log.truncated_to is not None
+    for f in _check_snapshots(files, state, beyond=not truncated):
         yield emit(f)
     for f in _check_partition_metadata(files, part):
         yield emit(f)
@@ -440,6 +445,8 @@ def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Itera
     for f in loaded.findings:
         if f.code == "log-end-below-log-start":
             yield f
+    if loaded.metadata_log is not None:  # KafkaMetadataLog's snapshots against the log (kafkatool.metadata_log)
+        yield from loaded.metadata_log.findings
 
 
 def _index_word(statuses: Counter[str]) -> str:
@@ -699,7 +706,7 @@ def _epoch_list(entries: list[tuple[int, int]]) -> str:
     return shown + (f", … ({len(entries)} in all)" if len(entries) > 8 else "")
 
 
-def _check_snapshots(files: PartitionFiles, state: _PartitionState) -> Iterator[Finding]:
+def _check_snapshots(files: PartitionFiles, state: _PartitionState, beyond: bool = True) -> Iterator[Finding]:
     from .smallfiles import ProducerSnapshotHeader  # here, not at the top: see the note on the loader above
 
     leo = state.leo
@@ -709,7 +716,7 @@ def _check_snapshots(files: PartitionFiles, state: _PartitionState) -> Iterator[
         header = next((v for v in values if isinstance(v, ProducerSnapshotHeader)), None)
         if header is None:
             continue
-        if leo is not None and offset > leo:
+        if beyond and leo is not None and offset > leo:
             yield finding("snapshot-beyond-log-end", display, None,
                           f"producer snapshot at offset {offset}, beyond the log end offset {leo}: the broker "
                           "deletes it when it loads the log")

@@ -62,10 +62,15 @@ def _clean_dirs() -> list[str]:
     return dirs
 
 
+# The one real error of the corpus dirs: c335121f's metadata log starts 1,130 offsets after its newest snapshot
+# (KafkaMetadataLog does not load it; tests/test_kraft_continuity.py).
+_REAL_ERRORS = {("kraft-snapshot-gap", "MashaKosher_Internship/c335121f/data/__cluster_metadata-0")}
+
+
 @pytest.mark.parametrize("rel", _clean_dirs())
 def test_corpus_dirs_verify_without_errors(rel: str) -> None:
     findings, parts, total = run(corpus_root() / rel)
-    assert errors(findings) == []
+    assert [f for f in errors(findings) if not any(f.code == c and w in f.path for c, w in _REAL_ERRORS)] == []
     assert parts and total.partitions == len(parts)
     assert all(p.log_end_offset is not None for p in parts if p.segments)
 

@@ -20,7 +20,9 @@ from ..findings import finding
 from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
 from ..formats import metadata_records as mr
+from ..loader import load_partition
 from ..locate import iso_time
+from ..metadata_log import METADATA_TOPIC
 from ..model import Batch, Finding, Record
 from ..walk import partition_dirs_and_findings
 from .common import (
@@ -34,8 +36,6 @@ from .common import (
     parse,
     tagged,
 )
-
-METADATA_TOPIC = "__cluster_metadata"
 
 # --- __cluster_metadata ---------------------------------------------------------------------------
 
@@ -337,9 +337,12 @@ def metadata_sources(paths: Iterable[str | Path], met: list[Finding] | None = No
                      ) -> list[list[tuple[Path, str, str]]]:
     """The files to replay, as (path, display, kind), one list per metadata log: a named file as it is (files
     named together from one dir are one log); for a ``__cluster_metadata-0`` dir, its latest KRaft snapshot and
-    the log segments, as the controller loads them. Each list is replayed on its own: two dirs are two
-    clusters' (or two voters') logs, never one timeline. ``met`` is given what discovery met in those dirs and
-    around them (a file it cannot read, a link loop, a dir it cannot list)."""
+    the log segments, as the controller loads them (the loader's ``KafkaMetadataLog``,
+    :mod:`kafkatool.metadata_log`: a snapshot ahead of the log is where the log starts, no segment replayed). Each
+    list is replayed on its own: two dirs are two clusters' (or two voters') logs, never one timeline. ``met`` is
+    given what discovery met in those dirs and around them (a file it cannot read, a link loop, a dir it cannot
+    list), and what keeps the controller from loading a dir (``kraft-snapshot-gap``: the history between the
+    newest snapshot and the log start is in no file; the replay goes on over what there is)."""
 
     named: dict[Path, list[tuple[Path, str, str]]] = {}
     dirs: list[str | Path] = []
@@ -360,11 +363,15 @@ def metadata_sources(paths: Iterable[str | Path], met: list[Finding] | None = No
         if met is not None:
             met.extend(part.findings)
         group: list[tuple[Path, str, str]] = []
-        snaps = log_segments(part.files, FileKind.KRAFT_SNAPSHOT)
-        if snaps:
-            _off, path, display = snaps[-1]
-            group.append((path, display, "snapshot"))
-        group.extend((path, display, "log") for _b, path, display in log_segments(part.files))
+        kraft = load_partition(part.path, part.display, files=part.files, logdir=part.logdir).metadata_log
+        if kraft is None:  # the loader's step 8 is for every dir named __cluster_metadata-N: never here
+            continue
+        if met is not None:
+            met.extend(f for f in kraft.findings if f.severity != "info")  # the deletions are verify's to say
+        if kraft.latest is not None:
+            group.append((kraft.latest.path, kraft.latest.display, "snapshot"))
+        if kraft.truncated_to is None:
+            group.extend((path, display, "log") for _b, path, display in log_segments(part.files))
         if group:
             groups.append(group)
     return groups
