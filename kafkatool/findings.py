@@ -329,8 +329,9 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     ("trailing-bytes", "warning", "bytes at the end of an internal topic's segment that are not a whole batch",
      "LogSegment.recover"),
     ("offsets-null-key", "warning", "a __consumer_offsets record without a key", "GroupMetadataManager"),
-    ("offsets-unknown-key", "info", "a __consumer_offsets key of a newer version: not decoded",
-     "GroupCoordinatorRecordSerde"),
+    ("coordinator-record-newer", "info", "a __consumer_offsets, __share_group_state or __transaction_state record "
+     "of a record type or value version newer than the schemas kafkatool holds (formats/schemas): not decoded",
+     "CoordinatorRecordSerde"),
     ("offsets-undecodable", "error", "a __consumer_offsets record that does not decode",
      "GroupCoordinatorRecordSerde"),
     ("offsets-none", "warning", "no __consumer_offsets partition dirs found", KAFKATOOL),

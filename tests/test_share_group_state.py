@@ -84,7 +84,12 @@ def test_kafkas_own_snapshot_case_byte_for_byte() -> None:
         "partition": 0, "tombstone": False, "value_version": 0, "layout": "4.1+", "snapshot_epoch": 0,
         "state_epoch": 0, "leader_epoch": 0, "start_offset": 0, "delivery_complete_count": None,
         "create_timestamp": 1, "write_timestamp": 2,
-        "state_batches": [{"first_offset": 0, "last_offset": 4, "delivery_state": "Acked", "delivery_count": 1}]}
+        "state_batches": [{"first_offset": 0, "last_offset": 4, "delivery_state": "Acked", "delivery_count": 1}],
+        # every field by the schemas (formats/schemas/share-coordinator), under Kafka's names
+        "record": "ShareSnapshot", "key": {"group_id": "gs1", "topic_id": "Uj5wn_FqTXirEASvVZRY1w", "partition": 0},
+        "value": {"snapshot_epoch": 0, "state_epoch": 0, "leader_epoch": 0, "start_offset": 0,
+                  "delivery_complete_count": -1, "create_timestamp": 1, "write_timestamp": 2,
+                  "state_batches": [{"first_offset": 0, "last_offset": 4, "delivery_state": 2, "delivery_count": 1}]}}
     # a null value is a tombstone (kafka-dump-log prints <DELETE>)
     assert decode.decode_record("share-group-state", SNAPSHOT_KEY, None)[0]["tombstone"] is True
 
@@ -138,7 +143,7 @@ def test_undecodable_records_say_why() -> None:
     key's type), each a reason, never an exception."""
     cases = {
         "no key": (None, SNAPSHOT_VALUE),
-        "unknown record type 32767": (bytes.fromhex("7fff"), b""),
+        "coordinator-record-newer: __share_group_state record type 32767 is newer": (bytes.fromhex("7fff"), b""),
         "ShareUpdateValue v0": (_key(it.SHARE_UPDATE), SNAPSHOT_VALUE),   # a snapshot's value under an update key
         "ShareSnapshotValue version 3": (SNAPSHOT_KEY, b"\x00\x03" + SNAPSHOT_VALUE[2:]),
         "ShareSnapshotKey": (SNAPSHOT_KEY[:9], SNAPSHOT_VALUE),
@@ -176,12 +181,13 @@ def test_cli_decodes_a_written_partition_and_auto_picks_it(tmp_path: Path, run_c
     assert recs[1]["decoded"]["delivery_complete_count"] == 3
     assert recs[1]["decoded"]["state_batches"] == [{"first_offset": 5, "last_offset": 6,
                                                     "delivery_state": "Archived", "delivery_count": 3}]
-    assert recs[2]["decode_error"] == "unknown record type 9 (0 ShareSnapshot, 1 ShareUpdate)"
+    assert recs[2]["decode_error"] == ("coordinator-record-newer: __share_group_state record type 9 (value version 0) "
+                                       "is newer than the share-coordinator schemas here (types 0..1)")
     assert recs[3]["decoded"]["tombstone"] is True
     text = run_cli("dump", "--decode", "share-group-state", part).stdout
     assert "kind=share_snapshot" in text and "delivery_state=Acked" in text
     assert "topic_id=Uj5wn_FqTXirEASvVZRY1w" in text
-    assert "not decoded: unknown record type 9" in text
+    assert "not decoded: coordinator-record-newer: __share_group_state record type 9" in text
     assert "None" not in text and "True" not in text and "Traceback" not in text
 
 

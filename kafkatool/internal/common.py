@@ -17,6 +17,7 @@ from ..fastparse import reader
 from ..filetypes import FileKind, classify, file_size, open_regular
 from ..findings import finding
 from ..formats import internal_topics as it
+from ..formats import kafka_schema as ks
 from ..javacompat import java_string_hash
 from ..model import Batch, Finding, Record, Trailing
 from ..records import RECORD_CHUNK, RawBatch, decode_records, record_chunks, scan
@@ -152,6 +153,34 @@ def value_version(value: bytes, known: range, name: str) -> int:
     if version not in known:
         raise Undecodable(f"{name} version {version} is not one this tool knows ({known.start}..{known.stop - 1})")
     return version
+
+
+def schema_record(folder: str, topic: str, key: bytes, value: bytes | None) -> dict[str, Any]:
+    """A coordinator record read by Kafka's JSON schemas (``formats/kafka_schema.py``, as ``CoordinatorRecordSerde``
+    reads it): ``record`` (the schema's name without Key/Value), ``key`` and ``value`` with every field (``value``
+    None for a tombstone), and ``value_version``. :class:`Undecodable` where the bytes do not read; its reason
+    starts with the finding code ``coordinator-record-newer`` where the record type or value version is newer than
+    the schemas."""
+    try:
+        r = ks.coordinator_record(folder, key, value)
+    except ks.UnknownRecord as exc:
+        raise Undecodable(f"coordinator-record-newer: {topic} {exc}") from None
+    except ConstructError as exc:
+        raise Undecodable(f"{topic} record by its schema: {exc}") from None
+    return {"record": r["record"], "key": r["key"], "value": r["value"], "value_version": r["value_version"]}
+
+
+def newer_record(folder: str, topic: str, key: bytes, value: bytes | None, display: str, pos: int | None,
+                 offset: int) -> Finding | None:
+    """The ``coordinator-record-newer`` finding for a record whose type or value version the schemas do not
+    declare (a coordinator newer than them wrote it), else None."""
+    try:
+        ks.coordinator_record(folder, key, value)
+    except ks.UnknownRecord as exc:
+        return finding("coordinator-record-newer", display, pos, f"record at offset {offset}: {topic} {exc}; skipped")
+    except ConstructError:
+        return None
+    return None
 
 
 def kafka_uuid(b: bytes) -> str:

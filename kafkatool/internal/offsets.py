@@ -11,10 +11,12 @@ from typing import Any
 
 from ..findings import finding
 from ..formats import internal_topics as it
+from ..formats import kafka_schema as ks
 from ..loader import segment_bytes
 from ..model import CappedFindings, Finding
 from ..replicas import open_replica
 from ..walk import partition_dirs, partition_dirs_and_findings
+from . import common
 from .common import KEYS_CACHED, Undecodable, entries, log_bytes, nullable, parse, partition_records, value_version
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -131,7 +133,8 @@ class GroupKey:
 
 @dataclass(frozen=True, slots=True)
 class OtherKey:
-    """A key version this tool does not decode (KIP-848 consumer/share group records, newer)."""
+    """A record type past the classic ones (3 and up, ``CoordinatorRecordType``: the KIP-848 consumer, share and
+    streams group records): read by the schemas (``offsets_record``), not replayed."""
 
     version: int
 
@@ -225,10 +228,11 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
                         key.group, g["protocol_type"], g["generation"], g["protocol"], g["leader"],
                         g["current_state_timestamp"], g["members"], g["version"], name, rec.offset,
                         rec.timestamp)
-            else:
-                findings.append(finding("offsets-unknown-key", display, batch.position,
-                                        f"record at offset {rec.offset}: key version {key.version} (a newer "
-                                        "group coordinator record) is not decoded; skipped"))
+            else:  # a KIP-848 consumer, share or streams group record: decoded by dump --decode, not replayed here
+                newer = common.newer_record(ks.GROUP_COORDINATOR, OFFSETS_TOPIC, rec.key, rec.value, display,
+                                     batch.position, rec.offset)
+                if newer is not None:
+                    findings.append(newer)
         except Undecodable as exc:
             findings.append(finding("offsets-undecodable", display, batch.position,
                                     f"record at offset {rec.offset}: {exc}"))
@@ -347,11 +351,15 @@ def consumer_offsets_bytes(paths: Iterable[str | Path], *, with_lag: bool = True
 
 def offsets_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """One ``__consumer_offsets`` record, decoded on its own (no replay): ``kind`` (``offset_commit``,
-    ``group_metadata`` or ``unknown`` for a key version not decoded here), the key's fields, the value's
-    (none for a tombstone, which deletes the key when the coordinator loads the partition)."""
+    ``group_metadata``, or the record's name in snake_case for the KIP-848 consumer, share and streams group
+    records), the classic records' key and value fields (none for a tombstone, which deletes the key when the
+    coordinator loads the partition), then ``record``, ``key`` and ``value``: every field by Kafka's schemas
+    (``GroupCoordinatorRecordSerde``; :func:`~kafkatool.internal.common.schema_record`)."""
     if key is None:
         raise Undecodable("no key")
     k = decode_offsets_key(key)
+    schema = common.schema_record(ks.GROUP_COORDINATOR, OFFSETS_TOPIC, key, value)
+    version = schema.pop("value_version")
     out: dict[str, Any] = {"key_version": parse(it.CoordinatorKeyVersion, key[:2], "key version").version,
                            "tombstone": value is None}
     if isinstance(k, OffsetKey):
@@ -365,6 +373,9 @@ def offsets_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
             g = decode_group_metadata_value(value)
             out.update(g, value_version=g["version"], members=[m.as_dict() for m in g["members"]])
     else:
-        out["kind"] = "unknown"
+        out["kind"] = ks.snake_case(schema["record"])
+        if value is not None:
+            out["value_version"] = version
     out.pop("version", None)
+    out.update(schema)
     return out

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats import internal_topics as it
-from .common import Undecodable, kafka_uuid, nullable, parse, tagged, value_version
+from ..formats import kafka_schema as ks
+from .common import Undecodable, kafka_uuid, nullable, parse, schema_record, tagged, value_version
 
 SHARE_STATE_TOPIC = "__share_group_state"
 
@@ -17,12 +18,15 @@ def share_state_record(key: bytes | None, value: bytes | None) -> dict[str, Any]
     latest snapshot), the key (group, topic id as Kafka prints a Uuid, partition) and, unless a tombstone (the
     share-partition's state deleted), the value's epochs, start offset and state batches (delivery state by
     name). ``layout`` says which Kafka release's layout of value version 0 the bytes fit (see
-    ``formats/internal_topics.py``)."""
+    ``formats/internal_topics.py``). Then ``record``, ``key`` and ``value``: every field by Kafka's schemas
+    (``ShareCoordinatorRecordSerde``; :func:`~kafkatool.internal.common.schema_record`), which are the 4.1+ layout:
+    a value Kafka 4.0 wrote is ``value`` None there."""
     if key is None:
         raise Undecodable("no key (a share-group state record always has one)")
     rtype = parse(it.CoordinatorKeyVersion, key[:2], "record type").version
     name = it.SHARE_RECORD_NAMES.get(rtype)
     if name is None:
+        schema_record(ks.SHARE_COORDINATOR, SHARE_STATE_TOPIC, key, value)  # a type newer than the schemas?
         raise Undecodable(f"unknown record type {rtype} (0 ShareSnapshot, 1 ShareUpdate)")
     k = parse(it.ShareStateKey, key, f"{name}Key")
     out: dict[str, Any] = {"kind": "share_snapshot" if rtype == it.SHARE_SNAPSHOT else "share_update",
@@ -30,6 +34,9 @@ def share_state_record(key: bytes | None, value: bytes | None) -> dict[str, Any]
                            "partition": k.partition, "tombstone": value is None}
     if value is not None:
         out.update(_share_state_value(rtype, f"{name}Value", value))
+    schema = schema_record(ks.SHARE_COORDINATOR, SHARE_STATE_TOPIC, key, None if out.get("layout") == "4.0" else value)
+    del schema["value_version"]  # the shorthand's
+    out.update(schema)
     return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..findings import finding
 from ..formats import internal_topics as it
+from ..formats import kafka_schema as ks
 from ..locate import iso_time
 from ..model import CappedFindings, Finding
 from ..walk import partition_dirs, partition_dirs_and_findings
@@ -19,9 +20,11 @@ from .common import (
     Undecodable,
     entries,
     log_bytes,
+    newer_record,
     nullable,
     parse,
     partition_records,
+    schema_record,
     tagged,
     value_version,
 )
@@ -159,8 +162,10 @@ def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
                 v["last_update_timestamp"], v["start_timestamp"], v["previous_producer_id"],
                 v["next_producer_id"], v["client_transaction_version"], v["version"], name, rec.offset)
         except Undecodable as exc:
-            findings.append(finding("txn-state-undecodable", display, batch.position,
-                                    f"record at offset {rec.offset}: {exc}"))
+            newer = None if rec.key is None else newer_record(
+                ks.TRANSACTION_COORDINATOR, TRANSACTION_TOPIC, rec.key, rec.value, display, batch.position, rec.offset)
+            findings.append(newer or finding("txn-state-undecodable", display, batch.position,
+                                             f"record at offset {rec.offset}: {exc}"))
     yield from sorted(latest.values(), key=lambda e: e.transactional_id)
     yield from findings
     yield from findings.summary()
@@ -209,13 +214,18 @@ def transaction_states_bytes(paths: Iterable[str | Path]) -> int:
 
 def transaction_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """One ``__transaction_state`` record, decoded on its own: the transactional id and, unless a tombstone
-    (an expired id), its producer, state and partitions (``[{topic, partition}]``)."""
+    (an expired id), its producer, state and partitions (``[{topic, partition}]``); then ``record``
+    (``TransactionLog``), ``key`` and ``value``: every field by Kafka's schemas
+    (``TransactionCoordinatorRecordSerde``; :func:`~kafkatool.internal.common.schema_record`)."""
     if key is None:
         raise Undecodable("no key")
+    schema = schema_record(ks.TRANSACTION_COORDINATOR, TRANSACTION_TOPIC, key, value)
+    del schema["value_version"]  # the shorthand's
     out: dict[str, Any] = {"transactional_id": decode_transaction_key(key), "tombstone": value is None}
     if value is not None:
         v = decode_transaction_value(value)
         out.update(v, value_version=v["version"],
                    partitions=[{"topic": t, "partition": p} for t, ps in v["partitions"] for p in ps])
         del out["version"]
+    out.update(schema)
     return out

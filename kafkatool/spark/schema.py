@@ -66,7 +66,7 @@ _MEMBER = StructType([
 # null.
 DECODED = {
     "consumer-offsets": StructType([
-        StructField("kind", StringType()),  # offset_commit | group_metadata | unknown (a newer key version)
+        StructField("kind", StringType()),  # offset_commit | group_metadata | the KIP-848 record's name, snake_case
         StructField("key_version", IntegerType()),
         StructField("group", StringType()),
         StructField("topic", StringType()),  # offset_commit: the committed topic partition

@@ -1,0 +1,613 @@
+"""Kafka's JSON message schemas (``formats/schemas/``, see its ``SOURCES.md``) compiled to Construct: for a
+(message, version), one Construct that reads and writes the bytes exactly as the ``read``/``write`` that Kafka's
+``MessageGenerator`` (``generator/src/main/java/org/apache/kafka/message/MessageDataGenerator.java``) generates
+from the same schema. The schema format (JSON with ``//`` comments; ``validVersions``, ``flexibleVersions``,
+fields with ``versions``/``nullableVersions``/``taggedVersions``/``tag``/``default``/``ignorable``, inline and
+``commonStructs``) is ``clients/src/main/resources/common/message/README.md``.
+
+A parsed value is a plain dict: Kafka's field names in snake_case (``MessageGenerator.toSnakeCase``), bytes as
+base64 (standard alphabet, padded), uuids as ``Uuid.toString`` prints them (URL-safe base64, no padding), nested
+structs as dicts, arrays as lists; every field the version has, a tagged field absent from the bytes at its
+default (as the generated reader leaves it). Unknown tags are kept, in ``_unknown_tagged_fields``
+(``[{"tag", "data"}]``, data in base64), and written back in tag order (``RawTaggedFieldWriter``). Building takes
+such a dict; a field it lacks is written at its default, a tagged field at its default is not written.
+
+Every length is checked against the bytes that remain before anything is read (``Tried to allocate a collection
+of size N, but there are only M bytes remaining``): a huge count or length is a parse error, never an allocation
+or a long loop. A null where the version does not allow one is a parse error (``non-nullable field X was
+serialized as null``), so is a known tag whose bytes are not exactly its size. Errors are ``ConstructError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from construct import (
+    Construct,
+    ConstructError,
+    ExplicitError,
+    Flag,
+    Float64b,
+    Int8sb,
+    Int16sb,
+    Int16ub,
+    Int32sb,
+    Int32ub,
+    Int64sb,
+    SizeofError,
+    StreamError,
+    StringError,
+    stream_read,
+    stream_write,
+)
+from construct.core import stream_size
+
+from .primitives import compact_length, tagged_fields, uuid, uvarint
+
+SCHEMA_DIR = Path(__file__).with_name("schemas")
+UNKNOWN_TAGS = "_unknown_tagged_fields"
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # ``Uuid.ZERO_UUID``, the default of a uuid field
+
+
+# --- the schema files ---------------------------------------------------------------------------------------
+
+
+_STRING_OR_COMMENT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|//[^\n]*')
+
+
+def strip_comments(text: str) -> str:
+    """JSON from a schema file: its ``//`` comments removed (not inside strings; Kafka's parser allows them)."""
+    return _STRING_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text)
+
+
+class Versions(NamedTuple):
+    """A version range as schemas write it (``Versions.parse``): ``"3"``, ``"1-4"``, ``"2+"``, ``"none"``."""
+
+    lo: int
+    hi: int  # inclusive; "N+" is open (32767, Short.MAX_VALUE)
+
+    @classmethod
+    def parse(cls, text: str | None, default: Versions | None = None) -> Versions:
+        if text is None:
+            if default is None:
+                raise ValueError("no versions")
+            return default
+        text = text.strip()
+        if text == "none":
+            return NONE
+        if text.endswith("+"):
+            return cls(int(text[:-1]), 0x7FFF)
+        lo, _, hi = text.partition("-")
+        return cls(int(lo), int(hi or lo))
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.lo <= version <= self.hi
+
+    def range(self) -> range:
+        return range(self.lo, self.hi + 1)
+
+
+NONE = Versions(0, -1)
+
+
+@functools.cache
+def schemas() -> dict[str, dict[str, Any]]:
+    """Every schema under ``formats/schemas/``, by its ``name``, each with ``_path`` (relative to that folder)."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(SCHEMA_DIR.glob("*/*.json")):
+        spec = json.loads(strip_comments(path.read_text(encoding="utf-8")))
+        spec["_path"] = path.relative_to(SCHEMA_DIR).as_posix()
+        out[spec["name"]] = spec
+    return out
+
+
+def schema(name: str) -> dict[str, Any]:
+    return schemas()[name]
+
+
+def valid_versions(name: str) -> range:
+    return Versions.parse(schema(name)["validVersions"]).range()
+
+
+def snake_case(name: str) -> str:
+    """``MessageGenerator.toSnakeCase``: ``MemberEpoch`` -> ``member_epoch``, ``leaderEpoch`` -> ``leader_epoch``."""
+    out, prev_upper = [], True
+    for c in name:
+        if c.isupper():
+            if not prev_upper:
+                out.append("_")
+            out.append(c.lower())
+            prev_upper = True
+        else:
+            out.append(c)
+            prev_upper = False
+    return "".join(out)
+
+
+# --- the building blocks ---------------------------------------------------------------------------------------
+
+
+def _remaining(stream) -> int:
+    return stream_size(stream) - stream.tell()
+
+
+def _length(flexible: bool, fixed: Construct, stream, context, path) -> int:
+    return compact_length._parsereport(stream, context, path) if flexible else fixed._parsereport(stream, context,
+                                                                                                     path)
+
+
+class _Variable(Construct):
+    """A string, bytes or records field (``generateVariableLengthReader``): an int16 (string) or int32 length, or
+    in flexible versions uvarint ``length + 1``; negative is null."""
+
+    def __init__(self, field: str, kind: str, flexible: bool, nullable: bool):
+        super().__init__()
+        self.field, self.kind, self.flexible, self.nullable = field, kind, flexible, nullable
+        self.fixed = Int16sb if kind == "string" else Int32sb
+
+    def _parse(self, stream, context, path):
+        n = _length(self.flexible, self.fixed, stream, context, path)
+        if n < 0:
+            if self.nullable:
+                return None
+            raise ExplicitError(f"non-nullable field {self.field} was serialized as null", path=path)
+        if self.kind == "string" and n > 0x7FFF:
+            raise ExplicitError(f"string field {self.field} had invalid length {n}", path=path)
+        if n > _remaining(stream):
+            raise StreamError(f"{self.field}: length {n}, but only {_remaining(stream)} bytes remain", path=path)
+        data = stream_read(stream, n, path)
+        if self.kind != "string":
+            return base64.b64encode(data).decode("ascii")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StringError(f"{self.field}: {exc}", path=path) from None
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise ExplicitError(f"non-nullable field {self.field} is null", path=path)
+            data, n = b"", -1
+        else:
+            try:
+                data = obj.encode("utf-8") if self.kind == "string" else base64.b64decode(obj, validate=True)
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise ExplicitError(f"{self.field}: {exc}", path=path) from None
+            n = len(data)
+        (compact_length if self.flexible else self.fixed)._build(n, stream, context, path)
+        stream_write(stream, data, len(data), path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+class _Array(Construct):
+    """An array: int32 count, or uvarint ``count + 1`` in flexible versions; the count bounded by the bytes that
+    remain, as the generated reader bounds it."""
+
+    def __init__(self, field: str, element: Construct, flexible: bool, nullable: bool):
+        super().__init__()
+        self.field, self.element, self.flexible, self.nullable = field, element, flexible, nullable
+
+    def _parse(self, stream, context, path):
+        n = _length(self.flexible, Int32sb, stream, context, path)
+        if n < 0:
+            if self.nullable:
+                return None
+            raise ExplicitError(f"non-nullable field {self.field} was serialized as null", path=path)
+        if n > _remaining(stream):
+            raise StreamError(f"{self.field}: tried to allocate a collection of size {n}, but there are only "
+                              f"{_remaining(stream)} bytes remaining", path=path)
+        element = self.element
+        return [element._parsereport(stream, context, path) for _ in range(n)]
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise ExplicitError(f"non-nullable field {self.field} is null", path=path)
+            (compact_length if self.flexible else Int32sb)._build(-1, stream, context, path)
+            return obj
+        (compact_length if self.flexible else Int32sb)._build(len(obj), stream, context, path)
+        for item in obj:
+            self.element._build(item, stream, context, path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+class _Uuid(Construct):
+    """A ``Uuid``: 16 bytes, shown as ``Uuid.toString`` (URL-safe base64 without padding)."""
+
+    def _parse(self, stream, context, path):
+        return base64.urlsafe_b64encode(uuid._parsereport(stream, context, path)).decode("ascii").rstrip("=")
+
+    def _build(self, obj, stream, context, path):
+        raw = base64.urlsafe_b64decode(obj + "==")
+        if len(raw) != 16:
+            raise ExplicitError(f"not a Uuid: {obj!r}", path=path)
+        uuid._build(raw, stream, context, path)
+        return obj
+
+    def _sizeof(self, context, path):
+        return 16
+
+
+class _NullableStruct(Construct):
+    """A nullable struct field: an int8 marker before it (-1 null, 1 present), or as a tagged field a uvarint
+    (0 null, 1 present): ``generateStructReader``."""
+
+    def __init__(self, struct: Construct, tagged: bool):
+        super().__init__()
+        self.struct, self.marker = struct, uvarint if tagged else Int8sb
+
+    def _parse(self, stream, context, path):
+        m = self.marker._parsereport(stream, context, path)
+        if m < 0 or (m == 0 and self.marker is uvarint):
+            return None
+        return self.struct._parsereport(stream, context, path)
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            self.marker._build(0 if self.marker is uvarint else -1, stream, context, path)
+        else:
+            self.marker._build(1, stream, context, path)
+            self.struct._build(obj, stream, context, path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+class _Tagged(NamedTuple):
+    key: str
+    layout: Construct
+    default: Any
+
+
+class _Struct(Construct):
+    """A message or struct at one version: its untagged fields in order, then (flexible versions) the tagged
+    fields, each as uvarint tag, uvarint size, that many bytes (``formats.primitives.tagged_fields``)."""
+
+    def __init__(self, name: str, version: int, fields: list[tuple[str, Construct, Any]],
+                 absent: list[tuple[str, Any, bool]], tagged: dict[int, _Tagged] | None):
+        super().__init__()
+        self.name, self.version = name, version
+        self.fields, self.absent, self.tagged = fields, absent, tagged
+
+    def _parse(self, stream, context, path):
+        out: dict[str, Any] = {}
+        for key, layout, _default in self.fields:
+            out[key] = layout._parsereport(stream, context, path)
+        if self.tagged is None:
+            return out
+        for t in self.tagged.values():
+            out[t.key] = _copy(t.default)
+        unknown = []
+        for f in tagged_fields._parsereport(stream, context, path).fields:
+            t = self.tagged.get(f.tag)
+            if t is None:
+                unknown.append({"tag": f.tag, "data": base64.b64encode(f.data).decode("ascii")})
+                continue
+            sub = io.BytesIO(f.data)
+            out[t.key] = t.layout._parsereport(sub, context, path)
+            if sub.tell() != len(f.data):
+                raise ExplicitError(f"{self.name} v{self.version}: tag {f.tag} ({t.key}) has {len(f.data)} bytes, "
+                                    f"its value {sub.tell()}", path=path)
+        if unknown:
+            out[UNKNOWN_TAGS] = unknown
+        return out
+
+    def _build(self, obj, stream, context, path):
+        if not isinstance(obj, dict):
+            raise ExplicitError(f"{self.name} v{self.version}: not a dict: {obj!r}", path=path)
+        for key, default, ignorable in self.absent:
+            if not ignorable and key in obj and obj[key] != default:
+                raise ExplicitError(f"attempted to write a non-default {key} at version {self.version} of "
+                                    f"{self.name}", path=path)
+        for key, layout, default in self.fields:
+            layout._build(obj.get(key, default), stream, context, path)
+        raw = obj.get(UNKNOWN_TAGS) or []
+        if self.tagged is None:
+            if raw:
+                raise ExplicitError(f"version {self.version} of {self.name} has no tagged fields", path=path)
+            return obj
+        entries = []
+        for tag, t in sorted(self.tagged.items()):
+            value = obj.get(t.key, t.default)
+            if value != t.default:
+                entries.append((tag, 0, t.layout.build(value)))
+        entries += [(u["tag"], 1, base64.b64decode(u["data"], validate=True)) for u in raw]
+        entries.sort(key=lambda e: e[:2])
+        tagged_fields._build({"fields": [{"tag": tag, "data": data} for tag, _, data in entries]},
+                             stream, context, path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+def _copy(value: Any) -> Any:
+    return json.loads(json.dumps(value)) if isinstance(value, list | dict) else value
+
+
+_FIXED: dict[str, Construct] = {
+    "int8": Int8sb, "int16": Int16sb, "int32": Int32sb, "int64": Int64sb, "uint16": Int16ub, "uint32": Int32ub,
+    "float64": Float64b, "bool": Flag,
+}
+
+
+# --- the compiler -----------------------------------------------------------------------------------------------
+
+
+class _Compiler:
+    """One message's structs (inline and ``commonStructs``), compiled at one version."""
+
+    def __init__(self, spec: dict[str, Any], version: int):
+        self.spec, self.version = spec, version
+        self.flexible = version in Versions.parse(spec.get("flexibleVersions", "none"))
+        self.structs: dict[str, dict[str, Any]] = {s["name"]: s for s in spec.get("commonStructs", [])}
+        self._collect(spec.get("fields", []))
+
+    def _collect(self, fields: list[dict[str, Any]]) -> None:
+        for f in fields:
+            if "fields" in f:
+                self.structs[f["type"].removeprefix("[]")] = f
+                self._collect(f["fields"])
+        for s in self.spec.get("commonStructs", []):
+            if s is not None:
+                for f in s.get("fields", []):
+                    if "fields" in f:
+                        self.structs.setdefault(f["type"].removeprefix("[]"), f)
+
+    def struct(self, name: str, fields: list[dict[str, Any]]) -> _Struct:
+        v = self.version
+        present, absent, tagged = [], [], {}
+        for f in fields:
+            key = snake_case(f["name"])
+            tagged_versions = Versions.parse(f.get("taggedVersions"), NONE)
+            versions = _field_versions(f)
+            default = self.default(f)
+            if v not in versions:
+                absent.append((key, default, bool(f.get("ignorable"))))
+            elif v in tagged_versions:
+                tagged[int(f["tag"])] = _Tagged(key, self.field(f, tagged=True), default)
+            else:
+                present.append((key, self.field(f, tagged=False), default))
+        return _Struct(name, v, present, absent, tagged if self.flexible else None)
+
+    def field(self, f: dict[str, Any], tagged: bool) -> Construct:
+        v, kind = self.version, f["type"]
+        nullable = v in Versions.parse(f.get("nullableVersions"), NONE)
+        # a field's own flexibleVersions (strings, bytes) override the message's; tagged fields are always compact
+        own = f.get("flexibleVersions")
+        flexible = tagged or (self.flexible if own is None else v in Versions.parse(own))
+        if kind.startswith("[]"):
+            element = kind[2:]
+            if element in ("string", "bytes", "records"):
+                inner: Construct = _Variable(f["name"] + " element", element, flexible, False)
+            else:
+                inner = self.scalar_or_struct(element)
+            return _Array(f["name"], inner, flexible, nullable)
+        if kind in ("string", "bytes", "records"):
+            return _Variable(f["name"], kind, flexible, nullable)
+        layout = self.scalar_or_struct(kind)
+        if isinstance(layout, _Struct) and nullable:
+            return _NullableStruct(layout, tagged)
+        return layout
+
+    def scalar_or_struct(self, kind: str) -> Construct:
+        if kind in _FIXED:
+            return _FIXED[kind]
+        if kind == "uuid":
+            return _Uuid()
+        return self.struct(kind, self.structs[kind]["fields"])
+
+    def default(self, f: dict[str, Any]) -> Any:
+        """``FieldSpec.fieldDefault``: the value of a field the bytes do not hold."""
+        kind, d = f["type"], f.get("default")
+        if d == "null" or (d is None and "default" in f):
+            return None
+        if kind.startswith("[]"):
+            return []
+        if kind in ("bool",):
+            return d is True or str(d).lower() == "true"
+        if kind in _FIXED:
+            if d in (None, ""):
+                return 0.0 if kind == "float64" else 0
+            return float(d) if kind == "float64" else int(str(d), 0)
+        if kind == "string":
+            return "" if d is None else str(d)
+        if kind in ("bytes", "records"):
+            return ""
+        if kind == "uuid":
+            return ZERO_UUID
+        struct = self.structs[kind]
+        return self.default_struct(struct["fields"])
+
+    def default_struct(self, fields: list[dict[str, Any]]) -> dict[str, Any]:
+        return {snake_case(f["name"]): self.default(f) for f in fields if self.version in _field_versions(f)}
+
+    def example(self, f: dict[str, Any], seed: int, tagged: bool) -> Any:
+        """A value of field ``f`` that varies with ``seed``: nulls, empties and defaults among them."""
+        kind, v = f["type"], self.version
+        if tagged and seed % 2 == 0:
+            return self.default(f)
+        if v in Versions.parse(f.get("nullableVersions"), NONE) and seed % 4 == 0:
+            return None
+        if kind.startswith("[]"):
+            element = {**f, "type": kind[2:], "nullableVersions": "none"}
+            return [self.example(element, seed * 7 + i + 1, False) for i in range(seed % 3)]
+        if kind in _FIXED:
+            bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint16": 16, "uint32": 32}.get(kind)
+            if kind == "bool":
+                return seed % 2 == 1
+            if kind == "float64":
+                return seed / 4.0 - 1.5
+            n = (seed * 0x9E3779B97F4A7C15 + 12345) % (1 << bits)
+            return n if kind.startswith("u") or n < 1 << (bits - 1) else n - (1 << bits)
+        if kind == "string":
+            return f"{f['name']}-{seed}" + ("-é" if seed % 3 == 0 else "")
+        if kind in ("bytes", "records"):
+            return base64.b64encode(bytes((seed + i) % 256 for i in range(seed % 6))).decode("ascii")
+        if kind == "uuid":
+            return base64.urlsafe_b64encode(seed.to_bytes(16, "big")).decode("ascii").rstrip("=")
+        return self.example_struct(self.structs[kind]["fields"], seed)
+
+    def example_struct(self, fields: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+        return {snake_case(f["name"]): self.example(f, seed * 31 + i, self.version in Versions.parse(
+                    f.get("taggedVersions"), NONE)) for i, f in enumerate(fields) if self.version in _field_versions(f)}
+
+
+def _field_versions(f: dict[str, Any]) -> Versions:
+    """``FieldSpec``: a field's ``versions``, its ``taggedVersions`` when it has none."""
+    tagged = Versions.parse(f.get("taggedVersions"), NONE)
+    return Versions.parse(f.get("versions"), None if tagged == NONE else tagged)
+
+
+@functools.cache
+def message(name: str, version: int) -> Construct:
+    """The Construct of schema ``name`` at ``version`` (one of its ``validVersions``), made once."""
+    spec = schema(name)
+    if version not in Versions.parse(spec["validVersions"]):
+        raise KeyError(f"{name} has no version {version} (valid: {spec['validVersions']})")
+    return _Compiler(spec, version).struct(name, spec.get("fields", []))
+
+
+def default_value(name: str, version: int) -> dict[str, Any]:
+    """Schema ``name`` at ``version`` with every field at its default (the generated class's no-arg instance)."""
+    return _Compiler(schema(name), version).default_struct(schema(name).get("fields", []))
+
+
+def example(name: str, version: int, seed: int = 1) -> dict[str, Any]:
+    """A value of schema ``name`` at ``version`` for builders and tests (``fixtures/generate.py``): every field,
+    deterministic in ``seed``; different seeds give nulls, empty and full arrays, tagged fields at their default
+    (not written) or not."""
+    return _Compiler(schema(name), version).example_struct(schema(name).get("fields", []), seed)
+
+
+def decode(name: str, version: int, data: bytes) -> dict[str, Any]:
+    """``data`` read as schema ``name`` at ``version``, to the end: bytes left over are an error, as they are
+    where Kafka reads a record's value (``CoordinatorRecordSerde``, ``AbstractApiMessageSerde``)."""
+    stream = io.BytesIO(data)
+    value = message(name, version).parse_stream(stream)
+    if stream.tell() != len(data):
+        raise ExplicitError(f"{name} v{version}: {len(data) - stream.tell()} bytes left after the message")
+    return value
+
+
+# --- coordinator records (``CoordinatorRecordSerde``) ------------------------------------------------------------
+
+# The schema folders of the coordinators that write ``__consumer_offsets``, ``__share_group_state`` and
+# ``__transaction_state``.
+GROUP_COORDINATOR, SHARE_COORDINATOR, TRANSACTION_COORDINATOR = "group-coordinator", "share-coordinator", \
+    "transaction-coordinator"
+# ``__consumer_offsets`` keys 0 and 1 are both an offset commit (``OffsetCommitKey`` versions 0 and 1 before 4.0,
+# ``LegacyOffsetCommitKey``/``OffsetCommitKey`` after), their value an ``OffsetCommitValue`` of its own version.
+_OFFSET_COMMIT_TYPES = (0, 1)
+
+
+class UnknownRecord(ConstructError):
+    """A coordinator record whose type, or whose value's version, no schema here declares (newer than them)."""
+
+    def __init__(self, message: str, record_type: int, version: int | None):
+        super().__init__(message)
+        self.record_type, self.version = record_type, version
+
+
+@functools.cache
+def record_types(folder: str) -> dict[int, str]:
+    """``CoordinatorRecordType`` of a coordinator: record type (the key schema's ``apiKey``, or the value's where
+    an older key schema has none) -> the record's name (the schema's without Key/Value)."""
+    out: dict[int, str] = {}
+    for name, spec in schemas().items():
+        if spec["_path"].startswith(folder + "/") and name.endswith("Key"):
+            base = name.removesuffix("Key")
+            api_key = spec.get("apiKey", schemas().get(base + "Value", {}).get("apiKey"))
+            if api_key is not None:
+                out[int(api_key)] = base
+    if folder == GROUP_COORDINATOR:
+        out.update(dict.fromkeys(_OFFSET_COMMIT_TYPES, "OffsetCommit"))
+    return out
+
+
+def _int16(data: bytes, what: str) -> int:
+    if len(data) < 2:
+        raise ExplicitError(f"{what}: {len(data)} bytes, too short for its int16 version")
+    return int.from_bytes(data[:2], "big", signed=True)
+
+
+def coordinator_record(folder: str, key: bytes, value: bytes | None) -> dict[str, Any]:
+    """A coordinator record read as ``CoordinatorRecordSerde.deserialize`` reads it: the key's int16 is the record
+    type, the key body its schema at version 0 (or the one version an older key schema has); the value's int16
+    is its version, the body the value schema at that version; a null value is a tombstone. Gives ``record``
+    (the name), ``record_type``, ``key`` and ``value`` (dicts of every field; ``value`` None for a tombstone)
+    and ``value_version``. :class:`UnknownRecord` for a type or value version no schema here declares."""
+    rtype = _int16(key, "key")
+    name = record_types(folder).get(rtype)
+    if name is None:
+        version = _int16(value, "value") if value is not None and len(value) >= 2 else None
+        raise UnknownRecord(f"record type {rtype}" + ("" if version is None else f" (value version {version})")
+                            + f" is newer than the {folder} schemas here (types {min(record_types(folder))}.."
+                            f"{max(record_types(folder))})",
+                            rtype, version)
+    key_name = "OffsetCommitKey" if name == "OffsetCommit" else name + "Key"
+    key_versions = valid_versions(key_name)
+    key_fields = decode(key_name, 0 if 0 in key_versions else key_versions[0], key[2:])
+    out: dict[str, Any] = {"record": name, "record_type": rtype, "key": key_fields, "value_version": None,
+                           "value": None}
+    if value is not None:
+        version = _int16(value, "value")
+        if version not in valid_versions(name + "Value"):
+            raise UnknownRecord(f"record type {rtype} ({name}) value version {version} is newer than the schema "
+                                f"here (valid: {schema(name + 'Value')['validVersions']})", rtype, version)
+        out.update(value_version=version, value=decode(name + "Value", version, value[2:]))
+    return out
+
+
+def coordinator_key(folder: str, record_type: int, fields: dict[str, Any]) -> bytes:
+    """A coordinator record's key as ``CoordinatorRecordSerde.serializeKey`` writes it: the int16 record type,
+    then the key schema's fields (the inverse of :func:`coordinator_record`)."""
+    name = record_types(folder)[record_type]
+    key_name = "OffsetCommitKey" if name == "OffsetCommit" else name + "Key"
+    key_versions = valid_versions(key_name)
+    return record_type.to_bytes(2, "big") + message(key_name, 0 if 0 in key_versions else key_versions[0]).build(
+        fields)
+
+
+def coordinator_value(name: str, version: int, fields: dict[str, Any]) -> bytes:
+    """A coordinator record's value (``serializeValue``): the int16 version, then the ``{name}Value`` fields."""
+    return version.to_bytes(2, "big") + message(name + "Value", version).build(fields)
+
+
+__all__ = [
+    "GROUP_COORDINATOR",
+    "SHARE_COORDINATOR",
+    "TRANSACTION_COORDINATOR",
+    "UnknownRecord",
+    "coordinator_key",
+    "coordinator_record",
+    "coordinator_value",
+    "record_types",
+    "SCHEMA_DIR",
+    "UNKNOWN_TAGS",
+    "ZERO_UUID",
+    "ConstructError",
+    "Versions",
+    "decode",
+    "default_value",
+    "example",
+    "message",
+    "schema",
+    "schemas",
+    "snake_case",
+    "strip_comments",
+    "valid_versions",
+]
