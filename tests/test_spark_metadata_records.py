@@ -52,3 +52,48 @@ def test_decode_option_equals_dump_decode_auto(spark, tmp_path: Path, topic: str
     assert len(got) == len(records) == len(dumped)
     assert got == dumped
     assert {d["record"] for d in got.values()} == set(schemas().values())
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """``fixtures/generate.py --schemas``: every record type and value version of the coordinator schemas; the
+    generator module and the log dir."""
+    import importlib.util
+
+    from .conftest import PROJECT_ROOT
+
+    spec = importlib.util.spec_from_file_location("fixtures_generate", PROJECT_ROOT / "fixtures" / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    out = tmp_path_factory.mktemp("schemas") / "logdir"
+    generate.schemas(out)
+    return generate, out
+
+
+@pytest.mark.parametrize(("topic", "decode"), [
+    ("__consumer_offsets", "consumer-offsets"),
+    ("__transaction_state", "transaction-state"),
+    ("__share_group_state", "share-group-state"),
+])
+def test_coordinator_records_equal_dump_decode_auto(spark, generated, topic: str, decode: str) -> None:
+    """Every field dump shows, Spark's ``decoded`` holds equal (``key``/``value`` as JSON text, read back); the
+    struct's other fields (another record kind's) are null."""
+    generate, logdir = generated
+    part = logdir / f"{topic}-0"
+    dumped = _dumped(part)
+    rows = spark.read.format("kafka-log").option("decode", decode).load(str(part)).collect()
+    got = {r["offset"]: (r["decoded"].asDict(recursive=True) if r["decoded"] else None, r["decode_error"])
+           for r in rows}
+    written = generate.schema_records(generate.SCHEMA_TOPICS[topic])
+    assert len(got) == len(dumped) == len(written)
+    names = set()
+    for offset, want in dumped.items():
+        have, error = got[offset]
+        assert error is None and have is not None, (offset, error)
+        for k in ("key", "value"):
+            if have[k] is not None:
+                have[k] = json.loads(have[k])
+        assert {k: have[k] for k in want} == want, offset
+        assert all(v is None for k, v in have.items() if k not in want), offset
+        names.add(want["record"])
+    assert names == {name for _type, name, _version, _key, _value, _fields in written}  # every record type

@@ -31,6 +31,9 @@ RECORD_DECODERS = {
 }
 # decoders whose ``fields`` and ``data`` are JSON text (a Spark column of one type for every record type)
 _JSON_FIELDS = {"cluster-metadata": ("fields", "data"), "remote-log-metadata": ("data",)}
+# decoders whose schema-read ``key`` and ``value`` are objects of a shape per record type: JSON text in Spark
+_OBJECT_FIELDS = {"consumer-offsets": ("key", "value"), "transaction-state": ("key", "value"),
+                  "share-group-state": ("key", "value")}
 
 
 def decode_record(decoder: str, key: bytes | None, value: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -40,6 +43,17 @@ def decode_record(decoder: str, key: bytes | None, value: bytes | None) -> tuple
         return RECORD_DECODERS[decoder][1](key, value), None
     except Undecodable as exc:
         return None, str(exc)
+
+
+def decode_columns(decoder: str, key: bytes | None, value: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
+    """:func:`decode_record` as the Spark data source's ``decoded`` column holds it: a coordinator record's
+    ``key`` and ``value`` (one shape per record type, Kafka's schema's) as JSON text, as the metadata decoders'
+    ``fields`` and ``data`` already are; ``json.loads`` gives back what ``dump --decode`` shows."""
+    fields, error = decode_record(decoder, key, value)
+    if fields is not None and decoder in _OBJECT_FIELDS:
+        fields = {**fields, **{k: json.dumps(fields[k]) for k in _OBJECT_FIELDS[decoder]
+                               if fields.get(k) is not None}}
+    return fields, error
 
 
 # --- dump --decode ---------------------------------------------------------------------------------------

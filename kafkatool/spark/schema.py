@@ -84,6 +84,9 @@ DECODED = {
         StructField("members", ArrayType(_MEMBER, False)),
         StructField("value_version", IntegerType()),
         StructField("tombstone", BooleanType()),  # a null value: the key is deleted
+        StructField("record", StringType()),  # Kafka's schema name (OffsetCommit, ConsumerGroupMemberMetadata...)
+        StructField("key", StringType()),  # every field of the key, by Kafka's schema, as JSON (as dump --decode)
+        StructField("value", StringType()),  # every field of the value as JSON; null for a tombstone
     ]),
     "transaction-state": StructType([
         StructField("transactional_id", StringType()),
@@ -100,6 +103,9 @@ DECODED = {
         StructField("client_transaction_version", IntegerType()),
         StructField("value_version", IntegerType()),
         StructField("tombstone", BooleanType()),  # a null value: the transactional id expired
+        StructField("record", StringType()),  # Kafka's schema name (OffsetCommit, ConsumerGroupMemberMetadata...)
+        StructField("key", StringType()),  # every field of the key, by Kafka's schema, as JSON (as dump --decode)
+        StructField("value", StringType()),  # every field of the value as JSON; null for a tombstone
     ]),
     "share-group-state": StructType([
         StructField("kind", StringType()),  # share_snapshot | share_update
@@ -108,6 +114,9 @@ DECODED = {
         StructField("topic_id", StringType()),  # as Kafka prints a Uuid
         StructField("partition", IntegerType()),
         StructField("tombstone", BooleanType()),  # a null value: the share-partition's state deleted
+        StructField("record", StringType()),  # Kafka's schema name (OffsetCommit, ConsumerGroupMemberMetadata...)
+        StructField("key", StringType()),  # every field of the key, by Kafka's schema, as JSON (as dump --decode)
+        StructField("value", StringType()),  # every field of the value as JSON; null for a tombstone
         StructField("value_version", IntegerType()),
         StructField("layout", StringType()),  # the Kafka release layout of value version 0: 4.1+ or 4.0
         StructField("snapshot_epoch", IntegerType()),
