@@ -300,24 +300,24 @@ def load_findings(loaded: LoadedPartition) -> list[Finding]:
     command that reads the loaded log rather than the files: each recovered segment's first invalid batch, where
     ``LogSegment.recover`` cuts it (``verify`` has it from its scan of the file; the load's own scan stops there, the
     cut's finding standing for what follows), ``recovery-truncates-log`` when that loses batches, the load's other
-    findings (:attr:`LoadedPartition.findings`), and each readable producer snapshot beyond the log end offset
-    (:func:`snapshot_beyond_log_end`)."""
+    findings (:attr:`LoadedPartition.findings`), then each producer snapshot as read (the broker deletes one it
+    cannot read, ``ProducerStateManager.loadFromSnapshot``) and, readable and beyond the log end offset,
+    :func:`snapshot_beyond_log_end`."""
     out = [c.finding for c in loaded.cuts]
     truncated = loaded.truncation()
     if truncated is not None:
         out.append(truncated)
     out += loaded.findings
     for offset, path in sorted(loaded.snapshot_files.items()):
-        if offset <= loaded.log_end_offset:
-            continue
+        display = os.path.join(loaded.display, path.name)
         try:
-            readable = any(isinstance(v, ProducerSnapshotHeader)
-                           for v in read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path)))
-        except InputIOError:
-            readable = False
-        if readable:  # one without a header is verify's to describe (snapshot-truncated, io-error)
-            out.append(snapshot_beyond_log_end(os.path.join(loaded.display, path.name), offset,
-                                               loaded.log_end_offset))
+            items = list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, display))
+        except InputIOError as exc:
+            out.append(finding("io-error", display, None, str(exc)))
+            continue
+        out += [i for i in items if isinstance(i, Finding)]
+        if offset > loaded.log_end_offset and any(isinstance(i, ProducerSnapshotHeader) for i in items):
+            out.append(snapshot_beyond_log_end(display, offset, loaded.log_end_offset))
     return out
 
 

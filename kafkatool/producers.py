@@ -35,7 +35,8 @@ is kept as ``verify`` reports it (:attr:`PartitionHistory.load_findings`, less w
 every command that replays the partition to say once.
 
 The rebuilt state is compared with the newest ``.snapshot`` the broker keeps (state at the snapshot's offset): one
-beyond the log end offset is deleted at load (``ProducerStateManager.truncateAndReload``) and never compared. Expected
+beyond the log end offset (``ProducerStateManager.truncateAndReload``) or that it cannot read (``loadFromSnapshot``)
+is deleted at load and never compared. Expected
 differences: the broker drops a producer from the snapshot it loads when its last write is older than
 ``producer.id.expiration.ms`` (``producer-not-in-snapshot``, info); a snapshot may know producers whose batches
 were all deleted before the log start (``producer-only-in-snapshot``, warning).
@@ -148,7 +149,7 @@ class PartitionHistory:
     load_findings: list[Finding] = dataclasses.field(default_factory=list)
     log_start: int | None = None
     leo: int | None = None
-    snapshot: Path | None = None  # the newest the broker keeps (at or below the log end offset)
+    snapshot: Path | None = None  # the newest the broker keeps (readable, at or below the log end offset)
     states: dict[int, list[ProducerEntry]] = dataclasses.field(default_factory=dict)  # at each snapshot's offset
     loaded: LoadedPartition | None = None  # the partition as the broker loads it
 
@@ -205,9 +206,10 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
         base = live[0].base_offset
         _start, entries, _bad = latest_snapshot(snaps, base, base)
         h.load(entries)
-    kept = loaded.kept_snapshots()
-    if kept:
-        h.history.snapshot = kept[max(kept)]
+    kept: dict[int | None, Path] = dict(loaded.kept_snapshots())
+    newest, _entries, bad = latest_snapshot(kept, None, 0)  # loadFromSnapshot deletes each it cannot read
+    if newest in kept and newest not in bad:
+        h.history.snapshot = kept[newest]
     h.history.log_start, h.history.leo = loaded.log_start_offset, loaded.log_end_offset
     pending = sorted(loaded.snapshot_files)
 
@@ -524,7 +526,7 @@ class _Replay:
 
 def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
     """The rebuilt producer state against the newest ``.snapshot`` the broker keeps (by producer id; see the module
-    doc); none when every snapshot is beyond the log end offset (their ``snapshot-beyond-log-end`` says so)."""
+    doc); none when every snapshot is beyond the log end offset or unreadable (what verify says of them says so)."""
     if history.snapshot is None:
         return
     path = f"{history.display}/{history.snapshot.name}"

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 # What loading the log meets, as verify reports it: the invalid batch where recovery cuts a segment, the cut, and the
-# producer snapshots ProducerStateManager.truncateAndReload deletes (beyond the log end offset).
-LOAD_CODES = ("crc-mismatch", "torn-tail", "recovery-truncates-log", "snapshot-beyond-log-end")
+# producer snapshots the broker deletes (beyond the log end offset: ProducerStateManager.truncateAndReload; one it
+# cannot read: loadFromSnapshot).
+LOAD_CODES = ("crc-mismatch", "torn-tail", "recovery-truncates-log", "snapshot-beyond-log-end", "snapshot-crc-mismatch")
 REPLAYING = (("producers",), ("txns",), ("txns", "--hanging"))
 
 
@@ -47,12 +48,18 @@ def _snapshot_beyond(part: Path) -> None:
     shutil.copyfile(part / "00000000000000000269.snapshot", part / "00000000000000000300.snapshot")
 
 
+def _bad_snapshot(part: Path) -> None:
+    """The newest producer snapshot's entries damaged (its CRC no longer matches)."""
+    _flip(part / "00000000000000000269.snapshot", 40)
+
+
 def _load_damage(lines: list[dict]) -> Counter[tuple]:
     return Counter((d["code"], d["path"], d["position"], d["severity"]) for d in lines
                    if d["type"] == "finding" and d["code"] in LOAD_CODES)
 
 
-@pytest.mark.parametrize("damage", [_crc_flip, _torn_last_batch, _snapshot_beyond], ids=lambda f: f.__name__[1:])
+@pytest.mark.parametrize("damage", [_crc_flip, _torn_last_batch, _snapshot_beyond, _bad_snapshot],
+                         ids=lambda f: f.__name__[1:])
 def test_replaying_commands_name_the_loads_damage_as_verify(damage, corpus: Path, tmp_path: Path, run_cli) -> None:
     part = _copy(corpus / "kafka" / "logdir" / "txn-0", tmp_path / "txn-0")
     damage(part)
@@ -68,13 +75,16 @@ def test_replaying_commands_name_the_loads_damage_as_verify(damage, corpus: Path
             assert run_cli(*command, "--fail-on", level, part).returncode == code, (command, level)
 
 
-def test_snapshot_comparison_skips_the_snapshots_the_broker_deletes(corpus: Path, tmp_path: Path, run_cli) -> None:
-    """After a cut every snapshot is beyond the log end: the broker deletes them at load, so nothing is compared
-    with them (no producer-state-mismatch against a state the broker never holds); what is said of them is
-    verify's snapshot-beyond-log-end."""
+@pytest.mark.parametrize(("damage", "said"), [(_crc_flip, "snapshot-beyond-log-end"),
+                                              (_bad_snapshot, "snapshot-crc-mismatch")], ids=["cut", "unreadable"])
+def test_snapshot_comparison_skips_the_snapshots_the_broker_deletes(damage, said: str, corpus: Path, tmp_path: Path,
+                                                                   run_cli) -> None:
+    """After a cut every snapshot is beyond the log end, and an unreadable one is no state at all: the broker deletes
+    them at load, so nothing is compared with them (no producer-state-mismatch against a state the broker never
+    holds, no producer "expired" from an unreadable file); what is said of them is verify's."""
     part = _copy(corpus / "kafka" / "logdir" / "txn-0", tmp_path / "txn-0")
-    _crc_flip(part)
+    damage(part)
     lines = run_cli("producers", "-f", "jsonl", part).jsonl()
-    codes = Counter(d["code"] for d in lines if d["type"] == "finding")
-    assert codes["snapshot-beyond-log-end"] == 2
-    assert not {"producer-state-mismatch", "producer-not-in-snapshot", "producer-only-in-snapshot"} & set(codes)
+    compared = {d["path"] for d in lines if d["type"] == "finding" and d["code"].startswith("producer-")}
+    assert compared <= {str(part / "00000000000000000174.snapshot")}
+    assert any(d["type"] == "finding" and d["code"] == said for d in lines)

@@ -41,7 +41,7 @@ def producers(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -
     """Rebuild each producer's state from the log and audit idempotence.
 
     Per producer id: epoch, first and last sequence, last offset, open transaction; compared with the
-    newest producer .snapshot the broker keeps (at or below the log end offset). Findings: what loading
+    newest producer .snapshot the broker keeps (readable, at or below the log end offset). Findings: what loading
     the log met, as verify reports it (recovery's cuts, snapshots beyond the log end); duplicate batches,
     sequence gaps and out-of-order sequences (what the broker rejects with OutOfOrderSequence), writes
     of fenced epochs, epoch bumps (info).
