@@ -434,14 +434,9 @@ def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Itera
     summary.open_transactions = len(loaded.open_transactions)
     summary.last_stable_offset = loaded.last_stable_offset
     summary.leader_epochs = list(loaded.epoch_cache.entries)
-    cut = loaded.cut
-    gone = [s for s in loaded.segments if s.deleted]
-    if loaded.on_disk_end_offset != loaded.log_end_offset and cut is not None:
-        yield finding("recovery-truncates-log", cut.display, cut.position,
-                      f"the broker's recovery cuts this segment here ({cut.finding.code}): the log end offset after "
-                      f"loading is {loaded.log_end_offset}, the batches on disk end at {loaded.on_disk_end_offset} "
-                      f"(offsets {loaded.log_end_offset}..{loaded.on_disk_end_offset - 1} are lost"
-                      + (f", and the {len(gone)} segments after it are deleted)" if gone else ")"))
+    truncated = loaded.truncation()
+    if truncated is not None:
+        yield truncated
     for f in loaded.findings:
         if f.code == "log-end-below-log-start":
             yield f
