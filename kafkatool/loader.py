@@ -321,6 +321,9 @@ def load_findings(loaded: LoadedPartition) -> list[Finding]:
     if truncated is not None:
         out.append(truncated)
     out += loaded.findings
+    # a KRaft log truncated to its latest snapshot deletes every producer snapshot (kraft-log-starts-at-snapshot
+    # says so): none is beyond its log end, as verify says
+    kraft_truncated = loaded.metadata_log is not None and loaded.metadata_log.truncated_to is not None
     for offset, path in sorted(loaded.snapshot_files.items()):
         display = os.path.join(loaded.display, path.name)
         try:
@@ -329,7 +332,8 @@ def load_findings(loaded: LoadedPartition) -> list[Finding]:
             out.append(finding("io-error", display, None, str(exc)))
             continue
         out += [i for i in items if isinstance(i, Finding)]
-        if offset > loaded.log_end_offset and any(isinstance(i, ProducerSnapshotHeader) for i in items):
+        if (not kraft_truncated and offset > loaded.log_end_offset
+                and any(isinstance(i, ProducerSnapshotHeader) for i in items)):
             out.append(snapshot_beyond_log_end(display, offset, loaded.log_end_offset))
     return out
 

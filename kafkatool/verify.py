@@ -36,6 +36,7 @@ from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .findings import finding
+from .loader import snapshot_beyond_log_end
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .metadata_log import METADATA_TOPIC, partial_snapshot
@@ -712,9 +713,7 @@ def _check_snapshots(files: PartitionFiles, state: _PartitionState, beyond: bool
         if header is None:
             continue
         if beyond and leo is not None and offset > leo:
-            yield finding("snapshot-beyond-log-end", display, None,
-                          f"producer snapshot at offset {offset}, beyond the log end offset {leo}: the broker "
-                          "deletes it when it loads the log")
+            yield snapshot_beyond_log_end(display, offset, leo)
 
 
 def _check_partition_metadata(files: PartitionFiles, part: _Partition) -> Iterator[Finding]:

@@ -88,3 +88,17 @@ def test_snapshot_comparison_skips_the_snapshots_the_broker_deletes(damage, said
     compared = {d["path"] for d in lines if d["type"] == "finding" and d["code"].startswith("producer-")}
     assert compared <= {str(part / "00000000000000000174.snapshot")}
     assert any(d["type"] == "finding" and d["code"] == said for d in lines)
+
+
+def test_a_kraft_log_truncated_to_its_snapshot_deletes_its_producer_snapshots(corpus: Path, run_cli) -> None:
+    """A snapshot-only KRaft dir (MashaKosher 4ec23dc0: producer snapshots up to 482623, log end 476861 once the log
+    starts at the latest snapshot): KafkaMetadataLog's truncateToLatestSnapshot deletes every producer snapshot and
+    verify says so in its kraft-log-starts-at-snapshot; no replaying command calls one of them beyond the log end."""
+    part = corpus / "real" / "MashaKosher_Internship" / "4ec23dc0" / "data" / "__cluster_metadata-0"
+    verify = run_cli("verify", "-f", "jsonl", part)
+    assert any(d["type"] == "finding" and d["code"] == "kraft-log-starts-at-snapshot" for d in verify.jsonl())
+    want = _load_damage(verify.jsonl())
+    assert not want
+    for command in REPLAYING:
+        out = run_cli(*command, "-f", "jsonl", part)
+        assert _load_damage(out.jsonl()) == want, (command, out.stdout)
