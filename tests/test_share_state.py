@@ -4,24 +4,14 @@ time."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from kafkatool.internal.share_state import StateBatch, combine_state_batches, share_states, share_states_bytes
 
-from .conftest import PROJECT_ROOT
+from .test_hanging import gen  # fixtures/generate.py, loaded once
 
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("fixtures_generate", PROJECT_ROOT / "fixtures" / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _generator()
 SHARE_LOG = Path("__share_group_state-0") / f"{0:020d}.log"
 
 

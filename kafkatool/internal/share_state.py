@@ -18,18 +18,8 @@ from ..model import CappedFindings, Finding
 from ..replicas import open_replica
 from ..smallfiles import read_topic_id
 from ..walk import PartitionDir, partition_dirs, partition_dirs_and_findings
-from .common import (
-    Undecodable,
-    kafka_uuid,
-    log_bytes,
-    newer_record,
-    nullable,
-    parse,
-    partition_records,
-    schema_record,
-    tagged,
-    value_version,
-)
+from . import common
+from .common import Undecodable, kafka_uuid, nullable, parse, schema_record, tagged, value_version
 from .metadata import METADATA_TOPIC, metadata_file, metadata_sources
 
 SHARE_STATE_TOPIC = "__share_group_state"
@@ -247,7 +237,7 @@ def share_state_partition(files: Iterable[tuple[Path, str]], name: str,
     ``progress`` is told the bytes read."""
     state: dict[tuple[str, str, int], SharePartitionState] = {}
     findings = CappedFindings()
-    for display, batch, rec in partition_records(files, findings, progress):
+    for display, batch, rec in common.partition_records(files, findings, progress):
         if rec.control_type is not None:
             continue
         try:
@@ -278,7 +268,7 @@ def share_state_partition(files: Iterable[tuple[Path, str]], name: str,
                 old.delivery_complete_count if v["delivery_complete_count"] is None else v["delivery_complete_count"],
                 name, rec.offset)
         except (Undecodable, MergeTooLong) as exc:
-            newer = None if rec.key is None else newer_record(
+            newer = None if rec.key is None else common.newer_record(
                 ks.SHARE_COORDINATOR, SHARE_STATE_TOPIC, rec.key, rec.value, display, batch.position, rec.offset)
             findings.append(newer or finding("share-state-undecodable", display, batch.position,
                                              f"record at offset {rec.offset}: {exc}"))
@@ -384,7 +374,7 @@ def share_states_bytes(paths: Iterable[str | Path]) -> int:
     homes = {part.logdir_path.resolve() for part in parts if part.topic == SHARE_STATE_TOPIC}
     if not homes:
         return 0
-    total = sum(log_bytes(part.files) for part in parts if part.topic == SHARE_STATE_TOPIC)
+    total = sum(common.log_bytes(part.files) for part in parts if part.topic == SHARE_STATE_TOPIC)
     total += sum(file_size(path) for group in metadata_sources(paths) for path, _display, _kind in group)
     data: dict[tuple[Path, str | None, int | None], PartitionDir] = {}
     for part in parts:
