@@ -223,6 +223,33 @@ def _replay_value(rtype: int, value: bytes) -> tuple[dict[str, Any], list[StateB
                for b in v["state_batches"]]
 
 
+def replay_share_record(state: dict[tuple[str, str, int], SharePartitionState], key: tuple[str, str, int],
+                        rtype: int, value: dict[str, Any] | None, batches: list[StateBatch], name: str,
+                        offset: int) -> None:
+    """One record replayed into ``state`` (key: group, topic id, partition) as ``ShareCoordinatorShard.replay``
+    does (:func:`share_state_partition` says how); ``value`` the value's fields (None: a tombstone), ``batches``
+    its state batches. :class:`Undecodable` for a ShareUpdate tombstone, :class:`MergeTooLong`."""
+    if value is None:
+        if rtype == it.SHARE_UPDATE:
+            raise Undecodable("a ShareUpdate tombstone: ShareCoordinatorShard.handleShareUpdate cannot replay it "
+                              "(the coordinator fails to load the partition)")
+        state.pop(key, None)
+        return
+    old = state.get(key)
+    if rtype == it.SHARE_SNAPSHOT or old is None:
+        state[key] = SharePartitionState(
+            *key, value.get("state_epoch", -1) if rtype == it.SHARE_SNAPSHOT else -1, value["leader_epoch"],
+            value["start_offset"], tuple(batches), value["snapshot_epoch"], value["delivery_complete_count"], name,
+            offset)
+        return
+    start = old.start_offset if value["start_offset"] == -1 else value["start_offset"]
+    complete = value["delivery_complete_count"]
+    state[key] = SharePartitionState(
+        *key, old.state_epoch, old.leader_epoch if value["leader_epoch"] == -1 else value["leader_epoch"], start,
+        tuple(combine_state_batches(old.state_batches, batches, start)), old.snapshot_epoch,
+        old.delivery_complete_count if complete is None else complete, name, offset)
+
+
 def share_state_partition(files: Iterable[tuple[Path, str]], name: str,
                           progress: Callable[[int], None] | None = None) -> Iterator[SharePartitionState | Finding]:
     """Replay one ``__share_group_state-N`` partition as ``ShareCoordinatorShard.replay`` loads it, per
@@ -249,24 +276,10 @@ def share_state_partition(files: Iterable[tuple[Path, str]], name: str,
             k = parse(it.ShareStateKey, rec.key, f"{it.SHARE_RECORD_NAMES[rtype]}Key")
             key = (nullable(k.group_id) or "", kafka_uuid(k.topic_id), k.partition)
             if rec.value is None:
-                if rtype == it.SHARE_UPDATE:
-                    raise Undecodable("a ShareUpdate tombstone: ShareCoordinatorShard.handleShareUpdate cannot "
-                                      "replay it (the coordinator fails to load the partition)")
-                state.pop(key, None)
+                replay_share_record(state, key, rtype, None, [], name, rec.offset)
                 continue
             v, batches = _replay_value(rtype, rec.value)
-            old = state.get(key)
-            if rtype == it.SHARE_SNAPSHOT or old is None:
-                state[key] = SharePartitionState(
-                    *key, v.get("state_epoch", -1), v["leader_epoch"], v["start_offset"], tuple(batches),
-                    v["snapshot_epoch"], v["delivery_complete_count"], name, rec.offset)
-                continue
-            start = old.start_offset if v["start_offset"] == -1 else v["start_offset"]
-            state[key] = SharePartitionState(
-                *key, old.state_epoch, old.leader_epoch if v["leader_epoch"] == -1 else v["leader_epoch"], start,
-                tuple(combine_state_batches(old.state_batches, batches, start)), old.snapshot_epoch,
-                old.delivery_complete_count if v["delivery_complete_count"] is None else v["delivery_complete_count"],
-                name, rec.offset)
+            replay_share_record(state, key, rtype, v, batches, name, rec.offset)
         except (Undecodable, MergeTooLong) as exc:
             newer = None if rec.key is None else common.newer_record(
                 ks.SHARE_COORDINATOR, SHARE_STATE_TOPIC, rec.key, rec.value, display, batch.position, rec.offset)
