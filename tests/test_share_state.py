@@ -197,3 +197,32 @@ def test_progress_reaches_the_bars_total(logdir: Path) -> None:
         told: list[int] = []
         list(share_states(paths, progress=told.append))
         assert sum(told) == share_states_bytes(paths) > 0
+
+
+# --- Spark: the same replay over the data source's decoded rows --------------------------------------------------
+
+
+@pytest.mark.spark
+def test_spark_rows_replay_to_what_share_state_finds(spark, logdir: Path) -> None:
+    """The rows of __share_group_state-0 read with decode share-group-state on local[2], collected and replayed by
+    kafkatool.spark.replay: the states the CLI's replay finds, and the same state after each record."""
+    from kafkatool.internal.share_state import share_state_partition
+    from kafkatool.spark.replay import share_states_of_rows
+    from kafkatool.walk import partition_dirs
+
+    df = spark.read.format("kafka-log").option("decode", "share-group-state").option("minPartitions", "2") \
+        .load([str(logdir)]).where("topic = '__share_group_state'")
+    rows = df.select("offset", "decoded", "decode_error").collect()
+    assert len(rows) == 12
+    got, skipped = share_states_of_rows(rows, "__share_group_state-0")
+    part = next(p for p in partition_dirs([logdir]) if p.topic == "__share_group_state")
+    want = list(share_state_partition(part.files, "__share_group_state-0"))
+    assert skipped == [] and got == want and len(got) == 5
+    workers = next(s for s in got if (s.group_id, s.partition) == ("workers", 0))
+    assert [b.as_dict() for b in workers.state_batches] == [
+        {"first_offset": 20, "last_offset": 29, "delivery_state": "Acked", "delivery_count": 1}]
+    # after the first three records: the update's merge, from rows in any order
+    early = [r for r in rows if r["offset"] < 3][::-1]
+    (state,), _ = share_states_of_rows(early, "__share_group_state-0")
+    assert [(b.first_offset, b.last_offset, b.delivery_count) for b in state.state_batches] == [
+        (15, 19, 2), (20, 29, 1)]
