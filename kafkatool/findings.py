@@ -364,6 +364,11 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     ("metadata-undecodable", "error", "a __cluster_metadata record that does not decode",
      "MetadataRecordSerde"),
     ("metadata-none", "warning", "no __cluster_metadata segments or snapshots found", KAFKATOOL),
+    ("metadata-record-unknown", "warning", "a __cluster_metadata record of a type or version newer than the "
+     "schemas kafkatool holds (formats/schemas): shown undecoded, and its change left out of the timeline",
+     "MetadataRecordSerde"),
+    ("remote-log-metadata-unknown", "warning", "a __remote_log_metadata record (tiered storage, KIP-405) of a type "
+     "or version newer than the schemas kafkatool holds: shown undecoded", "RemoteLogMetadataSerde"),
     ("kraft-snapshot-gap", "error", "the KRaft metadata log starts above 0 with no snapshot at or after its "
      "start: the metadata between the newest snapshot and the log start is in no file, and the node does not start "
      "(Inconsistent snapshot state)", "KafkaMetadataLog.recoverSnapshots"),

@@ -312,8 +312,9 @@ def metadata(
     For a __cluster_metadata-0 dir: its latest snapshot, then the log after it, as the controller replays them.
     One row per PartitionRecord / PartitionChangeRecord: offset (for rows from a snapshot: the snapshot's end
     offset in its own column), time, topic-partition, leader, ISR, leader epoch, partition epoch, and a
-    marker where the ISR falls below min.insync.replicas and where it is back.
-    Record types not decoded are named by type and version and skipped.
+    marker where the ISR falls below min.insync.replicas and where it is back; ELR and last known ELR where the
+    records name them (a ClearElrRecord empties them). Record types or versions newer than the schemas are
+    named by type and version (a metadata-record-unknown warning) and skipped.
     Exit 0 ok, 1 findings (--fail-on, default warning; with --under-min-isr also any interval), 2 usage error,
     3 I/O error.
     """

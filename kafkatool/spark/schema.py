@@ -62,8 +62,8 @@ _MEMBER = StructType([
 ])
 
 # The ``decoded`` column per ``decode`` option: the fields of kafkatool.internal's per-record decoders
-# (offsets_record, transaction_record, share_state_record, metadata_record); a field a record does not have is
-# null.
+# (offsets_record, transaction_record, share_state_record, metadata_record, remote_log_metadata_record); a field a
+# record does not have is null.
 DECODED = {
     "consumer-offsets": StructType([
         StructField("kind", StringType()),  # offset_commit | group_metadata | the KIP-848 record's name, snake_case
@@ -128,6 +128,14 @@ DECODED = {
         StructField("name", StringType()),  # TopicRecord, PartitionRecord, ... or "type N"
         StructField("decoded", BooleanType()),  # whether this type and version's fields are declared here
         StructField("fields", StringType()),  # the fields as JSON, as metadata --all -f jsonl shows them
+        StructField("record", StringType()),  # the schema name; null for a type or version newer than the schemas
+        StructField("data", StringType()),  # every field as JSON, as dump --decode shows them
+    ]),
+    "remote-log-metadata": StructType([
+        StructField("record_type", IntegerType()),
+        StructField("version", IntegerType()),
+        StructField("record", StringType()),  # RemoteLogSegmentMetadataRecord, ...; null when newer than the schemas
+        StructField("data", StringType()),  # every field as JSON, as dump --decode shows them
     ]),
 }
 

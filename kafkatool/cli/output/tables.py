@@ -73,6 +73,16 @@ _FOLD_MIN = 24  # a column of text cut short keeps at least this many characters
 _INDENT = "    "  # the lines a row goes on over, past the first
 
 
+def _with_elr(cols: dict[str, str]) -> dict[str, str]:
+    """The partition_state columns with ``ELR`` and ``last known ELR`` after the ISR."""
+    out: dict[str, str] = {}
+    for k, v in cols.items():
+        out[k] = v
+        if k == "isr":
+            out.update(elr="ELR", last_known_elr="last known ELR")
+    return out
+
+
 class Tables:
     """Rows gathered and written as tables, for :class:`kafkatool.cli.output.Output`."""
 
@@ -88,6 +98,8 @@ class Tables:
         if rows[0]["type"] == "partition_state":  # the min ISR column tells the value, its source and the step
             rows = [{**r, "min_isr": _min_isr(r)} for r in rows]
         chosen = _TABLE_COLUMNS.get(rows[0]["type"])
+        if chosen and rows[0]["type"] == "partition_state" and any("elr" in r for r in rows):
+            chosen = _with_elr(chosen)  # records that carry the eligible leader replicas (KIP-966)
         cols = chosen or {k: k for k in rows[0] if k != "type"}
         if chosen and "cluster" in rows[0]:  # rows of several clusters (metadata): which one each is from
             cols = {"cluster": "cluster", **chosen}
