@@ -341,6 +341,15 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "GroupMetadataManager"),
     ("commit-below-log-start", "warning", "a committed offset below its partition's log start: the "
      "consumer will reset", "SubscriptionState.requestOffsetReset"),
+    ("share-state-undecodable", "error", "a __share_group_state record that does not decode, or that the share "
+     "coordinator cannot replay (a ShareUpdate tombstone): skipped", "ShareCoordinatorShard.replay"),
+    ("share-state-none", "warning", "no __share_group_state partition dirs found", KAFKATOOL),
+    ("share-start-beyond-leo", "error", "a share partition's start offset beyond its data partition's log end: the "
+     "log lost data, or it is not the replica the share group consumed from", "ShareCoordinatorShard.replay"),
+    ("share-start-below-log-start", "warning", "a share partition's start offset below its data partition's log "
+     "start: the records between were deleted before the share group delivered them (the leader moves the start to "
+     "the log start)",
+     "SharePartition.updateCacheAndOffsets"),
     ("txn-state-undecodable", "error", "a __transaction_state record that does not decode",
      "TransactionLog.readTxnRecordValue"),
     ("txn-state-none", "warning", "no __transaction_state partition dirs found", KAFKATOOL),

@@ -1,4 +1,5 @@
-"""``kafkatool offsets``, ``partition-for``, ``txn-state``, ``metadata``: Kafka's internal topics, decoded."""
+"""``kafkatool offsets``, ``partition-for``, ``txn-state``, ``share-state``, ``metadata``: Kafka's internal topics,
+decoded."""
 
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
@@ -38,6 +39,16 @@ TXN_STATE_EXAMPLES = """
   kafkatool txn-state --transactional-id order-service-0 /var/lib/kafka/data/__transaction_state-31
 
   kafkatool txn-state -f jsonl /var/lib/kafka/data | jq -c 'select(.state=="Ongoing")'
+"""
+
+SHARE_STATE_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool share-state /var/lib/kafka/data
+
+  kafkatool share-state --group audit /var/lib/kafka/data/__share_group_state-7 /var/lib/kafka/meta
+
+  kafkatool share-state -f jsonl /var/lib/kafka/data | jq -c 'select(.type=="share_partition_state")'
 """
 
 METADATA_EXAMPLES = """
@@ -164,6 +175,51 @@ def txn_state(
     nothing_shown(out, "transactional id", lambda: f"__transaction_state ({names('transactional id', seen)})",
                   {"--transactional-id": transactional_id})
     return out.exit_code(fail_on)
+
+
+def share_state(
+    paths: Annotated[list[Path], typer.Argument(help="Log dirs or __share_group_state-N partition dirs (and the "
+                                                     "log dirs holding the data partitions and __cluster_metadata).",
+                                                show_default=False)],
+    fmt: Format = "text",
+    group: Groups = None,
+    fail_on: FailOn = "warning",
+) -> int:
+    """Each share partition's state (KIP-932), replayed from __share_group_state as the share coordinator loads it.
+
+    Per share group, topic and partition: state epoch, leader epoch, start offset and the state batches
+    (offsets, delivery state, delivery count). A ShareSnapshot replaces the state, a ShareUpdate moves the start
+    offset and merges its batches into the state's (where they overlap, the batch delivered more often wins, then
+    the further state; batches below the start offset are dropped), a tombstone deletes it
+    (ShareCoordinatorShard.replay, PersisterStateBatchCombiner). Topic ids are named from the data partitions
+    and __cluster_metadata given. Where the data partition is in the same log dir: its log start and LEO; a start
+    offset beyond the LEO is an error, below the log start a warning.
+    Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
+    """
+    from ..internal.share_state import SharePartitionState, share_states, share_states_bytes
+    from .exits import check_fail_on
+    from .output import Output, check_format
+    from .output.notes import names, nothing_shown
+
+    check_format(fmt)
+    check_fail_on(fail_on)
+    out = Output(fmt)
+    seen: set[str] = set()  # every group read, for a note when --group matched none of them
+    with out.progress(lambda: share_states_bytes(paths), "share-state") as advance:
+        items = share_states(paths, progress=advance, groups=group or (), read_groups=seen)
+        out.emit_all(_share_row(i) if fmt == "text" and isinstance(i, SharePartitionState) else i for i in items)
+    nothing_shown(out, "share partition state", lambda: f"__share_group_state ({names('group', seen)})",
+                  {"--group": group})
+    return out.exit_code(fail_on)
+
+
+def _share_row(state: Any) -> dict[str, Any]:
+    """A share partition's text row: its topic by name where known, its batches on one line (``0-9 Acked×1``)."""
+    d = state.as_dict()
+    d["topic"] = d["topic"] or d["topic_id"]
+    d["state_batches"] = ", ".join(f"{b['first_offset']}-{b['last_offset']} {b['delivery_state']}×"
+                                   f"{b['delivery_count']}" for b in d["state_batches"]) or "-"
+    return d
 
 
 def _cluster_labels(groups: list) -> dict[str, str]:

@@ -11,7 +11,7 @@ from .text import _cell, _min_isr
 
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
                 "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
-                "partition_overview", "topic_overview", "hanging_transaction"}
+                "partition_overview", "topic_overview", "hanging_transaction", "share_partition_state"}
 # Tables showing chosen fields (field -> header) rather than every field of the value:
 _TABLE_COLUMNS = {
     "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
@@ -54,6 +54,11 @@ _TABLE_COLUMNS = {
                             "first_offset": "first offset", "last_timestamp": "last write", "open_ms": "open ms",
                             "transactional_id": "transactional id", "reason": "reason", "last_stable_offset": "LSO",
                             "groups": "groups held"},
+    "share_partition_state": {"group_id": "group", "topic": "topic", "partition": "partition",
+                              "state_epoch": "state epoch", "leader_epoch": "leader epoch",
+                              "start_offset": "start offset", "log_start_offset": "log start",
+                              "log_end_offset": "LEO", "state_batches": "state batches (offsets state×deliveries)",
+                              "coordinator_partition": "in"},
 }
 _SUMMARY_COLUMNS = {
     "path": "partition", "segments": "segments", "bytes": "bytes", "batches": "batches",
