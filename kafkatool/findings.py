@@ -369,6 +369,19 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "MetadataRecordSerde"),
     ("remote-log-metadata-unknown", "warning", "a __remote_log_metadata record (tiered storage, KIP-405) of a type "
      "or version newer than the schemas kafkatool holds: shown undecoded", "RemoteLogMetadataSerde"),
+    ("tiered-none", "warning", "no __remote_log_metadata partition dirs found", KAFKATOOL),
+    ("tiered-record-undecodable", "error", "a __remote_log_metadata record that does not decode, or that the "
+     "consumer does not take (a snapshot record): skipped",
+     "RemotePartitionMetadataEventHandler.handleRemoteLogMetadata"),
+    ("remote-segment-invalid-transition", "error", "a remote log segment event whose state does not follow from the "
+     "segment's (or names a segment with no metadata): Kafka drops it, the segment keeps its state",
+     "RemoteLogSegmentState.isValidTransition"),
+    ("remote-segment-stuck", "warning", "a remote log segment left in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED "
+     "at --now (else the newest time read): the copy or delete never finished", "RemoteLogMetadataCache"),
+    ("tiered-offset-gap", "error", "the copied remote segments end below the local log start: the offsets between "
+     "are on no tier", "UnifiedLog.deleteOldSegments"),
+    ("remote-segment-epochs-mismatch", "warning", "a copied remote segment's leader epochs are not within the local "
+     "leader-epoch-checkpoint's lineage", "RemoteLogManager.isRemoteSegmentWithinLeaderEpochs"),
     ("kraft-snapshot-gap", "error", "the KRaft metadata log starts above 0 with no snapshot at or after its "
      "start: the metadata between the newest snapshot and the log start is in no file, and the node does not start "
      "(Inconsistent snapshot state)", "KafkaMetadataLog.recoverSnapshots"),

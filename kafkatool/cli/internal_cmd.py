@@ -1,5 +1,5 @@
-"""``kafkatool offsets``, ``partition-for``, ``txn-state``, ``share-state``, ``metadata``: Kafka's internal topics,
-decoded."""
+"""``kafkatool offsets``, ``partition-for``, ``txn-state``, ``share-state``, ``tiered``, ``metadata``: Kafka's
+internal topics, decoded."""
 
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .options import FailOn, Format, Groups, Now, Topic, TransactionalIds
+from .options import FailOn, Format, Groups, Now, PartitionNo, Topic, TransactionalIds
 
 OFFSETS_EXAMPLES = """
 [bold]Examples[/bold]
@@ -49,6 +49,16 @@ SHARE_STATE_EXAMPLES = """
   kafkatool share-state --group audit /var/lib/kafka/data/__share_group_state-7 /var/lib/kafka/meta
 
   kafkatool share-state -f jsonl /var/lib/kafka/data | jq -c 'select(.type=="share_partition_state")'
+"""
+
+TIERED_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool tiered /var/lib/kafka/data
+
+  kafkatool tiered --topic ledger --partition 0 /var/lib/kafka/data/__remote_log_metadata-3 /var/lib/kafka/data
+
+  kafkatool tiered -f jsonl /var/lib/kafka/data | jq -c 'select(.state=="COPY_SEGMENT_STARTED")'
 """
 
 METADATA_EXAMPLES = """
@@ -211,6 +221,58 @@ def share_state(
     nothing_shown(out, "share partition state", lambda: f"__share_group_state ({names('group', seen)})",
                   {"--group": group})
     return out.exit_code(fail_on)
+
+
+def tiered(
+    paths: Annotated[list[Path], typer.Argument(help="Log dirs or __remote_log_metadata-N partition dirs (and the "
+                                                     "log dirs holding the user partitions, to check them against).",
+                                                show_default=False)],
+    fmt: Format = "text",
+    topic: Topic = None,
+    partition: PartitionNo = None,
+    now: Now = None,
+    fail_on: FailOn = "warning",
+) -> int:
+    """Each partition's remote log segments (tiered storage, KIP-405), replayed from __remote_log_metadata.
+
+    As TopicBasedRemoteLogMetadataManager's consumer replays it (RemotePartitionMetadataStore,
+    RemoteLogMetadataCache): a segment's metadata, then its updates by RemoteLogSegmentState's transitions (an
+    invalid one is dropped, and an error); DELETE_SEGMENT_FINISHED segments and DELETE_PARTITION_FINISHED partitions
+    are gone. A segment left in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED at --now is a warning. Where the
+    user partition's dir is given (by topic id): copied segments ending below the local log start leave offsets on
+    no tier (an error); a copied segment whose leader epochs are not within the local leader-epoch-checkpoint is a
+    warning (RemoteLogManager.isRemoteSegmentWithinLeaderEpochs).
+    Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
+    """
+    from ..errors import UsageError
+    from ..internal.remote_log_metadata import RemoteSegment, remote_segments, remote_segments_bytes
+    from ..locate import parse_timestamp
+    from .exits import check_fail_on
+    from .output import Output, check_format
+    from .output.notes import names, nothing_shown
+
+    check_format(fmt)
+    check_fail_on(fail_on)
+    at = None if now is None else parse_timestamp(now)
+    if at is not None and at < 0:
+        raise UsageError(f"--now {now}: not a time")
+    out = Output(fmt)
+    seen: set[str] = set()  # every partition read, for a note when --topic/--partition matched none
+    with out.progress(lambda: remote_segments_bytes(paths), "tiered") as advance:
+        items = remote_segments(paths, progress=advance, now=at, topic=topic, partition=partition,
+                                read_partitions=seen)
+        out.emit_all(_segment_row(i) if fmt == "text" and isinstance(i, RemoteSegment) else i for i in items)
+    nothing_shown(out, "remote segment", lambda: f"__remote_log_metadata ({names('partition', seen)})",
+                  {"--topic": topic, "--partition": partition})
+    return out.exit_code(fail_on)
+
+
+def _segment_row(segment: Any) -> dict[str, Any]:
+    """A remote segment's text row: its topic by name where known, its leader epochs on one line (``0@0 1@20``)."""
+    d = segment.as_dict()
+    d["topic"] = d["topic"] or d["topic_id"]
+    d["segment_leader_epochs"] = " ".join(f"{e}@{o}" for e, o in d["segment_leader_epochs"].items()) or "-"
+    return d
 
 
 def _share_row(state: Any) -> dict[str, Any]:

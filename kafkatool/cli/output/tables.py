@@ -11,7 +11,8 @@ from .text import _cell, _min_isr
 
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
                 "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
-                "partition_overview", "topic_overview", "hanging_transaction", "share_partition_state"}
+                "partition_overview", "topic_overview", "hanging_transaction", "share_partition_state",
+                "remote_segment"}
 # Tables showing chosen fields (field -> header) rather than every field of the value:
 _TABLE_COLUMNS = {
     "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
@@ -54,6 +55,10 @@ _TABLE_COLUMNS = {
                             "first_offset": "first offset", "last_timestamp": "last write", "open_ms": "open ms",
                             "transactional_id": "transactional id", "reason": "reason", "last_stable_offset": "LSO",
                             "groups": "groups held"},
+    "remote_segment": {"topic": "topic", "partition": "partition", "segment_id": "segment", "start_offset": "start",
+                       "end_offset": "end", "state": "state", "broker_id": "broker", "event_timestamp": "event time",
+                       "segment_leader_epochs": "epochs (epoch@start)", "segment_size": "bytes",
+                       "metadata_partition": "in"},
     "share_partition_state": {"group_id": "group", "topic": "topic", "partition": "partition",
                               "state_epoch": "state epoch", "leader_epoch": "leader epoch",
                               "start_offset": "start offset", "log_start_offset": "log start",

@@ -38,7 +38,7 @@ def _cell(key: str, v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if key in ("commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp", "from_time", "to_time",
-               "first_timestamp", "last_timestamp"):
+               "first_timestamp", "last_timestamp", "event_timestamp"):
         return _iso(v)
     if isinstance(v, list):
         return ",".join(map(str, v))
