@@ -199,3 +199,26 @@ def test_progress_reaches_the_bars_total(logdir: Path) -> None:
         told: list[int] = []
         list(remote_segments(paths, progress=told.append))
         assert sum(told) == remote_segments_bytes(paths) > 0
+
+
+# --- Spark: the same replay over the data source's decoded rows --------------------------------------------------
+
+
+@pytest.mark.spark
+def test_spark_rows_replay_to_what_tiered_finds(spark, logdir: Path) -> None:
+    """The rows of __remote_log_metadata-0 read with decode remote-log-metadata on local[2], collected and replayed
+    by kafkatool.spark.replay: the segments the CLI's replay finds (A and scratch-0 gone), the invalid update as the
+    one row not replayed, and the state after the first five records from rows in any order."""
+    from kafkatool.spark.replay import remote_segments_of_rows
+
+    df = spark.read.format("kafka-log").option("decode", "remote-log-metadata").option("minPartitions", "2") \
+        .load([str(logdir)]).where("topic = '__remote_log_metadata'")
+    rows = df.select("partition", "offset", "decoded", "decode_error").collect()
+    assert len(rows) == 17
+    got, skipped = remote_segments_of_rows(rows)
+    want = [x for x in remote_segments([logdir / "__remote_log_metadata-0"]) if isinstance(x, RemoteSegment)]
+    assert [s.as_dict() for s in got] == [s.as_dict() for s in want] and [s.segment_id for s in got] == [B, C, D, E]
+    assert len(skipped) == 1 and "offset 9" in skipped[0] and "COPY_SEGMENT_FINISHED -> COPY_SEGMENT_STARTED" \
+        in skipped[0]
+    early, _ = remote_segments_of_rows([r for r in rows if r["offset"] < 5][::-1])
+    assert [(s.segment_id, s.state) for s in early] == [(A, 2), (B, 1)]  # A DELETE_SEGMENT_STARTED, B copied

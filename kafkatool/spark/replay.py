@@ -3,12 +3,14 @@ applied to the rows of one coordinator partition, collected in offset order."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from ..formats import internal_topics as it
 from ..internal.common import Undecodable
+from ..internal.remote_log_metadata import RemoteLogMetadataState, RemoteSegment, unknown_record
 from ..internal.share_state import MergeTooLong, SharePartitionState, StateBatch, replay_share_record
 
 _STATE_IDS = {name: state for state, name in it.DELIVERY_STATES.items()}
@@ -56,4 +58,31 @@ def share_states_of_rows(rows: Iterable[Any], coordinator_partition: str
     return sorted(state.values(), key=lambda s: (s.group_id, s.topic_id, s.partition)), skipped
 
 
-__all__ = ["delivery_state_id", "share_states_of_rows"]
+def remote_segments_of_rows(rows: Iterable[Any]) -> tuple[list[RemoteSegment], list[str]]:
+    """Every partition's remote segments (:class:`kafkatool.internal.remote_log_metadata.RemoteLogMetadataState`, as
+    ``TopicBasedRemoteLogMetadataManager``'s consumer replays them) from the rows of the ``__remote_log_metadata``
+    partitions read with ``decode`` ``remote-log-metadata`` (``partition``, ``offset``, ``decoded``; in any order:
+    replayed by partition and offset), by topic, partition and start offset; and why the rows not replayed were not
+    (a ``decode_error``, a type or version newer than the schemas, an event Kafka drops). The metadata rows fit the
+    driver (``collect`` them)."""
+    state = RemoteLogMetadataState()
+    skipped: list[str] = []
+    for row in sorted((_as_dict(r) for r in rows), key=lambda r: (r["partition"], r["offset"])):
+        where = f"__remote_log_metadata-{row['partition']}"
+        if row["decoded"] is None:
+            if row.get("decode_error") is not None:
+                skipped.append(f"{where} offset {row['offset']}: {row['decode_error']}")
+            continue  # a control record
+        d = _as_dict(row["decoded"])
+        unknown = unknown_record(d)
+        if unknown is not None:
+            skipped.append(f"{where} offset {row['offset']}: {unknown}")
+            continue
+        made = state.replay({**d, "data": json.loads(d["data"])}, where, row["offset"], where, None)
+        if made is not None:
+            skipped.append(f"{where} offset {row['offset']}: {made.message}")
+    segments = [s for by_id in state.partitions.values() for s in by_id.values()]
+    return sorted(segments, key=lambda s: (s.topic or s.topic_id, s.partition, s.start_offset)), skipped
+
+
+__all__ = ["delivery_state_id", "remote_segments_of_rows", "share_states_of_rows"]
