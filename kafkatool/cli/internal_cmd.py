@@ -165,18 +165,11 @@ def txn_state(
     TransactionStateManager.timedOutTransactions finds it (Ongoing: started + timeout < now).
     Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
     """
-    from ..errors import UsageError
     from ..internal.transactions import transaction_states, transaction_states_bytes
-    from ..locate import parse_timestamp
-    from .exits import check_fail_on
-    from .output import Output, check_format
+    from .output import Output
     from .output.notes import names, nothing_shown
 
-    check_format(fmt)
-    check_fail_on(fail_on)
-    at = None if now is None else parse_timestamp(now)
-    if at is not None and at < 0:
-        raise UsageError(f"--now {now}: not a time")
+    at = _checked(fmt, fail_on, now)
     out = Output(fmt)
     seen: set[str] = set()  # every transactional id read, for a note when --transactional-id matched none
     with out.progress(lambda: transaction_states_bytes(paths), "txn-state") as advance:
@@ -185,6 +178,21 @@ def txn_state(
     nothing_shown(out, "transactional id", lambda: f"__transaction_state ({names('transactional id', seen)})",
                   {"--transactional-id": transactional_id})
     return out.exit_code(fail_on)
+
+
+def _checked(fmt: str, fail_on: str, now: str | None) -> int | None:
+    """--format and --fail-on checked, and --now as epoch ms (None when not given)."""
+    from ..errors import UsageError
+    from ..locate import parse_timestamp
+    from .exits import check_fail_on
+    from .output import check_format
+
+    check_format(fmt)
+    check_fail_on(fail_on)
+    at = None if now is None else parse_timestamp(now)
+    if at is not None and at < 0:
+        raise UsageError(f"--now {now}: not a time")
+    return at
 
 
 def share_state(
@@ -244,18 +252,11 @@ def tiered(
     warning (RemoteLogManager.isRemoteSegmentWithinLeaderEpochs).
     Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
     """
-    from ..errors import UsageError
     from ..internal.remote_log_metadata import RemoteSegment, remote_segments, remote_segments_bytes
-    from ..locate import parse_timestamp
-    from .exits import check_fail_on
-    from .output import Output, check_format
+    from .output import Output
     from .output.notes import names, nothing_shown
 
-    check_format(fmt)
-    check_fail_on(fail_on)
-    at = None if now is None else parse_timestamp(now)
-    if at is not None and at < 0:
-        raise UsageError(f"--now {now}: not a time")
+    at = _checked(fmt, fail_on, now)
     out = Output(fmt)
     seen: set[str] = set()  # every partition read, for a note when --topic/--partition matched none
     with out.progress(lambda: remote_segments_bytes(paths), "tiered") as advance:

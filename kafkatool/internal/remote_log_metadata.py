@@ -31,6 +31,7 @@ from ..walk import PartitionDir, partition_dirs, partition_dirs_and_findings
 from . import common
 from .common import Undecodable
 from .metadata import api_message_frame
+from .transactions import TxnClock
 
 REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
 
@@ -124,23 +125,6 @@ class RemoteSegment:
                 "segment_leader_epochs": {str(e): o for e, o in self.segment_leader_epochs},
                 "segment_size": self.segment_size, "max_timestamp": self.max_timestamp,
                 "metadata_partition": self.metadata_partition, "log_offset": self.log_offset}
-
-
-@dataclass(frozen=True, slots=True)
-class TieredClock:
-    """The time ``tiered`` judges segments left in a STARTED state at: ``--now``, else the newest time read in the
-    ``__remote_log_metadata`` partitions (record times and event times; -1 before any)."""
-
-    now: int | None
-    newest: int
-
-    @property
-    def at(self) -> int:
-        return self.newest if self.now is None else self.now
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"type": "txn_clock", "now": self.at,
-                "source": "--now" if self.now is not None else "newest record time"}
 
 
 class RemoteLogMetadataState:
@@ -346,21 +330,19 @@ def _stuck(s: RemoteSegment, clock: int) -> Finding:
 
 def remote_segments(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None, *,
                     now: int | None = None, topic: str | None = None, partition: int | None = None,
-                    read_partitions: set[str] | None = None) -> Iterator[RemoteSegment | TieredClock | Finding]:
+                    read_partitions: set[str] | None = None) -> Iterator[RemoteSegment | TxnClock | Finding]:
     """Every user partition's remote segments in the ``__remote_log_metadata-*`` partitions under ``paths``, as
     :class:`RemoteLogMetadataState` replays them (DELETE_SEGMENT_FINISHED segments and DELETE_PARTITION_FINISHED
     partitions gone), by topic and partition then start offset; only ``topic`` / ``partition`` when given
-    (``read_partitions`` is given every ``topic-partition`` read). First the clock (:class:`TieredClock`); a
+    (``read_partitions`` is given every ``topic-partition`` read). First the time judged at (a
+    :class:`~kafkatool.internal.transactions.TxnClock`: ``--now``, else the newest record or event time read); a
     segment left in COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED is ``remote-segment-stuck``. Where the user
     partition's dir is under ``paths`` (by topic id): :func:`_local_checks`. ``progress`` is told the bytes read,
     :func:`remote_segments_bytes` in all."""
     read_partitions = set() if read_partitions is None else read_partitions
-    parts: list[PartitionDir] = []
-    for part in partition_dirs_and_findings(paths):
-        if isinstance(part, Finding):
-            yield part
-        else:
-            parts.append(part)
+    dirs = list(partition_dirs_and_findings(paths))
+    yield from (d for d in dirs if isinstance(d, Finding))  # what discovery met outside the partitions
+    parts = [d for d in dirs if not isinstance(d, Finding)]
     metas = [part for part in parts if part.topic == REMOTE_LOG_METADATA_TOPIC]
     if not metas:
         yield finding("tiered-none", ", ".join(str(p) for p in paths), None,
@@ -371,7 +353,7 @@ def remote_segments(paths: Iterable[str | Path], progress: Callable[[int], None]
     for part in sorted(metas, key=lambda p: p.partition or 0):
         found.extend(part.findings)
         found.extend(remote_log_metadata_partition(part.files, f"{part.topic}-{part.partition}", state, progress))
-    clock = TieredClock(now, state.newest)
+    clock = TxnClock(now, state.newest)
     yield clock
     locals_: dict[tuple[str | None, int | None], list[PartitionDir]] = {}
     for part in parts:
