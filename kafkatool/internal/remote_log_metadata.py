@@ -77,12 +77,11 @@ def unknown_record(decoded: dict[str, Any]) -> str | None:
 
 # --- the remote log metadata manager's replay (tiered) ---------------------------------------------------------
 
-# RemoteLogSegmentState and RemotePartitionDeleteState by id.
+# RemoteLogSegmentState by id; RemotePartitionDeleteState's DELETE_PARTITION_FINISHED (MARKED 0 and STARTED 1 keep
+# the partition).
 SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
                   3: "DELETE_SEGMENT_FINISHED"}
 COPY_STARTED, COPY_FINISHED, DELETE_STARTED, DELETE_FINISHED = range(4)
-PARTITION_DELETE_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_STARTED",
-                           2: "DELETE_PARTITION_FINISHED"}
 DELETE_PARTITION_FINISHED = 2
 # RemoteLogSegmentState.isValidTransition: source (None: no metadata yet) -> the targets it may go to (itself
 # always: retries and failover write a state again).
@@ -135,7 +134,6 @@ class RemoteLogMetadataState:
 
     def __init__(self) -> None:
         self.partitions: dict[tuple[str, int], dict[str, RemoteSegment]] = {}
-        self.deleted: set[tuple[str, int]] = set()
         self.newest = -1
 
     def replay(self, record: dict[str, Any], name: str, offset: int, where: str, pos: int | None
@@ -155,7 +153,6 @@ class RemoteLogMetadataState:
             if data["remote_partition_delete_state"] == DELETE_PARTITION_FINISHED:
                 # handleRemotePartitionDeleteMetadata: the partition's cache is dropped, segments and all.
                 self.partitions.pop(key, None)
-                self.deleted.add(key)
             return None
         return finding("tiered-record-undecodable", where, pos,
                        f"record at offset {offset}: {rname} in the topic: RemotePartitionMetadataEventHandler."
@@ -168,7 +165,6 @@ class RemoteLogMetadataState:
         sid = data["remote_log_segment_id"]
         tip = sid["topic_id_partition"]
         key = (tip["id"], tip["partition"])
-        self.deleted.discard(key)
         segments = self.partitions.setdefault(key, {})
         old = segments.get(sid["id"])
         target = data["remote_log_segment_state"]
