@@ -50,8 +50,9 @@ TransactionalIds = Annotated[list[str] | None, typer.Option("--transactional-id"
                                                             help="A transactional id (repeatable).",
                                                             show_default=False)]
 Now = Annotated[str | None, typer.Option(
-    "--now", metavar="TIME", help="Judge open transactions at this time (ISO-8601, UTC without a zone, or epoch "
-                                  "ms). Default: the newest record time read (said in the output).",
+    "--now", metavar="TIME", help="Judge open transactions (tiered: unfinished segment copies and deletes) at this "
+                                  "time (ISO-8601, UTC without a zone, or epoch ms). Default: the newest record time "
+                                  "read (said in the output).",
     show_default=False)]
 Force = Annotated[bool, typer.Option("--force", help="With --out: replace a file (or the tables of a directory) "
                                                    "that exists; without it that is refused (exit 2).")]
