@@ -35,8 +35,8 @@ def _group_state(o: Output, d: dict[str, Any]) -> str:
     """``groups``: a group's state as the coordinator loaded it, one line per member, then its commits."""
     kind = d["group_type"]
     head = (f"[bold]group {escape(d['group_id'])}[/bold]  {kind}  {d['state']}  "
-            + (f"generation {d['epoch']}  protocol {escape(str(d.get('protocol_type')))}/"
-               f"{escape(str(d.get('protocol')))}  leader {escape(str(d.get('leader')))}" if kind == "classic"
+            + (f"generation {d['epoch']}  protocol {escape(d.get('protocol_type') or '-')}/"
+               f"{escape(d.get('protocol') or '-')}  leader {escape(d.get('leader') or '-')}" if kind == "classic"
                else f"epoch {d['epoch']}  assignment epoch {d['assignment_epoch']}")
             + f"  {len(d['members'])} members  ({escape(d['coordinator_partition'])} @ {d['log_offset']})"
             + ("  [yellow]deleted[/yellow]" if d["deleted"] else "") + ("  (offsets only)" if d["simple"] else ""))
