@@ -4,7 +4,6 @@ generated at test time."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -15,17 +14,8 @@ from kafkatool.internal.common import kafka_uuid
 from kafkatool.internal.groups import group_states, group_states_bytes
 from kafkatool.logwriter import LogDirWriter
 
-from .conftest import PROJECT_ROOT
+from .test_fixtures import gen  # fixtures/generate.py, loaded once
 
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("fixtures_generate", PROJECT_ROOT / "fixtures" / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _generator()
 ORDERS = kafka_uuid(gen.GROUPS_TOPIC_IDS["orders"])
 CLICKS = kafka_uuid(gen.GROUPS_TOPIC_IDS["clicks"])
 

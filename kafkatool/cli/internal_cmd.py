@@ -102,11 +102,13 @@ def offsets(
     return out.exit_code(fail_on)
 
 
+GroupsPaths = Annotated[list[Path], typer.Argument(
+    help="Log dirs or __consumer_offsets-N partition dirs (and the log dirs holding the data partitions, for lag, and "
+         "__cluster_metadata, for topic names).", show_default=False)]
+
+
 def groups(
-    paths: Annotated[list[Path], typer.Argument(help="Log dirs or __consumer_offsets-N partition dirs (and the "
-                                                     "log dirs holding the data partitions, for lag, and "
-                                                     "__cluster_metadata, for topic names).",
-                                                show_default=False)],
+    paths: GroupsPaths,
     fmt: Format = "text",
     group: Groups = None,
     deleted: Annotated[bool, typer.Option("--deleted", help="Also the groups deleted by tombstones, as they were "
