@@ -102,6 +102,7 @@ def test_deleted_group_only_with_deleted(logdir: Path, run_cli) -> None:
     proc = run_cli("groups", "--group", "old-app", logdir)
     assert proc.returncode == 0 and proc.stdout == ""
     assert "no group matched --group old-app" in proc.stderr
+    assert "1 of them deleted by tombstones: --deleted shows them" in proc.stderr
 
 
 def test_text(logdir: Path, run_cli) -> None:

@@ -136,12 +136,17 @@ def groups(
     check_fail_on(fail_on)
     wanted = set(group or ())
     out = Output(fmt)
-    seen: list[str] = []  # every group read, for a note when --group matched none of them
+    seen: list[tuple[str, bool]] = []  # every group read (id, deleted), for a note when nothing was shown
     with out.progress(lambda: group_states_bytes(paths, with_lag=lag), "groups") as advance:
         items = group_states(paths, with_lag=lag, deleted=deleted, progress=advance, read=seen)
         out.emit_all(i for i in items if not wanted or not isinstance(i, GroupView) or i.group.group_id in wanted)
-    nothing_shown(out, "group", lambda: f"__consumer_offsets ({names('group', seen)})",
-                  {"--group": group, "--deleted": deleted})
+
+    def read() -> str:
+        gone = [g for g, dead in seen if dead]
+        tail = f", {len(gone):,} of them deleted by tombstones: --deleted shows them" if gone and not deleted else ""
+        return f"__consumer_offsets ({names('group', [g for g, _dead in seen])}{tail})"
+
+    nothing_shown(out, "group", read, {"--group": group, "--deleted": deleted})
     return out.exit_code(fail_on)
 
 

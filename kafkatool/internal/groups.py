@@ -364,13 +364,13 @@ def _topic_names(paths: list[str | Path], progress: Callable[[int], None] | None
 
 
 def group_states(paths: Iterable[str | Path], *, with_lag: bool = True, deleted: bool = False,
-                 progress: Callable[[int], None] | None = None, read: list[str] | None = None,
+                 progress: Callable[[int], None] | None = None, read: list[tuple[str, bool]] | None = None,
                  ) -> Iterator[GroupView | Finding]:
     """Every group the ``__consumer_offsets-*`` partitions under ``paths`` hold, as the coordinator loads them: the
     group records replayed by :class:`GroupsReplay` in the offsets engine's pass (:func:`consumer_offsets`, whose
     commits and lag each group gets), groups removed by tombstones only ``deleted``. Topic ids are named from the
-    ``__cluster_metadata`` in ``paths`` when there is one. ``read``, when given, gets the ids of every group read
-    (shown or not). Then the findings of both."""
+    ``__cluster_metadata`` in ``paths`` when there is one. ``read``, when given, gets every group read (shown or not):
+    its id and whether tombstones deleted it. Then the findings of both."""
     paths = list(paths)
     replays: list[GroupsReplay] = []
 
@@ -398,7 +398,7 @@ def group_states(paths: Iterable[str | Path], *, with_lag: bool = True, deleted:
             views.extend(GroupView(g, tuple(committed.get((r.name, g.group_id), ())), names, deleted=True)
                          for g in r.deleted.values())
         if read is not None:
-            read.extend([*r.groups, *r.deleted])
+            read.extend([*((g, False) for g in r.groups), *((g, True) for g in r.deleted)])
         findings.extend(r.findings)
     yield from sorted(views, key=lambda v: (v.group.group_id, v.group.coordinator_partition, v.deleted))
     yield from findings
