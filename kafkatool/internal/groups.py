@@ -17,6 +17,7 @@ from ..findings import finding
 from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
 from ..model import Batch, Finding, Record
+from .common import Undecodable
 from .metadata import MetadataEvent, metadata_bytes, metadata_sources, metadata_timeline
 from .offsets import (
     OFFSETS_TOPIC,
@@ -26,6 +27,7 @@ from .offsets import (
     OffsetKey,
     consumer_offsets,
     consumer_offsets_bytes,
+    decode_offsets_key,
 )
 
 # ``ConsumerGroupMember.LEAVE_GROUP_MEMBER_EPOCH``: the epoch a member's current-assignment tombstone leaves it at.
@@ -192,49 +194,63 @@ class GroupsReplay:
         self.findings: list[Finding] = []
 
     def __call__(self, display: str, batch: Batch, rec: Record, key: Any) -> None:
+        self.record(display, batch.position, rec.offset, rec.timestamp, rec.key, rec.value, key)
+
+    def record(self, display: str, position: int | None, offset: int, timestamp: int, key_bytes: bytes | None,
+               value: bytes | None, key: Any = None) -> None:
+        """One record of the partition, in offset order (not a control record); ``key``: ``key_bytes`` decoded by
+        :func:`~kafkatool.internal.offsets.decode_offsets_key` (decoded here when not given)."""
+        if key_bytes is None:
+            return
+        if key is None:
+            try:
+                key = decode_offsets_key(key_bytes)
+            except Undecodable:
+                return
+        at = (offset, timestamp)
         if isinstance(key, OffsetKey):
             # OffsetMetadataManager.replay: a commit to a group that does not exist creates a simple classic group
-            if rec.value is not None and key.group not in self.groups:
-                self._create(key.group, "classic", rec).simple = True
+            if value is not None and key.group not in self.groups:
+                self._create(key.group, "classic", at).simple = True
             return
         try:
-            r = ks.coordinator_record(ks.GROUP_COORDINATOR, rec.key, rec.value)  # type: ignore[arg-type]
+            r = ks.coordinator_record(ks.GROUP_COORDINATOR, key_bytes, value)
         except ConstructError:
             return  # the offsets engine reports it (coordinator-record-newer, offsets-undecodable)
         try:
             if isinstance(key, GroupKey):
-                self._classic(key.group, r["value"], rec)
+                self._classic(key.group, r["value"], at)
             elif r["record"] in _MODERN:
                 kind, part = _MODERN[r["record"]]
-                self._modern(kind, part, r["key"], r["value"], rec)
+                self._modern(kind, part, r["key"], r["value"], at)
         except Inconsistent as exc:
-            self.findings.append(finding("group-replay-inconsistent", display, batch.position,
-                                         f"record at offset {rec.offset} ({r['record']}): {exc}"))
+            self.findings.append(finding("group-replay-inconsistent", display, position,
+                                         f"record at offset {offset} ({r['record']}): {exc}"))
 
-    def _create(self, group_id: str, kind: str, rec: Record) -> _Group:
+    def _create(self, group_id: str, kind: str, at: tuple[int, int]) -> _Group:
         g = self.groups[group_id] = _Group(group_id, kind, self.name)
         self.deleted.pop(group_id, None)
-        self._touch(g, rec)
+        self._touch(g, at)
         return g
 
     @staticmethod
-    def _touch(g: _Group, rec: Record) -> None:
-        g.log_offset, g.timestamp = rec.offset, rec.timestamp
+    def _touch(g: _Group, at: tuple[int, int]) -> None:
+        g.log_offset, g.timestamp = at
 
-    def _remove(self, group_id: str, rec: Record) -> None:
+    def _remove(self, group_id: str, at: tuple[int, int]) -> None:
         """``GroupMetadataManager.removeGroup``: the group is gone (its offsets are deleted by their own tombstones)."""
         g = self.groups.pop(group_id, None)
         if g is not None and not g.simple:
-            self._touch(g, rec)
+            self._touch(g, at)
             self.deleted[group_id] = g
 
-    def _classic(self, group_id: str, value: dict[str, Any] | None, rec: Record) -> None:
+    def _classic(self, group_id: str, value: dict[str, Any] | None, at: tuple[int, int]) -> None:
         """``GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue)``: a tombstone removes the group
         (whatever its type), a value replaces it with a ``ClassicGroup`` of the value's generation and members."""
         if value is None:
-            self._remove(group_id, rec)
+            self._remove(group_id, at)
             return
-        g = self._create(group_id, "classic", rec)
+        g = self._create(group_id, "classic", at)
         g.epoch = value["generation"]
         ptype = value["protocol_type"] or None
         g.extra = {"protocol_type": ptype, "protocol": value["protocol"], "leader": value["leader"]}
@@ -243,25 +259,26 @@ class GroupsReplay:
         for m in value["members"]:
             g.members[m["member_id"]] = _classic_member(ptype, m, g.epoch)
 
-    def _group(self, group_id: str, kind: str, create: bool, rec: Record) -> _Group | None:
+    def _group(self, group_id: str, kind: str, create: bool, at: tuple[int, int]) -> _Group | None:
         """``getOrMaybeCreatePersisted{Consumer,Share,Streams}Group``: None for a tombstone of a group that does
         not exist (ignored); a simple classic group is replaced; a group of another type is an
         ``IllegalStateException``."""
         g = self.groups.get(group_id)
         if g is None:
-            return self._create(group_id, kind, rec) if create else None
+            return self._create(group_id, kind, at) if create else None
         if g.group_type == kind:
-            self._touch(g, rec)
+            self._touch(g, at)
             return g
         if g.group_type == "classic" and g.simple:
-            return self._create(group_id, kind, rec)
+            return self._create(group_id, kind, at)
         raise Inconsistent(f"group {group_id!r} is a {g.group_type} group, not a {kind} group")
 
-    def _modern(self, kind: str, part: str, key: dict[str, Any], value: dict[str, Any] | None, rec: Record) -> None:
+    def _modern(self, kind: str, part: str, key: dict[str, Any], value: dict[str, Any] | None,
+                at: tuple[int, int]) -> None:
         """``GroupMetadataManager.replay`` of the consumer, share and streams group records: each the same rule
         for the three types (``ModernGroup``)."""
         group_id = key["group_id"]
-        g = self._group(group_id, kind, value is not None, rec)
+        g = self._group(group_id, kind, value is not None, at)
         if g is None:
             return
         member_id = key.get("member_id")
@@ -280,7 +297,7 @@ class GroupsReplay:
             if g.assignment_epoch != -1:
                 raise Inconsistent(f"a tombstone to delete group {group_id!r} before its target assignment "
                                    "metadata's tombstone")
-            self._remove(group_id, rec)
+            self._remove(group_id, at)
         elif part == "MemberMetadata":
             if value is not None:
                 m = g.members.setdefault(member_id, {"member_id": member_id, "member_epoch": 0,
