@@ -147,6 +147,23 @@ def test_member_tombstone_before_its_assignment_is_inconsistent(tmp_path: Path, 
     assert list(members(states(proc)["g"])) == ["m"]
 
 
+def test_a_fault_repeated_per_record_is_counted_not_kept(tmp_path: Path, run_cli) -> None:
+    """150 member tombstones the coordinator would refuse: 100 findings kept, the rest one counting finding."""
+    types = {name: t for t, name in gen.ks.record_types(gen.ks.GROUP_COORDINATOR).items()}
+    key = {"group_id": "g", "member_id": "m"}
+    t = types["ConsumerGroupMemberMetadata"]
+    recs = [gen._coordinator(t, key, "ConsumerGroupMemberMetadata", {"client_id": "c"}),
+            *[gen._coordinator(t, key)] * 150]
+    with LogDirWriter(tmp_path / "d", cluster_id=gen.CLUSTER_ID, node_id=1) as d:
+        w = d.partition("__consumer_offsets", 0, bytes(range(16)))
+        for offset, (k, v) in enumerate(recs):
+            w.append(record_batch(offset, [RecordSpec(k, v, gen.NIGHT)]))
+    proc = run_cli("groups", "-f", "jsonl", tmp_path / "d")
+    found = [x for x in proc.jsonl() if x["type"] == "finding"]
+    assert len(found) == 101 and {x["code"] for x in found} == {"group-replay-inconsistent"}
+    assert found[-1]["message"].startswith("... and 50 more group-replay-inconsistent findings")
+
+
 def test_progress_reaches_the_bars_total(logdir: Path) -> None:
     told: list[int] = []
     list(group_states([logdir], progress=told.append))

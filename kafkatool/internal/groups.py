@@ -16,7 +16,7 @@ from construct import ConstructError
 from ..findings import finding
 from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
-from ..model import Batch, Finding, Record
+from ..model import Batch, CappedFindings, Finding, Record
 from .common import Undecodable
 from .metadata import MetadataEvent, metadata_bytes, metadata_sources, metadata_timeline
 from .offsets import (
@@ -191,7 +191,7 @@ class GroupsReplay:
         self.name = name
         self.groups: dict[str, _Group] = {}
         self.deleted: dict[str, _Group] = {}   # removed by tombstones (removeGroup), as they were last
-        self.findings: list[Finding] = []
+        self.findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
 
     def __call__(self, display: str, batch: Batch, rec: Record, key: Any) -> None:
         self.record(display, batch.position, rec.offset, rec.timestamp, rec.key, rec.value, key)
@@ -416,7 +416,7 @@ def group_states(paths: Iterable[str | Path], *, with_lag: bool = True, deleted:
                          for g in r.deleted.values())
         if read is not None:
             read.extend([*((g, False) for g in r.groups), *((g, True) for g in r.deleted)])
-        findings.extend(r.findings)
+        findings.extend([*r.findings, *r.findings.summary()])
     yield from sorted(views, key=lambda v: (v.group.group_id, v.group.coordinator_partition, v.deleted))
     yield from findings
 

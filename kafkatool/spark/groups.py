@@ -64,5 +64,6 @@ def _replay(deleted: bool, dir_rows: tuple[str, Iterable[tuple]]) -> list[tuple]
         views += [GroupView(g, (), {}, deleted=True) for g in replay.deleted.values()]
     out = [(directory, v.group.group_id, v.group.group_type, v.group.epoch, d["state"], v.deleted, json.dumps(d))
            for v in sorted(views, key=lambda v: v.group.group_id) for d in (v.as_dict(),)]
-    out += [(directory, None, "finding", None, None, None, json.dumps(f.as_dict())) for f in replay.findings]
+    out += [(directory, None, "finding", None, None, None, json.dumps(f.as_dict()))
+            for f in (*replay.findings, *replay.findings.summary())]
     return out
