@@ -43,7 +43,7 @@ _MODERN = {f"{prefix}{part}": (kind, part) for kind, prefix in (("consumer", "Co
                         "StatePartitionMetadata", "TargetAssignmentResolvedTopicIds")}
 
 
-class Inconsistent(Exception):
+class _Inconsistent(Exception):
     """A record the coordinator refuses with an ``IllegalStateException`` (its load of the partition fails)."""
 
 
@@ -223,7 +223,7 @@ class GroupsReplay:
             elif r["record"] in _MODERN:
                 kind, part = _MODERN[r["record"]]
                 self._modern(kind, part, r["key"], r["value"], at)
-        except Inconsistent as exc:
+        except _Inconsistent as exc:
             self.findings.append(finding("group-replay-inconsistent", display, position,
                                          f"record at offset {offset} ({r['record']}): {exc}"))
 
@@ -271,7 +271,7 @@ class GroupsReplay:
             return g
         if g.group_type == "classic" and g.simple:
             return self._create(group_id, kind, at)
-        raise Inconsistent(f"group {group_id!r} is a {g.group_type} group, not a {kind} group")
+        raise _Inconsistent(f"group {group_id!r} is a {g.group_type} group, not a {kind} group")
 
     def _modern(self, kind: str, part: str, key: dict[str, Any], value: dict[str, Any] | None,
                 at: tuple[int, int]) -> None:
@@ -289,13 +289,13 @@ class GroupsReplay:
                                if k in value)
                 return
             if g.members:
-                raise Inconsistent(f"a tombstone to delete group {group_id!r}, which still has {len(g.members)} "
+                raise _Inconsistent(f"a tombstone to delete group {group_id!r}, which still has {len(g.members)} "
                                    "members")
             if g.target:
-                raise Inconsistent(f"a tombstone to delete group {group_id!r}, whose target assignment still has "
+                raise _Inconsistent(f"a tombstone to delete group {group_id!r}, whose target assignment still has "
                                    f"{len(g.target)} members")
             if g.assignment_epoch != -1:
-                raise Inconsistent(f"a tombstone to delete group {group_id!r} before its target assignment "
+                raise _Inconsistent(f"a tombstone to delete group {group_id!r} before its target assignment "
                                    "metadata's tombstone")
             self._remove(group_id, at)
         elif part == "MemberMetadata":
@@ -308,10 +308,10 @@ class GroupsReplay:
             if m is None:
                 return
             if m.get("member_epoch") != LEAVE_GROUP_MEMBER_EPOCH:
-                raise Inconsistent(f"a tombstone to delete member {member_id!r} before its current assignment's "
+                raise _Inconsistent(f"a tombstone to delete member {member_id!r} before its current assignment's "
                                    "tombstone")
             if member_id in g.target:
-                raise Inconsistent(f"a tombstone to delete member {member_id!r}, still in the target assignment")
+                raise _Inconsistent(f"a tombstone to delete member {member_id!r}, still in the target assignment")
             del g.members[member_id]
         elif part == "CurrentMemberAssignment":
             m = g.members.get(member_id)
@@ -348,7 +348,7 @@ class GroupsReplay:
             if value is not None:
                 g.assignment_epoch = value["assignment_epoch"]
             elif g.target:
-                raise Inconsistent(f"a tombstone to delete the target assignment of {group_id!r}, which still has "
+                raise _Inconsistent(f"a tombstone to delete the target assignment of {group_id!r}, which still has "
                                    f"{len(g.target)} members")
             else:
                 g.assignment_epoch = -1
