@@ -497,7 +497,11 @@ def decode(name: str, version: int, data: bytes) -> dict[str, Any]:
     """``data`` read as schema ``name`` at ``version``, to the end: bytes left over are an error, as they are
     where Kafka reads a record's value (``CoordinatorRecordSerde``, ``AbstractApiMessageSerde``)."""
     stream = io.BytesIO(data)
-    value = message(name, version).parse_stream(stream)
+    try:
+        value = message(name, version).parse_stream(stream)
+    except ConstructError as exc:  # one line naming the message: Construct's own text names only its path
+        lines = [line for line in str(exc).splitlines() if line.strip() and not line.startswith("Error in path")]
+        raise ExplicitError(f"{name} v{version}: {lines[-1] if lines else type(exc).__name__}") from None
     if stream.tell() != len(data):
         raise ExplicitError(f"{name} v{version}: {len(data) - stream.tell()} bytes left after the message")
     return value

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -287,7 +287,7 @@ def _dump_records(
                     elif decoder is None:
                         yield from _in_range(records, options)
                     else:
-                        yield from map(decoder, _in_range(records, options))
+                        yield from _decoded(decoder, _in_range(records, options))
             elif isinstance(item, Batch):
                 if options.to_offset is not None and (item.base_offset or 0) > options.to_offset:
                     break  # past the range: a fetch of it ends here
@@ -351,10 +351,21 @@ def _search_records(
                     if not shown:
                         yield marked(b, item.raw, f.display) if b.control else b
                         shown = True
-                    yield from hits if decoder is None else map(decoder, hits)
+                    yield from hits if decoder is None else _decoded(decoder, hits)
             batches += shown
             if options.max_batches is not None and batches >= options.max_batches:
                 break
+
+
+def _decoded(decoder: Callable[[Record], object], records: Iterable[Record]) -> Iterator[object]:
+    """Each record as ``decoder`` shows it, then the finding it made of the record, if any (a record type or
+    version newer than the schemas: ``DecodedRecord.finding``)."""
+    for r in records:
+        shown = decoder(r)
+        yield shown
+        made = getattr(shown, "finding", None)
+        if made is not None:
+            yield made
 
 
 def _in_range(records: list[Record], options: DumpOptions) -> Iterator[Record]:

@@ -345,6 +345,15 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "GroupMetadataManager"),
     ("commit-below-log-start", "warning", "a committed offset below its partition's log start: the "
      "consumer will reset", "SubscriptionState.requestOffsetReset"),
+    ("share-state-undecodable", "error", "a __share_group_state record that does not decode, or that the share "
+     "coordinator cannot replay (a ShareUpdate tombstone): skipped", "ShareCoordinatorShard.replay"),
+    ("share-state-none", "warning", "no __share_group_state partition dirs found", KAFKATOOL),
+    ("share-start-beyond-leo", "error", "a share partition's start offset beyond its data partition's log end: the "
+     "log lost data, or it is not the replica the share group consumed from", "ShareCoordinatorShard.replay"),
+    ("share-start-below-log-start", "warning", "a share partition's start offset below its data partition's log "
+     "start: the records between were deleted before the share group delivered them (the leader moves the start to "
+     "the log start)",
+     "SharePartition.updateCacheAndOffsets"),
     ("txn-state-undecodable", "error", "a __transaction_state record that does not decode",
      "TransactionLog.readTxnRecordValue"),
     ("txn-state-none", "warning", "no __transaction_state partition dirs found", KAFKATOOL),
@@ -359,6 +368,11 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     ("metadata-undecodable", "error", "a __cluster_metadata record that does not decode",
      "MetadataRecordSerde"),
     ("metadata-none", "warning", "no __cluster_metadata segments or snapshots found", KAFKATOOL),
+    ("metadata-record-unknown", "warning", "a __cluster_metadata record of a type or version newer than the "
+     "schemas kafkatool holds (formats/schemas): shown undecoded, and its change left out of the timeline",
+     "MetadataRecordSerde"),
+    ("remote-log-metadata-unknown", "warning", "a __remote_log_metadata record (tiered storage, KIP-405) of a type "
+     "or version newer than the schemas kafkatool holds: shown undecoded", "RemoteLogMetadataSerde"),
     ("kraft-snapshot-gap", "error", "the KRaft metadata log starts above 0 with no snapshot at or after its "
      "start: the metadata between the newest snapshot and the log start is in no file, and the node does not start "
      "(Inconsistent snapshot state)", "KafkaMetadataLog.recoverSnapshots"),

@@ -92,6 +92,7 @@ from .smallfiles import (
     AbortedTxn,
     EpochEntry,
     ProducerEntry,
+    ProducerSnapshotHeader,
     read_small_file,
     read_txn_index,
 )
@@ -225,6 +226,24 @@ class LoadedPartition:
     def producer_entries(self) -> list[ProducerEntry]:
         return [self.producers[pid].entry() for pid in sorted(self.producers)]
 
+    def truncation(self) -> Finding | None:
+        """``recovery-truncates-log`` where recovery cuts batches that are on disk (at :attr:`cut`), else None: what
+        ``verify`` and every command that reads the loaded log say of the cut (:func:`load_findings`)."""
+        cut = self.cut
+        if self.on_disk_end_offset == self.log_end_offset or cut is None:
+            return None
+        gone = sum(1 for s in self.segments if s.deleted)
+        return finding("recovery-truncates-log", cut.display, cut.position,
+                       f"the broker's recovery cuts this segment here ({cut.finding.code}): the log end offset after "
+                       f"loading is {self.log_end_offset}, the batches on disk end at {self.on_disk_end_offset} "
+                       f"(offsets {self.log_end_offset}..{self.on_disk_end_offset - 1} are lost"
+                       + (f", and the {gone} segments after it are deleted)" if gone else ")"))
+
+    def kept_snapshots(self) -> dict[int, Path]:
+        """The producer snapshots ``ProducerStateManager.truncateAndReload`` leaves: those at or below the log end
+        offset (it deletes every one beyond it, ``snapshot-beyond-log-end``)."""
+        return {o: p for o, p in self.snapshot_files.items() if o <= self.log_end_offset}
+
 
 # --- small pure helpers (also used by repair) ---------------------------------------------------------------------
 
@@ -280,6 +299,43 @@ def latest_snapshot(
     if usable:
         return max(usable), readable[max(usable)], bad
     return log_start, [], bad
+
+
+def snapshot_beyond_log_end(display: str, offset: int, leo: int) -> Finding:
+    """A producer snapshot past the log end offset, which ``ProducerStateManager.truncateAndReload`` deletes at load."""
+    return finding("snapshot-beyond-log-end", display, None,
+                   f"producer snapshot at offset {offset}, beyond the log end offset {leo}: the broker deletes it when "
+                   "it loads the log")
+
+
+def load_findings(loaded: LoadedPartition) -> list[Finding]:
+    """What loading the partition met, said as ``verify`` says it (same code, file, byte position, severity) for a
+    command that reads the loaded log rather than the files: each recovered segment's first invalid batch, where
+    ``LogSegment.recover`` cuts it (``verify`` has it from its scan of the file; the load's own scan stops there, the
+    cut's finding standing for what follows), ``recovery-truncates-log`` when that loses batches, the load's other
+    findings (:attr:`LoadedPartition.findings`), then each producer snapshot as read (the broker deletes one it
+    cannot read, ``ProducerStateManager.loadFromSnapshot``) and, readable and beyond the log end offset,
+    :func:`snapshot_beyond_log_end`."""
+    out = [c.finding for c in loaded.cuts]
+    truncated = loaded.truncation()
+    if truncated is not None:
+        out.append(truncated)
+    out += loaded.findings
+    # a KRaft log truncated to its latest snapshot deletes every producer snapshot (kraft-log-starts-at-snapshot
+    # says so): none is beyond its log end, as verify says
+    kraft_truncated = loaded.metadata_log is not None and loaded.metadata_log.truncated_to is not None
+    for offset, path in sorted(loaded.snapshot_files.items()):
+        display = os.path.join(loaded.display, path.name)
+        try:
+            items = list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, display))
+        except InputIOError as exc:
+            out.append(finding("io-error", display, None, str(exc)))
+            continue
+        out += [i for i in items if isinstance(i, Finding)]
+        if (not kraft_truncated and offset > loaded.log_end_offset
+                and any(isinstance(i, ProducerSnapshotHeader) for i in items)):
+            out.append(snapshot_beyond_log_end(display, offset, loaded.log_end_offset))
+    return out
 
 
 # --- producer state ------------------------------------------------------------------------------------------------
@@ -952,5 +1008,6 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
 
 
 __all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "PartitionLoad",
-           "Rebuild", "RecoveryCut", "latest_snapshot", "load_problem", "load_partition",
-           "log_start_offset", "read_logdir", "segment_bytes", "segment_files", "segment_items"]
+           "Rebuild", "RecoveryCut", "latest_snapshot", "load_findings", "load_problem", "load_partition",
+           "log_start_offset", "read_logdir", "segment_bytes", "segment_files", "segment_items",
+           "snapshot_beyond_log_end"]

@@ -30,7 +30,13 @@ that follow without wrapping), so only that first batch is judged, and the rest 
 remembered as a :class:`_Chain` of sequence ranges for the duplicate lookup. Everything else goes batch by batch;
 ``tests/test_native.py`` holds the two replays identical.
 
-The rebuilt state is compared with the newest ``.snapshot`` (state at the snapshot's offset). Expected
+What the load met (:func:`kafkatool.loader.load_findings`: where recovery cuts the log, the snapshots it deletes...)
+is kept as ``verify`` reports it (:attr:`PartitionHistory.load_findings`, less what the replay's own pass met), for
+every command that replays the partition to say once.
+
+The rebuilt state is compared with the newest ``.snapshot`` the broker keeps (state at the snapshot's offset): one
+beyond the log end offset (``ProducerStateManager.truncateAndReload``) or that it cannot read (``loadFromSnapshot``)
+is deleted at load and never compared. Expected
 differences: the broker drops a producer from the snapshot it loads when its last write is older than
 ``producer.id.expiration.ms`` (``producer-not-in-snapshot``, info); a snapshot may know producers whose batches
 were all deleted before the log start (``producer-only-in-snapshot``, warning).
@@ -47,7 +53,7 @@ from typing import Any, NamedTuple
 
 from .filetypes import FileKind, classify
 from .findings import finding
-from .loader import LoadedPartition, latest_snapshot, load_partition, segment_bytes, segment_items
+from .loader import LoadedPartition, latest_snapshot, load_findings, load_partition, segment_bytes, segment_items
 from .logdir import LogDir
 from .model import NO_MARKERS, Batch, Finding, Marker, Stretch
 from .producer_state import ProducerReplay, ProducerState, fenced, invalid_txn_state, last_sequence, retained
@@ -139,9 +145,11 @@ class PartitionHistory:
     batches: dict[int, int] = dataclasses.field(default_factory=dict)
     transactions: list[Transaction] = dataclasses.field(default_factory=list)
     findings: list[Finding] = dataclasses.field(default_factory=list)
+    # what loading the partition met that the replay's own pass did not (loader.load_findings: recovery's cuts...)
+    load_findings: list[Finding] = dataclasses.field(default_factory=list)
     log_start: int | None = None
     leo: int | None = None
-    snapshot: Path | None = None  # the newest
+    snapshot: Path | None = None  # the newest the broker keeps (readable, at or below the log end offset)
     states: dict[int, list[ProducerEntry]] = dataclasses.field(default_factory=dict)  # at each snapshot's offset
     loaded: LoadedPartition | None = None  # the partition as the broker loads it
 
@@ -198,8 +206,10 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
         base = live[0].base_offset
         _start, entries, _bad = latest_snapshot(snaps, base, base)
         h.load(entries)
-    if loaded.snapshot_files:
-        h.history.snapshot = loaded.snapshot_files[max(loaded.snapshot_files)]
+    kept: dict[int | None, Path] = dict(loaded.kept_snapshots())
+    newest, _entries, bad = latest_snapshot(kept, None, 0)  # loadFromSnapshot deletes each it cannot read
+    if newest in kept and newest not in bad:
+        h.history.snapshot = kept[newest]
     h.history.log_start, h.history.leo = loaded.log_start_offset, loaded.log_end_offset
     pending = sorted(loaded.snapshot_files)
 
@@ -238,6 +248,8 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
     for off in pending:  # at or past the log end (the snapshot of a clean shutdown)
         h.history.states[off] = h.history.entries()
     h.finish()
+    met = {(f.code, f.path, f.position) for f in h.history.findings}
+    h.history.load_findings = [f for f in load_findings(loaded) if (f.code, f.path, f.position) not in met]
     return h.history
 
 
@@ -513,7 +525,8 @@ class _Replay:
 
 
 def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
-    """The rebuilt producer state against the newest ``.snapshot`` (by producer id; see the module doc)."""
+    """The rebuilt producer state against the newest ``.snapshot`` the broker keeps (by producer id; see the module
+    doc); none when every snapshot is beyond the log end offset or unreadable (what verify says of them says so)."""
     if history.snapshot is None:
         return
     path = f"{history.display}/{history.snapshot.name}"
@@ -551,13 +564,15 @@ def replayed_partitions(paths: Iterable[str | Path], progress: Callable[[int], N
 
 def producers_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
                     ) -> Iterator[ProducerInfo | Finding]:
-    """Per partition under ``paths``: the audit's findings, the snapshot comparison, then one value per producer.
+    """Per partition under ``paths``: what its load met (:attr:`PartitionHistory.load_findings`), the audit's
+    findings, the snapshot comparison, then one value per producer.
     ``progress`` is told the bytes of the segments as they are read, :func:`producers_bytes` in all."""
     for item in replayed_partitions(paths, progress):
         if isinstance(item, Finding):
             yield item
             continue
         pd, history = item
+        yield from history.load_findings
         yield from history.findings
         yield from compare_snapshot(history)
         for e in history.entries():

@@ -34,7 +34,7 @@ from .internal.transactions import (
     transaction_state_partition,
     transaction_states_bytes,
 )
-from .loader import LoadedPartition, read_logdir, segment_bytes
+from .loader import LoadedPartition, load_findings, read_logdir, segment_bytes
 from .locate import iso_time
 from .model import Batch, Finding
 from .producers import PartitionHistory, Transaction, replay_partition, replayed_partitions
@@ -145,15 +145,15 @@ def _view_differs(where: str, logged: list[tuple[int, int, int]], served: list[t
 
 def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
                ) -> Iterator[Transaction | Finding]:
-    """Per partition under ``paths``: its transactions in offset order, a finding per open transaction holding
-    back the LSO, then the ``.txnindex`` findings of ``verify``. ``progress`` is told the bytes of the segments as
-    they are read, :func:`txns_bytes` in all."""
+    """Per partition under ``paths``: what its load met and the audit found (errors and warnings), its transactions
+    in offset order, a finding per open transaction holding back the LSO, then the ``.txnindex`` findings of
+    ``verify``. ``progress`` is told the bytes of the segments as they are read, :func:`txns_bytes` in all."""
     for item in replayed_partitions(paths, progress):
         if isinstance(item, Finding):
             yield item
             continue
         pd, history = item
-        yield from (f for f in history.findings if f.severity != "info")
+        yield from (f for f in (*history.load_findings, *history.findings) if f.severity != "info")
         for t in history.transactions:
             yield t
             if t.outcome == "OPEN":
@@ -281,8 +281,9 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
     and that no coordinator will end (:func:`_judge`, on the ``__transaction_state`` partitions among ``paths``;
     where there is none, each such transaction is only *possibly* hanging). Each comes with what it holds back: the
     partition's LSO, and the groups whose commit on the partition (``__consumer_offsets`` among ``paths``) is at or
-    past its first offset. Then a finding for each, and those the reads met (discovery, the partitions' loads, the
-    coordinators' records), not the idempotence audit's (:func:`txns_paths`).
+    past its first offset. Then a finding for each, and those the reads met (discovery, the partitions' loads as
+    :func:`kafkatool.loader.load_findings` says them, the coordinators' records), not the idempotence audit's
+    (:func:`txns_paths`).
 
     ``coordinators`` is given the ``__transaction_state`` partitions read. ``progress`` is told the bytes of the
     segments as they are read, :func:`hanging_bytes` in all."""
@@ -299,7 +300,7 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
             continue
         pd, history = item
         if history.loaded is not None:  # what loading it met; the idempotence audit is producers' and txns'
-            findings.extend(f for f in history.loaded.findings if f.severity != "info")
+            findings.extend(f for f in load_findings(history.loaded) if f.severity != "info")
         newest = history.loaded.max_timestamp if history.loaded is not None else None
         if newest is not None and newest > clock.newest:
             clock.newest = newest

@@ -36,6 +36,7 @@ from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .findings import finding
+from .loader import snapshot_beyond_log_end
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .metadata_log import METADATA_TOPIC, partial_snapshot
@@ -434,14 +435,9 @@ def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Itera
     summary.open_transactions = len(loaded.open_transactions)
     summary.last_stable_offset = loaded.last_stable_offset
     summary.leader_epochs = list(loaded.epoch_cache.entries)
-    cut = loaded.cut
-    gone = [s for s in loaded.segments if s.deleted]
-    if loaded.on_disk_end_offset != loaded.log_end_offset and cut is not None:
-        yield finding("recovery-truncates-log", cut.display, cut.position,
-                      f"the broker's recovery cuts this segment here ({cut.finding.code}): the log end offset after "
-                      f"loading is {loaded.log_end_offset}, the batches on disk end at {loaded.on_disk_end_offset} "
-                      f"(offsets {loaded.log_end_offset}..{loaded.on_disk_end_offset - 1} are lost"
-                      + (f", and the {len(gone)} segments after it are deleted)" if gone else ")"))
+    truncated = loaded.truncation()
+    if truncated is not None:
+        yield truncated
     for f in loaded.findings:
         if f.code == "log-end-below-log-start":
             yield f
@@ -717,9 +713,7 @@ def _check_snapshots(files: PartitionFiles, state: _PartitionState, beyond: bool
         if header is None:
             continue
         if beyond and leo is not None and offset > leo:
-            yield finding("snapshot-beyond-log-end", display, None,
-                          f"producer snapshot at offset {offset}, beyond the log end offset {leo}: the broker "
-                          "deletes it when it loads the log")
+            yield snapshot_beyond_log_end(display, offset, leo)
 
 
 def _check_partition_metadata(files: PartitionFiles, part: _Partition) -> Iterator[Finding]:

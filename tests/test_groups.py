@@ -119,10 +119,19 @@ def test_text(logdir: Path, run_cli) -> None:
 
 
 def test_without_cluster_metadata_ids_stay(logdir: Path, run_cli) -> None:
-    """Without __cluster_metadata among the paths, topic ids are not named (no topic_names)."""
+    """Given the __consumer_offsets partition alone (no __cluster_metadata, no data partition's partition.metadata),
+    topic ids are not named (and stay ids) and no lag is known; the commits stay."""
+    g = states(run_cli("groups", "-f", "jsonl", logdir / "__consumer_offsets-0"))["orders-app"]
+    assert not g.get("topic_names") and members(g)["app-c"]["assigned_partitions"] == {ORDERS: [0]}
+    assert members(g)["app-c"].get("assigned_topic_partitions", {ORDERS: [0]}) == {ORDERS: [0]}
+    assert g["committed_offsets"] == {"orders-0": 7, "orders-1": 8} and g["lag"] == {}
+
+
+def test_named_from_partition_metadata_without_cluster_metadata(logdir: Path, run_cli) -> None:
+    """Without __cluster_metadata, the data partitions' partition.metadata names their topic ids."""
     shutil.rmtree(logdir / "__cluster_metadata-0")
-    g = states(run_cli("groups", "-f", "jsonl", logdir))["orders-app"]
-    assert "topic_names" not in g and members(g)["app-c"]["assigned_partitions"] == {ORDERS: [0]}
+    g = states(run_cli("groups", "-f", "jsonl", logdir))["clicks-share"]
+    assert g["topic_names"] == {CLICKS: "clicks"}
 
 
 def test_member_tombstone_before_its_assignment_is_inconsistent(tmp_path: Path, run_cli) -> None:

@@ -317,8 +317,10 @@ def test_metadata_damage_is_a_finding(tmp_path: Path, run_cli) -> None:
                                  RecordSpec(None, bytes([1, 99, 0, 5]), 1)]))
     items = list(metadata.metadata_timeline([tmp_path]))
     kinds = [type(i).__name__ for i in items]
-    assert kinds == ["MetadataEvent", "Finding", "MetadataEvent"]
-    assert items[2].name == "type 99" and not items[2].decoded
+    assert kinds == ["MetadataEvent", "Finding", "Finding", "MetadataEvent"]
+    assert [items[1].code, items[2].code] == ["metadata-undecodable", "metadata-record-unknown"]
+    assert "record type 99 version 0" in items[2].message  # newer than the schemas: named, never decoded
+    assert items[3].name == "type 99" and not items[3].decoded
     p = run_cli("metadata", str(tmp_path))
     assert p.returncode == 1 and "metadata-undecodable" in p.stdout and "Traceback" not in p.stderr
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
+from kafkatool.formats import metadata_records as mr
 from kafkatool.internal import decode as internal_decode
 from kafkatool.internal import metadata, transactions
 from kafkatool.internal import offsets as internal_offsets
@@ -27,6 +28,7 @@ from kafkatool.walk import partition_dirs
 
 from .conftest import PROJECT_ROOT, corpus_root
 from .test_internal_topics import _commit, _commit_key, _s16, _txn_value, _write
+from .test_metadata_records import every_record, write_partition
 
 # Spark tests run in one process after the rest (make test: -m spark), so one JVM serves them all.
 pytestmark = pytest.mark.spark
@@ -189,10 +191,14 @@ def test_control_records_and_a_flat_layout(txn_logdir, tmp_path):
 def test_decoders_fill_exactly_the_declared_fields(txn_logdir):
     """Each per-record decoder's dict keys are the struct's fields (Arrow would drop an undeclared key)."""
     seen: dict[str, set] = {name: set() for name in DECODED}
+    remote = txn_logdir / "__remote_log_metadata-0"  # every record type and version of the storage schemas
+    write_partition(remote, [mr.build_framed(mr.remote_log_metadata_schemas(), n, v, value)
+                             for n, v, value in every_record(mr.remote_log_metadata_schemas())])
     paths = {"consumer-offsets": _log_dirs_with(internal_offsets.OFFSETS_TOPIC),
              "cluster-metadata": _log_dirs_with(metadata.METADATA_TOPIC),
              "transaction-state": [str(txn_logdir)],
-             "share-group-state": [str(PROJECT_ROOT / "fixtures" / "incident")]}
+             "share-group-state": [str(PROJECT_ROOT / "fixtures" / "incident")],
+             "remote-log-metadata": [str(txn_logdir)]}
     for name, (topic, _decoder) in internal_decode.RECORD_DECODERS.items():
         for p in plan(paths[name]):
             if p.topic != topic:

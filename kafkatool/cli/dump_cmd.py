@@ -89,7 +89,8 @@ def dump(
                                                 show_default=False)] = None,
     decode: Annotated[str | None, typer.Option(
         help="Decode the records of Kafka's internal topics (implies --records): consumer-offsets, "
-             "transaction-state, cluster-metadata, share-group-state, or auto (by the partition's topic).",
+             "transaction-state, cluster-metadata, share-group-state, remote-log-metadata, or auto (by the "
+             "partition's topic).",
         metavar="DECODER", show_default=False)] = None,
     fail_on: FailOn = "error",
 ) -> int:

@@ -1,5 +1,5 @@
-"""``kafkatool offsets``, ``groups``, ``partition-for``, ``txn-state``, ``metadata``: Kafka's internal topics,
-decoded."""
+"""``kafkatool offsets``, ``groups``, ``partition-for``, ``txn-state``, ``share-state``, ``metadata``: Kafka's
+internal topics, decoded."""
 
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
@@ -51,6 +51,16 @@ TXN_STATE_EXAMPLES = """
   kafkatool txn-state --transactional-id order-service-0 /var/lib/kafka/data/__transaction_state-31
 
   kafkatool txn-state -f jsonl /var/lib/kafka/data | jq -c 'select(.state=="Ongoing")'
+"""
+
+SHARE_STATE_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool share-state /var/lib/kafka/data
+
+  kafkatool share-state --group audit /var/lib/kafka/data/__share_group_state-7 /var/lib/kafka/meta
+
+  kafkatool share-state -f jsonl /var/lib/kafka/data | jq -c 'select(.type=="share_partition_state")'
 """
 
 METADATA_EXAMPLES = """
@@ -123,8 +133,8 @@ def groups(
     member epoch, subscribed topics and regex, current and target assignment, partitions pending
     revocation), share groups (KIP-932) and streams groups (KIP-1071: topology, active, standby and
     warmup tasks); each group's committed offsets and lag, as offsets gives them. A record the coordinator
-    refuses at load is group-replay-inconsistent (an error). Topic ids are named where __cluster_metadata
-    is among the paths. Groups deleted by tombstones only with --deleted.
+    refuses at load is group-replay-inconsistent (an error). Topic ids are named from the data
+    partitions and __cluster_metadata given. Groups deleted by tombstones only with --deleted.
     Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
     """
     from ..internal.groups import GroupView, group_states, group_states_bytes
@@ -227,6 +237,51 @@ def txn_state(
     return out.exit_code(fail_on)
 
 
+def share_state(
+    paths: Annotated[list[Path], typer.Argument(help="Log dirs or __share_group_state-N partition dirs (and the "
+                                                     "log dirs holding the data partitions and __cluster_metadata).",
+                                                show_default=False)],
+    fmt: Format = "text",
+    group: Groups = None,
+    fail_on: FailOn = "warning",
+) -> int:
+    """Each share partition's state (KIP-932), replayed from __share_group_state as the share coordinator loads it.
+
+    Per share group, topic and partition: state epoch, leader epoch, start offset and the state batches
+    (offsets, delivery state, delivery count). A ShareSnapshot replaces the state, a ShareUpdate moves the start
+    offset and merges its batches into the state's (where they overlap, the batch delivered more often wins, then
+    the further state; batches below the start offset are dropped), a tombstone deletes it
+    (ShareCoordinatorShard.replay, PersisterStateBatchCombiner). Topic ids are named from the data partitions
+    and __cluster_metadata given. Where the data partition is in the same log dir: its log start and LEO; a start
+    offset beyond the LEO is an error, below the log start a warning.
+    Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
+    """
+    from ..internal.share_state import SharePartitionState, share_states, share_states_bytes
+    from .exits import check_fail_on
+    from .output import Output, check_format
+    from .output.notes import names, nothing_shown
+
+    check_format(fmt)
+    check_fail_on(fail_on)
+    out = Output(fmt)
+    seen: set[str] = set()  # every group read, for a note when --group matched none of them
+    with out.progress(lambda: share_states_bytes(paths), "share-state") as advance:
+        items = share_states(paths, progress=advance, groups=group or (), read_groups=seen)
+        out.emit_all(_share_row(i) if fmt == "text" and isinstance(i, SharePartitionState) else i for i in items)
+    nothing_shown(out, "share partition state", lambda: f"__share_group_state ({names('group', seen)})",
+                  {"--group": group})
+    return out.exit_code(fail_on)
+
+
+def _share_row(state: Any) -> dict[str, Any]:
+    """A share partition's text row: its topic by name where known, its batches on one line (``0-9 Acked×1``)."""
+    d = state.as_dict()
+    d["topic"] = d["topic"] or d["topic_id"]
+    d["state_batches"] = ", ".join(f"{b['first_offset']}-{b['last_offset']} {b['delivery_state']}×"
+                                   f"{b['delivery_count']}" for b in d["state_batches"]) or "-"
+    return d
+
+
 def _cluster_labels(groups: list) -> dict[str, str]:
     """With two metadata logs or more, each one's file names -> which cluster and node it is (its log dir's
     meta.properties: cluster.id, node.id), else its dir: rows of several clusters or controllers are never one
@@ -317,8 +372,9 @@ def metadata(
     For a __cluster_metadata-0 dir: its latest snapshot, then the log after it, as the controller replays them.
     One row per PartitionRecord / PartitionChangeRecord: offset (for rows from a snapshot: the snapshot's end
     offset in its own column), time, topic-partition, leader, ISR, leader epoch, partition epoch, and a
-    marker where the ISR falls below min.insync.replicas and where it is back.
-    Record types not decoded are named by type and version and skipped.
+    marker where the ISR falls below min.insync.replicas and where it is back; ELR and last known ELR where the
+    records name them (a ClearElrRecord empties them). Record types or versions newer than the schemas are
+    named by type and version (a metadata-record-unknown warning) and skipped.
     Exit 0 ok, 1 findings (--fail-on, default warning; with --under-min-isr also any interval), 2 usage error,
     3 I/O error.
     """

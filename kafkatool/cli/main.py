@@ -42,6 +42,7 @@ class _Kafkatool(LazyGroup):
         "groups": lazy_command("internal_cmd", "groups", "GROUPS_EXAMPLES"),
         "partition-for": lazy_command("internal_cmd", "partition_for", "PARTITION_FOR_EXAMPLES"),
         "txn-state": lazy_command("internal_cmd", "txn_state", "TXN_STATE_EXAMPLES"),
+        "share-state": lazy_command("internal_cmd", "share_state", "SHARE_STATE_EXAMPLES"),
         "metadata": lazy_command("internal_cmd", "metadata", "METADATA_EXAMPLES"),
         "delivery": lazy_command("delivery_cmd", "delivery", "EXAMPLES"),
         "producers": lazy_command("producers_cmd", "producers", "PRODUCERS_EXAMPLES"),

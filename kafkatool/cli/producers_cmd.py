@@ -41,8 +41,10 @@ def producers(paths: Paths, fmt: Format = "text", fail_on: FailOn = "warning") -
     """Rebuild each producer's state from the log and audit idempotence.
 
     Per producer id: epoch, first and last sequence, last offset, open transaction; compared with the
-    newest producer .snapshot. Findings: duplicate batches, sequence gaps and out-of-order sequences
-    (what the broker rejects with OutOfOrderSequence), writes of fenced epochs, epoch bumps (info).
+    newest producer .snapshot the broker keeps (readable, at or below the log end offset). Findings: what loading
+    the log met, as verify reports it (recovery's cuts, snapshots beyond the log end); duplicate batches,
+    sequence gaps and out-of-order sequences (what the broker rejects with OutOfOrderSequence), writes
+    of fenced epochs, epoch bumps (info).
     Exit 0 when clean (info only), 1 on warnings or errors (--fail-on), 2 usage error, 3 I/O error.
     """
     from ..producers import producers_bytes, producers_paths
@@ -70,7 +72,8 @@ def txns(
 
     Per transaction: producer id and epoch, first and last offset (the marker's), records, outcome
     (COMMIT, ABORT, or OPEN: hanging), coordinator epoch, duration. Open transactions are findings
-    saying how far they hold back the last stable offset; the .txnindex checks are verify's.
+    saying how far they hold back the last stable offset; the .txnindex checks are verify's, and so is
+    what is said of what loading the log met (recovery's cuts, snapshots beyond the log end).
     With --hanging, only the open transactions no coordinator will end (txn-hanging, an error), with
     the LSO they hold and the groups committed there; without __transaction_state in the dirs, those open
     too long are txn-possibly-hanging (a warning).

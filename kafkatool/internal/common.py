@@ -194,7 +194,9 @@ def tagged(fields_: Any, declared: dict[int, tuple[str, Any]], what: str) -> dic
         if f.tag in declared:
             name, decl = declared[f.tag]
             v = parse(decl, f.data, f"{what} tag {f.tag}")
-            out[name] = entries(v) if hasattr(v, "entries") else v
+            v = entries(v) if hasattr(v, "entries") else v
+            # an array of uuids (Directories, LogDirs) as Kafka prints a Uuid
+            out[name] = [kafka_uuid(x) if isinstance(x, bytes) else x for x in v] if isinstance(v, list) else v
     return out
 
 

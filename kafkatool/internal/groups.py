@@ -14,11 +14,11 @@ from typing import Any
 from construct import ConstructError
 
 from ..findings import finding
-from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
 from ..model import Batch, CappedFindings, Finding, Record
+from ..walk import partition_dirs
 from .common import Undecodable
-from .metadata import MetadataEvent, metadata_bytes, metadata_sources, metadata_timeline
+from .metadata import metadata_bytes
 from .offsets import (
     OFFSETS_TOPIC,
     CommittedOffset,
@@ -29,6 +29,7 @@ from .offsets import (
     consumer_offsets_bytes,
     decode_offsets_key,
 )
+from .share_state import topic_names
 
 # ``ConsumerGroupMember.LEAVE_GROUP_MEMBER_EPOCH``: the epoch a member's current-assignment tombstone leaves it at.
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -374,21 +375,14 @@ class GroupsReplay:
                 g.extra[name] = {k: v for k, v in value.items() if not k.startswith("_")}
 
 
-def _topic_names(paths: list[str | Path], progress: Callable[[int], None] | None) -> dict[str, str]:
-    """Topic id -> name from the ``__cluster_metadata`` in ``paths`` (its TopicRecords), empty without one."""
-    if not metadata_sources(paths):
-        return {}
-    return {i.fields["topic_id"]: i.fields["name"] for i in metadata_timeline(paths, progress=progress)
-            if isinstance(i, MetadataEvent) and i.record_type == it.TOPIC and i.fields}
-
-
 def group_states(paths: Iterable[str | Path], *, with_lag: bool = True, deleted: bool = False,
                  progress: Callable[[int], None] | None = None, read: list[tuple[str, bool]] | None = None,
                  ) -> Iterator[GroupView | Finding]:
     """Every group the ``__consumer_offsets-*`` partitions under ``paths`` hold, as the coordinator loads them: the
     group records replayed by :class:`GroupsReplay` in the offsets engine's pass (:func:`consumer_offsets`, whose
     commits and lag each group gets), groups removed by tombstones only ``deleted``. Topic ids are named from the
-    ``__cluster_metadata`` in ``paths`` when there is one. ``read``, when given, gets every group read (shown or not):
+    data partitions' ``partition.metadata`` and the ``__cluster_metadata`` in ``paths``
+    (:func:`~kafkatool.internal.share_state.topic_names`). ``read``, when given, gets every group read (shown or not):
     its id and whether tombstones deleted it. Then the findings of both."""
     paths = list(paths)
     replays: list[GroupsReplay] = []
@@ -408,7 +402,7 @@ def group_states(paths: Iterable[str | Path], *, with_lag: bool = True, deleted:
             pass  # the classic groups are replayed by GroupsReplay with their consumer protocol decoded
     if any(r.groups or r.deleted for r in replays):  # offsets-empty counts commits and classic groups only
         findings = [f for f in findings if f.code != "offsets-empty"]
-    names = _topic_names(paths, progress)
+    names = topic_names(list(partition_dirs(paths)), paths, progress)
     views = []
     for r in replays:
         for g in r.groups.values():

@@ -18,6 +18,8 @@ from ..fastparse import prefix_reader
 from ..filetypes import FileKind, classify, file_size, read_regular
 from ..findings import finding
 from ..formats import internal_topics as it
+from ..formats import kafka_schema as ks
+from ..formats import metadata_records as mr
 from ..loader import load_partition
 from ..locate import iso_time
 from ..metadata_log import METADATA_TOPIC
@@ -53,7 +55,10 @@ class PartitionState:
     ``under`` (this record took it under), ``below`` (still under), ``back`` (this record ended an interval under
     it), ``no leader`` (leader -1: every produce request gets NOT_LEADER_OR_FOLLOWER, whatever the ISR), else None.
     ``election`` is ``unclean`` when this record made a leader of a replica outside the ISR (see
-    :func:`_unclean`).
+    :func:`_unclean`). ``elr`` and ``last_known_elr`` are the eligible leader replicas (KIP-966) after the record,
+    from the first record of the partition that names one on (None before, and on logs whose ELRs are all empty or
+    absent, as before metadata version 4.0: their timelines print as they always did); a ``ClearElrRecord``
+    empties both (``ReplicationControlManager.removeTopicElrs``: a merge, partition epoch + 1).
     """
 
     source: str
@@ -73,15 +78,20 @@ class PartitionState:
     min_isr: str | None = None
     min_isr_source: str = "default"
     election: str | None = None
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"type": "partition_state", "source": self.source, "offset": self.offset,
-                "snapshot_end_offset": self.snapshot_end_offset,
-                "timestamp": self.timestamp, "record": self.record, "topic": self.topic,
-                "topic_id": self.topic_id, "partition": self.partition, "leader": self.leader,
-                "isr": list(self.isr), "replicas": list(self.replicas), "leader_epoch": self.leader_epoch,
-                "partition_epoch": self.partition_epoch, "min_insync_replicas": self.min_insync_replicas,
-                "min_isr_source": self.min_isr_source, "min_isr": self.min_isr, "election": self.election}
+        d = {"type": "partition_state", "source": self.source, "offset": self.offset,
+             "snapshot_end_offset": self.snapshot_end_offset,
+             "timestamp": self.timestamp, "record": self.record, "topic": self.topic,
+             "topic_id": self.topic_id, "partition": self.partition, "leader": self.leader,
+             "isr": list(self.isr), "replicas": list(self.replicas), "leader_epoch": self.leader_epoch,
+             "partition_epoch": self.partition_epoch, "min_insync_replicas": self.min_insync_replicas,
+             "min_isr_source": self.min_isr_source, "min_isr": self.min_isr, "election": self.election}
+        if self.elr is not None:  # only where the records carry them: logs without ELR print as they always did
+            d.update(elr=list(self.elr), last_known_elr=list(self.last_known_elr or ()))
+        return d
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,16 +168,28 @@ def _metadata_frame(value: bytes) -> tuple[Any, int]:
     return got if got is not None else (it.MetadataFrame.parse(value), _frame_len(value))
 
 
-def decode_metadata_record(value: bytes) -> tuple[int, int, str, dict[str, Any] | None]:
-    """(record type, version, name, fields or None when the type/version is not declared here)."""
+def api_message_frame(value: bytes) -> tuple[int, int, bytes]:
+    """``AbstractApiMessageSerde.read``'s frame (``formats/metadata_records.py``): (record type, version, the
+    message's bytes). A frame version other than 1 is refused, as Kafka refuses it; a frame that does not parse
+    raises ``ConstructError`` or ``IndexError``."""
     frame, body_at = _metadata_frame(value)
     if frame["frame_version"] != it.METADATA_FRAME_VERSION:
         raise Undecodable(f"metadata frame version {frame['frame_version']} is not {it.METADATA_FRAME_VERSION}")
-    record_type, version = frame["record_type"], frame["version"]
-    body = value[body_at:]
+    return frame["record_type"], frame["version"], value[body_at:]
+
+
+def decode_metadata_record(value: bytes) -> tuple[int, int, str, dict[str, Any] | None]:
+    """(record type, version, name, fields or None when the type/version is newer than the schemas). The fields
+    are the shorthand of the types ``formats/internal_topics.py`` declares (as ``metadata`` has always shown
+    them), else every field of the schema (:func:`metadata_data`)."""
+    record_type, version, body = api_message_frame(value)
     known = it.METADATA_RECORDS.get(record_type)
     if known is None or version not in known[1]:
-        name = it.METADATA_RECORD_NAMES.get(record_type, f"type {record_type}")
+        data = metadata_data(record_type, version, body)
+        if data is not None:
+            return record_type, version, data[0], data[1]
+        name = mr.metadata_schemas().get(record_type) or it.METADATA_RECORD_NAMES.get(record_type,
+                                                                                      f"type {record_type}")
         return record_type, version, name, None
     name = known[0]
     try:
@@ -177,6 +199,40 @@ def decode_metadata_record(value: bytes) -> tuple[int, int, str, dict[str, Any] 
             raise
         v = parse(it.PARTITION_RECORD_V1_PRERELEASE, body, f"{name} v1 (pre-release layout)")
     return record_type, version, name, _metadata_fields(record_type, v)
+
+
+def metadata_data(record_type: int, version: int, body: bytes) -> tuple[str, dict[str, Any]] | None:
+    """(schema name, every field) of a metadata record's message (``MetadataRecordSerde``: the schema of its type
+    at its version, ``formats/schemas/metadata/``); None for a type or version newer than the schemas."""
+    name = mr.metadata_schemas().get(record_type)
+    if name is None or version not in ks.valid_versions(name):
+        return None
+    try:
+        return name, ks.decode(name, version, body)
+    except ConstructError as exc:
+        raise Undecodable(f"{name} v{version}: {str(exc).splitlines()[-1]}") from exc
+
+
+def unknown_metadata_record(record_type: int, version: int) -> str:
+    """The words of a ``metadata-record-unknown`` finding: type (by name where a schema has it) and version."""
+    name = mr.metadata_schemas().get(record_type)
+    if name is None:
+        return f"record type {record_type} version {version} is newer than the metadata schemas kafkatool holds"
+    return (f"{name} version {version} is newer than the schema kafkatool holds "
+            f"(versions {ks.schema(name)['validVersions']})")
+
+
+def control_record(control_type: str, value: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
+    """A KRaft control record of a metadata log, decoded as ``ControlRecordUtils`` reads it (its schema,
+    ``formats.metadata_records.CONTROL_SCHEMAS``, at the version it calls current; the message's ``version`` is a
+    field): ``({"record", "data"}, None)``, or ``(None, why)`` when it does not decode."""
+    name = mr.CONTROL_SCHEMAS[control_type]
+    if value is None:
+        return None, f"{name}: null value"
+    try:
+        return {"record": name, "data": ks.decode(name, mr.CONTROL_VERSION, value)}, None
+    except ConstructError as exc:
+        return None, f"{name} v{mr.CONTROL_VERSION}: {str(exc).splitlines()[-1]}"
 
 
 def _frame_len(value: bytes) -> int:
@@ -224,7 +280,7 @@ def _metadata_fields(record_type: int, v: Any) -> dict[str, Any]:
             d["in_controlled_shutdown"] = {1: "yes", 0: "unchanged"}.get(tags["in_controlled_shutdown"],
                                                                          tags["in_controlled_shutdown"])
         if "log_dirs" in tags:
-            d["log_dirs"] = [kafka_uuid(u) for u in tags["log_dirs"]]
+            d["log_dirs"] = tags["log_dirs"]
         return d
     if record_type == it.REGISTER_CONTROLLER:
         return {"controller_id": v.controller_id, "incarnation_id": kafka_uuid(v.incarnation_id),
@@ -265,10 +321,16 @@ def metadata_file(path: Path, display: str, progress: Callable[[int], None] | No
                           f"record at offset {rec.offset} has a null value")
             continue
         try:
-            yield batch, rec, decode_metadata_record(rec.value)
+            decoded = decode_metadata_record(rec.value)
         except (Undecodable, ConstructError, IndexError) as exc:
             yield finding("metadata-undecodable", display, batch.position,
                           f"record at offset {rec.offset}: {exc}")
+            continue
+        if decoded[3] is None:
+            yield finding("metadata-record-unknown", display, batch.position,
+                          f"record at offset {rec.offset}: {unknown_metadata_record(decoded[0], decoded[1])}; "
+                          "not decoded, its change not replayed")
+        yield batch, rec, decoded
 
 
 def metadata_sources(paths: Iterable[str | Path], met: list[Finding] | None = None
@@ -410,6 +472,9 @@ def metadata_timeline(paths: Iterable[str | Path], *, min_insync_replicas: int =
         yield from _replay_metadata(group, min_insync_replicas, progress, topic)
 
 
+_ELR_FIELDS = ("eligible_leader_replicas", "last_known_elr")  # KIP-966 tags of PartitionRecord, PartitionChangeRecord
+
+
 def _unclean(before: dict[str, Any] | None, after: dict[str, Any], fields: dict[str, Any]) -> str | None:
     """Why the partition record took ``before`` to ``after`` by an unclean election, or None.
 
@@ -481,6 +546,18 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
             return "under" if is_under else None
         return "below" if is_under else "back"
 
+    def step(key: tuple[str, int], s: dict[str, Any], offset: int | None, time: int, record: str,
+             marker: str | None, election: str | None) -> PartitionState:
+        """The row of partition ``key`` in state ``s`` after ``record``."""
+        tid = key[0]
+        needed, origin = policy.of(names.get(tid, tid), s["leader"])
+        return PartitionState(display, offset, time, record, names.get(tid, tid), tid, key[1],
+                              s["leader"], tuple(s["isr"] or ()), tuple(s["replicas"] or ()),
+                              s["leader_epoch"], s["partition_epoch"],
+                              None if kind == "log" else snapshot_end, needed, marker, origin, election,
+                              tuple(s["elr"]) if s["with_elr"] else None,
+                              tuple(s["last_known_elr"]) if s["with_elr"] else None)
+
     for path, display, kind in sources:
         if kind == "snapshot":
             info = classify(path)
@@ -506,10 +583,13 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
                     s = state[key] = {k: fields[k] for k in ("leader", "isr", "replicas", "leader_epoch",
                                                               "partition_epoch")}
                     s["elr"] = fields.get("eligible_leader_replicas") or []
+                    s["last_known_elr"] = fields.get("last_known_elr") or []
+                    s["with_elr"] = any(fields.get(t) for t in _ELR_FIELDS)
                     s["recovery"] = fields.get("leader_recovery_state", 0)
                 else:
                     s = state.setdefault(key, {"leader": -1, "isr": [], "replicas": [], "leader_epoch": None,
-                                               "partition_epoch": None, "elr": [], "recovery": 0})
+                                               "partition_epoch": None, "elr": [], "last_known_elr": [],
+                                               "with_elr": False, "recovery": 0})
                     if s["partition_epoch"] is not None:
                         s["partition_epoch"] += 1
                     if "leader" in fields and fields["leader"] != -2:
@@ -517,17 +597,13 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
                         if s["leader_epoch"] is not None:
                             s["leader_epoch"] += 1
                     for k, tag in (("isr", "isr"), ("replicas", "replicas"), ("elr", "eligible_leader_replicas"),
-                                   ("recovery", "leader_recovery_state")):
+                                   ("last_known_elr", "last_known_elr"), ("recovery", "leader_recovery_state")):
                         if fields.get(tag) is not None:
                             s[k] = fields[tag]
+                    s["with_elr"] = s["with_elr"] or any(fields.get(t) for t in _ELR_FIELDS)
                 marker = check(key, offset, rec.timestamp)
                 unclean = _unclean(before, s, fields)
-                needed, origin = policy.of(names.get(tid, tid), s["leader"])
-                row = PartitionState(display, offset, rec.timestamp, name, names.get(tid, tid), tid, p,
-                                     s["leader"], tuple(s["isr"] or ()), tuple(s["replicas"] or ()),
-                                     s["leader_epoch"], s["partition_epoch"],
-                                     None if kind == "log" else snapshot_end, needed, marker, origin,
-                                     "unclean" if unclean else None)
+                row = step(key, s, offset, rec.timestamp, name, marker, "unclean" if unclean else None)
                 yield row
                 if unclean and (topic is None or row.topic == topic):
                     yield _unclean_finding(row, unclean)
@@ -541,6 +617,16 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
                             closed.append(replace(under.pop(key), to_offset=offset, to_time=rec.timestamp))
                         del state[key]
                 yield MetadataEvent(display, offset, rec.timestamp, rtype, name, version, fields, True)
+                if rtype == it.CLEAR_ELR:
+                    # TopicsDelta.replay(ClearElrRecord): one topic by name, or (name empty) every topic; each
+                    # partition holding an ELR or last known ELR merges a change emptying both
+                    wanted = fields.get("topic_name") or None
+                    for key, s in state.items():
+                        if (wanted is None or names.get(key[0]) == wanted) and (s["elr"] or s["last_known_elr"]):
+                            s["elr"], s["last_known_elr"], s["with_elr"] = [], [], True
+                            if s["partition_epoch"] is not None:
+                                s["partition_epoch"] += 1
+                            yield step(key, s, offset, rec.timestamp, name, check(key, offset, rec.timestamp), None)
             yield from closed
             closed.clear()
     yield from under.values()
@@ -549,14 +635,20 @@ def _replay_metadata(sources: list[tuple[Path, str, str]], default_min_isr: int,
 
 
 def metadata_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """One ``__cluster_metadata`` record (or KRaft snapshot record): type, version, name and, when the type
-    and version are declared here, its fields as JSON (``decoded`` false otherwise), as ``metadata --all``
-    shows them."""
+    """One ``__cluster_metadata`` record (or KRaft snapshot record): type, version, name and, unless the type
+    or version is newer than the schemas (``decoded`` false, ``record`` null), its fields as JSON as ``metadata
+    --all`` shows them, its schema name (``record``) and every field of the schema as JSON (``data``)."""
     if value is None:
         raise Undecodable("null value")
     try:
         rtype, version, name, fields = decode_metadata_record(value)
+        body = api_message_frame(value)[2]
     except (ConstructError, IndexError) as exc:
         raise Undecodable(f"metadata record: {type(exc).__name__}: {exc}") from exc
+    try:
+        data = metadata_data(rtype, version, body)
+    except Undecodable:
+        data = None  # the shorthand read it and the schema does not: PartitionRecord v1 of early 2024 trunk builds
     return {"record_type": rtype, "version": version, "name": name, "decoded": fields is not None,
-            "fields": None if fields is None else json.dumps(fields)}
+            "fields": None if fields is None else json.dumps(fields),
+            "record": name if fields is not None else None, "data": None if data is None else json.dumps(data[1])}

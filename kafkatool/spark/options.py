@@ -7,9 +7,9 @@ Options:
   where records cannot be decoded), ``findings`` (one row per finding: verify's per-segment
   check, :func:`kafkatool.segment_check.check_segment`, with the segment's indexes).
 - ``values``: ``binary`` (default), ``base64`` (a string column) or ``none`` (no ``value`` column): records level.
-- ``decode``: ``consumer-offsets``, ``transaction-state``, ``share-group-state`` or ``cluster-metadata``
-  (records level, the default level then): each record of that internal topic decoded on its own, by the
-  CLI's decoders, into a ``decoded`` struct column (:data:`kafkatool.spark.schema.DECODED`), with
+- ``decode``: ``consumer-offsets``, ``transaction-state``, ``share-group-state``, ``cluster-metadata`` or
+  ``remote-log-metadata`` (records level, the default level then): each record of that internal topic decoded on
+  its own, by the CLI's decoders, into a ``decoded`` struct column (:data:`kafkatool.spark.schema.DECODED`), with
   ``decode_error`` saying why a record does not decode (the row stays). Records of other topics, and
   control records, have both null. A flat layout (no topic in the path) is decoded as if it were that topic.
 - ``splitBytes``: split segments larger than this many bytes into several input partitions, at batch

@@ -62,8 +62,8 @@ _MEMBER = StructType([
 ])
 
 # The ``decoded`` column per ``decode`` option: the fields of kafkatool.internal's per-record decoders
-# (offsets_record, transaction_record, share_state_record, metadata_record); a field a record does not have is
-# null.
+# (offsets_record, transaction_record, share_state_record, metadata_record, remote_log_metadata_record); a field a
+# record does not have is null.
 DECODED = {
     "consumer-offsets": StructType([
         StructField("kind", StringType()),  # offset_commit | group_metadata | the KIP-848 record's name, snake_case
@@ -84,6 +84,9 @@ DECODED = {
         StructField("members", ArrayType(_MEMBER, False)),
         StructField("value_version", IntegerType()),
         StructField("tombstone", BooleanType()),  # a null value: the key is deleted
+        StructField("record", StringType()),  # Kafka's schema name (OffsetCommit, ConsumerGroupMemberMetadata...)
+        StructField("key", StringType()),  # every field of the key, by Kafka's schema, as JSON (as dump --decode)
+        StructField("value", StringType()),  # every field of the value as JSON; null for a tombstone
     ]),
     "transaction-state": StructType([
         StructField("transactional_id", StringType()),
@@ -100,6 +103,9 @@ DECODED = {
         StructField("client_transaction_version", IntegerType()),
         StructField("value_version", IntegerType()),
         StructField("tombstone", BooleanType()),  # a null value: the transactional id expired
+        StructField("record", StringType()),  # Kafka's schema name (OffsetCommit, ConsumerGroupMemberMetadata...)
+        StructField("key", StringType()),  # every field of the key, by Kafka's schema, as JSON (as dump --decode)
+        StructField("value", StringType()),  # every field of the value as JSON; null for a tombstone
     ]),
     "share-group-state": StructType([
         StructField("kind", StringType()),  # share_snapshot | share_update
@@ -108,6 +114,9 @@ DECODED = {
         StructField("topic_id", StringType()),  # as Kafka prints a Uuid
         StructField("partition", IntegerType()),
         StructField("tombstone", BooleanType()),  # a null value: the share-partition's state deleted
+        StructField("record", StringType()),  # Kafka's schema name (OffsetCommit, ConsumerGroupMemberMetadata...)
+        StructField("key", StringType()),  # every field of the key, by Kafka's schema, as JSON (as dump --decode)
+        StructField("value", StringType()),  # every field of the value as JSON; null for a tombstone
         StructField("value_version", IntegerType()),
         StructField("layout", StringType()),  # the Kafka release layout of value version 0: 4.1+ or 4.0
         StructField("snapshot_epoch", IntegerType()),
@@ -128,6 +137,14 @@ DECODED = {
         StructField("name", StringType()),  # TopicRecord, PartitionRecord, ... or "type N"
         StructField("decoded", BooleanType()),  # whether this type and version's fields are declared here
         StructField("fields", StringType()),  # the fields as JSON, as metadata --all -f jsonl shows them
+        StructField("record", StringType()),  # the schema name; null for a type or version newer than the schemas
+        StructField("data", StringType()),  # every field as JSON, as dump --decode shows them
+    ]),
+    "remote-log-metadata": StructType([
+        StructField("record_type", IntegerType()),
+        StructField("version", IntegerType()),
+        StructField("record", StringType()),  # RemoteLogSegmentMetadataRecord, ...; null when newer than the schemas
+        StructField("data", StringType()),  # every field as JSON, as dump --decode shows them
     ]),
 }
 

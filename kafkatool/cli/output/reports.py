@@ -87,7 +87,9 @@ def _partition_state(o: Output, d: dict[str, Any]) -> str:
     return (f"{cluster}{offset}  {_iso(d['timestamp'])}  {escape(d['record'])}  {escape(d['topic'])}-{d['partition']}  "
             f"leader {d['leader']}  ISR {','.join(map(str, d['isr']))}  replicas {','.join(map(str, d['replicas']))}"
             f"  leader epoch {_cell('', d['leader_epoch'])}  partition epoch {_cell('', d['partition_epoch'])}"
-            f"  min ISR {escape(_min_isr(d))}" + ("  unclean election" if d["election"] else ""))
+            + ("".join(f"  {label} {','.join(map(str, d[k])) or '-'}" for k, label in
+                       (("elr", "ELR"), ("last_known_elr", "last known ELR")) if k in d))
+            + f"  min ISR {escape(_min_isr(d))}" + ("  unclean election" if d["election"] else ""))
 
 
 def _txn_clock(o: Output, d: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from .text import _cell, _min_isr
 
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
                 "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
-                "partition_overview", "topic_overview", "hanging_transaction"}
+                "partition_overview", "topic_overview", "hanging_transaction", "share_partition_state"}
 # Tables showing chosen fields (field -> header) rather than every field of the value:
 _TABLE_COLUMNS = {
     "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
@@ -54,6 +54,11 @@ _TABLE_COLUMNS = {
                             "first_offset": "first offset", "last_timestamp": "last write", "open_ms": "open ms",
                             "transactional_id": "transactional id", "reason": "reason", "last_stable_offset": "LSO",
                             "groups": "groups held"},
+    "share_partition_state": {"group_id": "group", "topic": "topic", "partition": "partition",
+                              "state_epoch": "state epoch", "leader_epoch": "leader epoch",
+                              "start_offset": "start offset", "log_start_offset": "log start",
+                              "log_end_offset": "LEO", "state_batches": "state batches (offsets state×deliveries)",
+                              "coordinator_partition": "in"},
 }
 _SUMMARY_COLUMNS = {
     "path": "partition", "segments": "segments", "bytes": "bytes", "batches": "batches",
@@ -66,6 +71,16 @@ _SGR = {"bold": "1", "bold red": "1;31", "yellow": "33"}  # table lines are writ
 _WHOLE = re.compile(r"-?[\d,]+|-|(\d{4}-\d\d-\d\dT[\d:.]+Z|-?\d+)(\.\.(\d{4}-\d\d-\d\dT[\d:.]+Z|-?\d+))?")
 _FOLD_MIN = 24  # a column of text cut short keeps at least this many characters
 _INDENT = "    "  # the lines a row goes on over, past the first
+
+
+def _with_elr(cols: dict[str, str]) -> dict[str, str]:
+    """The partition_state columns with ``ELR`` and ``last known ELR`` after the ISR."""
+    out: dict[str, str] = {}
+    for k, v in cols.items():
+        out[k] = v
+        if k == "isr":
+            out.update(elr="ELR", last_known_elr="last known ELR")
+    return out
 
 
 class Tables:
@@ -83,6 +98,8 @@ class Tables:
         if rows[0]["type"] == "partition_state":  # the min ISR column tells the value, its source and the step
             rows = [{**r, "min_isr": _min_isr(r)} for r in rows]
         chosen = _TABLE_COLUMNS.get(rows[0]["type"])
+        if chosen and rows[0]["type"] == "partition_state" and any("elr" in r for r in rows):
+            chosen = _with_elr(chosen)  # records that carry the eligible leader replicas (KIP-966)
         cols = chosen or {k: k for k in rows[0] if k != "type"}
         if chosen and "cluster" in rows[0]:  # rows of several clusters (metadata): which one each is from
             cols = {"cluster": "cluster", **chosen}
