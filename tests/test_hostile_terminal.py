@@ -151,6 +151,7 @@ def case(name: str, b1: Path, b2: Path) -> tuple[list[object], int, list[str]]:
         "verify --deep": (["verify", "--deep", b1], 1, [str(p1)]),
         "overview": (["overview", b1], 1, [str(p1), TOPIC]),
         "offsets": (["offsets", b1], 0, [EVIL, TOPIC]),
+        "groups": (["groups", b1], 0, [EVIL, TOPIC]),
         "txn-state": (["txn-state", b1], 0, [EVIL, TOPIC]),
         "metadata": (["metadata", b1], 0, [TOPIC]),
         "metadata --all": (["metadata", "--all", b1], 0, [TOPIC, EVIL]),
@@ -171,7 +172,7 @@ def case(name: str, b1: Path, b2: Path) -> tuple[list[object], int, list[str]]:
     }[name]
 
 
-COMMANDS = ["verify", "verify --deep", "overview", "offsets", "txn-state", "metadata", "metadata --all",
+COMMANDS = ["verify", "verify --deep", "overview", "offsets", "groups", "txn-state", "metadata", "metadata --all",
             "metadata --under-min-isr", "producers", "txns", "replicas", "replicas --unclean", "truncation", "epochs",
             "delivery", "locate", "repair", "dump", "dump --values hex", "dump --decode", "dump --key"]
 
