@@ -334,6 +334,10 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "CoordinatorRecordSerde"),
     ("offsets-undecodable", "error", "a __consumer_offsets record that does not decode",
      "GroupCoordinatorRecordSerde"),
+    ("group-replay-inconsistent", "error", "a __consumer_offsets group record the group coordinator refuses at "
+     "load (IllegalStateException: a group or member deleted while it still has members or assignments, records of "
+     "another group type): the coordinator fails to load the partition; kafkatool skips the record",
+     "GroupMetadataManager.replay"),
     ("offsets-none", "warning", "no __consumer_offsets partition dirs found", KAFKATOOL),
     ("offsets-empty", "warning", "no committed offset and no group in the __consumer_offsets read",
      KAFKATOOL),

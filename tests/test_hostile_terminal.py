@@ -151,12 +151,13 @@ def case(name: str, b1: Path, b2: Path) -> tuple[list[object], int, list[str]]:
         "verify --deep": (["verify", "--deep", b1], 1, [str(p1)]),
         "overview": (["overview", b1], 1, [str(p1), TOPIC]),
         "offsets": (["offsets", b1], 0, [EVIL, TOPIC]),
+        "groups": (["groups", b1], 0, [EVIL, TOPIC]),
         "txn-state": (["txn-state", b1], 0, [EVIL, TOPIC]),
         "metadata": (["metadata", b1], 0, [TOPIC]),
         "metadata --all": (["metadata", "--all", b1], 0, [TOPIC, EVIL]),
         "metadata --under-min-isr": (["metadata", "--under-min-isr", b1], 1, [TOPIC]),
-        "producers": (["producers", b1], 0, [str(p1)]),
-        "txns": (["txns", b1], 0, [str(p1)]),
+        "producers": (["producers", b1], 1, [str(p1)]),  # the load's torn tail, as verify says
+        "txns": (["txns", b1], 1, [str(p1)]),
         "replicas": (["replicas", b1, b2], 1, [b1.name, TOPIC]),
         "replicas --unclean": (["replicas", "--unclean", b1, b2], 1, [b1.name, b2.name, TOPIC]),
         "truncation": (["truncation", "-l", p2, "-F", p1], 1, [b1.name, TOPIC]),
@@ -171,7 +172,7 @@ def case(name: str, b1: Path, b2: Path) -> tuple[list[object], int, list[str]]:
     }[name]
 
 
-COMMANDS = ["verify", "verify --deep", "overview", "offsets", "txn-state", "metadata", "metadata --all",
+COMMANDS = ["verify", "verify --deep", "overview", "offsets", "groups", "txn-state", "metadata", "metadata --all",
             "metadata --under-min-isr", "producers", "txns", "replicas", "replicas --unclean", "truncation", "epochs",
             "delivery", "locate", "repair", "dump", "dump --values hex", "dump --decode", "dump --key"]
 

@@ -22,7 +22,8 @@ FIXTURES = PROJECT_ROOT / "fixtures/logdir"
 # Every command that reads log dirs, with the arguments it needs besides the path.
 _COMMANDS = {
     "dump": [], "verify": [], "overview": [], "locate": ["--offset", "0"], "repair": [], "replicas": [],
-    "epochs": [], "producers": [], "txns": [], "offsets": [], "txn-state": [], "metadata": [],
+    "epochs": [], "producers": [], "txns": [], "offsets": [], "groups": [], "txn-state": [],
+    "metadata": [],
 }
 
 

@@ -1,5 +1,5 @@
-"""``kafkatool offsets``, ``partition-for``, ``txn-state``, ``share-state``, ``tiered``, ``metadata``: Kafka's
-internal topics, decoded."""
+"""``kafkatool offsets``, ``groups``, ``partition-for``, ``txn-state``, ``share-state``, ``tiered``, ``metadata``:
+Kafka's internal topics, decoded."""
 
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
@@ -19,6 +19,18 @@ OFFSETS_EXAMPLES = """
   kafkatool offsets /var/lib/kafka/data/__consumer_offsets-12
 
   kafkatool offsets -f jsonl /var/lib/kafka/data | jq -c 'select(.type=="committed_offset" and .lag > 1000)'
+"""
+
+GROUPS_EXAMPLES = """
+[bold]Examples[/bold]
+
+  kafkatool groups /var/lib/kafka/data
+
+  kafkatool groups --group payments-consumer /var/lib/kafka/data /var/lib/kafka/meta
+
+  kafkatool groups --deleted -f jsonl /var/lib/kafka/data | jq -c 'select(.deleted)'
+
+  kafkatool groups -f jsonl /var/lib/kafka/data | jq -c 'select(.group_type=="consumer") | .members[]'
 """
 
 PARTITION_FOR_EXAMPLES = """
@@ -107,6 +119,54 @@ def offsets(
                      if not wanted or not isinstance(i, CommittedOffset | GroupState) or seen.add(i.group)
                      or i.group in wanted)
     nothing_shown(out, "commit or group", lambda: f"__consumer_offsets ({names('group', seen)})", {"--group": group})
+    return out.exit_code(fail_on)
+
+
+GroupsPaths = Annotated[list[Path], typer.Argument(
+    help="Log dirs or __consumer_offsets-N partition dirs (and the log dirs holding the data partitions, for lag, and "
+         "__cluster_metadata, for topic names).", show_default=False)]
+
+
+def groups(
+    paths: GroupsPaths,
+    fmt: Format = "text",
+    group: Groups = None,
+    deleted: Annotated[bool, typer.Option("--deleted", help="Also the groups deleted by tombstones, as they were "
+                                                            "last.")] = False,
+    lag: Annotated[bool, typer.Option(help="Compare commits with the data partitions in the same log dir.")] = True,
+    fail_on: FailOn = "warning",
+) -> int:
+    """The state of every group in __consumer_offsets, as the group coordinator rebuilds it at load.
+
+    Classic groups (generation, protocol, leader, members; their subscriptions and assignments decoded
+    for protocol type consumer), consumer groups (KIP-848: group and assignment epochs, members with
+    member epoch, subscribed topics and regex, current and target assignment, partitions pending
+    revocation), share groups (KIP-932) and streams groups (KIP-1071: topology, active, standby and
+    warmup tasks); each group's committed offsets and lag, as offsets gives them. A record the coordinator
+    refuses at load is group-replay-inconsistent (an error). Topic ids are named from the data
+    partitions and __cluster_metadata given. Groups deleted by tombstones only with --deleted.
+    Exit 0 ok, 1 findings (--fail-on, default warning), 2 usage error, 3 I/O error.
+    """
+    from ..internal.groups import GroupView, group_states, group_states_bytes
+    from .exits import check_fail_on
+    from .output import Output, check_format
+    from .output.notes import names, nothing_shown
+
+    check_format(fmt)
+    check_fail_on(fail_on)
+    wanted = set(group or ())
+    out = Output(fmt)
+    seen: list[tuple[str, bool]] = []  # every group read (id, deleted), for a note when nothing was shown
+    with out.progress(lambda: group_states_bytes(paths, with_lag=lag), "groups") as advance:
+        items = group_states(paths, with_lag=lag, deleted=deleted, progress=advance, read=seen)
+        out.emit_all(i for i in items if not wanted or not isinstance(i, GroupView) or i.group.group_id in wanted)
+
+    def read() -> str:
+        gone = [g for g, dead in seen if dead]
+        tail = f", {len(gone):,} of them deleted by tombstones: --deleted shows them" if gone and not deleted else ""
+        return f"__consumer_offsets ({names('group', [g for g, _dead in seen])}{tail})"
+
+    nothing_shown(out, "group", read, {"--group": group, "--deleted": deleted})
     return out.exit_code(fail_on)
 
 

@@ -39,6 +39,7 @@ class _Kafkatool(LazyGroup):
         "epochs": lazy_command("replicas_cmd", "epochs", "EPOCHS_EXAMPLES"),
         "repair": lazy_command("repair_cmd", "repair", "EXAMPLES"),
         "offsets": lazy_command("internal_cmd", "offsets", "OFFSETS_EXAMPLES"),
+        "groups": lazy_command("internal_cmd", "groups", "GROUPS_EXAMPLES"),
         "partition-for": lazy_command("internal_cmd", "partition_for", "PARTITION_FOR_EXAMPLES"),
         "txn-state": lazy_command("internal_cmd", "txn_state", "TXN_STATE_EXAMPLES"),
         "share-state": lazy_command("internal_cmd", "share_state", "SHARE_STATE_EXAMPLES"),

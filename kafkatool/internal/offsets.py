@@ -13,7 +13,7 @@ from ..findings import finding
 from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
 from ..loader import segment_bytes
-from ..model import CappedFindings, Finding
+from ..model import Batch, CappedFindings, Finding, Record
 from ..replicas import open_replica
 from ..walk import partition_dirs, partition_dirs_and_findings
 from . import common
@@ -174,6 +174,10 @@ def decode_group_metadata_value(value: bytes) -> dict[str, Any]:
 
 
 
+# Told each record of a __consumer_offsets partition whose key decodes: (segment display path, batch, record, key).
+Replay = Callable[[str, Batch, Record, "OffsetKey | GroupKey | OtherKey"], None]
+
+
 @dataclass
 class _Pending:
     """Transactional offset commits of one producer, applied at its COMMIT marker, dropped at ABORT."""
@@ -184,13 +188,15 @@ class _Pending:
 def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
                                progress: Callable[[int], None] | None = None,
                                held: dict[int, list[CommittedOffset]] | None = None,
+                               replay: Replay | None = None,
                                ) -> Iterator[CommittedOffset | GroupState | Finding]:
     """Replay one ``__consumer_offsets-N`` partition (its ``.log`` segments in offset order), as the group
     coordinator loads it: later records win, a null value deletes, transactional commits count only once
     committed. Yields the surviving groups and committed offsets, then findings met on the way. ``progress`` is
     told the bytes of the segments as they are read; ``held``, when given, the transactional commits still pending
     at the log's end by producer id (their transaction not ended: ``OffsetMetadataManager``'s pending transactional
-    offsets)."""
+    offsets); ``replay``, when given, every record whose key decodes, in offset order, with its decoded key (the
+    group states of :mod:`kafkatool.internal.groups` are replayed from them in the same pass)."""
     offsets: dict[OffsetKey, CommittedOffset] = {}
     groups: dict[str, GroupState] = {}
     pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
@@ -208,6 +214,8 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
             continue
         try:
             key = decode_offsets_key(rec.key)
+            if replay is not None:
+                replay(display, batch, rec, key)
             if isinstance(key, OffsetKey):
                 value = None
                 if rec.value is not None:
@@ -254,6 +262,7 @@ def _put(offsets: dict[OffsetKey, CommittedOffset], key: OffsetKey, value: Commi
 
 def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
                      progress: Callable[[int], None] | None = None,
+                     replay: Callable[[Path, str], Replay] | None = None,
                      ) -> Iterator[CommittedOffset | GroupState | Finding]:
     """Every group and latest committed offset in the ``__consumer_offsets-*`` partitions under ``paths``.
 
@@ -264,7 +273,8 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
 
     ``progress`` is told the bytes of the segments as they are read (the ``__consumer_offsets`` partitions', then
     the loads of the data partitions for lag; a data partition of their log dirs no commit names is counted as
-    skipped once the commits are known), :func:`consumer_offsets_bytes` in all.
+    skipped once the commits are known), :func:`consumer_offsets_bytes` in all. ``replay(log dir, partition)``,
+    when given, gives each ``__consumer_offsets`` partition's ``replay`` (:func:`consumer_offsets_partition`).
     """
     parts = []
     for part in partition_dirs_and_findings(paths):
@@ -281,8 +291,9 @@ def consumer_offsets(paths: Iterable[str | Path], *, with_lag: bool = True,
             seen = True
             home = part.logdir_path.resolve()
             homes.add(home)
+            name = f"{part.topic}-{part.partition}"
             results.extend((home, r) for r in (*part.findings, *consumer_offsets_partition(
-                part.files, f"{part.topic}-{part.partition}", progress)))
+                part.files, name, progress, replay=None if replay is None else replay(home, name))))
     if not seen:
         yield finding("offsets-none", ", ".join(str(p) for p in paths), None,
                       f"no {OFFSETS_TOPIC}-* partition dirs found")

@@ -114,10 +114,6 @@ def _priority(b: StateBatch) -> tuple[int, int]:
     return b.delivery_count, b.delivery_state
 
 
-class MergeTooLong(Exception):
-    pass
-
-
 def combine_state_batches(so_far: Iterable[StateBatch], new: Iterable[StateBatch], start_offset: int
                           ) -> list[StateBatch]:
     """``PersisterStateBatchCombiner.combineStateBatches``: the batches so far and the new ones as one list without
@@ -126,8 +122,8 @@ def combine_state_batches(so_far: Iterable[StateBatch], new: Iterable[StateBatch
     batches once), the first pair that overlaps, or touches with the same delivery count and state, is resolved
     (same count and state: one batch over both; else the one of higher :func:`_priority` keeps the offsets they
     share and the other what is left of it), until no pair does. Not "the newer wins": an update whose batch has
-    fewer deliveries than the state's loses where they overlap, as in Kafka. :class:`MergeTooLong` past
-    :data:`MERGE_STEPS_PER_BATCH` steps a batch (hostile batches only)."""
+    fewer deliveries than the state's loses where they overlap, as in Kafka. :class:`Undecodable` (the record cannot
+    be applied) past :data:`MERGE_STEPS_PER_BATCH` steps a batch (hostile batches only)."""
     batches = [*so_far, *new]
     if start_offset != -1:
         batches = [b if b.first_offset >= start_offset else b._replace(first_offset=start_offset)
@@ -149,7 +145,7 @@ def combine_state_batches(so_far: Iterable[StateBatch], new: Iterable[StateBatch
     while len(heap) >= 2:
         steps -= 1
         if steps < 0:
-            raise MergeTooLong(f"state batches that do not merge in {MERGE_STEPS_PER_BATCH} steps a batch")
+            raise Undecodable(f"state batches that do not merge in {MERGE_STEPS_PER_BATCH} steps a batch")
         prev = heapq.heappop(heap)
         members.discard(prev)
         cand = heap[0]
@@ -228,7 +224,7 @@ def replay_share_record(state: dict[tuple[str, str, int], SharePartitionState], 
                         offset: int) -> None:
     """One record replayed into ``state`` (key: group, topic id, partition) as ``ShareCoordinatorShard.replay``
     does (:func:`share_state_partition` says how); ``value`` the value's fields (None: a tombstone), ``batches``
-    its state batches. :class:`Undecodable` for a ShareUpdate tombstone, :class:`MergeTooLong`."""
+    its state batches. :class:`Undecodable` for a ShareUpdate tombstone or batches that do not merge."""
     if value is None:
         if rtype == it.SHARE_UPDATE:
             raise Undecodable("a ShareUpdate tombstone: ShareCoordinatorShard.handleShareUpdate cannot replay it "
@@ -280,7 +276,7 @@ def share_state_partition(files: Iterable[tuple[Path, str]], name: str,
                 continue
             v, batches = _replay_value(rtype, rec.value)
             replay_share_record(state, key, rtype, v, batches, name, rec.offset)
-        except (Undecodable, MergeTooLong) as exc:
+        except Undecodable as exc:
             newer = None if rec.key is None else common.newer_record(
                 ks.SHARE_COORDINATOR, SHARE_STATE_TOPIC, rec.key, rec.value, display, batch.position, rec.offset)
             findings.append(newer or finding("share-state-undecodable", display, batch.position,

@@ -11,7 +11,7 @@ from typing import Any
 from ..formats import internal_topics as it
 from ..internal.common import Undecodable
 from ..internal.remote_log_metadata import RemoteLogMetadataState, RemoteSegment, unknown_record
-from ..internal.share_state import MergeTooLong, SharePartitionState, StateBatch, replay_share_record
+from ..internal.share_state import SharePartitionState, StateBatch, replay_share_record
 
 _STATE_IDS = {name: state for state, name in it.DELIVERY_STATES.items()}
 _UNKNOWN_STATE = re.compile(r"unknown\((-?\d+)\)")
@@ -53,7 +53,7 @@ def share_states_of_rows(rows: Iterable[Any], coordinator_partition: str
         try:
             replay_share_record(state, key, d["record_type"], None if d["tombstone"] else d, batches,
                                 coordinator_partition, row["offset"])
-        except (Undecodable, MergeTooLong) as exc:
+        except Undecodable as exc:
             skipped.append(f"offset {row['offset']}: {exc}")
     return sorted(state.values(), key=lambda s: (s.group_id, s.topic_id, s.partition)), skipped
 

@@ -26,6 +26,51 @@ def _group(o: Output, d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _parts(assigned: dict[str, list[int]] | None) -> str:
+    """``{topic or subtopology: [partitions]}`` as ``t:0,1 u:2`` (``-`` when empty)."""
+    return " ".join(f"{escape(str(t))}:{','.join(map(str, ps))}" for t, ps in (assigned or {}).items()) or "-"
+
+
+def _group_state(o: Output, d: dict[str, Any]) -> str:
+    """``groups``: a group's state as the coordinator loaded it, one line per member, then its commits."""
+    kind = d["group_type"]
+    head = (f"[bold]group {escape(d['group_id'])}[/bold]  {kind}  {d['state']}  "
+            + (f"generation {d['epoch']}  protocol {escape(d.get('protocol_type') or '-')}/"
+               f"{escape(d.get('protocol') or '-')}  leader {escape(d.get('leader') or '-')}" if kind == "classic"
+               else f"epoch {d['epoch']}  assignment epoch {d['assignment_epoch']}")
+            + f"  {len(d['members'])} members  ({escape(d['coordinator_partition'])} @ {d['log_offset']})"
+            + ("  [yellow]deleted[/yellow]" if d["deleted"] else "") + ("  (offsets only)" if d["simple"] else ""))
+    lines = [head]
+    names = d.get("topic_names") or {}
+    for m in d["members"]:
+        assigned = {names.get(t, t): ps for t, ps in m["assigned_partitions"].items()}
+        line = (f"    member {escape(str(m['member_id']))}  epoch {m['member_epoch']}"
+                + (f" (previous {m['previous_member_epoch']}, {m.get('state')})"
+                   if "previous_member_epoch" in m else "")
+                + f"  client {escape(str(m['client_id']))}")
+        if m["subscribed_topic_names"] is not None or m.get("subscribed_topic_regex"):
+            line += f"  subscribed {escape(','.join(m['subscribed_topic_names'] or []))}"
+            if m.get("subscribed_topic_regex"):
+                line += f" regex {escape(m['subscribed_topic_regex'])}"
+        line += f"  {'active tasks' if kind == 'streams' else 'assigned'} {_parts(assigned)}"
+        pending = m.get("partitions_pending_revocation") or m.get("active_tasks_pending_revocation")
+        if pending:
+            line += f"  pending revocation {_parts({names.get(t, t): ps for t, ps in pending.items()})}"
+        if kind == "streams":
+            line += f"  standby {_parts(m.get('standby_tasks'))}  warmup {_parts(m.get('warmup_tasks'))}"
+        if "target_assignment" in m and m["target_assignment"] != m["assigned_partitions"]:
+            line += f"  target {_parts({names.get(t, t): ps for t, ps in m['target_assignment'].items()})}"
+        lines.append(line)
+    if "topology" in d:
+        lines.append(f"    topology epoch {d['topology']['epoch']}: " + ", ".join(
+            f"{escape(s['subtopology_id'])} <- {escape(','.join(s.get('source_topics') or []))}"
+            for s in d["topology"]["subtopologies"]))
+    for tp, offset in d["committed_offsets"].items():
+        lag = d["lag"].get(tp)
+        lines.append(f"    committed {escape(tp)} {offset}" + ("" if lag is None else f"  lag {lag:,}"))
+    return "\n".join(lines)
+
+
 def _metadata_record(o: Output, d: dict[str, Any]) -> str:
     """``metadata --all``: a record other than a partition's, with its decoded fields (if any)."""
     fields = _fields(d["fields"]) if d["decoded"] else "[dim](layout not declared here)[/dim]"
@@ -326,6 +371,7 @@ _TEXT: dict[str, Callable[[Output, dict[str, Any]], str]] = {
     "finding": _finding,
     "trailing": _trailing,
     "group": _group,
+    "group_state": _group_state,
     "metadata_record": _metadata_record,
     "delivery": _delivery,
     "partition_state": _partition_state,
