@@ -173,7 +173,7 @@ REPLICAS = corpus_root() / "kafka" / "replicas" / "divergent"
 REAL_DATA = corpus_root() / "real" / "MashaKosher_Internship" / "c335121f" / "data"
 INCIDENT = PROJECT_ROOT / "fixtures" / "incident"
 READING = [  # the commands that read whole partitions (or a metadata log), on input they exit on as shown
-    (["producers", CASE], 0),
+    (["producers", CASE], 1),  # the CRC error the load cuts at, as verify reports it
     (["txns", CASE], 1),
     (["epochs", CASE], 1),
     (["replicas", str(REPLICAS)], 1),
