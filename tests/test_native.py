@@ -31,8 +31,9 @@ from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, re
 from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
 from kafkatool.errors import DecompressionError
 from kafkatool.loader import PartitionLoad, Rebuild, load_partition
+from kafkatool.log_check import CheckOptions, SegmentTask
 from kafkatool.records import RawBatch, ScanOptions, _resync_window, decode_records, decompress_payload, resync, scan
-from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
+from kafkatool.segment_check import check_segment
 
 from .conftest import CORE, PROJECT_ROOT, load_essence
 
@@ -615,9 +616,9 @@ def dumped_batches(path: Path, options: ScanOptions, fmt: str) -> str:
 
 def deep_misses(data: bytes, options: ScanOptions) -> list[int]:
     """Positions of batches inside RecordRuns where ``verify --deep``'s Python check
-    (``segment_check._deep_check``) finds something the columns did not flag as suspect."""
+    (``log_check._deep_check``) finds something the columns did not flag as suspect."""
+    from kafkatool.log_check import Sink, _deep_check
     from kafkatool.records import RecordRun
-    from kafkatool.segment_check import _deep_check, _Sink
 
     misses = []
     for item in scan(io.BytesIO(data), "seg.log", decoded=True, options=options):
@@ -626,7 +627,7 @@ def deep_misses(data: bytes, options: ScanOptions) -> list[int]:
             suspects = cols.deep_suspects(lo, hi)
             for i, batch in enumerate(item.batches(), lo):
                 found: list = []
-                _deep_check("seg.log", batch, cols.raw(i), CheckOptions(deep=True, scan=options), _Sink(found, 9))
+                _deep_check("seg.log", batch, cols.raw(i), CheckOptions(deep=True, scan=options), Sink(found, 9))
                 if found and i not in suspects:
                     misses.append(batch.position)
     return misses
@@ -853,7 +854,7 @@ def verified(paths: list[Path], options) -> str:
 
 
 def verify_modes() -> list:
-    from kafkatool.verify import VerifyOptions
+    from kafkatool.verify_files import VerifyOptions
 
     return [VerifyOptions(CheckOptions(deep=deep, scan=ScanOptions(window=window)))
             for deep in (False, True) for window in (ScanOptions().window, 1500)]
@@ -1134,7 +1135,7 @@ def test_verify_and_load_of_damaged_markers_are_the_same_through_stretches(core,
     marker decoded in Python), and the partition loads the same, fed by verify's scan or reading for itself."""
     from kafkatool.logwriter import PartitionWriter
     from kafkatool.model import Stretch
-    from kafkatool.verify import VerifyOptions
+    from kafkatool.verify_files import VerifyOptions
 
     ts = 1_700_000_000_000
     options = VerifyOptions(CheckOptions(now_ms=ts + 10**9))
