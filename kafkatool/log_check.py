@@ -255,8 +255,8 @@ def _check_log(
 ) -> None:
     """The log's one pass: each batch checked as ``LogSegment.recover`` takes it (size and CRC in the scan, offsets
     following each other, the record count, timestamps, leader-epoch changes, transactions and control batches),
-    with the ``.index`` and ``.timeindex`` entries merged as the batches pass (:func:`_offset_entries_at`,
-    :func:`_time_entries_reached`) and judged at the end (:func:`_finish_offset_index`, :func:`_finish_time_index`).
+    with the ``.index`` and ``.timeindex`` entries merged as the batches pass (:class:`_IndexMerge`) and judged at the
+    end (:func:`_judge_indexes`).
     """
     path = task.log
     assert path is not None
@@ -266,23 +266,9 @@ def _check_log(
     base_offset = task.base_offset
     standalone = task.standalone
 
-    # Offset-index merge state: the next entry by position.
-    oi = 0
-    irel, ipos = offset_entries.relative, offset_entries.position
-    n_oi = len(ipos)
-    next_ipos = ipos[0] if n_oi else _NEVER
-    irel_bytes, ipos_bytes = memoryview(irel).cast("B"), memoryview(ipos).cast("B")  # for the native core
-    pending_exact = _NEVER  # an entry's offset waiting for the batch that ends at or after it
-    inexact = 0
-    # Time-index merge state: the next entry by offset.
-    ti = 0
-    n_ti = len(time_entries)
-    next_toff = time_entries[0][1] if n_ti else _NEVER
-    next_event = next_toff  # min(next_toff, pending_exact)
-    time_stamps, time_offsets = _time_columns(time_entries)  # for the native core
-    time_in_native = len(time_offsets) == 8 * n_ti  # else a stretch stops at every time-index entry, as at the others
-    time_usable = True
-    time_inexact = 0
+    merge = _IndexMerge(offset_entries, time_entries)
+    next_ipos = merge.next_ipos()    # the position of the next .index entry
+    next_event = merge.next_toff     # the next offset an index entry waits for: min(next_toff, pending_exact)
 
     prev_last = base_offset - 1
     seg_max = -1
@@ -292,7 +278,6 @@ def _check_log(
     gaps = missing = compacted = 0
     legacy = False
     first_gap = None
-    largest_indexed = 0  # largest batch at an index entry, or the last: the broker's entry spacing
     ongoing = report.ongoing
     first_marker = report.first_marker
     aborts = report.aborts
@@ -320,24 +305,14 @@ def _check_log(
                 # first that reaches an index entry (by offset or position) or the future; that one comes back as a
                 # Batch, the rest of the stretch after it.
                 columns, lo, hi, markers = item
-                k, last, top, count, _end, oi_passed, largest, ti_passed = columns.advance_indexed(
-                    lo, hi, pending_exact if time_in_native else next_event, future_limit, base_offset, irel_bytes,
-                    ipos_bytes, oi, time_stamps, time_offsets, ti, seg_max)
+                k, last, top, count, next_ipos, next_event = merge.stretch(columns, lo, hi, next_ipos, next_event,
+                                                                           future_limit, base_offset, seg_max)
                 if k > lo:
                     batches += k - lo
                     records += count
                     prev_last = last
                     if top > seg_max:
                         seg_max = top
-                    if oi_passed != oi:  # offset-index entries naming a batch of it exactly, as the broker writes them
-                        oi = oi_passed
-                        next_ipos = ipos[oi] if oi < n_oi else _NEVER
-                        if largest > largest_indexed:
-                            largest_indexed = largest
-                    if ti_passed != ti:  # time-index entries naming a batch of it exactly (its new max timestamp)
-                        ti = ti_passed
-                        next_toff = time_entries[ti][1] if ti < n_ti else _NEVER
-                        next_event = min(next_toff, pending_exact)
                     _stretch_transactions(columns, lo, k, markers, ongoing, first_marker, aborts)
                 if k < hi:
                     if k + 1 < hi:
@@ -358,11 +333,8 @@ def _check_log(
             (position, base, last, size, magic, _crc, _ok, attrs, _codec, _tstype, first_ts, max_ts,
              count, epoch, pid, _pepoch, _seq, _txn, _control, _horizon) = batch
             batches += 1
-            if magic > 2:  # read as v2 (records.scan, as FileLogInputStream.nextBatch does); the CRC skips the magic
-                sink("magic-above-v2", path, position,
-                     f"magic byte {magic}: the broker reads it as a v2 batch and its recovery keeps it "
-                     "(DefaultRecordBatch.ensureValid checks the size and the CRC, which does not cover the magic), "
-                     "but clients and tools reading it will reject or misread it")
+            if magic > 2:
+                _magic_above_v2(sink, path, position, magic)
             # offsets: each batch follows the previous one (prev_last is the last offset before this batch)
             if base != prev_last + 1:
                 if batches == 1:
@@ -378,11 +350,7 @@ def _check_log(
                         first_gap = (position, prev_last + 1, base - 1)
             # record count vs offsets (v2: lastOffsetDelta + 1; a v0/v1 wrapper: its inner offsets)
             if count != last - base + 1:
-                if count > last - base + 1 or count < 0:
-                    sink("record-count-mismatch", path, position,
-                         f"{count} records declared for {last - base + 1} offsets (lastOffsetDelta {last - base})")
-                else:
-                    compacted += 1
+                compacted += _fewer_records(sink, path, position, base, last, count)
             records += count
             if epoch != epoch_now:  # leader epoch changes (LeaderEpochFileCache.assign; v0/v1 carry none: -1)
                 epoch_now = epoch
@@ -394,30 +362,13 @@ def _check_log(
                 _timestamp_finding(sink, path, position, first_ts, max_ts, attrs, future_limit, magic)
             # index entries named by offset: the time index, and an offset-index entry awaiting its batch end
             if last >= next_event:
-                if last >= pending_exact:
-                    if last != pending_exact and base <= pending_exact:
-                        inexact += 1
-                    pending_exact = _NEVER
-                if last >= next_toff:
-                    ti, wrong, n_inexact = _time_entries_reached(sink, task.timeindex or path, time_entries, ti, last,
-                                                                 seg_max, max_ts)
-                    time_usable = time_usable and not wrong
-                    time_inexact += n_inexact
-                    next_toff = time_entries[ti][1] if ti < n_ti else _NEVER
-                next_event = min(next_toff, pending_exact)
+                next_event = merge.by_offset(sink, task.timeindex or path, base, last, seg_max, max_ts)
             if max_ts > seg_max:
                 seg_max = max_ts
             # the offset index, by position: an entry must point at the first byte of a batch
             if position >= next_ipos:
-                if size > largest_indexed:
-                    largest_indexed = size
-                oi, pending, n_inexact = _offset_entries_at(sink, report, task.index or path, offset_entries, oi,
-                                                            position, base, last, prev_last)
-                inexact += n_inexact
-                if pending != _NEVER:
-                    pending_exact = pending
-                    next_event = min(next_event, pending)
-                next_ipos = ipos[oi] if oi < n_oi else _NEVER
+                next_ipos, next_event = merge.at_position(sink, report, task.index or path, position, size, base, last,
+                                                          prev_last, next_event)
             # transactions, control batches, the delete horizon (attributes 0x10, 0x20, 0x40)
             if attrs & 0x70 and magic >= 2:
                 _transaction_batch(path, batch, raw_of_deep[0] if keep_raw else None, pread, options, sink, report)
@@ -426,13 +377,12 @@ def _check_log(
             batch = batch.batch(batch.hi - 1)
         if batch is not None:
             valid_end = batch.position + batch.size
-            largest_indexed = max(largest_indexed, batch.size)
+            merge.largest = max(merge.largest, batch.size)
             if first_offset is None:
                 first_offset = base_offset
             _check_offset_range(sink, path, batch.position, prev_last, base_offset, standalone)
 
-    irel_bytes.release()
-    ipos_bytes.release()
+    merge.release()
     report.batches, report.records = batches, records
     report.first_offset = first_offset
     report.last_offset = prev_last if first_offset is not None else None
@@ -441,8 +391,111 @@ def _check_log(
     report.compacted_batches, report.legacy = compacted, legacy
     report.valid_end = valid_end
     if not standalone and task.check_indexes:
-        _judge_indexes(task, options, report, sink, offset_entries, (oi, pending_exact, inexact, largest_indexed),
-                       time_entries, (ti, time_usable, time_inexact, seg_max))
+        _judge_indexes(task, options, report, sink, offset_entries, (merge.oi, merge.pending_exact, merge.inexact,
+                       merge.largest), time_entries, (merge.ti, merge.time_usable, merge.time_inexact, seg_max))
+
+
+class _IndexMerge:
+    """The ``.index`` and ``.timeindex`` entries merged with the log's batches as they pass: the index checks (an entry
+    names a batch as ``LogSegment.append`` writes it: ``OffsetIndex`` the last offset of an append at its first
+    batch's position, ``TimeIndex`` the batch at which the segment's max timestamp grew), and what the merges found,
+    judged once the log has passed (:func:`_judge_indexes`). The batch loop keeps two numbers as locals, the position
+    of the next ``.index`` entry and the next offset an entry waits for, and calls in here only when a batch reaches
+    one, or for a :class:`~kafkatool.model.Stretch` (the native core passes the entries a stretch names exactly)."""
+
+    __slots__ = ("offsets", "oi", "n_oi", "irel_bytes", "ipos_bytes", "pending_exact", "inexact", "largest", "times",
+                 "ti", "n_ti", "next_toff", "time_stamps", "time_offsets", "time_in_native", "time_usable",
+                 "time_inexact")
+
+    def __init__(self, offset_entries: OffsetEntries, time_entries: Entries) -> None:
+        # Offset-index merge state: the next entry by position.
+        self.offsets, self.oi, self.n_oi = offset_entries, 0, len(offset_entries.position)
+        self.irel_bytes = memoryview(offset_entries.relative).cast("B")  # for the native core
+        self.ipos_bytes = memoryview(offset_entries.position).cast("B")
+        self.pending_exact = _NEVER  # an entry's offset waiting for the batch that ends at or after it
+        self.inexact = 0
+        self.largest = 0  # largest batch at an index entry, or the last: the broker's entry spacing
+        # Time-index merge state: the next entry by offset.
+        self.times, self.ti, self.n_ti = time_entries, 0, len(time_entries)
+        self.next_toff = time_entries[0][1] if self.n_ti else _NEVER
+        self.time_stamps, self.time_offsets = _time_columns(time_entries)  # for the native core
+        # else a stretch stops at every time-index entry, as at the others
+        self.time_in_native = len(self.time_offsets) == 8 * self.n_ti
+        self.time_usable = True
+        self.time_inexact = 0
+
+    def next_ipos(self) -> int:
+        return self.offsets.position[self.oi] if self.oi < self.n_oi else _NEVER
+
+    def stretch(self, columns, lo: int, hi: int, next_ipos: int, next_event: int, future_limit: int, base_offset: int,
+                seg_max: int) -> tuple[int, int, int, int, int, int]:
+        """Batches ``lo..hi`` of a stretch up to the first that reaches an index entry (by offset or position) or the
+        future: ``(k, last offset, max timestamp, records, next_ipos, next_event)``, batch ``k`` the one reached."""
+        k, last, top, count, _end, oi_passed, largest, ti_passed = columns.advance_indexed(
+            lo, hi, self.pending_exact if self.time_in_native else next_event, future_limit, base_offset,
+            self.irel_bytes, self.ipos_bytes, self.oi, self.time_stamps, self.time_offsets, self.ti, seg_max)
+        if k > lo:
+            if oi_passed != self.oi:  # offset-index entries naming a batch of it exactly, as the broker writes them
+                self.oi = oi_passed
+                next_ipos = self.next_ipos()
+                if largest > self.largest:
+                    self.largest = largest
+            if ti_passed != self.ti:  # time-index entries naming a batch of it exactly (its new max timestamp)
+                self.ti = ti_passed
+                self.next_toff = self.times[self.ti][1] if self.ti < self.n_ti else _NEVER
+                next_event = min(self.next_toff, self.pending_exact)
+        return k, last, top, count, next_ipos, next_event
+
+    def by_offset(self, sink: Sink, where: str, base: int, last: int, seg_max: int, max_ts: int) -> int:
+        """The entries named by offset that the batch ``base..last`` reaches: the time index's, and an offset-index
+        entry awaiting the end of its append; the next offset an entry waits for."""
+        if last >= self.pending_exact:
+            if last != self.pending_exact and base <= self.pending_exact:
+                self.inexact += 1
+            self.pending_exact = _NEVER
+        if last >= self.next_toff:
+            self.ti, wrong, n_inexact = _time_entries_reached(sink, where, self.times, self.ti, last, seg_max, max_ts)
+            self.time_usable = self.time_usable and not wrong
+            self.time_inexact += n_inexact
+            self.next_toff = self.times[self.ti][1] if self.ti < self.n_ti else _NEVER
+        return min(self.next_toff, self.pending_exact)
+
+    def at_position(self, sink: Sink, report: SegmentReport, where: str, position: int, size: int, base: int,
+                    last: int, prev_last: int, next_event: int) -> tuple[int, int]:
+        """The offset index, by position: the entries up to the batch at ``position`` (:func:`_offset_entries_at`);
+        ``(next_ipos, next_event)``."""
+        if size > self.largest:
+            self.largest = size
+        self.oi, pending, n_inexact = _offset_entries_at(sink, report, where, self.offsets, self.oi, position, base,
+                                                         last, prev_last)
+        self.inexact += n_inexact
+        if pending != _NEVER:
+            self.pending_exact = pending
+            next_event = min(next_event, pending)
+        return self.next_ipos(), next_event
+
+    def release(self) -> None:
+        self.irel_bytes.release()
+        self.ipos_bytes.release()
+
+
+def _magic_above_v2(sink: Sink, path: str, position: int, magic: int) -> None:
+    """A magic above 2 is read as v2 (:func:`kafkatool.records.scan`, as ``FileLogInputStream.nextBatch`` does): the
+    CRC skips the magic."""
+    sink("magic-above-v2", path, position,
+         f"magic byte {magic}: the broker reads it as a v2 batch and its recovery keeps it "
+         "(DefaultRecordBatch.ensureValid checks the size and the CRC, which does not cover the magic), "
+         "but clients and tools reading it will reject or misread it")
+
+
+def _fewer_records(sink: Sink, path: str, position: int, base: int, last: int, count: int) -> int:
+    """1 for a batch with fewer records than offsets (the cleaner's work: its offsets stay), 0 after a finding for
+    one with more, or a negative count."""
+    if count > last - base + 1 or count < 0:
+        sink("record-count-mismatch", path, position,
+             f"{count} records declared for {last - base + 1} offsets (lastOffsetDelta {last - base})")
+        return 0
+    return 1
 
 
 def _first_batch_offset(sink: Sink, path: str, position: int, base: int, base_offset: int, standalone: bool) -> None:
