@@ -314,7 +314,7 @@ def marker_reads(core, data: bytes) -> tuple[list, list]:
     native_reads, pure_reads = [], []
     p, stop = 0, 2
     while stop == 2:  # a bad CRC stops a walk after its batch; a stretch is never made of it, but it is read
-        p, stop, columns = core.decode_window_columns(data, p, 0, 1 << 62, 1 << 20, False)
+        p, stop, columns = core.decode_window_columns(data, (p, 0, 1 << 62, 1 << 20), False)
         markers = stretch_markers(columns, 0, len(columns))
         for i in range(len(columns)):
             b = column_batch(columns, i)
@@ -384,7 +384,7 @@ def test_the_stub_names_exactly_what_the_extension_exports(core) -> None:
     """``kafkatool/_native.pyi`` types the native API: every function, class and constant the built extension
     exports, no more (its own type aliases aside), and every method of each class."""
     stub = ast.parse((PROJECT_ROOT / "kafkatool" / "_native.pyi").read_text())
-    aliases = {"BatchColumns", "BatchFields", "RecordColumns", "ChunkColumns", "VarParts"}
+    aliases = {"BatchColumns", "BatchFields", "BatchWalk", "RecordColumns", "ChunkColumns", "VarParts"}
     exported = {n for n in dir(core) if not n.startswith("__")}
     assert _stub_names(stub) - aliases == exported
     assert set(core.__all__) == exported
@@ -416,11 +416,11 @@ def test_a_native_panic_is_the_internal_error_exit(core, capsys) -> None:
 def test_the_native_core_takes_any_contiguous_buffer(core) -> None:
     """bytes, bytearray, memoryview: the window the scanner reads is a memoryview of a bytearray."""
     data = record_batch(0, [RecordSpec(b"k", b"v", 1)])
-    results = [core.scan_batches(buf, 0, 0, 1 << 40, 1 << 20, False)[:2]
+    results = [core.scan_batches(buf, (0, 0, 1 << 40, 1 << 20), False)[:2]
                for buf in (data, bytearray(data), memoryview(data))]
     assert results == [(len(data), 0)] * 3
-    assert core.scan_batches(b"", 0, 0, 1, 1, False)[:2] == (0, 0)
-    assert core.scan_batches(data, len(data) + 10, 0, 1 << 40, 1 << 20, False)[:2] == (len(data) + 10, 0)
+    assert core.scan_batches(b"", (0, 0, 1, 1), False)[:2] == (0, 0)
+    assert core.scan_batches(data, (len(data) + 10, 0, 1 << 40, 1 << 20), False)[:2] == (len(data) + 10, 0)
 
 
 # -- compressed payloads: one bounded pass in the native core, every decision the pure reader's ------
