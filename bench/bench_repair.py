@@ -91,7 +91,8 @@ def _tree_bytes(d: Path) -> int:
 
 def m_verify(path: str) -> dict:
     from kafkatool.model import Finding
-    from kafkatool.verify import VerifyOptions, verify_paths
+    from kafkatool.verify import verify_paths
+    from kafkatool.verify_files import VerifyOptions
 
     t = time.perf_counter()
     errors = sum(1 for x in verify_paths([Path(path)], VerifyOptions())

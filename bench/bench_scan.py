@@ -173,7 +173,8 @@ def m_scan(path: str) -> dict:
 
 
 def m_verify(path: str) -> dict:
-    from kafkatool.segment_check import SegmentTask, check_segment
+    from kafkatool.log_check import SegmentTask
+    from kafkatool.segment_check import check_segment
 
     part = Path(path)
     t = time.perf_counter()

@@ -45,16 +45,21 @@ class NativePanic(RuntimeError):
     """A panic inside the native core, raised in Python instead of aborting the process (a bug: exit 70)."""
 
 
-def scan_batches(window: _Bytes, p: int, base: int, limit: int, max_batch: int,
+BatchWalk = tuple[int, int, int, int]
+"""``(p, base, limit, max_batch)``: where a walk over a window's v2 batches starts (``p`` in the window, the window at
+file position ``base``), the file position no batch may begin at or after, the largest batch size taken; one tuple
+for :func:`scan_batches`, :func:`scan_headers` and :func:`decode_window_columns` alike."""
+
+
+def scan_batches(window: _Bytes, walk: BatchWalk,
                  with_raw: bool) -> tuple[int, int, BatchColumns, list[bytes] | None]:
-    """Whole v2 batches of ``window`` from ``p`` on: ``(p, stop, columns, raws)``, where the caller goes on, why the
-    walk stopped (0: the entry at ``p`` is for the general path, 1: it begins at or after ``limit``, 2: the last
-    batch returned has a bad CRC), the batches' columns, and with ``with_raw`` each batch's bytes. Pure twin: the
-    v2 branch of :func:`kafkatool.records.scan`'s loop (``kafkatool.records._v2_batch``)."""
+    """Whole v2 batches of ``window`` from the walk's ``p`` on: ``(p, stop, columns, raws)``, where the caller goes
+    on, why the walk stopped (0: the entry at ``p`` is for the general path, 1: it begins at or after ``limit``, 2:
+    the last batch returned has a bad CRC), the batches' columns, and with ``with_raw`` each batch's bytes. Pure
+    twin: the v2 branch of :func:`kafkatool.records.scan`'s loop (``kafkatool.records._v2_batch``)."""
 
 
-def scan_headers(window: _Bytes, p: int, base: int, limit: int,
-                 max_batch: int) -> tuple[int, int, bytes, bytes, bytes, list[tuple[int, bytes]]]:
+def scan_headers(window: _Bytes, walk: BatchWalk) -> tuple[int, int, bytes, bytes, bytes, list[tuple[int, bytes]]]:
     """The walk of :func:`scan_batches` for the columnar scan: ``(p, stop, positions, headers, crc_valid,
     controls)``, positions as int64 bytes, each batch's first 61 bytes back to back, one byte (0/1) per batch,
     and ``(index, bytes)`` of the control batches. Pure twin: :func:`kafkatool.records.scan` (``columnar``),
@@ -68,10 +73,10 @@ def resync(window: _Bytes, start: int, until: int, room: int) -> tuple[int, int,
     :func:`kafkatool.records.resync`)."""
 
 
-def decode_window_columns(window: _Bytes, p: int, base: int, limit: int, max_batch: int, decode: bool = True,
-                          max_decompressed: int = 0, budget: int | None = None) -> tuple[int, int, WindowColumns]:
-    """``(p, stop, columns)``: the whole v2 batches of ``window`` from ``p`` on and (with ``decode``) their records;
-    ``p`` and ``stop`` as :func:`scan_batches` returns them, and with a ``budget`` stop 3 at a whole batch
+def decode_window_columns(window: _Bytes, walk: BatchWalk, decode: bool = True, max_decompressed: int = 0,
+                          budget: int | None = None) -> tuple[int, int, WindowColumns]:
+    """``(p, stop, columns)``: the whole v2 batches of ``window`` from the walk's ``p`` on and (with ``decode``) their
+    records; ``p`` and ``stop`` as :func:`scan_batches` returns them, and with a ``budget`` stop 3 at a whole batch
     beginning ``budget`` bytes or more after ``p``. Pure twin: :func:`kafkatool.records.scan` with ``stretches``
     (batch by batch) and, for the records, :func:`kafkatool.records.decode_records`."""
 

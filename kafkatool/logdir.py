@@ -98,19 +98,20 @@ class LogDir:
         return None if cp is None else cp.offsets.get((topic, partition))
 
     def _read_checkpoint(self, name: str) -> Checkpoint | None:
-        # Here, not at the top: smallfiles' value classes cost more to create than checking a small segment, which
-        # never needs them (tests/test_startup.py); smallfiles imports no module of discovery, so no cycle.
-        from .smallfiles import OffsetCheckpointEntry, read_small_file
+        # Here, not at the top: discovery runs for every command, a log dir's checkpoints are read only by the
+        # commands that look at a log dir, and smallfiles' value classes cost more to create than checking a small
+        # segment, which never needs them (tests/test_startup.py); smallfiles imports no module of discovery.
+        from . import smallfiles
 
         found = self.file(name)
         if found is None:
             return None
         path, display = found
         try:
-            items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, display))
+            items = list(smallfiles.read_small_file(path, FileKind.OFFSET_CHECKPOINT, display))
         except InputIOError as exc:
             return Checkpoint((), {}, (finding("io-error", display, None, str(exc)),))
-        entries = tuple(i for i in items if isinstance(i, OffsetCheckpointEntry))
+        entries = tuple(i for i in items if isinstance(i, smallfiles.OffsetCheckpointEntry))
         offsets = {(e.topic, e.partition): e.offset for e in entries}
         return Checkpoint(entries, offsets, tuple(i for i in items if isinstance(i, Finding)))
 

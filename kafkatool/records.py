@@ -457,7 +457,7 @@ def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, pa
     ``(p, stop)``: where to go on, and why it stopped (0: the general path's entry, 1: past ``limit``,
     2: the last batch had a bad CRC, reported here). The same batches, runs and findings as the Python loop."""
     if columnar:
-        p, stop, positions, headers, valid, controls = core.scan_headers(window, p, base, limit, max_batch)
+        p, stop, positions, headers, valid, controls = core.scan_headers(window, (p, base, limit, max_batch))
         if valid:
             run_controls.update((len(run_valid) + i, raw) for i, raw in controls)
             run_positions.frombytes(positions)
@@ -467,7 +467,7 @@ def _native_walk(core, window, p, base, limit, max_batch, with_raw, columnar, pa
             position, crc = run_positions[-1], _V2_HEADER.unpack_from(run_headers, len(run_headers) - 61)[4]
             yield _take_run(run_positions, run_headers, run_valid, run_controls)
     else:
-        p, stop, columns, raws = core.scan_batches(window, p, base, limit, max_batch, with_raw)
+        p, stop, columns, raws = core.scan_batches(window, (p, base, limit, max_batch), with_raw)
         if columns[0]:
             batches = map(_tuple_new, repeat(Batch), zip(*columns, strict=True))
             yield from map(_tuple_new, repeat(RawBatch), zip(batches, raws, strict=True)) if with_raw else batches
@@ -482,7 +482,7 @@ def _native_stretches(core, window, p, base, limit, max_batch, path):
     """``_native_walk`` for ``scan(stretches=True)``: the batches at ``p`` as :class:`Batch` es and
     :class:`Stretch` es (:func:`stretch_bounds`; the end-transaction markers of :func:`stretch_markers` among them),
     in file order; the same stops and findings."""
-    p, stop, columns = core.decode_window_columns(window, p, base, limit, max_batch, False)
+    p, stop, columns = core.decode_window_columns(window, (p, base, limit, max_batch), False)
     markers = stretch_markers(columns, 0, len(columns))
     for i, k in stretch_bounds(columns, 0, len(columns), False, markers):
         yield column_batch(columns, i)
@@ -554,7 +554,7 @@ def _native_records(core, window, p, base, limit, max_batch, path, max_decompres
     the native core did not decode as a :class:`RawBatch`, in file order; the same stops and findings."""
     stop = 3  # decode_window_columns's stop at the end of a piece: the next piece begins there
     while stop == 3:
-        p, stop, columns = core.decode_window_columns(window, p, base, limit, max_batch, True, max_decompressed,
+        p, stop, columns = core.decode_window_columns(window, (p, base, limit, max_batch), True, max_decompressed,
                                                       DECODE_PIECE)
         n = len(columns)
         lo = 0

@@ -30,25 +30,23 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 from .epochs import EpochCache
 from .errors import InputIOError
 from .filetypes import FileKind, classify, file_size
 from .findings import finding
-from .loader import snapshot_beyond_log_end
+from .index_interval import resolve_index_interval
+from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot, snapshot_beyond_log_end
+from .log_check import SegmentReport, SegmentTask
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .metadata_log import METADATA_TOPIC, partial_snapshot
 from .model import Finding
-from .segment_check import CheckOptions, SegmentReport, SegmentTask, check_segment
-from .walk import FoundFile, LogDir, PartitionDir, discover
-
-# The loader and the small-file readers are imported by the checks that use them: a segment checked alone needs
-# neither (and they cost more to import than checking it).
-if TYPE_CHECKING:
-    from .loader import LoadedPartition, PartitionLoad
-    from .smallfiles import OffsetCheckpointEntry
+from .segment_check import check_segment
+from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerSnapshotHeader, read_small_file
+from .verify_files import FileCount, Runner, VerifyOptions, record_file, tally
+from .walk import FoundFile, LogDir, PartitionDir, Unit, discover
 
 _CHECKPOINTS = {
     "replication-offset-checkpoint": "high watermark",
@@ -67,16 +65,6 @@ _BELOW = {  # below the log start (a recovery point below it is not looked at)
     "log-start-offset-checkpoint": "log-start-below-log-start",
     "cleaner-offset-checkpoint": "cleaner-offset-below-log-start",
 }
-
-
-class VerifyOptions(NamedTuple):
-    """``verify``'s options: how each segment is checked, and in how many processes."""
-
-    check: CheckOptions = CheckOptions()
-    jobs: int = 1
-    # index.interval.bytes, to judge an index's density; None: per partition, the one its offset indexes fit, else
-    # Kafka's default (kafkatool.index_interval: repair's rule for the indexes it rebuilds)
-    index_interval_bytes: int | None = None
 
 
 @dataclass
@@ -116,24 +104,6 @@ class PartitionSummary:
         }
 
 
-@dataclass
-class VerifySummary:
-    """The last line: everything looked at, and the findings by severity."""
-
-    partitions: int = 0
-    files: int = 0
-    bytes: int = 0
-    batches: int = 0
-    findings: Counter[str] = field(default_factory=Counter)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "type": "summary", "scope": "total", "partitions": self.partitions, "files": self.files,
-            "bytes": self.bytes, "batches": self.batches, "errors": self.findings["error"],
-            "warnings": self.findings["warning"], "infos": self.findings["info"],
-        }
-
-
 # --- what the paths are ---------------------------------------------------------------------------------
 
 
@@ -150,35 +120,23 @@ def verify_paths(
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[Any]:
     """Findings, one summary per partition, and a final summary, for files, partition dirs or log dirs."""
-    units = discover(paths)
-    total = VerifySummary()
-    runner = _Runner(options, progress)
-    try:
-        for unit in units:
-            if isinstance(unit, Finding):
-                items: Iterator[Any] = iter([unit])
-            elif isinstance(unit, FoundFile):
-                items = _verify_file(unit.path, unit.display, options, runner)
-            elif isinstance(unit, _LogDir):
-                items = itertools.chain(unit.findings, _verify_logdir(unit, options, runner))
-            else:
-                items = verify_partition(unit, options, runner)
-            for item in items:
-                if isinstance(item, Finding):
-                    total.findings[item.severity] += 1
-                elif isinstance(item, PartitionSummary):
-                    total.partitions += 1
-                    total.bytes += item.bytes
-                    total.batches += item.batches
-                elif isinstance(item, _FileCount):
-                    total.files += item.n
-                    total.bytes += item.bytes
-                    total.batches += item.batches
-                    continue
-                yield item
-    finally:
-        runner.close()
-    yield total
+    yield from verify_units(discover(paths), options, progress)
+
+
+def verify_units(units: list[Unit], options: VerifyOptions = VerifyOptions(),
+                 progress: Callable[[int], None] | None = None) -> Iterator[Any]:
+    """:func:`verify_paths` of discovery's units (:func:`kafkatool.verify_files.verify_units` where they are only
+    record files named alone)."""
+    runner = Runner(options, progress, check_segment)
+
+    def items_of(unit: LogDir | PartitionDir | FoundFile) -> Iterator[Any]:
+        if isinstance(unit, FoundFile):
+            return _verify_file(unit.path, unit.display, runner)
+        if isinstance(unit, _LogDir):
+            return itertools.chain(unit.findings, _verify_logdir(unit, options, runner))
+        return verify_partition(unit, options, runner)
+
+    return tally(units, items_of, runner, PartitionSummary)
 
 
 def verify_partition_dir(part: PartitionDir, options: VerifyOptions = VerifyOptions(),
@@ -186,68 +144,17 @@ def verify_partition_dir(part: PartitionDir, options: VerifyOptions = VerifyOpti
     """:func:`verify_paths` of one partition dir already discovered (``walk.partition_dirs``): its findings and
     its :class:`PartitionSummary`, with its log dir's checkpoints read once for all the partitions that share it
     (a command that verifies partition after partition; naming each again made each re-read them all)."""
-    runner = _Runner(options, progress)
+    runner = Runner(options, progress, check_segment)
     try:
-        yield from (item for item in verify_partition(part, options, runner) if not isinstance(item, _FileCount))
+        yield from (item for item in verify_partition(part, options, runner) if not isinstance(item, FileCount))
     finally:
         runner.close()
-
-
-class _FileCount(NamedTuple):
-    """Files looked at (and, for record files named alone, their bytes and batches) for the total summary."""
-
-    n: int
-    bytes: int = 0
-    batches: int = 0
-
-
-class _Runner:
-    """Runs segment checks in this process, or in a pool of ``jobs`` processes, results in task order."""
-
-    def __init__(self, options: VerifyOptions, progress: Callable[[int], None] | None) -> None:
-        self.options, self.progress = options, progress
-        self.pool = None
-        if options.jobs > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            # spawn: no fork of a process that may run a progress thread; workers import little.
-            self.pool = ProcessPoolExecutor(options.jobs, mp_context=multiprocessing.get_context("spawn"))
-
-    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None, check: CheckOptions | None = None
-            ) -> Iterator[SegmentReport]:
-        """The tasks' reports in order; ``load``: the partition being loaded, fed by the checks' scans in this
-        process (one read of each segment), left to read the segments itself with a pool; ``check``: the partition's
-        own (its index interval), else the options'."""
-        check = check or self.options.check
-        if self.pool is None:
-            for task in tasks:
-                tap = load.tap(task.log) if load is not None and task.log is not None else None
-                yield check_segment(task, check, self.progress, tap=tap)
-            return
-        futures = [self.pool.submit(check_segment, task, check) for task in tasks]
-        for task, fut in zip(tasks, futures, strict=True):
-            report = fut.result()
-            if self.progress is not None:
-                self.progress(report.size if task.log else 0)
-            yield report
-
-    def skipped(self, paths: Iterable[Path]) -> None:
-        """Tell the progress bar the record files of ``paths`` that are not read (it counts every record file)."""
-        if self.progress is not None:
-            self.progress(sum(file_size(p) for p in paths if classify(p).kind.holds_records))
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
 
 
 # --- small files ----------------------------------------------------------------------------------------
 
 
 def _small(path: Path, kind: FileKind, display: str, base: int | None = None) -> tuple[list[Any], list[Finding]]:
-    from .smallfiles import read_small_file  # here, not at the top: see the note on the loader above
-
     try:
         items = list(read_small_file(path, kind, display, base))
     except InputIOError as exc:
@@ -256,17 +163,13 @@ def _small(path: Path, kind: FileKind, display: str, base: int | None = None) ->
     return values, [i for i in items if isinstance(i, Finding)]
 
 
-def _verify_file(path: Path, display: str, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
+def _verify_file(path: Path, display: str, runner: Runner) -> Iterator[Any]:
     """A single file named on the command line: the checks that need nothing else."""
     info = classify(path, by_extension=True)
     if info.kind.holds_records:
-        standalone = info.kind is FileKind.KRAFT_SNAPSHOT or info.leftover is not None or info.base_offset is None
-        task = SegmentTask(info.base_offset or 0, display, standalone=standalone, check_indexes=False)
-        for report in runner.run([task]):
-            yield _FileCount(1, report.size, report.batches)
-            yield from report.findings
+        yield from record_file(path, display, runner)
         return
-    yield _FileCount(1)
+    yield FileCount(1)
     if info.kind in (FileKind.INDEX, FileKind.TIME_INDEX) and info.base_offset is not None:
         log = os.path.join(os.path.dirname(display), f"{info.base_offset:020d}.log")
         if os.path.exists(log):  # check it against its segment
@@ -324,11 +227,8 @@ _LEFTOVER_MEANING = {
 }
 
 
-def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
+def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -> Iterator[Any]:
     """Every check of one partition dir; ends with its :class:`PartitionSummary`."""
-    from .index_interval import resolve_index_interval  # reads indexes (construct): as the loader, not for one file
-    from .loader import COMPACTED_TOPICS, PartitionLoad
-
     summary = PartitionSummary(part.display, part.topic, part.partition)
     files, sorted_findings = _sort_files(part)
 
@@ -336,7 +236,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: _Runner) 
         summary.findings[f.severity] += 1
         return f
 
-    yield _FileCount(len(part.files))
+    yield FileCount(len(part.files))
     if part.state == "delete":
         yield emit(finding("partition-pending-delete", part.display, None,
                            "partition dir renamed for deletion (topic deleted or replica moved); the broker "
@@ -489,9 +389,6 @@ def _snapshot_state(files: PartitionFiles, first_base: int | None) -> tuple[dict
     """Open transactions when the first segment starts: the producer snapshot at its base offset if the broker can
     read it (:func:`kafkatool.loader.latest_snapshot`, ``ProducerStateManager.truncateAndReload``, bounded to that
     offset); False when that state is not known."""
-    # Here, not at the top: as in verify_partition, whose check this is.
-    from .loader import latest_snapshot
-
     if not first_base:
         return {}, True
     snapshots: dict[int | None, Path] = {o: p for o, (p, _d) in files.snapshots.items()}
@@ -648,8 +545,6 @@ def check_epochs(
     holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
     epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
     """
-    from .smallfiles import EpochEntry  # here, not at the top: see the note on the loader above
-
     implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
     for epoch, start, position, path in runs:
         latest = implied.latest
@@ -703,8 +598,6 @@ def _epoch_list(entries: list[tuple[int, int]]) -> str:
 
 
 def _check_snapshots(files: PartitionFiles, state: _PartitionState, beyond: bool = True) -> Iterator[Finding]:
-    from .smallfiles import ProducerSnapshotHeader  # here, not at the top: see the note on the loader above
-
     leo = state.leo
     for offset, (path, display) in sorted(files.snapshots.items()):
         values, findings = _small(path, FileKind.PRODUCER_SNAPSHOT, display)
@@ -730,8 +623,8 @@ def _check_partition_metadata(files: PartitionFiles, part: _Partition) -> Iterat
 # --- a log dir --------------------------------------------------------------------------------------------
 
 
-def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: _Runner) -> Iterator[Any]:
-    yield _FileCount(len(logdir.files))
+def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: Runner) -> Iterator[Any]:
+    yield FileCount(len(logdir.files))
     names = {p.name: (p, d) for p, d in logdir.files}
     if "meta.properties" in names:
         p, d = names["meta.properties"]

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "kafkatool"
 FORMATS = ROOT / "formats"
 # Callables that take a code where the constructor does, though not named after a ``code`` parameter the scan
-# can see: ``_Sink.__call__`` (segment_check), called through its instances, all named ``sink``.
+# can see: ``Sink.__call__`` (log_check), called through its instances, all named ``sink``.
 CALLABLE_WRAPPERS = {"sink": (0, False)}
 
 

@@ -12,10 +12,11 @@ from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.formats import checkpoints
 from kafkatool.loader import PartitionLoad, load_partition
 from kafkatool.locate import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, locate
+from kafkatool.log_check import CheckOptions, SegmentTask
 from kafkatool.producers import replay_partition
 from kafkatool.repair import RepairOptions, plan_partition
 from kafkatool.replicas import open_replica
-from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
+from kafkatool.segment_check import check_segment
 from kafkatool.verify import PartitionSummary, verify_paths
 from kafkatool.walk import partition_dirs
 

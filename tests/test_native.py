@@ -31,8 +31,9 @@ from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, re
 from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
 from kafkatool.errors import DecompressionError
 from kafkatool.loader import PartitionLoad, Rebuild, load_partition
+from kafkatool.log_check import CheckOptions, SegmentTask
 from kafkatool.records import RawBatch, ScanOptions, _resync_window, decode_records, decompress_payload, resync, scan
-from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
+from kafkatool.segment_check import check_segment
 
 from .conftest import CORE, PROJECT_ROOT, load_essence
 
@@ -313,7 +314,7 @@ def marker_reads(core, data: bytes) -> tuple[list, list]:
     native_reads, pure_reads = [], []
     p, stop = 0, 2
     while stop == 2:  # a bad CRC stops a walk after its batch; a stretch is never made of it, but it is read
-        p, stop, columns = core.decode_window_columns(data, p, 0, 1 << 62, 1 << 20, False)
+        p, stop, columns = core.decode_window_columns(data, (p, 0, 1 << 62, 1 << 20), False)
         markers = stretch_markers(columns, 0, len(columns))
         for i in range(len(columns)):
             b = column_batch(columns, i)
@@ -383,7 +384,7 @@ def test_the_stub_names_exactly_what_the_extension_exports(core) -> None:
     """``kafkatool/_native.pyi`` types the native API: every function, class and constant the built extension
     exports, no more (its own type aliases aside), and every method of each class."""
     stub = ast.parse((PROJECT_ROOT / "kafkatool" / "_native.pyi").read_text())
-    aliases = {"BatchColumns", "BatchFields", "RecordColumns", "ChunkColumns", "VarParts"}
+    aliases = {"BatchColumns", "BatchFields", "BatchWalk", "RecordColumns", "ChunkColumns", "VarParts"}
     exported = {n for n in dir(core) if not n.startswith("__")}
     assert _stub_names(stub) - aliases == exported
     assert set(core.__all__) == exported
@@ -415,11 +416,11 @@ def test_a_native_panic_is_the_internal_error_exit(core, capsys) -> None:
 def test_the_native_core_takes_any_contiguous_buffer(core) -> None:
     """bytes, bytearray, memoryview: the window the scanner reads is a memoryview of a bytearray."""
     data = record_batch(0, [RecordSpec(b"k", b"v", 1)])
-    results = [core.scan_batches(buf, 0, 0, 1 << 40, 1 << 20, False)[:2]
+    results = [core.scan_batches(buf, (0, 0, 1 << 40, 1 << 20), False)[:2]
                for buf in (data, bytearray(data), memoryview(data))]
     assert results == [(len(data), 0)] * 3
-    assert core.scan_batches(b"", 0, 0, 1, 1, False)[:2] == (0, 0)
-    assert core.scan_batches(data, len(data) + 10, 0, 1 << 40, 1 << 20, False)[:2] == (len(data) + 10, 0)
+    assert core.scan_batches(b"", (0, 0, 1, 1), False)[:2] == (0, 0)
+    assert core.scan_batches(data, (len(data) + 10, 0, 1 << 40, 1 << 20), False)[:2] == (len(data) + 10, 0)
 
 
 # -- compressed payloads: one bounded pass in the native core, every decision the pure reader's ------
@@ -615,9 +616,9 @@ def dumped_batches(path: Path, options: ScanOptions, fmt: str) -> str:
 
 def deep_misses(data: bytes, options: ScanOptions) -> list[int]:
     """Positions of batches inside RecordRuns where ``verify --deep``'s Python check
-    (``segment_check._deep_check``) finds something the columns did not flag as suspect."""
+    (``log_check._deep_check``) finds something the columns did not flag as suspect."""
+    from kafkatool.log_check import Sink, _deep_check
     from kafkatool.records import RecordRun
-    from kafkatool.segment_check import _deep_check, _Sink
 
     misses = []
     for item in scan(io.BytesIO(data), "seg.log", decoded=True, options=options):
@@ -626,7 +627,7 @@ def deep_misses(data: bytes, options: ScanOptions) -> list[int]:
             suspects = cols.deep_suspects(lo, hi)
             for i, batch in enumerate(item.batches(), lo):
                 found: list = []
-                _deep_check("seg.log", batch, cols.raw(i), CheckOptions(deep=True, scan=options), _Sink(found, 9))
+                _deep_check("seg.log", batch, cols.raw(i), CheckOptions(deep=True, scan=options), Sink(found, 9))
                 if found and i not in suspects:
                     misses.append(batch.position)
     return misses
@@ -853,7 +854,7 @@ def verified(paths: list[Path], options) -> str:
 
 
 def verify_modes() -> list:
-    from kafkatool.verify import VerifyOptions
+    from kafkatool.verify_files import VerifyOptions
 
     return [VerifyOptions(CheckOptions(deep=deep, scan=ScanOptions(window=window)))
             for deep in (False, True) for window in (ScanOptions().window, 1500)]
@@ -1134,7 +1135,7 @@ def test_verify_and_load_of_damaged_markers_are_the_same_through_stretches(core,
     marker decoded in Python), and the partition loads the same, fed by verify's scan or reading for itself."""
     from kafkatool.logwriter import PartitionWriter
     from kafkatool.model import Stretch
-    from kafkatool.verify import VerifyOptions
+    from kafkatool.verify_files import VerifyOptions
 
     ts = 1_700_000_000_000
     options = VerifyOptions(CheckOptions(now_ms=ts + 10**9))

@@ -166,9 +166,10 @@ def test_cli_spark_scan_deep(spark, tmp_path):
     assert "decompression-failed" not in shallow["codes"] and "decompression-failed" in deep["codes"]
     assert deep_code == 1 and deep["errors"] > shallow["errors"]
     assert shallow_code == (1 if shallow["errors"] else 0)
+    from kafkatool.log_check import CheckOptions
     from kafkatool.model import Finding
-    from kafkatool.segment_check import CheckOptions
-    from kafkatool.verify import VerifyOptions, verify_paths
+    from kafkatool.verify import verify_paths
+    from kafkatool.verify_files import VerifyOptions
 
     verdicts = {f.code for f in verify_paths([str(part)], VerifyOptions(CheckOptions(deep=True)))
                 if isinstance(f, Finding) and f.severity != "info"}

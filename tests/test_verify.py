@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
+from kafkatool.log_check import CheckOptions, SegmentTask
 from kafkatool.model import Finding
-from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
-from kafkatool.verify import PartitionSummary, VerifyOptions, VerifySummary, verify_paths
+from kafkatool.segment_check import check_segment
+from kafkatool.verify import PartitionSummary, verify_paths
+from kafkatool.verify_files import VerifyOptions, VerifySummary
 
 from .conftest import PROJECT_ROOT, corpus_root
 
@@ -459,13 +461,14 @@ def test_bulk_index_loader_agrees_with_the_construct_reader() -> None:
     """``load_offset_index`` decodes with ``array``; the entries must be the Construct-derived reader's, on every
     ``.index`` of the corpus (preallocated, trimmed, garbage)."""
     from kafkatool.filetypes import FileKind, classify
-    from kafkatool.segment_check import _Sink, load_offset_index
+    from kafkatool.log_check import Sink
+    from kafkatool.segment_check import load_offset_index
     from kafkatool.smallfiles import IndexEntry, read_small_file
 
     checked = 0
     for path in sorted(corpus_root().rglob("*.index")):
         base = classify(path).base_offset or 0
-        entries, verdict = load_offset_index(str(path), base, True, _Sink([], 100))
+        entries, verdict = load_offset_index(str(path), base, True, Sink([], 100))
         theirs = [(e.offset, e.position) for e in read_small_file(path, FileKind.INDEX, str(path), base)
                   if isinstance(e, IndexEntry)]
         ours = [entries.entry(i) for i in range(len(entries))]

@@ -3,6 +3,7 @@
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -52,10 +53,10 @@ def verify(
     follows (segments, bytes, batches, log start, LEO, HW, open transactions, index state).
     Exit 0 when clean, 1 when a finding reaches --fail-on, 2 usage error, 3 I/O error.
     """
+    from ..log_check import CheckOptions
     from ..records import ScanOptions
-    from ..segment_check import CheckOptions
-    from ..verify import VerifyOptions, verify_paths
-    from ..walk import total_bytes
+    from ..verify_files import VerifyOptions, lone_record_files
+    from ..walk import discover, total_bytes
     from .exits import check_fail_on
     from .output import Output, check_format
 
@@ -69,6 +70,16 @@ def verify(
         jobs=jobs, index_interval_bytes=index_interval_bytes,
     )
     out = Output(fmt)
+
+    def verified(advance) -> Iterator[object]:
+        units = discover(paths)
+        # Record files named alone need none of a partition's checks: their module is not even imported.
+        if lone_record_files(units):
+            from ..verify_files import verify_units
+        else:
+            from ..verify import verify_units
+        yield from verify_units(units, options, progress=advance)
+
     with out.progress(lambda: total_bytes(paths), "verify") as advance:
-        out.emit_all(verify_paths(paths, options, progress=advance))
+        out.emit_all(verified(advance))
     return out.exit_code(fail_on)

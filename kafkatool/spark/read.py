@@ -241,7 +241,8 @@ def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
     indexes, on local files or, through :mod:`pyarrow.fs`, URLs alike."""
     import pyarrow as pa
 
-    from kafkatool.segment_check import CheckOptions, SegmentTask, check_segment
+    from kafkatool.log_check import CheckOptions, SegmentTask
+    from kafkatool.segment_check import check_segment
 
     # The check sees each file by the name rows show (a URL without credentials or options, so a missing
     # index's name is derived from the .log's); the opener maps a name back to the URL to open.

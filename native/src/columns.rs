@@ -1232,24 +1232,21 @@ mod py {
         })
     }
 
-    /// `(p, stop, columns)`: the whole v2 batches of `window` from `p` on and (with `decode`) their records as
+    /// `(p, stop, columns)`: the whole v2 batches of `window` from the walk's `p` on and (with `decode`) their records as
     /// [`PyWindowColumns`]; `p` and `stop` as `scan_batches` returns them, and with a `budget`, stop 3 at a whole
     /// batch beginning `budget` bytes or more after `p` (the caller goes on from there with another call; at
     /// least one batch is taken, whatever the budget).
     #[pyfunction]
-    #[pyo3(signature = (window, p, base, limit, max_batch, decode=true, max_decompressed=0, budget=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (window, walk, decode=true, max_decompressed=0, budget=None))]
     fn decode_window_columns<'py>(
         py: Python<'py>,
         window: &Bound<'py, PyAny>,
-        p: usize,
-        base: i64,
-        limit: i64,
-        max_batch: i64,
+        walk: crate::BatchWalk,
         decode: bool,
         max_decompressed: usize,
         budget: Option<usize>,
     ) -> PyResult<(usize, u8, Bound<'py, PyWindowColumns>)> {
+        let crate::BatchWalk(p, base, limit, max_batch) = walk;
         crate::guarded(|| {
             crate::with_bytes(window, |buf| {
                 let decode = match (decode, max_decompressed) {

@@ -737,8 +737,8 @@ fn check_python<'py>(m: &Bound<'py, PyModule>, buf: &[u8], w: &Walk) {
     let call = |name: &str, a: Bound<'py, PyTuple>| no_panic(py, m.getattr(name).expect(name).call1(a));
     let p = w.start(buf.len());
     let none: Option<i64> = None;
-    call("scan_batches", args(py, (&data, p, w.base, w.limit, w.max_batch, true)));
-    call("scan_headers", args(py, (&data, p, w.base, w.limit, w.max_batch)));
+    call("scan_batches", args(py, (&data, (p, w.base, w.limit, w.max_batch), true)));
+    call("scan_headers", args(py, (&data, (p, w.base, w.limit, w.max_batch))));
     call("decode_v2_chunk", args(py, (&data, p, 3i64, w.base, w.limit, none, true)));
     for codec in 1u8..=5 {
         call("decompress", args(py, (codec, &data, 0usize, w.decompress_limit)));
@@ -778,7 +778,7 @@ fn check_python<'py>(m: &Bound<'py, PyModule>, buf: &[u8], w: &Walk) {
     let fallback = py.eval(c"(lambda b: '<bytes>', lambda k: '<key>', lambda t: '<ts>')", None, None).expect("fallback");
     let sink = py.eval(c"[].append", None, None).expect("sink");
     for (decode, limit) in [(false, 0usize), (true, 0), (true, w.decompress_limit)] {
-        let a = (&data, p, w.base, w.limit, w.max_batch, decode, limit, Some(w.until.index(buf.len() + 2)));
+        let a = (&data, (p, w.base, w.limit, w.max_batch), decode, limit, Some(w.until.index(buf.len() + 2)));
         let Some(out) = call("decode_window_columns", args(py, a)) else { continue };
         let cols = out.get_item(2).expect("columns");
         let n: usize = cols.len().expect("len");

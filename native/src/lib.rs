@@ -88,22 +88,27 @@ fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -
 
 const CODECS: [&str; 8] = ["none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"];
 
-/// Whole v2 batches of `window` from `p` on, as 20 columns in the order of `Batch`'s fields.
+/// Where a walk over a window's v2 batches starts and what bounds it, as Python passes it to each walk
+/// ([`scan_batches`], [`scan_headers`], `decode_window_columns`) in one tuple `(p, base, limit, max_batch)`: the
+/// position in the window, the window's file position, the file position no batch may begin at or after, and the
+/// largest batch size taken ([`frame::scan_v2`]'s arguments).
+#[derive(FromPyObject, Clone, Copy)]
+pub(crate) struct BatchWalk(pub usize, pub i64, pub i64, pub i64);
+
+/// Whole v2 batches of `window` from the walk's `p` on, as 20 columns in the order of `Batch`'s fields.
 ///
 /// Returns `(p, stop, columns, raws)`: where the caller goes on, why the walk stopped (0: the entry at
 /// `p` is for the general path, 1: it begins at or after `limit`, 2: the last batch returned has a bad
 /// CRC), the columns, and with `with_raw` a list of each batch's bytes (else `None`).
 #[pyfunction]
-#[pyo3(signature = (window, p, base, limit, max_batch, with_raw))]
+#[pyo3(signature = (window, walk, with_raw))]
 fn scan_batches<'py>(
     py: Python<'py>,
     window: &Bound<'py, PyAny>,
-    p: usize,
-    base: i64,
-    limit: i64,
-    max_batch: i64,
+    walk: BatchWalk,
     with_raw: bool,
 ) -> PyResult<(usize, u8, Bound<'py, PyTuple>, Bound<'py, PyAny>)> {
+    let BatchWalk(p, base, limit, max_batch) = walk;
     guarded(|| {
         with_bytes(window, |buf| {
             let mut entries = Vec::new();
@@ -214,16 +219,14 @@ pub(crate) fn batch_columns<'py>(
 /// positions as native-endian int64 bytes (`array('q')`), each batch's first 61 bytes back to back, one
 /// byte (0/1) per batch, and `[(index, bytes)]` for the control batches.
 #[pyfunction]
-#[pyo3(signature = (window, p, base, limit, max_batch))]
+#[pyo3(signature = (window, walk))]
 #[allow(clippy::type_complexity)]
 fn scan_headers<'py>(
     py: Python<'py>,
     window: &Bound<'py, PyAny>,
-    p: usize,
-    base: i64,
-    limit: i64,
-    max_batch: i64,
+    walk: BatchWalk,
 ) -> PyResult<(usize, u8, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyList>)> {
+    let BatchWalk(p, base, limit, max_batch) = walk;
     guarded(|| {
         with_bytes(window, |buf| {
             let mut positions = Vec::new();
