@@ -3,7 +3,7 @@ decoded objects as ``dump --decode auto`` gives, record by record (a real ``loca
 
 The partitions are built at test time from every record type and version of Kafka's schemas (as
 ``test_metadata_records`` builds them); Spark's ``decoded`` struct carries ``fields`` and ``data`` as JSON strings,
-which are read back before comparing. Control records are null in Spark (``docs/spark.md``) and left out.
+which are read back before comparing. A metadata log's KRaft control records are decoded in both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from kafkatool.formats import metadata_records as mr
 
 from .clirun import cli
-from .test_metadata_records import every_record, write_partition
+from .test_metadata_records import control_records, every_record, write_partition
 
 pytestmark = pytest.mark.spark
 
@@ -44,14 +44,20 @@ def _spark_rows(spark, decode: str, part: Path) -> dict[int, dict]:
     ("__remote_log_metadata", "remote-log-metadata", mr.remote_log_metadata_schemas),
 ])
 def test_decode_option_equals_dump_decode_auto(spark, tmp_path: Path, topic: str, decode: str, schemas) -> None:
+    """Every record the schemas declare, and in a metadata log each KRaft control record (``LeaderChangeMessage``,
+    ``SnapshotHeaderRecord``...: dump gives it ``record`` and ``data`` only, Spark the struct's other fields null)."""
     records = every_record(schemas())
+    controls = control_records() if decode == "cluster-metadata" else []
     part = tmp_path / f"{topic}-0"
-    write_partition(part, [mr.build_framed(schemas(), n, v, value) for n, v, value in records])
+    write_partition(part, [mr.build_framed(schemas(), n, v, value) for n, v, value in records],
+                    [c[2] for c in controls])
     dumped = _dumped(part)
     got = _spark_rows(spark, decode, part)
-    assert len(got) == len(records) == len(dumped)
-    assert got == dumped
-    assert {d["record"] for d in got.values()} == set(schemas().values())
+    assert len(got) == len(records) + len(controls) == len(dumped)
+    for offset, want in dumped.items():
+        assert {k: got[offset][k] for k in want} == want, offset
+        assert all(v is None for k, v in got[offset].items() if k not in want), offset
+    assert {d["record"] for d in got.values()} == set(schemas().values()) | {c[0] for c in controls}
 
 
 @pytest.fixture(scope="module")

@@ -45,10 +45,18 @@ def decode_record(decoder: str, key: bytes | None, value: bytes | None) -> tuple
         return None, str(exc)
 
 
-def decode_columns(decoder: str, key: bytes | None, value: bytes | None) -> tuple[dict[str, Any] | None, str | None]:
+def decode_columns(decoder: str, key: bytes | None, value: bytes | None, control_type: str | None = None
+                   ) -> tuple[dict[str, Any] | None, str | None]:
     """:func:`decode_record` as the Spark data source's ``decoded`` column holds it: a coordinator record's
     ``key`` and ``value`` (one shape per record type, Kafka's schema's) as JSON text, as the metadata decoders'
-    ``fields`` and ``data`` already are; ``json.loads`` gives back what ``dump --decode`` shows."""
+    ``fields`` and ``data`` already are; ``json.loads`` gives back what ``dump --decode`` shows. A control record
+    (``control_type``) is decoded where :func:`decode` decodes it (a metadata log's KRaft ones), else ``(None,
+    None)``."""
+    if control_type is not None:
+        if decoder != "cluster-metadata" or control_type not in CONTROL_SCHEMAS:
+            return None, None
+        fields, error = control_record(control_type, value)
+        return (None if fields is None else {**fields, "data": json.dumps(fields["data"])}), error
     fields, error = decode_record(decoder, key, value)
     if fields is not None and decoder in _OBJECT_FIELDS:
         fields = {**fields, **{k: json.dumps(fields[k]) for k in _OBJECT_FIELDS[decoder]

@@ -204,7 +204,7 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
         if decode is not None:
             if decoding:
                 key, value, _headers, _base, ctype, _ok, error = (c.to_pylist() for c in columns[2:])
-                results = [(None, None) if c is not None or e is not None else decode_columns(decode, k, v)
+                results = [(None, None) if e is not None else decode_columns(decode, k, v, c)
                            for k, v, c, e in zip(key, value, ctype, error, strict=True)]
                 if values == "base64":
                     columns[3] = base64_strings(value)
