@@ -325,6 +325,10 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     ("txn-possibly-hanging", "warning", "an open transaction open longer than the maximum transaction timeout, with "
      "no __transaction_state read to say whether its coordinator ends it", "TransactionsCommand."
      "FindHangingTransactionsCommand"),
+    # --- payloads (--key-decoder / --value-decoder) ----------------------------------------------------------
+    ("payload-undecodable", "warning", "a key or value that does not decode with the decoder asked for (wrong size, "
+     "not JSON, unknown schema id, wrong magic byte, truncated body): shown raw, the scan goes on",
+     "Deserializer.deserialize"),
     # --- internal topics -----------------------------------------------------------------------------------
     ("trailing-bytes", "warning", "bytes at the end of an internal topic's segment that are not a whole batch",
      "LogSegment.recover"),
