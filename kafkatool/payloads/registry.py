@@ -30,7 +30,7 @@ from ..filetypes import open_regular
 from ..findings import finding
 from ..internal.common import log_bytes, partition_records
 from ..model import CappedFindings, Finding
-from ..walk import PartitionDir, partition_dirs_and_findings
+from ..walk import PartitionDir, partition_dirs, partition_dirs_and_findings
 
 SCHEMAS_TOPIC = "_schemas"  # Schema Registry's kafkastore.topic default
 TYPES = ("AVRO", "PROTOBUF", "JSON")
@@ -64,11 +64,11 @@ class SchemaVersion:
     offset: int = -1     # its offset in _schemas (-1: a file)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"type": "schema", "subject": self.subject, "version": self.version, "id": self.id,
+        return {"type": "schema_version", "subject": self.subject, "version": self.version, "id": self.id,
                 "schema_type": self.schema_type, "deleted": self.deleted,
                 "references": [{"name": r.name, "subject": r.subject, "version": r.version}
                                for r in self.references],
-                "source": self.where, "offset": self.offset}
+                "schema": self.schema, "source": self.where, "offset": self.offset}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +82,8 @@ class SubjectConfig:
 
     def as_dict(self) -> dict[str, Any]:
         setting = self.value.get("compatibilityLevel") if self.kind == "config" else self.value.get("mode")
-        return {"type": self.kind, "subject": self.subject, "setting": setting, "value": self.value,
-                "offset": self.offset}
+        return {"type": "schema_setting", "kind": self.kind, "subject": self.subject, "setting": setting,
+                "value": self.value, "offset": self.offset}
 
 
 @dataclass
@@ -331,6 +331,29 @@ def load(paths: tuple[Path, ...], schema_log_dir: Path | None, schemas_dir: Path
     return registry, (*findings, *findings.summary())
 
 
-def registry_bytes(paths: Iterable[Path], schema_log_dir: Path | None = None) -> int:
-    """The bytes of the ``_schemas`` segments :func:`load` reads (a progress bar's total)."""
-    return sum(log_bytes(u.files) for u in schemas_partitions(paths, schema_log_dir) if isinstance(u, PartitionDir))
+def registry_listing(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None,
+                     ) -> Iterator[SchemaVersion | SubjectConfig | Finding]:
+    """``schemas``: every schema version left in the ``_schemas-*`` partitions under ``paths`` (soft-deleted ones
+    too, flagged) by subject and version, then the compatibility and mode settings (global first), then the
+    findings; ``schemas-none`` when no ``_schemas`` partition is there. ``progress`` is told the bytes read
+    (:func:`registry_bytes` in all)."""
+    registry = Registry()
+    findings = CappedFindings()
+    for unit in partition_dirs_and_findings(paths):
+        if isinstance(unit, Finding):
+            findings.append(unit)
+        elif unit.topic == SCHEMAS_TOPIC:
+            load_partition(registry, unit, findings, progress)
+    check_references(registry, findings)
+    yield from registry.schemas()
+    yield from sorted(registry.settings.values(), key=lambda c: (c.kind, c.subject is not None, c.subject or ""))
+    yield from findings
+    yield from findings.summary()
+    if not registry.partitions:
+        yield finding("schemas-none", ", ".join(str(p) for p in paths), None, f"no {SCHEMAS_TOPIC}-* partition dirs "
+                      "found")
+
+
+def registry_bytes(paths: Iterable[str | Path]) -> int:
+    """The bytes of the ``_schemas`` segments :func:`registry_listing` reads (a progress bar's total)."""
+    return sum(log_bytes(part.files) for part in partition_dirs(paths) if part.topic == SCHEMAS_TOPIC)
