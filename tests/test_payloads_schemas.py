@@ -188,8 +188,8 @@ def test_hostile_registry_records_are_findings_and_the_rest_loads(hostile: Path)
     assert all(f.path.endswith("_schemas-0/00000000000000000000.log") and f.position is not None for f in invalid)
     reasons = " | ".join(f.message for f in invalid)
     for words in ("key is not UTF-8 JSON", "key is a JSON list", "version is str, not int", "key type 'WHAT'",
-                  "value is not UTF-8 JSON", "id 1099511627776 is not a schema id", "reference 0's name is int, not str",
-                  "schemaType 'XML'", "CONFIG value is a JSON str"):
+                  "value is not UTF-8 JSON", "id 1099511627776 is not a schema id",
+                  "reference 0's name is int, not str", "schemaType 'XML'", "CONFIG value is a JSON str"):
         assert words in reasons, words
     cycles = [f.message for f in findings if f.code == "schema-reference-invalid"]
     assert len(cycles) == 2 and all("reference cycle" in m for m in cycles), cycles

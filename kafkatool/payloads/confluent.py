@@ -43,7 +43,7 @@ PROTOC_TIMEOUT = 120  # seconds for one schema's compilation (protoc reads only 
 _IMPORT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*$")
 
 
-class Bad(Exception):
+class _Bad(Exception):
     """Why a payload or a schema does not decode (the ``Decoded.error``)."""
 
 
@@ -53,9 +53,9 @@ class Bad(Exception):
 def frame(data: bytes) -> tuple[int, int]:
     """(schema id, where the rest starts) of a Confluent-framed payload (``AbstractKafkaSchemaSerDe.getByteBuffer``)."""
     if len(data) < 5:
-        raise Bad(f"{len(data)} bytes: shorter than the magic byte and schema id")
+        raise _Bad(f"{len(data)} bytes: shorter than the magic byte and schema id")
     if data[0] != MAGIC:
-        raise Bad(f"magic byte {data[0]}, not {MAGIC}: not Confluent's wire format")
+        raise _Bad(f"magic byte {data[0]}, not {MAGIC}: not Confluent's wire format")
     return int.from_bytes(data[1:5], "big"), 5
 
 
@@ -68,7 +68,7 @@ def _zigzag_varint(data: bytes, pos: int) -> tuple[int, int]:
         if not b & 0x80:
             return (value >> 1) ^ -(value & 1), i + 1
         shift += 7
-    raise Bad(f"message-index varint at byte {pos} runs past the payload or beyond 5 bytes")
+    raise _Bad(f"message-index varint at byte {pos} runs past the payload or beyond 5 bytes")
 
 
 def message_indexes(data: bytes, pos: int) -> tuple[tuple[int, ...], int]:
@@ -78,12 +78,12 @@ def message_indexes(data: bytes, pos: int) -> tuple[tuple[int, ...], int]:
     if count == 0:
         return (0,), pos
     if count < 0 or count > len(data) - pos:
-        raise Bad(f"message-index count {count} with {len(data) - pos} bytes left")
+        raise _Bad(f"message-index count {count} with {len(data) - pos} bytes left")
     out = []
     for _ in range(count):
         index, pos = _zigzag_varint(data, pos)
         if index < 0:
-            raise Bad(f"message index {index} is negative")
+            raise _Bad(f"message index {index} is negative")
         out.append(index)
     return tuple(out), pos
 
@@ -131,7 +131,7 @@ def _closure(registry: Registry, root: SchemaVersion) -> list[tuple[str, SchemaV
     """``root``'s references, transitively, each (import name, schema) once, dependencies before what uses them."""
     problem = reference_problem(registry, root)
     if problem:
-        raise Bad(problem)
+        raise _Bad(problem)
     out: list[tuple[str, SchemaVersion]] = []
     seen: set[tuple[str | None, int]] = set()
 
@@ -158,10 +158,10 @@ def _avro(registry: Registry, v: SchemaVersion) -> Reader:
         for _name, ref in _closure(registry, v):
             fastavro.parse_schema(json.loads(ref.schema), named_schemas=named)
         parsed = fastavro.parse_schema(json.loads(v.schema), named_schemas=named)
-    except Bad:
+    except _Bad:
         raise
     except Exception as exc:  # the schema is untrusted text: any failure of the parser is the schema's
-        raise Bad(f"Avro schema id {v.id} does not parse: {_short(exc)}") from None
+        raise _Bad(f"Avro schema id {v.id} does not parse: {_short(exc)}") from None
 
     def read(body: bytes, _indexes: tuple[int, ...]) -> Any:
         return jsonable(fastavro.schemaless_reader(io.BytesIO(body), parsed, None))
@@ -171,7 +171,7 @@ def _avro(registry: Registry, v: SchemaVersion) -> Reader:
 
 def _safe_import_name(name: str) -> str:
     if not _IMPORT_NAME.match(name) or ".." in PurePosixPath(name).parts or not name.endswith(".proto"):
-        raise Bad(f"reference name {name!r} is not a relative .proto path")
+        raise _Bad(f"reference name {name!r} is not a relative .proto path")
     return name
 
 
@@ -191,10 +191,10 @@ def compile_proto(files: dict[str, str], main: str, include: Path | None = None)
         try:
             done = subprocess.run(cmd, capture_output=True, timeout=PROTOC_TIMEOUT, cwd=tmp, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            raise Bad(f"protoc did not finish in {PROTOC_TIMEOUT} s") from None
+            raise _Bad(f"protoc did not finish in {PROTOC_TIMEOUT} s") from None
         if done.returncode != 0:
             text = done.stderr.decode("utf-8", "replace").strip().replace(tmp + "/", "")
-            raise Bad(f"does not compile: {text[:500] or f'protoc exit {done.returncode}'}")
+            raise _Bad(f"does not compile: {text[:500] or f'protoc exit {done.returncode}'}")
         return out.read_bytes()
 
 
@@ -213,10 +213,10 @@ def _protobuf(registry: Registry, v: SchemaVersion) -> Reader:
         pool = descriptor_pool.DescriptorPool()
         for f in fds.file:
             pool.Add(f)
-    except Bad as exc:
-        raise Bad(f"Protobuf schema id {v.id} {exc}") from None
+    except _Bad as exc:
+        raise _Bad(f"Protobuf schema id {v.id} {exc}") from None
     except Exception as exc:
-        raise Bad(f"Protobuf schema id {v.id}: {_short(exc)}") from None
+        raise _Bad(f"Protobuf schema id {v.id}: {_short(exc)}") from None
     top = next(f for f in fds.file if f.name == main)
     classes: dict[tuple[int, ...], Any] = {}
 
@@ -225,7 +225,7 @@ def _protobuf(registry: Registry, v: SchemaVersion) -> Reader:
             types, name = top.message_type, top.package
             for depth, i in enumerate(indexes):
                 if i >= len(types):
-                    raise Bad(f"message index {list(indexes)}: schema id {v.id} has {len(types)} message types "
+                    raise _Bad(f"message index {list(indexes)}: schema id {v.id} has {len(types)} message types "
                               f"at depth {depth}")
                 name = f"{name}.{types[i].name}" if name else types[i].name
                 types = types[i].nested_type
@@ -246,10 +246,10 @@ def _json_schema(registry: Registry, v: SchemaVersion, validate: bool) -> Reader
     try:
         schema = json.loads(v.schema)
         refs = [(name, json.loads(ref.schema)) for name, ref in _closure(registry, v)]
-    except Bad:
+    except _Bad:
         raise
     except (ValueError, RecursionError) as exc:
-        raise Bad(f"JSON schema id {v.id} is not JSON: {_short(exc)}") from None
+        raise _Bad(f"JSON schema id {v.id} is not JSON: {_short(exc)}") from None
     validator = None
     if validate:
         import jsonschema
@@ -263,17 +263,17 @@ def _json_schema(registry: Registry, v: SchemaVersion, validate: bool) -> Reader
                 s, default_specification=referencing.jsonschema.DRAFT202012)) for name, s in refs]
             validator = cls(schema, registry=referencing.Registry().with_resources(resources))
         except Exception as exc:
-            raise Bad(f"JSON schema id {v.id} is not a JSON Schema: {_short(exc)}") from None
+            raise _Bad(f"JSON schema id {v.id} is not a JSON Schema: {_short(exc)}") from None
 
     def read(body: bytes, _indexes: tuple[int, ...]) -> Any:
         try:
             value = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise Bad(f"body is not UTF-8 JSON: {_short(exc)}") from None
+            raise _Bad(f"body is not UTF-8 JSON: {_short(exc)}") from None
         if validator is not None:
             error = jsonschema.exceptions.best_match(validator.iter_errors(value))
             if error is not None:
-                raise Bad(f"does not validate against schema id {v.id} at {error.json_path}: "
+                raise _Bad(f"does not validate against schema id {v.id} at {error.json_path}: "
                           f"{_short(error.message)}")
         return value
 
@@ -306,11 +306,11 @@ class SchemaDecoders:
                               _protobuf(self.registry, v) if v.schema_type == "PROTOBUF" else
                               _json_schema(self.registry, v, self.validate))
                     self._compiled[schema_id] = (v.schema_type, reader)
-                except Bad as exc:
+                except _Bad as exc:
                     self._compiled[schema_id] = str(exc)
         got = self._compiled[schema_id]
         if isinstance(got, str):
-            raise Bad(got)
+            raise _Bad(got)
         return got
 
     def framed(self, data: bytes, want: str | None) -> Decoded:
@@ -320,12 +320,12 @@ class SchemaDecoders:
             schema_id, pos = frame(data)
             kind, reader = self.compiled(schema_id)
             if want is not None and kind != want:
-                raise Bad(f"schema id {schema_id} is {kind}, not {want}")
+                raise _Bad(f"schema id {schema_id} is {kind}, not {want}")
             indexes: tuple[int, ...] = ()
             if kind == "PROTOBUF":
                 indexes, pos = message_indexes(data, pos)
             return Decoded(reader(data[pos:], indexes), schema_id)
-        except Bad as exc:
+        except _Bad as exc:
             return Decoded(schema_id=schema_id, error=str(exc))
         except Exception as exc:  # the libraries' errors on untrusted bodies (EOF, bad varint, bad UTF-8, depth)
             return Decoded(schema_id=schema_id, error=f"body does not decode by schema id {schema_id}: "
