@@ -163,6 +163,7 @@ HOSTILE = [
     _schema("p", 2, 31, "syntax = \"proto3\"; import \"../../etc/passwd.proto\"; message M {}", schemaType="PROTOBUF",
             references=[{"name": "../../etc/passwd.proto", "subject": "ok", "version": 1}]),  # a name outside
     _schema("j", 1, 40, "{not json", schemaType="JSON"),
+    _schema("z", 1, 50, json.dumps({"type": "array", "items": "null"})),  # counts bounded by nothing: refused
     (_key(keytype="CONFIG", magic=0), b"\"FULL\""),                          # a config that is no object
 ]
 
@@ -210,6 +211,7 @@ def test_decoding_by_a_hostile_schema_is_an_error_not_an_exception(hostile: Path
         framed(30, b"\x00"): (None, "Protobuf schema id 30 does not compile"),
         framed(31, b"\x00"): (None, "is not a relative .proto path"),
         framed(40, b"{}"): (None, "JSON schema id 40 is not JSON"),
+        framed(50, b"\xfe\xff\xff\xff\xff\xff\xff\xff\x7f\x00"): (None, "items written in 0 bytes"),  # 2^62 nulls
         framed(10, b""): (None, "body does not decode by schema id 10"),
         framed(10, b"\xff" * 20): (None, "body does not decode by schema id 10"),
         b"\x00\xff\x00": ("AP8A", None),  # shorter than a frame, not UTF-8: raw bytes

@@ -163,10 +163,55 @@ def _avro(registry: Registry, v: SchemaVersion) -> Reader:
     except Exception as exc:  # the schema is untrusted text: any failure of the parser is the schema's
         raise _Bad(f"Avro schema id {v.id} does not parse: {_short(exc)}") from None
 
+    if _zero_width_items(parsed, named):
+        raise _Bad(f"Avro schema id {v.id} has an array of items written in 0 bytes: its counts cannot be bounded "
+                   "by the payload's length, not decoded")
+
     def read(body: bytes, _indexes: tuple[int, ...]) -> Any:
         return jsonable(fastavro.schemaless_reader(io.BytesIO(body), parsed, None))
 
     return read
+
+
+def _zero_width_items(schema: Any, named: dict[str, Any]) -> bool:
+    """Whether an array of the schema holds items written in no bytes (null, an empty record, fixed of size 0): its
+    block count is then bounded by nothing in the payload, and 2^62 of them would be read (every other item, a map's
+    key, a union's branch, takes a byte at least)."""
+    def zero(t: Any, seen: frozenset[str]) -> bool:
+        if isinstance(t, str):
+            return t == "null" or (t in named and t not in seen and zero(named[t], seen | {t}))
+        if isinstance(t, dict):
+            kind = t.get("type")
+            if kind in ("record", "error"):
+                name = t.get("name", "")
+                return name not in seen and all(zero(f.get("type"), seen | {name}) for f in t.get("fields", ()))
+            if kind == "fixed":
+                return t.get("size") == 0
+            return kind == "null"
+        return False
+
+    stack, seen = [schema], set()
+    while stack:
+        t = stack.pop()
+        if isinstance(t, str):
+            if t in named and t not in seen:
+                seen.add(t)
+                stack.append(named[t])
+        elif isinstance(t, list):
+            stack.extend(t)
+        elif isinstance(t, dict):
+            kind = t.get("type")
+            if kind == "array":
+                if zero(t.get("items"), frozenset()):
+                    return True
+                stack.append(t.get("items"))
+            elif kind == "map":
+                stack.append(t.get("values"))
+            elif kind in ("record", "error"):
+                stack.extend(f.get("type") for f in t.get("fields", ()))
+            elif not isinstance(kind, str) or kind not in ("fixed", "enum"):
+                stack.append(kind)
+    return False
 
 
 def _safe_import_name(name: str) -> str:
