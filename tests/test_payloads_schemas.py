@@ -173,7 +173,12 @@ def hostile(tmp_path: Path) -> Path:
     """A log dir whose ``_schemas-0`` holds :data:`HOSTILE` after a DELETE_SUBJECT's subject, built by the
     project's writer."""
     logdir = tmp_path / "hostile"
-    recs = [_schema("ok", 1, 10, GOOD_AVRO), *HOSTILE]
+    recs = [_schema("ok", 1, 10, GOOD_AVRO), *HOSTILE,
+            # DELETE_SUBJECT soft-deletes up to its version; CLEAR_SUBJECT drops a subject's soft-deleted versions
+            _schema("d", 1, 60, GOOD_AVRO), _schema("d", 2, 61, GOOD_AVRO),
+            (_key(keytype="DELETE_SUBJECT", subject="d", magic=0), b'{"subject": "d", "version": 1}'),
+            _schema("c", 1, 70, GOOD_AVRO, deleted=True), _schema("c", 2, 71, GOOD_AVRO),
+            (_key(keytype="CLEAR_SUBJECT", subject="c", magic=0), b'{"subject": "c"}')]
     with LogDirWriter(logdir, cluster_id="q1Sh-9_ISia_zwGINzRvyQ", node_id=1) as w:
         p = w.partition("_schemas", 0, bytes(range(16)))
         for offset, (key, value) in enumerate(recs):
@@ -196,6 +201,8 @@ def test_hostile_registry_records_are_findings_and_the_rest_loads(hostile: Path)
     assert len(cycles) == 2 and all("reference cycle" in m for m in cycles), cycles
     versions = {(v.subject, v.version): v for v in items if isinstance(v, SchemaVersion)}
     assert not versions[("ok", 1)].deleted  # soft-deleted by the DELETE_SUBJECT, then written again
+    assert (versions[("d", 1)].deleted, versions[("d", 2)].deleted) == (True, False)
+    assert ("c", 1) not in versions and not versions[("c", 2)].deleted
 
 
 def test_decoding_by_a_hostile_schema_is_an_error_not_an_exception(hostile: Path) -> None:
