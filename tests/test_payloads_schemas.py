@@ -7,7 +7,9 @@ command from the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,7 +23,8 @@ from kafkatool.payloads import SchemaSources, payload_decoder
 from kafkatool.payloads.registry import SchemaVersion, SubjectConfig, registry_listing
 from kafkatool.walk import partition_dirs
 
-from .test_fixtures import gen  # fixtures/generate.py, loaded once
+from .conftest import PROJECT_ROOT
+from .test_fixtures import GENERATOR, gen, tree  # fixtures/generate.py, loaded once
 
 DECODERS = ("avro", "protobuf", "json-schema", "auto")
 
@@ -284,3 +287,12 @@ def test_schemas_command_exit_codes(hostile: Path, generated, run_cli) -> None:
     assert none.returncode == 1 and "schemas-none" in none.stdout + none.stderr
     assert run_cli("schemas", logdir / "no-such-dir").returncode == 2
     assert run_cli("schemas", "-f", "xml", logdir).returncode == 2
+
+
+def test_the_generator_is_deterministic(tmp_path: Path) -> None:
+    """Every run writes the same bytes (protobuf's map entries included: serialized deterministically)."""
+    for run in ("a", "b"):
+        subprocess.run([sys.executable, str(GENERATOR), "--payloads", str(tmp_path / run / "logdir")],
+                       cwd=PROJECT_ROOT, check=True, env={**os.environ, "PYTHONHASHSEED": str(ord(run))})
+    a, b = (tree(tmp_path / run) for run in ("a", "b"))
+    assert len(a) > 20 and a == b
