@@ -296,3 +296,23 @@ def test_the_generator_is_deterministic(tmp_path: Path) -> None:
                        cwd=PROJECT_ROOT, check=True, env={**os.environ, "PYTHONHASHSEED": str(ord(run))})
     a, b = (tree(tmp_path / run) for run in ("a", "b"))
     assert len(a) > 20 and a == b
+
+
+def test_hostile_schemas_dir_files_are_findings(generated, tmp_path: Path) -> None:
+    """A FIFO, a directory, bytes that are not UTF-8 and an id beyond an int, named as schema files: findings, never
+    read (the FIFO would block a reader); the good files beside them still decode."""
+    logdir, expected = generated
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    (schemas / "1.avsc").write_text(json.dumps(gen.ORDER_V1))
+    os.mkfifo(schemas / "2.avsc")
+    (schemas / "3.proto").mkdir()
+    (schemas / "4.json").write_bytes(b"\xff\xfe{}")
+    (schemas / "4294967296.avsc").write_text("{}")
+    (schemas / "notes.txt").write_text("not a schema file name: left alone")
+    decode, findings = payload_decoder("avro", SchemaSources(schemas_dir=schemas))
+    assert sorted((Path(f.path).name, f.code) for f in findings) == [
+        ("2.avsc", "schema-file-invalid"), ("3.proto", "schema-file-invalid"), ("4.json", "schema-file-invalid"),
+        ("4294967296.avsc", "schema-file-invalid")]
+    first = records(logdir, "orders")[0]
+    assert decode(first.value).value == expected["topics"]["orders"][0]["expected"]
