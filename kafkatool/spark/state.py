@@ -23,7 +23,7 @@ from ..internal.offsets import OFFSETS_TOPIC, CommittedOffset, consumer_offsets_
 from ..internal.transactions import TRANSACTION_TOPIC, TransactionLogEntry, TxnClock, transaction_state_partition
 from ..model import Batch, Marker, Record
 from ..producers import replay_batches
-from ..records import _CODEC_BY_ID, _control_record
+from ..records import CODEC_BY_ID, control_record
 from ..txns import MAX_TRANSACTION_TIMEOUT_MS, find_hanging, hanging_candidates
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _batch(c: tuple) -> Batch:
     type, transactional, control, delete horizon: ``DefaultRecordBatch``'s bits)."""
     (position, base, last, size, magic, crc, crc_valid, compression, ts_type, first_ts, max_ts, count, leader_epoch,
      pid, epoch, seq, transactional, control, horizon) = c
-    attributes = (_CODEC_BY_ID.index(compression) if compression in _CODEC_BY_ID else 0) | (
+    attributes = (CODEC_BY_ID.index(compression) if compression in CODEC_BY_ID else 0) | (
         0x08 if ts_type == "log_append" else 0)
     attributes |= (0x10 if transactional else 0) | (0x20 if control else 0) | (0x40 if horizon is not None else 0)
     return Batch(position, base, last, size, magic, crc, crc_valid, attributes, compression, ts_type, first_ts,
@@ -114,7 +114,7 @@ class DirRows:
 def dir_rows(directory: str, rows: Iterable[tuple[str, str, int | None, tuple]]) -> DirRows:
     """A partition dir's tagged rows (:func:`partition_rows`) put back in offset order: batches by segment and
     position, each batch's records by offset; a control record read by the scanner's own reading of one
-    (``records._control_record``: its type and coordinator epoch)."""
+    (``records.control_record``: its type and coordinator epoch)."""
     out = DirRows(directory)
     kept: list[tuple[tuple, str, Batch]] = []
     records: dict[tuple[str, int], list[tuple]] = {}
@@ -130,7 +130,7 @@ def dir_rows(directory: str, rows: Iterable[tuple[str, str, int | None, tuple]])
             key, value = None if key is None else bytes(key), None if value is None else bytes(value)
             if control_type is not None:
                 try:
-                    rec = _control_record(offset, timestamp, key, value, ())
+                    rec = control_record(offset, timestamp, key, value, ())
                 except ValueError:
                     continue  # (the data source's findings level says why)
                 if marker is None and rec.control_type in _MARKERS:
