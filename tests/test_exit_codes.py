@@ -56,6 +56,7 @@ def test_one_error_root() -> None:
     assert outside == {"kafkatool.filetypes.NotRegularFile",
                        "kafkatool.fastparse._Miss", "kafkatool.internal.common.Undecodable",
                        "kafkatool.locate._BadPosition", "kafkatool.internal.groups._Inconsistent",
+                       "kafkatool.verify_files._Stopped",
                        "kafkatool.delivery._RowTooLong"}
     codes = {name: cls.exit_code for name, cls in vars(errors).items()
              if inspect.isclass(cls) and issubclass(cls, errors.KafkaToolError)}
