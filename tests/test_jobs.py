@@ -4,6 +4,7 @@ segment read once, no worker process, and Ctrl-C still 130 and quiet (``kafkatoo
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import struct
@@ -113,13 +114,13 @@ def test_jobs_run_in_this_process_and_read_each_segment_once(tmp_path: Path) -> 
 
 
 def test_ctrl_c_stops_the_jobs_at_once_130_and_quiet(tmp_path: Path) -> None:
-    """Ctrl-C once the first partitions are out: the threads stop at their next window, the exit is 130 with the
-    one line, no traceback (from a worker either)."""
+    """Ctrl-C once the first partitions are out, to the whole process group as a terminal sends it: the threads stop
+    at their next window, the exit is 130 with the one line, no traceback (no worker process to get one)."""
     logdir = write_logdir(tmp_path / "logdir", 200, 20)
     with subprocess.Popen([*KAFKATOOL, "verify", "-f", "jsonl", "-j", "2", str(logdir)], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE) as proc:
+                          stderr=subprocess.PIPE, start_new_session=True) as proc:
         assert proc.stdout is not None
         proc.stdout.readline()  # running: the first block of output (a pipe's, ~20 partitions of 200) is out
-        proc.send_signal(signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)
         _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and err.decode().strip() == "kafkatool: interrupted", err
