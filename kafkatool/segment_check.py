@@ -1,6 +1,6 @@
 """Checking one segment (``.log`` with its ``.index``, ``.timeindex``, ``.txnindex``) on its own.
 
-This is the unit of work of ``verify`` (one process task each with ``--jobs``) and of the Spark scan:
+This is the unit of work of ``verify`` and of the Spark scan:
 a pure function from file paths to a picklable :class:`~kafkatool.log_check.SegmentReport`. Everything that needs
 the segments before it (offset continuity across segments, producer state, leader epochs, checkpoints)
 is left as small summaries in the report for :mod:`kafkatool.verify` to join in offset order.

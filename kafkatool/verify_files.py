@@ -28,13 +28,13 @@ if TYPE_CHECKING:
     from .loader import PartitionLoad
 
 SegmentCheck = Callable[..., SegmentReport]
-"""``(task, options, progress, tap=...)``: a segment's check, run by :class:`Runner` in this process or a pool's
+"""``(task, options, progress, tap=...)``: a segment's check, run by :class:`Runner` in the thread of its partition
 (:func:`kafkatool.log_check.check_log_file` for a record file alone, :func:`kafkatool.segment_check.check_segment`
 with its indexes)."""
 
 
 class VerifyOptions(NamedTuple):
-    """``verify``'s options: how each segment is checked, and in how many processes."""
+    """``verify``'s options: how each segment is checked, and how many partitions at a time (threads)."""
 
     check: CheckOptions = CheckOptions()
     jobs: int = 1
