@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -25,6 +23,8 @@ from .model import Finding
 from .walk import FoundFile, Unit
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from .loader import PartitionLoad
 
 SegmentCheck = Callable[..., SegmentReport]
@@ -134,11 +134,11 @@ class Runner:
         self.options, self.progress, self.check = options, progress, check
         self.shown = progress  # the progress bar's, if any
         self.pool: ThreadPoolExecutor | None = None
-        self.stop = threading.Event()
+        self.stopped = False  # set once by close(), read by the pool's threads
 
     def _advance(self, n: int) -> None:
         """The progress of a pooled work's checks (called window by window): where a stop ends them."""
-        if self.stop.is_set():
+        if self.stopped:
             raise _Stopped
         if self.shown is not None:
             self.shown(n)
@@ -156,10 +156,13 @@ class Runner:
                 yield from function()
             return
         if self.pool is None:
+            # Here, not at the top: a segment named alone (the start-up figure) needs no pool, nor logging and queue.
+            from concurrent.futures import ThreadPoolExecutor
+
             self.pool = ThreadPoolExecutor(self.options.jobs, thread_name_prefix="kafkatool-verify")
             self.progress = self._advance
         pool, ahead = self.pool, 2 * self.options.jobs
-        window: deque[Future[list[Any]] | Callable[[], Iterable[Any]]] = deque()
+        window: deque[Future[list[Any]] | Callable[[], Iterable[Any]]] = deque()  # a work to run here is callable
 
         def fill() -> None:
             while len(window) < ahead and (work := next(todo, None)) is not None:
@@ -169,13 +172,13 @@ class Runner:
         fill()
         while window:
             work = window.popleft()
-            if isinstance(work, Future):
+            if callable(work):
+                fill()
+                yield from work()
+            else:
                 values = work.result()
                 fill()
                 yield from values
-            else:
-                fill()
-                yield from work()
 
     def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None, check: CheckOptions | None = None
             ) -> Iterator[SegmentReport]:
@@ -196,7 +199,7 @@ class Runner:
         """Stop the pool's works (each at its next window: no thread outlives the command, Ctrl-C does not wait
         for a partition to end) and wait for its threads."""
         if self.pool is not None:
-            self.stop.set()
+            self.stopped = True
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
