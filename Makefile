@@ -68,6 +68,7 @@ bench: install
 	$(PY) bench/bench_locate.py
 	$(PY) bench/bench_loader.py
 	$(PY) bench/bench_verify.py
+	$(PY) bench/bench_parallel.py
 	$(PY) bench/bench_repair.py
 	$(PY) bench/bench_internal.py
 	$(PY) bench/bench_spark.py

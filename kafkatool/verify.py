@@ -3,7 +3,7 @@
 Three levels, each a small set of named checks yielding :class:`~kafkatool.model.Finding`:
 
 * segment (:mod:`kafkatool.segment_check`): batches, their CRCs and offsets, the indexes against the
-  log. Segments are independent, so ``jobs > 1`` checks them in several processes;
+  log;
 * partition (:func:`verify_partition` joins the segment reports in offset order): segment names and
   order, offsets continuing across segments, gaps, the ``.txnindex`` against the aborted
   transactions the log implies (producer state carried across segments), the leader epochs of the
@@ -18,8 +18,9 @@ log dir's findings; then one :class:`VerifySummary` for everything.
 Each segment is read once: the segment checks' scan also feeds the partition loader
 (:class:`kafkatool.loader.PartitionLoad`, Kafka's ``LogLoader``), which gives the summary's log start, log end
 offset, high watermark, first unstable and last stable offsets and leader-epoch cache, as ``replicas``, ``repair``
-and ``txns`` see them. With ``jobs > 1`` the checks run in other processes and the loader reads the segments
-itself.
+and ``txns`` see them. With ``jobs > 1`` partitions (and files named alone) are checked side by side in threads
+(:meth:`kafkatool.verify_files.Runner.ordered`), each partition's checks feeding its own load as with one job; the
+values come out in the same order, byte for byte.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def verify_units(units: list[Unit], options: VerifyOptions = VerifyOptions(),
             return itertools.chain(unit.findings, _verify_logdir(unit, options, runner))
         return verify_partition(unit, options, runner)
 
-    return tally(units, items_of, runner, PartitionSummary)
+    return tally(units, items_of, runner, PartitionSummary, inline=_LogDir)
 
 
 def verify_partition_dir(part: PartitionDir, options: VerifyOptions = VerifyOptions(),
@@ -656,14 +657,17 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: Runner) -> I
                 yield from report.findings
 
     present: set[tuple[str, int]] = set()
+    works: list[tuple[Callable[[], Iterable[Any]], bool]] = []  # each partition's checks, in the runner's pool
     for part in logdir.partitions:
         if part.topic is None:
-            yield finding("unknown-dir", part.display, None,
-                          "not a partition dir (topic-partition); the broker ignores it")
+            works.append((lambda part=part: [finding("unknown-dir", part.display, None,
+                                                     "not a partition dir (topic-partition); the broker ignores it")],
+                          False))
             continue
         if part.state is None:
             present.add((part.topic, part.partition or 0))
-        yield from verify_partition(part, options, runner)
+        works.append((lambda part=part: verify_partition(part, options, runner), True))
+    yield from runner.ordered(works)
     for name, listed in entries.items():
         _p, display = names[name]
         for _i, entry in listed:

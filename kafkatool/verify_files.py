@@ -9,7 +9,9 @@ more to import than checking a small segment: ``tests/test_startup.py``). Anythi
 
 from __future__ import annotations
 
-from collections import Counter
+import itertools
+import os
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,16 +23,18 @@ from .model import Finding
 from .walk import FoundFile, Unit
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from .loader import PartitionLoad
 
 SegmentCheck = Callable[..., SegmentReport]
-"""``(task, options, progress, tap=...)``: a segment's check, run by :class:`Runner` in this process or a pool's
+"""``(task, options, progress, tap=...)``: a segment's check, run by :class:`Runner` in the thread of its partition
 (:func:`kafkatool.log_check.check_log_file` for a record file alone, :func:`kafkatool.segment_check.check_segment`
 with its indexes)."""
 
 
 class VerifyOptions(NamedTuple):
-    """``verify``'s options: how each segment is checked, and in how many processes."""
+    """``verify``'s options: how each segment is checked, and how many partitions at a time (threads)."""
 
     check: CheckOptions = CheckOptions()
     jobs: int = 1
@@ -70,28 +74,29 @@ def verify_units(units: list[Unit], options: VerifyOptions = VerifyOptions(),
     return tally(units, lambda unit: record_file(unit.path, unit.display, runner), runner)
 
 
-def tally(units: list[Unit], items_of: Callable[[Any], Iterator[Any]], runner: Runner,
-          partition_summary: type | tuple[()] = ()) -> Iterator[Any]:
+def tally(units: list[Unit], items_of: Callable[[Any], Iterable[Any]], runner: Runner,
+          partition_summary: type | tuple[()] = (), inline: type | tuple[()] = ()) -> Iterator[Any]:
     """The values of each unit (``items_of``; discovery's findings as they are), each counted into the final
     :class:`VerifySummary` (a ``partition_summary`` as a partition, a :class:`FileCount` not shown), then that summary;
-    the runner closed at the end."""
+    the runner closed at the end. Units run in the runner's pool (:meth:`Runner.ordered`), but for the ``inline``
+    ones (a log dir: its partitions are the pool's)."""
     total = VerifySummary()
+    works = ((lambda unit=unit: [unit], False) if isinstance(unit, Finding)
+             else (lambda unit=unit: items_of(unit), not isinstance(unit, inline)) for unit in units)
     try:
-        for unit in units:
-            items = iter([unit]) if isinstance(unit, Finding) else items_of(unit)
-            for item in items:
-                if isinstance(item, Finding):
-                    total.findings[item.severity] += 1
-                elif isinstance(item, partition_summary):
-                    total.partitions += 1
-                    total.bytes += item.bytes
-                    total.batches += item.batches
-                elif isinstance(item, FileCount):
-                    total.files += item.n
-                    total.bytes += item.bytes
-                    total.batches += item.batches
-                    continue
-                yield item
+        for item in runner.ordered(works):
+            if isinstance(item, Finding):
+                total.findings[item.severity] += 1
+            elif isinstance(item, partition_summary):
+                total.partitions += 1
+                total.bytes += item.bytes
+                total.batches += item.batches
+            elif isinstance(item, FileCount):
+                total.files += item.n
+                total.bytes += item.bytes
+                total.batches += item.batches
+                continue
+            yield item
     finally:
         runner.close()
     yield total
@@ -116,42 +121,106 @@ class FileCount(NamedTuple):
 
 
 class Runner:
-    """Runs segment checks in this process, or in a pool of ``jobs`` processes, results in task order."""
+    """Runs segment checks in the calling thread; with ``jobs > 1``, :meth:`ordered` runs units of work (a
+    partition, a file named alone) in a pool of ``jobs`` threads, their values in the order of the units.
+
+    Threads, not processes: a partition's checks feed its load in the thread that checks it (one read of each
+    segment, as with one job), nothing is pickled or imported again, and the native core releases the GIL around
+    its byte work (reading, CRCs, decompression, record decode: ``Python::detach`` in ``native/src``), as file reads
+    do. A partition is the unit: its load replays its segments in offset order."""
 
     def __init__(self, options: VerifyOptions, progress: Callable[[int], None] | None,
                  check: SegmentCheck = check_log_file) -> None:
         self.options, self.progress, self.check = options, progress, check
-        self.pool = None
-        if options.jobs > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+        self.shown = progress  # the progress bar's, if any
+        self.pool: ThreadPoolExecutor | None = None
+        self.stopped = False  # set once by close(), read by the pool's threads
 
-            # spawn: no fork of a process that may run a progress thread; workers import little.
-            self.pool = ProcessPoolExecutor(options.jobs, mp_context=multiprocessing.get_context("spawn"))
+    def _advance(self, n: int) -> None:
+        """The progress of a pooled work's checks (called window by window): where a stop ends them."""
+        if self.stopped:
+            raise _Stopped
+        if self.shown is not None:
+            self.shown(n)
+
+    def ordered(self, works: Iterable[tuple[Callable[[], Iterable[Any]], bool]]) -> Iterator[Any]:
+        """The values of each work ``(function, pooled)`` in order. Without a pool, each is run when its turn comes;
+        with one, a pooled work runs in a thread up to ``2 * jobs`` works ahead of the one being yielded, its values
+        listed whole (bounded: a file's findings are capped by code), and the others (a log dir, whose partitions
+        are works of their own) in this thread when their turn comes."""
+        rest = iter(works)
+        head = list(itertools.islice(rest, 2))
+        todo = itertools.chain(head, rest)
+        if self.options.jobs < 2 or len(head) < 2:  # one work: nothing to run beside it
+            for function, _pooled in todo:
+                yield from function()
+            return
+        if self.pool is None:
+            # Here, not at the top: a segment named alone (the start-up figure) needs no pool, nor logging and queue.
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(self.options.jobs, thread_name_prefix="kafkatool-verify")
+            self.progress = self._advance
+        pool, ahead = self.pool, 2 * self.options.jobs
+        window: deque[Future[list[Any]] | Callable[[], Iterable[Any]]] = deque()  # a work to run here is callable
+
+        def fill() -> None:
+            while len(window) < ahead and (work := next(todo, None)) is not None:
+                function, pooled = work
+                window.append(pool.submit(_listed, function) if pooled else function)
+
+        fill()
+        while window:
+            work = window.popleft()
+            if callable(work):
+                fill()
+                yield from work()
+            else:
+                values = work.result()
+                fill()
+                yield from values
 
     def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None, check: CheckOptions | None = None
             ) -> Iterator[SegmentReport]:
-        """The tasks' reports in order; ``load``: the partition being loaded, fed by the checks' scans in this
-        process (one read of each segment), left to read the segments itself with a pool; ``check``: the partition's
-        own (its index interval), else the options'."""
+        """The tasks' reports in order, checked in this thread; ``load``: the partition being loaded, fed by the
+        checks' scans (one read of each segment); ``check``: the partition's own (its index interval), else the
+        options'."""
         check = check or self.options.check
-        if self.pool is None:
-            for task in tasks:
-                tap = load.tap(task.log) if load is not None and task.log is not None else None
-                yield self.check(task, check, self.progress, tap=tap)
-            return
-        futures = [self.pool.submit(self.check, task, check) for task in tasks]
-        for task, fut in zip(tasks, futures, strict=True):
-            report = fut.result()
-            if self.progress is not None:
-                self.progress(report.size if task.log else 0)
-            yield report
+        for task in tasks:
+            tap = load.tap(task.log) if load is not None and task.log is not None else None
+            yield self.check(task, check, self.progress, tap=tap)
 
     def skipped(self, paths: Iterable[Path]) -> None:
         """Tell the progress bar the record files of ``paths`` that are not read (it counts every record file)."""
-        if self.progress is not None:
+        if self.shown is not None:
             self.progress(sum(file_size(p) for p in paths if classify(p).kind.holds_records))
 
     def close(self) -> None:
+        """Stop the pool's works (each at its next window: no thread outlives the command, Ctrl-C does not wait
+        for a partition to end) and wait for its threads."""
         if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+            self.stopped = True
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Stopped(Exception):
+    """A pooled work ended by :meth:`Runner.close` (caught by :func:`_listed`: its values are not wanted)."""
+
+
+def _listed(function: Callable[[], Iterable[Any]]) -> list[Any]:
+    """A pooled work's values, or none when it was stopped."""
+    try:
+        return list(function())
+    except _Stopped:
+        return []
+
+
+def default_jobs() -> int:
+    """``--jobs`` when not given: the CPUs this process may run on (its affinity, as ``os.process_cpu_count``
+    of Python 3.13), at most 8 (each job holds a partition's values, and past that the GIL-held part of the work
+    dominates)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))

@@ -20,7 +20,9 @@ Format = Annotated[str, typer.Option("--format", "-f", metavar="text|jsonl",
                                      help="text (readable lines and tables) or jsonl (one JSON object a line).")]
 FailOn = Annotated[str, typer.Option("--fail-on", metavar="info|warning|error",
                                      help="Exit 1 when a finding is at or above this severity.")]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Check segments in N processes.", min=1)]
+Jobs = Annotated[int | None, typer.Option(
+    "--jobs", "-j", help="Check N partitions at a time, in threads (default: the CPUs this process may use, at most "
+                         "8); the output is the same whatever N.", min=1, show_default=False)]
 Topic = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.", show_default=False)]
 PartitionNo = Annotated[int | None, typer.Option("--partition", "-p", help="Only this partition number.", min=0,
                                                  show_default=False)]

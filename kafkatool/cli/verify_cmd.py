@@ -39,7 +39,7 @@ def verify(
     fmt: Format = "text",
     deep: Deep = False,
     fail_on: FailOn = "error",
-    jobs: Jobs = 1,
+    jobs: Jobs = None,
     index_interval_bytes: IndexIntervalBytes = None,
     max_findings: Annotated[
         int, typer.Option(help="Report at most N findings of one kind per file (the rest are counted).", min=1)
@@ -55,7 +55,7 @@ def verify(
     """
     from ..log_check import CheckOptions
     from ..records import ScanOptions
-    from ..verify_files import VerifyOptions, lone_record_files
+    from ..verify_files import VerifyOptions, default_jobs, lone_record_files
     from ..walk import discover, total_bytes
     from .exits import check_fail_on
     from .output import Output, check_format
@@ -67,7 +67,7 @@ def verify(
             deep=deep, max_findings_per_code=max_findings,
             scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
         ),
-        jobs=jobs, index_interval_bytes=index_interval_bytes,
+        jobs=jobs or default_jobs(), index_interval_bytes=index_interval_bytes,
     )
     out = Output(fmt)
 

@@ -595,7 +595,9 @@ pub(crate) mod py {
             with_bytes(data, |buf| {
                 let mut bytes = Vec::new();
                 let payload = buf.get(start..).unwrap_or_default();
-                let result = super::with_decompressor(|d, _| d.decompress_into(codec, payload, limit, false, &mut bytes));
+                let py = data.py();
+                let result =
+                    py.detach(|| super::with_decompressor(|d, _| d.decompress_into(codec, payload, limit, false, &mut bytes)));
                 Ok(result.ok().map(|()| Decompressed { bytes }))
             })
         })

@@ -1255,7 +1255,8 @@ mod py {
                     (true, limit) => Decode::Compressed(limit),
                 };
                 let until = budget.map_or(usize::MAX, |b| p.saturating_add(b.max(1)));
-                let (next, stop, cols) = decode_window_until(buf, p, until, base, limit, max_batch, decode);
+                // The walk, CRCs and decode touch no Python object: other threads run meanwhile (verify -j).
+                let (next, stop, cols) = py.detach(|| decode_window_until(buf, p, until, base, limit, max_batch, decode));
                 Ok((next, stop as u8, Bound::new(py, PyWindowColumns { cols })?))
             })
         })

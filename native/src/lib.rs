@@ -81,7 +81,9 @@ fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -
         return f(&[]);
     }
     // SAFETY: the buffer is C-contiguous, `len` bytes long and exported (so neither freed nor resized)
-    // while `buf` lives, which outlasts `f`; the GIL is held throughout, and nothing here writes to it.
+    // while `buf` lives, which outlasts `f`, also where `f` releases the GIL (`Python::detach`) around pure byte
+    // work: the buffers handed here are the calling thread's own (a reader's window, a batch), which no other
+    // thread writes, and nothing here writes to them.
     let bytes = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, len) };
     f(bytes)
 }
@@ -132,7 +134,7 @@ fn scan_batches<'py>(
 #[pyfunction]
 #[pyo3(signature = (window, start, until, room))]
 fn resync(window: &Bound<'_, PyAny>, start: usize, until: usize, room: u64) -> PyResult<Option<(usize, usize, bool)>> {
-    guarded(|| with_bytes(window, |buf| Ok(frame::resync(buf, start, until, room))))
+    guarded(|| with_bytes(window, |buf| Ok(window.py().detach(|| frame::resync(buf, start, until, room)))))
 }
 
 /// The Python strings a batch row shares (interned once per process: a reader asking for one batch at a time,
@@ -279,7 +281,7 @@ fn decode_v2_chunk<'py>(
     guarded(|| {
         with_bytes(data, |buf| {
             let ctx = records::BatchContext { base_offset, base_timestamp, log_append_time, count };
-            let Ok((cols, end)) = records::decode_v2_part(buf, start, &ctx, last) else {
+            let Ok((cols, end)) = py.detach(|| records::decode_v2_part(buf, start, &ctx, last)) else {
                 return Ok(None);
             };
             let columns = if times {
