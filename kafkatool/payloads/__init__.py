@@ -51,11 +51,12 @@ PayloadDecoder = Callable[[bytes | None], Decoded]
 class SchemaSources:
     """Where the schema decoders find writer schemas: a ``_schemas`` partition among the command's ``paths`` (or in
     ``schema_log_dir``, ``--schema-log-dir``), and ``<id>.avsc``/``<id>.proto``/``<id>.json`` files in ``schemas_dir``
-    (``--schemas``)."""
+    (``--schemas``). ``validate``: JSON Schema bodies are checked against their schema (``--validate``)."""
 
     paths: tuple[Path, ...] = ()
     schema_log_dir: Path | None = None
     schemas_dir: Path | None = None
+    validate: bool = False
 
 
 def _string(data: bytes) -> Decoded:
