@@ -50,6 +50,10 @@ EXAMPLES = """
 
   kafkatool dump --decode auto /var/lib/kafka/data/__consumer_offsets-12
 
+  kafkatool dump --value-decoder json --where 'value.customer.id == 42' /var/lib/kafka/data/orders-0
+
+  kafkatool dump -f jsonl --value-decoder auto --value-field customer.id --value-match '^42$' orders-0
+
   kafkatool dump --from-time 2023-11-14T22:40:00Z --to-time 2023-11-14T22:45:00Z --records orders-0
 """
 
