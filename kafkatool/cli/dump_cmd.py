@@ -165,7 +165,8 @@ def dump(
         from .. import locate
     # --key-decoder/--value-decoder: a --key-field/--value-field takes its --*-match from the bytes to that field
     payload, loaded = None, []
-    if key_decoder is not None or value_decoder is not None or key_field or value_field or where:
+    if key_decoder is not None or value_decoder is not None or key_field is not None or value_field is not None \
+            or where:
         from ..payloads import SchemaSources
         from ..payloads.fields import payload_view
 
@@ -177,10 +178,11 @@ def dump(
                                        (("key", key_field, key), ("value", value_field, value)), where or ())
     elif schema_log_dir is not None or schemas is not None or validate:
         raise UsageError("--schema-log-dir, --schemas and --validate are for --key-decoder/--value-decoder")
-    wanted = record_filter(key=None if key_field else key, value=None if value_field else value, header=header,
+    key, value = (None if key_field is not None else key), (None if value_field is not None else value)
+    wanted = record_filter(key=key, value=value, header=header,
                            producer_id=producer_id, from_time=from_time, to_time=to_time,
                            parse_time=None if locate is None else locate.parse_timestamp)
-    filters = {"--key": None if key_field else key, "--value": None if value_field else value, "--header": header,
+    filters = {"--key": key, "--value": value, "--header": header,
                "--producer-id": producer_id, "--from-time": from_time, "--to-time": to_time,
                "--from-offset": from_offset, "--to-offset": to_offset,
                **({} if payload is None else {t.option: True for t in payload.tests})}
