@@ -11,6 +11,7 @@ bad one's batch naming its offset; the filters on decoded fields (``--value-fiel
 from __future__ import annotations
 
 import csv
+import io
 import json
 import struct
 import uuid
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq  # noqa: TID251 - the export's parquet read back
 import pytest
 
 from kafkatool.build import RecordSpec, record_batch
+from kafkatool.cli.output.terminal import printable
 from kafkatool.logwriter import LogDirWriter
 from kafkatool.spark.options import payloads_of  # noqa: TID251
 from kafkatool.spark.plan import plan  # noqa: TID251
@@ -31,7 +33,8 @@ BAD = object()  # a payload the decoder must refuse
 ORDERS = [{"customer": {"id": 42, "name": "Ann"}, "items": [{"sku": "A-1", "qty": 2}], "paid": True},
           {"customer": {"id": 7, "name": "Bo\u00e9"}, "items": [], "paid": False},
           {"customer": {"id": 42}, "items": [{"sku": "B-9", "qty": 1}, {"sku": "A-1", "qty": 5}], "paid": None},
-          [1, 2.5, "x"], "just text", 12345678901234]
+          [1, 2.5, "x"], "just text", 12345678901234,
+          {"customer": {"id": 3, "name": "\x1b[2J\u202eevil\x85"}, "items": [], "paid": False}]  # hostile text
 U = [uuid.UUID(int=(i + 1) * 0x1234567890ABCDEF) for i in range(3)]
 # topic -> decoder, [(payload, what it decodes to, or BAD)]
 TOPICS: dict[str, tuple[str, list[tuple[bytes | None, Any]]]] = {
@@ -116,13 +119,14 @@ def test_text_and_dump_log_show_the_decoded_values(logdir: Path, run_cli) -> Non
         if want is BAD:
             assert line.startswith("value not decoded: not UTF-8 JSON")
         else:
-            assert line == f"value={compact(want)}"
+            assert line == f"value={printable(compact(want))}"
     assert p.stdout.count("WARNING payload-undecodable") == len(bad_offsets("orders"))
+    assert not {"\x1b", "\u202e", "\x85"} & set(p.stdout)  # what a terminal would act on is escaped
     # kafka-dump-log's payload: what the decoder read (a string as it is), the raw text where it did not decode
     p = run_cli("dump", "-f", "dump-log", "--value-decoder", "json", logdir / "orders-0")
     payloads = [line.split(" payload: ", 1)[1] for line in p.stdout.splitlines() if " payload: " in line]
-    assert payloads == [raw.decode("utf-8", "replace") if want is BAD else want if isinstance(want, str)
-                        else compact(want) for raw, want in values]
+    assert payloads == [printable(raw.decode("utf-8", "replace") if want is BAD else want if isinstance(want, str)
+                                  else compact(want)) for raw, want in values]
     assert p.stderr.count("payload-undecodable") == len(bad_offsets("orders"))
 
 
@@ -131,7 +135,7 @@ def test_csv_parquet_and_the_spark_reader_equal_jsonl(logdir: Path, run_cli, tmp
         part = logdir / f"{topic}-0"
         want = {o: (None if v is BAD or v is None else compact(v)) for o, v in expected(topic).items()}
         p = run_cli("dump", "-f", "csv", "--value-decoder", decoder, part)
-        rows = list(csv.DictReader(p.stdout.splitlines()))
+        rows = list(csv.DictReader(io.StringIO(p.stdout, newline="")))  # a NEL (\x85) in a cell is no line end
         assert {int(r["offset"]): r["value_decoded"] or None for r in rows} == want, topic
         assert all(r["value_schema_id"] == "" for r in rows) and "key_decoded" not in rows[0]
         assert p.stderr.count("payload-undecodable") == len(bad_offsets(topic))
@@ -214,3 +218,14 @@ def test_a_filter_that_matches_nothing_says_so(logdir: Path, run_cli) -> None:
 def test_bad_filters_and_decoders_are_usage_errors(logdir: Path, run_cli, args: list[str], says: str) -> None:
     p = run_cli("dump", *args, logdir / "orders-0")
     assert p.returncode == 2 and says in p.stderr and p.stdout == "", p.stderr
+
+
+def test_a_value_nested_deep_is_shown_or_refused_never_a_crash(tmp_path: Path, run_cli) -> None:
+    depths = (500, 900, 5000, 100_000)  # Python's json parses the first two, not the others
+    with LogDirWriter(tmp_path / "data", cluster_id="c1", node_id=1) as ld:
+        ld.partition("deep", 0, bytes(range(1, 17))).append(record_batch(0, [
+            RecordSpec(b"k", b"[" * n + b"]" * n, T0) for n in depths]))
+    for fmt in ("text", "jsonl", "dump-log", "csv"):
+        p = run_cli("dump", "-f", fmt, "--value-decoder", "json", tmp_path / "data" / "deep-0")
+        assert p.returncode == 0 and "internal error" not in p.stderr, (fmt, p.stderr[-300:])
+        assert (p.stdout + p.stderr).count("payload-undecodable") == 2, fmt

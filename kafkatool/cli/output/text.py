@@ -117,14 +117,24 @@ def _record(o: Output, d: dict[str, Any]) -> str:
     return line
 
 
+def _compacted(d: dict[str, Any]) -> dict[str, Any]:
+    """A record's decoded key and value as their compact JSON text, before the line is made printable: one string
+    each (a value nested a thousand deep is not walked again, and its escapes are JSON's, not doubled)."""
+    d = dict(d)
+    for side in ("key", "value"):
+        if f"{side}_decoded" in d:
+            d[f"{side}_decoded"] = compact(d[f"{side}_decoded"])
+    return d
+
 def _payload(o: Output, d: dict[str, Any], side: str) -> str:
-    """``value=<compact JSON>`` (``value#<schema id>=`` when it was framed), or why it did not decode."""
+    """``value=<compact JSON>`` (``value#<schema id>=`` when it was framed; :func:`_compacted`), or why it did not
+    decode."""
     error = d.get(f"{side}_decode_error")
     if error is not None:
         text = f"{side} not decoded: {error}"
         return text if o.plain else f"[yellow]{escape(text)}[/yellow]"
     schema = d.get(f"{side}_schema_id")
-    text = f"{side}{'' if schema is None else f'#{schema}'}={compact(d[f'{side}_decoded'])}"
+    text = f"{side}{'' if schema is None else f'#{schema}'}={d[f'{side}_decoded']}"
     return text if o.plain else escape(text)
 
 
