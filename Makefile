@@ -16,7 +16,7 @@ install: $(STAMP) $(NATIVE)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,schemas]'
 	touch $@ $(NATIVE)
 
 # Rebuild the extension when the crate changes (without cargo, pip skips it with a warning).

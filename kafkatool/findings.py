@@ -329,6 +329,15 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
     ("payload-undecodable", "warning", "a key or value that does not decode with the decoder asked for (wrong size, "
      "not JSON, unknown schema id, wrong magic byte, truncated body): shown raw, the scan goes on",
      "Deserializer.deserialize"),
+    ("schema-record-invalid", "warning", "a _schemas record whose key or value is not what Schema Registry writes "
+     "(not JSON, an unknown key type, a field of the wrong type): Schema Registry's reader skips it, and so does "
+     "this one; the schemas after it still load", "KafkaStoreReaderThread.doWork"),
+    ("schema-reference-invalid", "warning", "a schema in _schemas whose references do not resolve (a subject "
+     "version not there) or form a cycle: payloads written with it do not decode",
+     "AbstractSchemaProvider.resolveReferences"),
+    ("schema-file-invalid", "warning", "a --schemas file named <id>.avsc/.proto/.json that cannot be read (not a "
+     "regular file, not UTF-8, too large): its schema id is not known from it", KAFKATOOL),
+    ("schemas-none", "warning", "no _schemas partition dirs found", KAFKATOOL),
     # --- internal topics -----------------------------------------------------------------------------------
     ("trailing-bytes", "warning", "bytes at the end of an internal topic's segment that are not a whole batch",
      "LogSegment.recover"),

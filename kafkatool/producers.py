@@ -157,7 +157,10 @@ class PartitionHistory:
     def lso(self) -> int | None:
         """The first unstable offset as the broker has it after loading (:mod:`kafkatool.loader`), else the log end
         offset: where a ``read_committed`` fetch stops, the high watermark aside."""
-        fuo = self.loaded.first_unstable_offset if self.loaded is not None else None
+        if self.loaded is None:  # replayed from batches alone (replay_batches): its open transactions' first
+            fuo = min((t.first_offset for t in self.transactions if t.outcome == "OPEN"), default=None)
+        else:
+            fuo = self.loaded.first_unstable_offset
         return fuo if fuo is not None else self.leo
 
     def aborted(self) -> list[tuple[int, int, int]]:
@@ -250,6 +253,20 @@ def replay_partition(dir: Path, display: str | None = None, files: Iterable[tupl
     h.finish()
     met = {(f.code, f.path, f.position) for f in h.history.findings}
     h.history.load_findings = [f for f in load_findings(loaded) if (f.code, f.path, f.position) not in met]
+    return h.history
+
+
+def replay_batches(display: str, batches: Iterable[tuple[Batch, Marker | None]], log_start: int | None,
+                   leo: int | None) -> PartitionHistory:
+    """:func:`replay_partition`'s replay of batches given rather than read (the Spark data source's batch rows, in
+    offset order, each control batch with its end-transaction marker: :mod:`kafkatool.spark.state`), on a log
+    starting at ``log_start`` and ending at ``leo``. No load: no leftovers resolved, no recovery cut, no producer
+    snapshot; the LSO is the first open transaction's first offset (``ProducerStateManager.firstUnstableOffset``)."""
+    h = _Replay(PartitionHistory(display))
+    h.history.log_start, h.history.leo = log_start, leo
+    for b, marker in batches:
+        h.batch(b, None, display, marker)
+    h.finish()
     return h.history
 
 

@@ -173,7 +173,7 @@ def _v2_batch(position: int, fields: tuple, crc_ok: bool) -> Batch:
     (base_offset, size, epoch, magic, crc, attrs, last_delta, first_ts, max_ts, pid, pepoch, bseq, count) = fields
     return _tuple_new(Batch, (
         position, base_offset, base_offset + last_delta, size + 12, magic, crc, crc_ok, attrs,
-        _CODEC_BY_ID[attrs & 7], "log_append" if attrs & 0x08 else "create",
+        CODEC_BY_ID[attrs & 7], "log_append" if attrs & 0x08 else "create",
         first_ts, max_ts, count, epoch, pid, pepoch, bseq,
         attrs & 0x10 != 0, attrs & 0x20 != 0, first_ts if attrs & 0x40 else None,
     ))
@@ -187,7 +187,7 @@ def _take_run(positions: array, headers: bytearray, valid: bytearray, controls: 
     return run
 
 
-_CODEC_BY_ID = (*CODECS, "unknown(5)", "unknown(6)", "unknown(7)")  # every value of 3 attribute bits
+CODEC_BY_ID = (*CODECS, "unknown(5)", "unknown(6)", "unknown(7)")  # every value of 3 attribute bits
 
 
 def _is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
@@ -371,7 +371,7 @@ def _walk(window, p, base, limit, max_batch, with_raw, columnar, path, run_posit
             # _v2_batch() spelled inline (a call per batch is measurable); tests hold the two equal.
             batch = _tuple_new(Batch, (
                 position, base_offset, base_offset + last_delta, total, 2, crc, crc_ok, attrs,
-                _CODEC_BY_ID[attrs & 7], "log_append" if attrs & 0x08 else "create",
+                CODEC_BY_ID[attrs & 7], "log_append" if attrs & 0x08 else "create",
                 first_ts, max_ts, count, epoch, pid, pepoch, bseq,
                 attrs & 0x10 != 0, attrs & 0x20 != 0, first_ts if attrs & 0x40 else None,
             ))
@@ -974,7 +974,7 @@ def _v2_records(batch: Batch, data, pos: int, count: int, done: int, path: str
             offset = base_offset + off_delta
             ts = log_append_ts if log_append_ts is not None else base_ts + ts_delta
             if control:
-                append(_control_record(offset, ts, key, value, headers))
+                append(control_record(offset, ts, key, value, headers))
             else:
                 append(new(record_type, (offset, ts, key, value, headers, None, None)))
     except (IndexError, ValueError) as exc:
@@ -991,7 +991,7 @@ def _columns_to_records(columns: tuple) -> list[Record]:
                                                      repeat(None), repeat(None))))
 
 
-def _control_record(offset: int, ts: int, key, value, headers) -> Record:
+def control_record(offset: int, ts: int, key, value, headers) -> Record:
     if key is None or len(key) < 4:
         raise ValueError(f"control record key has {0 if key is None else len(key)} bytes, needs at least 4")
     version, ctype = _CONTROL_KEY.unpack_from(key)
@@ -1077,7 +1077,7 @@ def _legacy_entry(
         if not count:
             base_offset, first_ts = offset, timestamp
     batch = Batch(position, base_offset, offset, len(raw), magic, crc, crc_valid, attrs,
-                  _CODEC_BY_ID[codec], ts_type, first_ts, timestamp, count)
+                  CODEC_BY_ID[codec], ts_type, first_ts, timestamp, count)
     return batch, chunks, findings
 
 

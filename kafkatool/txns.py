@@ -239,9 +239,9 @@ class _Candidate:
     leo: int | None
 
 
-def _candidates(pd_topic: str, pd_partition: int, history: PartitionHistory) -> Iterator[_Candidate]:
+def hanging_candidates(pd_topic: str, pd_partition: int, history: PartitionHistory) -> Iterator[_Candidate]:
     """The partition's open transactions, each with its producer's state (``DescribeProducers``' active producers
-    with a ``currentTransactionStartOffset``)."""
+    with a ``currentTransactionStartOffset``): what :func:`find_hanging` judges."""
     for t in history.transactions:
         if t.outcome != "OPEN":
             continue
@@ -307,7 +307,7 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
         if pd.topic is None or pd.partition is None:
             continue
         name = f"{pd.topic}-{pd.partition}"
-        candidates.extend(_candidates(pd.topic, pd.partition, history))
+        candidates.extend(hanging_candidates(pd.topic, pd.partition, history))
         if pd.topic == TRANSACTION_TOPIC:
             read.append(name)
             for e in transaction_state_partition(pd.files, name, progress, clock):
@@ -322,11 +322,27 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
                     commits.setdefault((c.topic, c.partition), []).append((c.group, c.offset))
                 elif isinstance(c, Finding) and c.severity != "info":
                     findings.append(c)
-    at = clock.at
-    if at >= 0:
+    if clock.at >= 0:
         yield clock
+    hanging = find_hanging(candidates, states if read else None, commits, pending, clock.at, max_timeout_ms)
+    yield from hanging
+    yield from (_hanging_finding(h, max_timeout_ms) for h in hanging)
+    yield from findings
+
+
+def find_hanging(candidates: Iterable[_Candidate], states: Iterable[TransactionLogEntry] | None,
+                 commits: dict[tuple[str, int], list[tuple[str, int]]],
+                 pending: dict[tuple[str, int], dict[int, list[CommittedOffset]]], at: int,
+                 max_timeout_ms: int = MAX_TRANSACTION_TIMEOUT_MS) -> list[HangingTransaction]:
+    """``filterHangingTransactions`` at time ``at`` (-1: no time, none): of the open transactions ``candidates``
+    (:func:`hanging_candidates`), those whose producer last wrote more than ``max_timeout_ms`` before and that no
+    coordinator will end (:func:`_judge` on ``states``, the ``__transaction_state`` entries; None: no such partition
+    read, each only *possibly* hanging), with the groups' commits on their partition at or past their first offset
+    (``commits``: (topic, partition) -> [(group, offset)]) and their own pending offset commits (``pending``:
+    ``__consumer_offsets`` (topic, partition) -> producer id -> commits). The one rule of :func:`hanging_paths` and
+    of the Spark data source's rows (:mod:`kafkatool.spark.state`)."""
     by_producer: dict[int, list[TransactionLogEntry]] | None = None
-    if read:
+    if states is not None:
         by_producer = {}
         for e in sorted(states, key=lambda e: (e.transactional_id, e.coordinator_partition)):
             by_producer.setdefault(e.producer_id, []).append(e)
@@ -346,9 +362,7 @@ def hanging_paths(paths: Iterable[str | Path], *, max_timeout_ms: int = MAX_TRAN
             c.topic, c.partition, c.path, t.producer_id, t.producer_epoch, c.coordinator_epoch, t.first_offset,
             t.first_timestamp, c.last_timestamp, at - c.last_timestamp, tid, state, reason, c.lso, c.leo, groups,
             possibly=by_producer is None, pending_commits=held))
-    yield from hanging
-    yield from (_hanging_finding(h, max_timeout_ms) for h in hanging)
-    yield from findings
+    return hanging
 
 
 _REASONS = {
@@ -383,4 +397,5 @@ def hanging_bytes(paths: Iterable[str | Path]) -> int:
 
 
 __all__ = ["MAX_TRANSACTION_TIMEOUT_MS", "CommittedView", "HangingTransaction", "checkpointed_offset", "committed_view",
-           "hanging_bytes", "hanging_paths", "high_watermark", "served_aborts", "txns_bytes", "txns_paths"]
+           "find_hanging", "hanging_bytes", "hanging_candidates", "hanging_paths", "high_watermark", "served_aborts",
+           "txns_bytes", "txns_paths"]

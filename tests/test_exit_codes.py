@@ -56,7 +56,8 @@ def test_one_error_root() -> None:
     assert outside == {"kafkatool.filetypes.NotRegularFile",
                        "kafkatool.fastparse._Miss", "kafkatool.internal.common.Undecodable",
                        "kafkatool.locate._BadPosition", "kafkatool.internal.groups._Inconsistent",
-                       "kafkatool.delivery._RowTooLong"}
+                       "kafkatool.delivery._RowTooLong", "kafkatool.payloads.confluent._Bad",
+                       "kafkatool.payloads.registry._Invalid"}
     codes = {name: cls.exit_code for name, cls in vars(errors).items()
              if inspect.isclass(cls) and issubclass(cls, errors.KafkaToolError)}
     assert codes == {"KafkaToolError": 1, "UsageError": 2, "InputIOError": 3, "LogDirLocked": 2, "FormatError": 1,

@@ -45,6 +45,7 @@ class _Kafkatool(LazyGroup):
         "share-state": lazy_command("internal_cmd", "share_state", "SHARE_STATE_EXAMPLES"),
         "tiered": lazy_command("internal_cmd", "tiered", "TIERED_EXAMPLES"),
         "metadata": lazy_command("internal_cmd", "metadata", "METADATA_EXAMPLES"),
+        "schemas": lazy_command("schemas_cmd", "schemas", "EXAMPLES"),
         "delivery": lazy_command("delivery_cmd", "delivery", "EXAMPLES"),
         "producers": lazy_command("producers_cmd", "producers", "PRODUCERS_EXAMPLES"),
         "txns": lazy_command("producers_cmd", "txns", "TXNS_EXAMPLES"),

@@ -189,6 +189,7 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
                                progress: Callable[[int], None] | None = None,
                                held: dict[int, list[CommittedOffset]] | None = None,
                                replay: Replay | None = None,
+                               items: Iterable[tuple[str, Batch, Record]] | None = None,
                                ) -> Iterator[CommittedOffset | GroupState | Finding]:
     """Replay one ``__consumer_offsets-N`` partition (its ``.log`` segments in offset order), as the group
     coordinator loads it: later records win, a null value deletes, transactional commits count only once
@@ -196,12 +197,14 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
     told the bytes of the segments as they are read; ``held``, when given, the transactional commits still pending
     at the log's end by producer id (their transaction not ended: ``OffsetMetadataManager``'s pending transactional
     offsets); ``replay``, when given, every record whose key decodes, in offset order, with its decoded key (the
-    group states of :mod:`kafkatool.internal.groups` are replayed from them in the same pass)."""
+    group states of :mod:`kafkatool.internal.groups` are replayed from them in the same pass); ``items``, when given,
+    the (segment display path, batch, record) replayed instead of ``files``' (the Spark data source's rows, in offset
+    order: :mod:`kafkatool.spark.state`)."""
     offsets: dict[OffsetKey, CommittedOffset] = {}
     groups: dict[str, GroupState] = {}
     pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
     findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
-    for display, batch, rec in partition_records(files, findings, progress):
+    for display, batch, rec in partition_records(files, findings, progress) if items is None else items:
         if rec.control_type is not None:
             writes = pending.pop(batch.producer_id, [])
             if rec.control_type == "COMMIT":

@@ -13,7 +13,7 @@ from ..findings import finding
 from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
 from ..locate import iso_time
-from ..model import CappedFindings, Finding
+from ..model import Batch, CappedFindings, Finding, Record
 from ..walk import partition_dirs, partition_dirs_and_findings
 from .common import (
     KEYS_CACHED,
@@ -139,12 +139,15 @@ def timed_out(entry: TransactionLogEntry, now: int) -> Finding | None:
 
 def transaction_state_partition(files: Iterable[tuple[Path, str]], name: str,
                                 progress: Callable[[int], None] | None = None, clock: TxnClock | None = None,
+                                items: Iterable[tuple[str, Batch, Record]] | None = None,
                                 ) -> Iterator[TransactionLogEntry | Finding]:
     """Replay one ``__transaction_state-N`` partition: the latest value per transactional id (null deletes).
-    ``progress`` is told the bytes of the segments as they are read; ``clock`` the newest record time."""
+    ``progress`` is told the bytes of the segments as they are read; ``clock`` the newest record time; ``items``,
+    when given, the (segment display path, batch, record) replayed instead of ``files``' (the Spark data source's
+    rows, in offset order: :mod:`kafkatool.spark.state`)."""
     latest: dict[str, TransactionLogEntry] = {}
     findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
-    for display, batch, rec in partition_records(files, findings, progress):
+    for display, batch, rec in partition_records(files, findings, progress) if items is None else items:
         if rec.control_type is not None:
             continue
         if clock is not None and rec.timestamp > clock.newest:

@@ -22,41 +22,15 @@ import math
 import struct
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from ..errors import UsageError
 from ..model import Finding
+from .confluent import schema_decoder
+from .decoded import Decoded, PayloadDecoder, SchemaSources
 
 SIMPLE_DECODERS = ("string", "int", "long", "double", "uuid", "json")
 SCHEMA_DECODERS = ("avro", "protobuf", "json-schema", "auto")
 DECODERS = SIMPLE_DECODERS + SCHEMA_DECODERS
-
-
-@dataclass(frozen=True, slots=True)
-class Decoded:
-    """One payload read by a decoder: a JSON-able ``value``, the Confluent schema id it was written with (None when
-    not framed), or why it does not decode (``error``; ``value`` is None then)."""
-
-    value: Any = None
-    schema_id: int | None = None
-    error: str | None = None
-
-
-PayloadDecoder = Callable[[bytes | None], Decoded]
-
-
-@dataclass(frozen=True)
-class SchemaSources:
-    """Where the schema decoders find writer schemas: a ``_schemas`` partition among the command's ``paths`` (or in
-    ``schema_log_dir``, ``--schema-log-dir``), and ``<id>.avsc``/``<id>.proto``/``<id>.json`` files in ``schemas_dir``
-    (``--schemas``). ``validate``: JSON Schema bodies are checked against their schema (``--validate``)."""
-
-    paths: tuple[Path, ...] = ()
-    schema_log_dir: Path | None = None
-    schemas_dir: Path | None = None
-    validate: bool = False
 
 
 def _string(data: bytes) -> Decoded:
@@ -118,9 +92,4 @@ def payload_decoder(name: str, sources: SchemaSources | None = None) -> tuple[Pa
         return _nulls_pass(_SIMPLE[name]), []
     if name not in SCHEMA_DECODERS:
         raise UsageError(f"unknown decoder {name!r}: one of {', '.join(DECODERS)}")
-    return _schema_decoder(name, sources or SchemaSources())
-
-
-def _schema_decoder(name: str, sources: SchemaSources) -> tuple[PayloadDecoder, list[Finding]]:
-    """The schema decoders (``kafkatool.payloads.confluent``, with the registry ``kafkatool.payloads.registry``)."""
-    raise UsageError(f"--*-decoder {name}: the schema decoders are not built yet")
+    return schema_decoder(name, sources or SchemaSources())

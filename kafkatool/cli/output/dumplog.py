@@ -188,10 +188,10 @@ def _record_metadata(d: dict[str, Any], batch: dict[str, Any] | None) -> str:
     elif batch is not None and batch["compression"] == "none":
         line += f" isValid: {_java_bool(batch['crc_valid'])} crc: {batch['crc']}"
     if "control_type" in d:
-        line += _control_record(d)
+        line += control_record(d)
     return line
 
-def _control_record(d: dict[str, Any]) -> str:
+def control_record(d: dict[str, Any]) -> str:
     """``printControlRecord``: an end-transaction marker's type and coordinator epoch; a KRaft control record as
     its ``*JsonConverter`` writes it, at the version its value declares (``ControlRecordUtils`` reads it at version
     0); any other type, or a value that does not read, as ``controlType: <type>(<id>)``."""

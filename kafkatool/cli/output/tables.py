@@ -12,7 +12,7 @@ from .text import _cell, _min_isr
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
                 "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
                 "partition_overview", "topic_overview", "hanging_transaction", "share_partition_state",
-                "remote_segment"}
+                "remote_segment", "schema_version", "schema_setting"}
 # Tables showing chosen fields (field -> header) rather than every field of the value:
 _TABLE_COLUMNS = {
     "replica": {"path": "replica", "log_start_offset": "log start", "leo": "LEO", "hw_checkpoint": "HW ckpt",
@@ -64,6 +64,9 @@ _TABLE_COLUMNS = {
                               "start_offset": "start offset", "log_start_offset": "log start",
                               "log_end_offset": "LEO", "state_batches": "state batches (offsets state×deliveries)",
                               "coordinator_partition": "in"},
+    "schema_version": {"subject": "subject", "version": "version", "id": "id", "schema_type": "type",
+                       "deleted": "deleted", "references": "references", "offset": "offset", "source": "in"},
+    "schema_setting": {"kind": "setting", "subject": "subject", "setting": "value", "offset": "offset"},
 }
 _SUMMARY_COLUMNS = {
     "path": "partition", "segments": "segments", "bytes": "bytes", "batches": "batches",
