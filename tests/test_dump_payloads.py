@@ -229,3 +229,49 @@ def test_a_value_nested_deep_is_shown_or_refused_never_a_crash(tmp_path: Path, r
         p = run_cli("dump", "-f", fmt, "--value-decoder", "json", tmp_path / "data" / "deep-0")
         assert p.returncode == 0 and "internal error" not in p.stderr, (fmt, p.stderr[-300:])
         assert (p.stdout + p.stderr).count("payload-undecodable") == 2, fmt
+
+
+def test_schema_decoders_through_dump_the_export_and_the_spark_reader(tmp_path: Path, run_cli) -> None:
+    """The generator's Confluent-framed topics (``fixtures/generate.py --payloads``: Avro, Protobuf, JSON Schema,
+    bad payloads) with ``--value-decoder auto --validate``: each value what the generator says it encoded, each bad
+    one a finding naming its offset and the generator's reason, through ``_schemas`` and through ``--schemas``."""
+    pytest.importorskip("fastavro")
+    from .test_fixtures import gen
+
+    out = tmp_path / "logdir"
+    written = json.loads(json.dumps(gen.payloads(out)))
+    want: dict[tuple[str, int], tuple[Any, int | None, str | None]] = {}
+    for topic, rows in written["topics"].items():
+        for r in rows:
+            reason = r.get("validate_error") or (None if "auto" in r else r.get("error"))
+            value = r["auto"] if "auto" in r else r["expected"]
+            want[topic, r["offset"]] = (None if reason else value, r.get("schema_id"), reason)
+    parts = [out / f"{topic}-0" for topic in written["topics"]]
+    for sources in ([out], ["--schemas", out.with_name("logdir-schemas"), *parts]):
+        p = run_cli("dump", "-f", "jsonl", "--value-decoder", "auto", "--validate", *sources)
+        assert p.returncode == 0, p.stderr
+        lines = p.jsonl()
+        got = {(r["topic"], r["offset"]): r for r in lines if r["type"] == "record" and r["topic"] in written["topics"]}
+        assert sorted(got) == sorted(want)
+        findings = {(Path(f["path"]).parent.name.rsplit("-", 1)[0], int(f["message"].split(":")[0].split()[1])):
+                    f["message"] for f in lines if f["type"] == "finding" and f["code"] == "payload-undecodable"}
+        assert sorted(findings) == sorted(k for k, (_v, _s, reason) in want.items() if reason)
+        for k, (value, schema_id, reason) in want.items():
+            assert got[k]["value_decoded"] == value, k
+            if reason:
+                assert reason in findings[k], (k, findings[k])
+            else:
+                assert got[k]["value_schema_id"] == schema_id, k
+    csv_out = tmp_path / "rows.csv"
+    assert run_cli("dump", "-f", "csv", "-o", csv_out, "--value-decoder", "auto", "--validate", out).returncode == 0
+    with open(csv_out, newline="") as fh:
+        rows = {(r["topic"], int(r["offset"])): r for r in csv.DictReader(fh) if r["topic"] in written["topics"]}
+    assert {k: None if r["value_decoded"] == "" else json.loads(r["value_decoded"]) for k, r in rows.items()} == {
+        k: v for k, (v, _s, _r) in want.items()}
+    options = payloads_of({"path": str(out), "valueDecoder": "auto", "validate": "true"})
+    spark = {}
+    for piece in plan([str(p) for p in parts]):
+        for rb in read_partition(piece, "records", payloads=options):
+            spark.update({(r["topic"], r["offset"]): None if r["value_decoded"] is None
+                          else json.loads(r["value_decoded"]) for r in rb.to_pylist()})
+    assert spark == {k: v for k, (v, _s, _r) in want.items()}
