@@ -20,6 +20,7 @@ from .records import RawBatch, RecordRun, ScanOptions, read_marker, record_chunk
 from .walk import FoundFile, discover, found_files, partition_of
 
 if TYPE_CHECKING:
+    from .payloads.fields import PayloadView
     from .txns import CommittedView
 
 
@@ -130,6 +131,9 @@ class DumpOptions:
     # --decode: a file's record decoder, None for a file whose records are shown as they are
     # (kafkatool.internal.decode.file_decoder);
     decoder: Callable[[Path], Callable[[Record], object] | None] | None = None
+    # --key-decoder/--value-decoder: keys and values decoded, and the filters on decoded fields (applied after
+    # ``filter``) (kafkatool.payloads.fields.payload_view)
+    payload: PayloadView | None = None
     # where the first batch of from_offset's and of filter.from_time's range is in a partition dir, found through
     # its indexes (kafkatool.locate.first_at_offset, first_at_time); without them every batch is read, and the range
     # filters them.
@@ -156,7 +160,8 @@ def dump_paths(
     views: dict[Path, CommittedView] = {}
     wanted = options.filter
     # a search, or an offset range: only the record files, named only where something is shown
-    selective = wanted.active or options.from_offset is not None or options.to_offset is not None
+    selective = wanted.active or options.from_offset is not None or options.to_offset is not None \
+        or bool(options.payload and options.payload.tests)
     # where the first batch of --from-offset's and of --from-time's range is, per partition dir (found once)
     seeks = [(find, value) for find, value in ((options.offset_start, options.from_offset),
                                                (options.time_start, wanted.from_time))
@@ -249,12 +254,13 @@ def _dump_records(
 ) -> Iterator[object]:
     wanted = options.filter
     decoder = None if options.decoder is None else options.decoder(f.path)
-    if wanted.needs_records or (wanted.active and options.records):
+    if wanted.needs_records or (wanted.active and options.records) or (options.payload and options.payload.tests):
         yield from _search_records(f, options, progress, committed, start, decoder)
         return
     # Every batch (and record) shown as it is: runs of batches the native core holds as columns go to the output
     # layer as they are, with their records (RecordRun) or without (Stretch: batches that simply follow each other).
-    columnar = (options.columnar and committed is None and decoder is None and not wanted.active
+    columnar = (options.columnar and committed is None and decoder is None and options.payload is None
+                and not wanted.active
                 and options.from_offset is None and options.to_offset is None and options.max_batches is None)
     with open_regular(f.path) as fh:
         batches = 0
@@ -284,6 +290,8 @@ def _dump_records(
                         yield records
                     elif records.__class__ is not list:
                         yield RecordRun(records, 0, len(records))
+                    elif options.payload is not None:
+                        yield from options.payload.shown(_in_range(records, options), f.display, batch.position)
                     elif decoder is None:
                         yield from _in_range(records, options)
                     else:
@@ -346,12 +354,16 @@ def _search_records(
                 if records.__class__ is Finding:
                     yield records
                     continue
-                hits = [r for r in _in_range(records, options) if wanted.record(r)]
-                if hits:
+                hits: list = [r for r in _in_range(records, options) if wanted.record(r)]
+                if options.payload is not None:  # decoded, then the filters on decoded fields
+                    hits = options.payload.shown(hits, f.display, b.position)
+                if any(h.__class__ is not Finding for h in hits):
                     if not shown:
                         yield marked(b, item.raw, f.display) if b.control else b
                         shown = True
                     yield from hits if decoder is None else _decoded(decoder, hits)
+                else:
+                    yield from hits  # the findings of records the filters could not read
             batches += shown
             if options.max_batches is not None and batches >= options.max_batches:
                 break

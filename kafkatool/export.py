@@ -10,6 +10,11 @@ offset and time ranges, the search options, ``--isolation``. CSV needs nothing m
 ``--values`` says, base64 by default, an empty one and a null one both an empty cell; headers as a JSON list of
 ``[key, value]``, where null and empty differ); Parquet needs pyarrow
 (``pip install 'kafkatool[spark]'``) and keeps keys and values binary, headers a list of structs.
+
+With ``--key-decoder``/``--value-decoder`` (:mod:`kafkatool.payloads`), each decoded side adds two columns after
+these: ``<side>_decoded``, the decoded value as compact JSON text (null for a null payload and for one that does not
+decode: its row keeps the raw bytes, its finding goes to stderr), and ``<side>_schema_id``, the Confluent schema id
+it was written with (null when not framed).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from typing import IO, Any
 from .errors import UsageError
 from .filetypes import classify
 from .model import Batch, FileStart, Finding, Record, render_bytes
+from .payloads import Decoded
+from .payloads.fields import PayloadRecord, compact
 from .walk import partition_of
 
 COLUMNS = ("topic", "partition", "segment", "file", "offset", "timestamp", "key", "value", "headers",
@@ -36,8 +43,25 @@ RECORDS_LOST = frozenset({"record-invalid", "records-trailing-bytes", "decompres
 ROWS_PER_CHUNK = 65536
 
 
-def record_rows(items: Iterable[object]) -> Iterator[tuple | Finding]:
-    """Rows (in :data:`COLUMNS` order) of dump's stream, and its findings as they come."""
+def decoded_columns(sides: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns after :data:`COLUMNS` for the decoded ``sides`` (``key``, ``value``)."""
+    return tuple(f"{side}_{what}" for side in sides for what in ("decoded", "schema_id"))
+
+
+def _decoded_cells(item: object, sides: tuple[str, ...]) -> tuple:
+    cells: list = []
+    for side in sides:
+        got: Decoded | None = getattr(item, side) if isinstance(item, PayloadRecord) else None
+        if got is None or got.error is not None or getattr(item.record, side) is None:  # type: ignore[attr-defined]
+            cells += [None, None if got is None else got.schema_id]
+        else:
+            cells += [compact(got.value), got.schema_id]
+    return tuple(cells)
+
+
+def record_rows(items: Iterable[object], decoded: tuple[str, ...] = ()) -> Iterator[tuple | Finding]:
+    """Rows (in :data:`COLUMNS` order, then :func:`decoded_columns` of ``decoded``) of dump's stream, and its
+    findings as they come."""
     topic, partition, segment, file = None, -1, None, ""
     batch: Batch | None = None
     last_offset: int | None = None
@@ -52,37 +76,41 @@ def record_rows(items: Iterable[object]) -> Iterator[tuple | Finding]:
         elif batch is not None and (isinstance(item, Record) or hasattr(item, "record")):
             r: Record = getattr(item, "record", item)
             last_offset = r.offset
-            yield (topic, partition, segment, file, r.offset, r.timestamp, r.key, r.value, r.headers,
+            row = (topic, partition, segment, file, r.offset, r.timestamp, r.key, r.value, r.headers,
                    batch.base_offset, r.control_type, batch.crc_valid, None)
+            yield row + _decoded_cells(item, decoded) if decoded else row
         elif isinstance(item, Finding):
             if (batch is not None and item.severity == "error" and item.code in RECORDS_LOST
                     and item.position == batch.position):
                 offset = batch.base_offset if last_offset is None else last_offset + 1
                 yield (topic, partition, segment, file, offset, batch.first_timestamp, None, None, (),
-                       batch.base_offset, None, batch.crc_valid, f"{item.code}: {item.message}")
+                       batch.base_offset, None, batch.crc_valid, f"{item.code}: {item.message}",
+                       *(None,) * (2 * len(decoded)))
             yield item
 
 
-def write_csv(rows: Iterable[tuple | Finding], out: IO[str], values: str = "base64") -> Iterator[Finding]:
+def write_csv(rows: Iterable[tuple | Finding], out: IO[str], values: str = "base64",
+              decoded: tuple[str, ...] = ()) -> Iterator[Finding]:
     """Rows as CSV with a header line; keys and values rendered as ``values`` says. Yields the findings."""
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(COLUMNS + decoded_columns(decoded))
     for row in rows:
         if isinstance(row, Finding):
             yield row
             continue
-        topic, partition, segment, file, offset, ts, key, value, headers, base, ctype, ok, error = row
+        topic, partition, segment, file, offset, ts, key, value, headers, base, ctype, ok, error = row[:13]
         writer.writerow([topic or "", partition, "" if segment is None else segment, file, offset, ts,
                          _cell(render_bytes(key, values)), _cell(render_bytes(value, values)),
                          json.dumps([[k, render_bytes(v, values)] for k, v in headers]), base,
-                         ctype or "", "true" if ok else "false", error or ""])
+                         ctype or "", "true" if ok else "false", error or "",
+                         *("" if c is None else c for c in row[13:])])
 
 
 def _cell(v: str | None) -> str:
     return "" if v is None else v
 
 
-def write_parquet(rows: Iterable[tuple | Finding], out: IO[bytes]) -> Iterator[Finding]:
+def write_parquet(rows: Iterable[tuple | Finding], out: IO[bytes], decoded: tuple[str, ...] = ()) -> Iterator[Finding]:
     """Rows as a Parquet file written to ``out`` (sequentially: a FIFO or a device will do), in the Spark records
     level's types. Yields the findings."""
     try:
@@ -98,6 +126,7 @@ def write_parquet(rows: Iterable[tuple | Finding], out: IO[bytes]) -> Iterator[F
         pa.field("headers", pa.list_(pa.field("element", header, False)), False),
         pa.field("batch_base_offset", pa.int64(), False), ("control_type", pa.string()),
         pa.field("crc_valid", pa.bool_(), False), ("error", pa.string()),
+        *((name, pa.string() if name.endswith("_decoded") else pa.int32()) for name in decoded_columns(decoded)),
     ])
     chunk: list[tuple] = []
 
@@ -121,21 +150,23 @@ def write_parquet(rows: Iterable[tuple | Finding], out: IO[bytes]) -> Iterator[F
             flush(writer)
 
 
-def export(items: Iterable[object], fmt: str, out: IO[bytes] | None, values: str = "base64") -> Iterator[Finding]:
+def export(items: Iterable[object], fmt: str, out: IO[bytes] | None, values: str = "base64",
+           decoded: tuple[str, ...] = ()) -> Iterator[Finding]:
     """Write dump's records as ``fmt`` to ``out`` (csv: stdout when None; parquet needs ``out``); yields the findings.
-    ``out`` comes from :func:`kafkatool.safewrite.outpath.output_file`, which decides how ``--out`` is written."""
-    rows = record_rows(items)
+    ``out`` comes from :func:`kafkatool.safewrite.outpath.output_file`, which decides how ``--out`` is written.
+    ``decoded``: the sides (``key``, ``value``) whose decoded columns follow (:func:`decoded_columns`)."""
+    rows = record_rows(items, decoded)
     if fmt == "parquet":
         if out is None:
             raise UsageError("--format parquet needs --out FILE")
-        yield from write_parquet(rows, out)
+        yield from write_parquet(rows, out, decoded)
     elif out is None:
-        yield from write_csv(rows, sys.stdout, values)
+        yield from write_csv(rows, sys.stdout, values, decoded)
     else:
         text = io.TextIOWrapper(out, encoding="utf-8", newline="")
-        yield from write_csv(rows, text, values)
+        yield from write_csv(rows, text, values, decoded)
         text.flush()
         text.detach()  # ``out`` is its opener's to close
 
 
-__all__ = ["COLUMNS", "export", "record_rows", "write_csv", "write_parquet"]
+__all__ = ["COLUMNS", "decoded_columns", "export", "record_rows", "write_csv", "write_parquet"]

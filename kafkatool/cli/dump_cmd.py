@@ -4,6 +4,7 @@
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
 import functools
+from itertools import chain
 from pathlib import Path
 from typing import Annotated
 
@@ -17,11 +18,19 @@ from .options import (
     Force,
     FromOffset,
     Isolation,
+    KeyDecoder,
+    KeyField,
     MaxBatchBytes,
     MaxDecompressed,
     Records,
+    SchemaLogDir,
+    SchemasDir,
     SkipRecordMetadata,
     ToOffset,
+    Validate,
+    ValueDecoder,
+    ValueField,
+    Where,
 )
 
 EXAMPLES = """
@@ -40,6 +49,10 @@ EXAMPLES = """
   kafkatool dump --key '^order-0-004' --header source=web /var/lib/kafka/data/orders-0
 
   kafkatool dump --decode auto /var/lib/kafka/data/__consumer_offsets-12
+
+  kafkatool dump --value-decoder json --where 'value.customer.id == 42' /var/lib/kafka/data/orders-0
+
+  kafkatool dump -f jsonl --value-decoder auto --value-field customer.id --value-match '^42$' orders-0
 
   kafkatool dump --from-time 2023-11-14T22:40:00Z --to-time 2023-11-14T22:45:00Z --records orders-0
 """
@@ -73,10 +86,13 @@ def dump(
     max_decompressed: MaxDecompressed = DEFAULT_MAX_DECOMPRESSED,
     max_batch_bytes: MaxBatchBytes = DEFAULT_MAX_BATCH_BYTES,
     isolation: Isolation = "read_uncommitted",
-    key: Annotated[str | None, typer.Option(help="Only records whose key matches this regular expression "
-                                                 "(searched in the key as UTF-8).", show_default=False)] = None,
+    key: Annotated[str | None, typer.Option("--key", "--key-match",
+                                            help="Only records whose key matches this regular expression (searched "
+                                                 "in the key as UTF-8, or with --key-field in that decoded field).",
+                                            show_default=False)] = None,
     value: Annotated[str | None, typer.Option("--value-match", "--value",
-                                              help="Only records whose value matches this regular expression.",
+                                              help="Only records whose value matches this regular expression "
+                                                   "(or with --value-field: that decoded field).",
                                               show_default=False)] = None,
     header: Annotated[str | None, typer.Option(help="Only records with this header: NAME, or NAME=REGEX on its "
                                                     "value.", show_default=False)] = None,
@@ -92,6 +108,14 @@ def dump(
              "transaction-state, cluster-metadata, share-group-state, remote-log-metadata, or auto (by the "
              "partition's topic).",
         metavar="DECODER", show_default=False)] = None,
+    key_decoder: KeyDecoder = None,
+    value_decoder: ValueDecoder = None,
+    schema_log_dir: SchemaLogDir = None,
+    schemas: SchemasDir = None,
+    validate: Validate = False,
+    key_field: KeyField = None,
+    value_field: ValueField = None,
+    where: Where = None,
     fail_on: FailOn = "error",
 ) -> int:
     """Decode Kafka log-dir files: segments, indexes, snapshots, checkpoints, metadata.
@@ -139,21 +163,41 @@ def dump(
     locate = None
     if from_offset is not None or from_time is not None or to_time is not None:
         from .. import locate
-    wanted = record_filter(key=key, value=value, header=header, producer_id=producer_id, from_time=from_time,
-                           to_time=to_time, parse_time=None if locate is None else locate.parse_timestamp)
-    filters = {"--key": key, "--value": value, "--header": header, "--producer-id": producer_id,
-               "--from-time": from_time, "--to-time": to_time, "--from-offset": from_offset, "--to-offset": to_offset}
+    # --key-decoder/--value-decoder: a --key-field/--value-field takes its --*-match from the bytes to that field
+    payload, loaded = None, []
+    if key_decoder is not None or value_decoder is not None or key_field is not None or value_field is not None \
+            or where:
+        from ..payloads import SchemaSources
+        from ..payloads.fields import payload_view
+
+        if decode is not None:
+            raise UsageError("--decode reads internal topics; --key-decoder/--value-decoder read applications' "
+                             "payloads: give one or the other")
+        payload, loaded = payload_view(key_decoder, value_decoder,
+                                       SchemaSources(tuple(paths), schema_log_dir, schemas, validate),
+                                       (("key", key_field, key), ("value", value_field, value)), where or ())
+    elif schema_log_dir is not None or schemas is not None or validate:
+        raise UsageError("--schema-log-dir, --schemas and --validate are for --key-decoder/--value-decoder")
+    key, value = (None if key_field is not None else key), (None if value_field is not None else value)
+    wanted = record_filter(key=key, value=value, header=header,
+                           producer_id=producer_id, from_time=from_time, to_time=to_time,
+                           parse_time=None if locate is None else locate.parse_timestamp)
+    filters = {"--key": key, "--value": value, "--header": header,
+               "--producer-id": producer_id, "--from-time": from_time, "--to-time": to_time,
+               "--from-offset": from_offset, "--to-offset": to_offset,
+               **({} if payload is None else {t.option: True for t in payload.tests})}
     committed = None
     if isolation == "read_committed":  # the view the broker serves (its .txnindex files), not the log's markers
         from ..txns import committed_view
 
         committed = functools.partial(committed_view, served=True)
     options = DumpOptions(
-        records=records or deep_iteration or wanted.needs_records or decode is not None or exporting,
+        records=records or deep_iteration or wanted.needs_records or decode is not None or exporting
+        or payload is not None,
         from_offset=from_offset, to_offset=to_offset,
         max_batches=max_batches, max_bytes=max_bytes,
         scan=ScanOptions(max_decompressed=max_decompressed, max_batch=max_batch_bytes),
-        filter=wanted, columnar=fmt in ("text", "jsonl"), committed=committed, decoder=decoder,
+        filter=wanted, columnar=fmt in ("text", "jsonl"), committed=committed, decoder=decoder, payload=payload,
         offset_start=None if locate is None else locate.first_at_offset,
         time_start=None if locate is None else locate.first_at_time,
     )
@@ -170,18 +214,36 @@ def dump(
         # --out is decided (written in place, replaced whole, or refused) before anything is read.
         with output_file(out_file, force) if out_file is not None else nullcontext() as sink, \
                 report.progress(lambda: total_bytes(paths), "dump") as advance:
-            report.emit_all(export(tallied(report, dump_paths(paths, options, progress=advance, name_files=True)),
-                                   fmt, sink, values or "base64"))
+            report.emit_all(export(tallied(report, chain(loaded, dump_paths(paths, options, progress=advance,
+                                                                            name_files=True))),
+                                   fmt, sink, values or "base64", decoded=_decoded_sides(payload)))
         nothing_shown(report, "record", lambda: _record_files(paths), filters)
+        _unreached(payload)
         return report.exit_code(fail_on)
     out = Output(fmt, values)
     # kafka-dump-log's forms: --print-data-log (keys and payloads) is --records; --deep-iteration alone leaves them out
-    out.print_data_log = records or not deep_iteration
+    # (a decoder prints them, as --key-decoder-class/--value-decoder-class imply --print-data-log)
+    out.print_data_log = records or not deep_iteration or payload is not None
     out.skip_record_metadata = skip_record_metadata
     with out.progress(lambda: total_bytes(paths), "dump") as advance:
-        out.emit_all(dump_paths(paths, options, progress=advance, name_files=fmt == "dump-log"))
+        out.emit_all(chain(loaded, dump_paths(paths, options, progress=advance, name_files=fmt == "dump-log")))
     nothing_shown(out, "record" if options.records else "batch", lambda: _record_files(paths), filters)
+    _unreached(payload)
     return out.exit_code(fail_on)
+
+
+def _decoded_sides(payload) -> tuple[str, ...]:
+    """The sides (key, value) a --key-decoder/--value-decoder decodes: the export's decoded columns."""
+    return () if payload is None else tuple(side for side in ("key", "value") if getattr(payload, side) is not None)
+
+
+def _unreached(payload) -> None:
+    """A note for each field filter whose PATH no decoded key or value had: nothing matched because the field is
+    not there, not because its values differ."""
+    from .output.notes import note
+
+    for option in () if payload is None else payload.unreached():
+        note(f"{option}: no decoded payload had this field")
 
 
 def _record_files(paths: list[Path]) -> str:

@@ -75,3 +75,30 @@ IndexIntervalBytes = Annotated[int | None, typer.Option(
     help="The topic's index.interval.bytes: verify judges an index's density by it, repair spaces rebuilt entries "
          "by it (default: per partition, the one its offset indexes fit, else Kafka's default 4096; repair's "
          "output says which).")]
+# Keys and values as the application wrote them (kafkatool.payloads): dump (text, jsonl, csv, parquet).
+KeyDecoder = Annotated[str | None, typer.Option(
+    "--key-decoder", metavar="NAME", show_default=False,
+    help="Decode each key: string, int, long, double, uuid, json (Kafka's deserializers), avro, protobuf, "
+         "json-schema (Confluent's framing, the schema by its id), or auto; a key that does not decode is shown raw "
+         "with a payload-undecodable finding.")]
+ValueDecoder = Annotated[str | None, typer.Option(
+    "--value-decoder", metavar="NAME", show_default=False, help="Decode each value, as --key-decoder.")]
+SchemaLogDir = Annotated[Path | None, typer.Option(
+    "--schema-log-dir", metavar="DIR", show_default=False,
+    help="Where Schema Registry's _schemas topic is (a log dir or its partition dir; default: the paths given).")]
+SchemasDir = Annotated[Path | None, typer.Option(
+    "--schemas", metavar="DIR", show_default=False,
+    help="A directory of schemas by id: <id>.avsc, <id>.proto, <id>.json.")]
+Validate = Annotated[bool, typer.Option("--validate", help="Check JSON Schema payloads against their schema.")]
+KeyField = Annotated[str | None, typer.Option(
+    "--key-field", metavar="PATH", show_default=False,
+    help="With --key-match: search that regular expression in this field of the decoded key (customer.id, "
+         "items.0.sku), not in the key's bytes.")]
+ValueField = Annotated[str | None, typer.Option(
+    "--value-field", metavar="PATH", show_default=False,
+    help="With --value-match: search that regular expression in this field of the decoded value (its JSON text, a "
+         "string without quotes), not in the value's bytes.")]
+Where = Annotated[list[str] | None, typer.Option(
+    "--where", metavar="EXPR", show_default=False,
+    help="Only records whose decoded key or value holds: key|value[.PATH] OP LITERAL, OP one of == != < <= > >= ~= "
+         "(regex), the literal JSON: 'value.customer.id == 42' (repeatable: all must hold).")]

@@ -12,6 +12,14 @@ Options:
   its own, by the CLI's decoders, into a ``decoded`` struct column (:data:`kafkatool.spark.schema.DECODED`), with
   ``decode_error`` saying why a record does not decode (the row stays). Records of other topics, and
   control records, have both null. A flat layout (no topic in the path) is decoded as if it were that topic.
+- ``keyDecoder``, ``valueDecoder`` (also spelled ``key-decoder``, ``value-decoder``): records level (the default
+  level then): each key / value decoded as ``dump --key-decoder/--value-decoder NAME`` decodes it
+  (:data:`kafkatool.payloads.DECODERS`) into ``key_decoded``/``value_decoded`` (compact JSON text) and
+  ``key_schema_id``/``value_schema_id`` (Confluent's schema id, null when not framed); a payload that does not
+  decode keeps its raw column and has null ones, and so do control records and error rows. ``schemaLogDir``
+  (``schema-log-dir``), ``schemas`` and ``validate``: the schema decoders' sources, as the CLI's
+  ``--schema-log-dir``, ``--schemas``, ``--validate`` (the ``_schemas`` topic is otherwise looked for under the
+  local paths loaded).
 - ``splitBytes``: split segments larger than this many bytes into several input partitions, at batch
   starts taken from the segment's ``.index`` (each checked: a v2 batch with a valid CRC starts there); 0
   (default) or no usable index: one partition per segment. Not for the findings level (whole segments).
@@ -35,6 +43,10 @@ Options:
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import NamedTuple
+
+from kafkatool.payloads import DECODERS, SchemaSources
 
 from .schema import DECODED
 
@@ -92,17 +104,64 @@ def decode_of(options: dict) -> str | None:
     return decode
 
 
+class Payloads(NamedTuple):
+    """Options ``keyDecoder``/``valueDecoder`` (a :data:`~kafkatool.payloads.DECODERS` name or None) and where the
+    schema decoders find their schemas."""
+
+    key: str | None
+    value: str | None
+    sources: SchemaSources
+
+    @property
+    def sides(self) -> tuple[str, ...]:
+        return tuple(side for side, name in (("key", self.key), ("value", self.value)) if name is not None)
+
+
+def _named(options: dict, name: str, dashed: str) -> str | None:
+    """An option under its camelCase name, as Spark lowercases it, or dashed as the CLI spells it."""
+    for spelling in (name, name.lower(), dashed):
+        if options.get(spelling) not in (None, ""):
+            return str(options[spelling])
+    return None
+
+
+def payloads_of(options: dict) -> Payloads | None:
+    """Options ``keyDecoder``, ``valueDecoder``, ``schemaLogDir``, ``schemas``, ``validate``; None without a
+    decoder."""
+    names = []
+    for side in ("key", "value"):
+        name = _named(options, f"{side}Decoder", f"{side}-decoder")
+        if name is not None and name.lower() not in DECODERS:
+            raise ValueError(f"kafka-log: option {side}Decoder must be one of {', '.join(DECODERS)}, not {name!r}")
+        names.append(None if name is None else name.lower())
+    if names == [None, None]:
+        return None
+    log_dir, schemas = _named(options, "schemaLogDir", "schema-log-dir"), _named(options, "schemas", "schemas")
+    try:
+        given = paths_of(options)
+    except ValueError:  # said by load() itself
+        given = []
+    local = tuple(Path(p) for p in given if "://" not in p)  # a URL's _schemas is not looked for
+    return Payloads(names[0], names[1], SchemaSources(local, None if log_dir is None else Path(log_dir),
+                                                      None if schemas is None else Path(schemas),
+                                                      flag(options.get("validate"))))
+
+
 def level_of(options: dict) -> str:
-    """Option ``level``; ``records`` by default with ``decode``, else ``batches``."""
+    """Option ``level``; ``records`` by default with ``decode`` or a decoder, else ``batches``."""
     level = options.get("level")
     if level is None:
-        return "records" if decode_of(options) else "batches"
+        return "records" if decode_of(options) or payloads_of(options) else "batches"
     level = level.lower()
     if level not in LEVELS:
         raise ValueError(f"kafka-log: option level must be one of {', '.join(LEVELS)}, not {level!r}")
     if level != "records" and decode_of(options):
         raise ValueError(f"kafka-log: option decode decodes records; it needs level records, not {level!r}")
+    if level != "records" and payloads_of(options):
+        raise ValueError(f"kafka-log: options keyDecoder/valueDecoder decode records; they need level records, "
+                         f"not {level!r}")
     return level
 
 
-__all__ = ["LEVELS", "VALUE_MODES", "decode_of", "flag", "level_of", "paths_of", "values_of", "whole"]
+__all__ = ["LEVELS", "VALUE_MODES", "Payloads", "decode_of", "flag", "level_of", "paths_of", "payloads_of", "values_of",
+           "whole"]

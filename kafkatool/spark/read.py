@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pyspark.sql.types import StructType
 
 from .fs import display, open_input
+from .options import Payloads
 from .plan import PackedPartition, SegmentPartition
 from .schema import BATCHES, FINDINGS, records_schema
 
@@ -29,21 +30,23 @@ def _arrow_schema(schema: StructType):
 
 
 def read_partition(part: SegmentPartition | PackedPartition, level: str, values: str = "binary", deep: bool = False,
-                   schema: StructType | None = None, decode: str | None = None) -> Iterator:
+                   schema: StructType | None = None, decode: str | None = None,
+                   payloads: Payloads | None = None) -> Iterator:
     """``pyarrow.RecordBatch``es of one input partition at ``level`` (also usable without Spark).
 
     A :class:`PackedPartition` gives those of each of its parts in turn (each opened only when reached).
-    ``decode``: a :data:`DECODED` name, records level.
+    ``decode``: a :data:`DECODED` name, records level. ``payloads``: options keyDecoder/valueDecoder, records level.
     """
     if isinstance(part, PackedPartition):
-        return (rb for p in part.parts for rb in read_partition(p, level, values, deep, schema, decode))
+        return (rb for p in part.parts for rb in read_partition(p, level, values, deep, schema, decode, payloads))
     if schema is None:
-        schema = {"batches": BATCHES, "findings": FINDINGS}.get(level) or records_schema(values, decode)
+        schema = {"batches": BATCHES, "findings": FINDINGS}.get(level) or records_schema(
+            values, decode, () if payloads is None else payloads.sides)
     arrow = _arrow_schema(schema)
     if level == "batches":
         return _read_batches(part, arrow)
     if level == "records":
-        return _read_records(part, arrow, values, decode)
+        return _read_records(part, arrow, values, decode, payloads)
     return _read_findings(part, arrow, deep)
 
 
@@ -179,7 +182,38 @@ def _read_batches(part: SegmentPartition, arrow) -> Iterator:
         yield from_tuples(legacy)
 
 
-def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None = None) -> Iterator:
+@functools.cache
+def _payload_decoders(payloads: Payloads) -> tuple:
+    """The key and value decoders of options keyDecoder/valueDecoder, built once per worker process (their schemas
+    loaded once); what loading them met is not a row of the records level."""
+    from kafkatool.payloads import payload_decoder
+
+    return tuple(None if name is None else payload_decoder(name, payloads.sources)[0]
+                 for name in (payloads.key, payloads.value))
+
+
+def _payload_columns(payloads: Payloads, key: list, value: list, ctypes: list, errors: list) -> list:
+    """``<side>_decoded`` (compact JSON text) and ``<side>_schema_id`` of each decoded side: null for a null
+    payload, one that does not decode (its raw column stays), a control record and an error row."""
+    import pyarrow as pa
+
+    from kafkatool.payloads.fields import compact
+
+    columns = []
+    for decoder, raws in zip(_payload_decoders(payloads), (key, value), strict=True):
+        if decoder is None:
+            continue
+        texts, ids = [], []
+        for raw, ctype, error in zip(raws, ctypes, errors, strict=True):
+            got = None if raw is None or ctype is not None or error is not None else decoder(raw)
+            texts.append(None if got is None or got.error is not None else compact(got.value))
+            ids.append(None if got is None else got.schema_id)
+        columns += [pa.array(texts, pa.string()), pa.array(ids, pa.int32())]
+    return columns
+
+
+def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None = None,
+                  payloads: Payloads | None = None) -> Iterator:
     """One row per record, columns built by :mod:`kafkatool.spark.arrow` (in the native core where it is in
     use); a batch the builder does not take whole is added in pieces (``add_pieces``), and each error the
     Python reader reports is a row of its own where the records it lost would have been. An Arrow batch holds
@@ -196,25 +230,31 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
     # decoded only where the partition is that internal topic's (or the layout names no topic)
     decoding = decode is not None and part.topic in (None, RECORD_DECODERS[decode][0])
     # the decoders need the values themselves: built as binary, the value column made after decoding
-    builder = records_builder("binary", _arrow_schema(records_schema())) if decoding else records_builder(values, arrow)
+    binary = decoding or payloads is not None
+    builder = records_builder("binary", _arrow_schema(records_schema())) if binary else records_builder(values, arrow)
 
     def flush() -> pa.RecordBatch:
         columns = builder.finish()
         n = len(columns[0])
+        if binary:
+            key, value, _headers, _base, ctype, _ok, error = (c.to_pylist() for c in columns[2:])
+        extra = []
         if decode is not None:
             if decoding:
-                key, value, _headers, _base, ctype, _ok, error = (c.to_pylist() for c in columns[2:])
                 results = [(None, None) if e is not None else decode_columns(decode, k, v, c)
                            for k, v, c, e in zip(key, value, ctype, error, strict=True)]
-                if values == "base64":
-                    columns[3] = base64_strings(value)
-                elif values == "none":
-                    del columns[3]
-                columns += [pa.array([d for d, _ in results], arrow.field("decoded").type),
-                            pa.array([e for _, e in results], pa.string())]
+                extra += [pa.array([d for d, _ in results], arrow.field("decoded").type),
+                          pa.array([e for _, e in results], pa.string())]
             else:
-                columns += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
-        return pa.RecordBatch.from_arrays([*_constants(part, n), *columns], schema=arrow)
+                extra += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
+        if payloads is not None:
+            extra += _payload_columns(payloads, key, value, ctype, error)
+        if binary:
+            if values == "base64":
+                columns[3] = base64_strings(value)
+            elif values == "none":
+                del columns[3]
+        return pa.RecordBatch.from_arrays([*_constants(part, n), *columns, *extra], schema=arrow)
 
     def room() -> int:  # rows the Arrow batch has room for (one at least: an error row may pass the mark)
         return max(ROWS_PER_BATCH - len(builder), 1)

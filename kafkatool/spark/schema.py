@@ -149,7 +149,9 @@ DECODED = {
 }
 
 
-def records_schema(values: str = "binary", decode: str | None = None) -> StructType:
+def records_schema(values: str = "binary", decode: str | None = None, decoded: tuple[str, ...] = ()) -> StructType:
+    """The records level's rows; ``decode``: the internal topic's ``decoded`` struct; ``decoded``: the sides (key,
+    value) options keyDecoder/valueDecoder decode, each a JSON text and a schema id column."""
     fields = [
         *_SOURCE,
         StructField("offset", LongType(), False),
@@ -172,6 +174,8 @@ def records_schema(values: str = "binary", decode: str | None = None) -> StructT
     ]
     if decode is not None:
         fields += [StructField("decoded", DECODED[decode]), StructField("decode_error", StringType())]
+    for side in decoded:
+        fields += [StructField(f"{side}_decoded", StringType()), StructField(f"{side}_schema_id", IntegerType())]
     return StructType(fields)
 
 

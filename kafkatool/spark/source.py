@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
-from .options import decode_of, flag, level_of, paths_of, values_of, whole
+from .options import Payloads, decode_of, flag, level_of, paths_of, payloads_of, values_of, whole
 from .plan import PackedPartition, SegmentPartition, plan
 from .pushdown import may_match, planning_pushdown, pushable
 from .read import read_partition
@@ -46,21 +46,26 @@ class KafkaLogDataSource(DataSource):
         if level == "batches":
             return BATCHES
         if level == "records":
-            return records_schema(values_of(self.options), decode_of(self.options))
+            payloads = payloads_of(self.options)
+            return records_schema(values_of(self.options), decode_of(self.options),
+                                  () if payloads is None else payloads.sides)
         return FINDINGS
 
     def reader(self, schema: StructType) -> DataSourceReader:
         cls = KafkaLogPushdownReader if planning_pushdown() else KafkaLogReader
         options = self.options
-        return cls(dict(options), level_of(options), values_of(options), schema, decode_of(options))
+        return cls(dict(options), level_of(options), values_of(options), schema, decode_of(options),
+                   payloads_of(options))
 
 
 class KafkaLogReader(DataSourceReader):
     """Plans and reads; :meth:`partitions` leaves out the segments ``filters`` rule out (none unless
     :class:`KafkaLogPushdownReader` was given some)."""
 
-    def __init__(self, options: dict, level: str, values: str, schema: StructType, decode: str | None = None) -> None:
+    def __init__(self, options: dict, level: str, values: str, schema: StructType, decode: str | None = None,
+                 payloads: Payloads | None = None) -> None:
         self.options = options
+        self.payloads = payloads
         self.level = level
         self.values = values
         self.schema = schema
@@ -86,7 +91,7 @@ class KafkaLogReader(DataSourceReader):
         _freeze_imports()
         if isinstance(partition, SegmentPartition) and not partition.path:
             return iter(())
-        return read_partition(partition, self.level, self.values, self.deep, self.schema, self.decode)
+        return read_partition(partition, self.level, self.values, self.deep, self.schema, self.decode, self.payloads)
 
 
 class KafkaLogPushdownReader(KafkaLogReader):

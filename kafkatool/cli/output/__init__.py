@@ -28,7 +28,7 @@ from .jsonl import _json
 from .reports import _TEXT
 from .tables import _TABLE_TYPES, Tables
 from .terminal import Bars, _markup, _shown, console, escape
-from .text import _RENDER_FALLBACK
+from .text import _RENDER_FALLBACK, _compacted
 
 FORMATS = ("text", "jsonl")
 DUMP_FORMATS = (*FORMATS, "dump-log")  # dump only: kafka-dump-log's own text
@@ -163,6 +163,8 @@ class Output(Tables, DumpLog, Bars):
 
     def _text(self, d: dict[str, Any]) -> None:
         t = d.get("type")
+        if t == "record" and ("key_decoded" in d or "value_decoded" in d):
+            d = _compacted(d)
         raw, d = d, _shown(d)  # every name, path and message a person reads, escaped here (JSON escapes its own)
         if t == "summary":
             self._summaries.append(d)

@@ -12,6 +12,7 @@ import os
 import re
 from typing import Any
 
+from ...payloads.fields import compact
 from .jsonl import _json
 from .terminal import _printable, printable
 from .text import _finding
@@ -149,18 +150,26 @@ def _dump_log_batch(d: dict[str, Any]) -> str:
 def _dump_log_record(d: dict[str, Any], batch: dict[str, Any] | None, payload: bool, skip_metadata: bool) -> str:
     """A record line of kafka-dump-log's ``--deep-iteration`` (``dumpBatchRecords``): ``printRecordMetadata`` unless
     ``skip_metadata``, then with ``payload`` (``--print-data-log``) key and payload as UTF-8 strings (its
-    StringDecoder); a control record's contents are never printed."""
+    StringDecoder); a control record's contents are never printed. With ``--key-decoder``/``--value-decoder``, what
+    the decoder read, as ``--key-decoder-class``/``--value-decoder-class`` print their ``Decoder.fromBytes`` (a string
+    as it is, anything else as compact JSON); a payload that does not decode stays StringDecoder's text."""
     def utf8(v: str) -> str:  # StringDecoder's text, made printable (Kafka prints an ESC or a CR as it is)
         return printable(base64.b64decode(v).decode("utf-8", "replace"))
+
+    def shown(side: str) -> str:
+        if f"{side}_decoded" not in d or f"{side}_decode_error" in d:
+            return utf8(d[side])
+        v = d[f"{side}_decoded"]
+        return printable(v if isinstance(v, str) else compact(v))
 
     line = "" if skip_metadata else _record_metadata(d, batch)
     if payload and "control_type" not in d:
         prefix = "| " if skip_metadata else " "
         if d.get("key") is not None:
-            line += f"{prefix}key: {utf8(d['key'])}"
+            line += f"{prefix}key: {shown('key')}"
             prefix = " "
         if d.get("value") is not None:
-            line += f"{prefix}payload: {utf8(d['value'])}"
+            line += f"{prefix}payload: {shown('value')}"
     return line
 
 def _record_metadata(d: dict[str, Any], batch: dict[str, Any] | None) -> str:

@@ -9,6 +9,7 @@ import datetime as _dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...payloads.fields import compact
 from .terminal import escape
 
 if TYPE_CHECKING:
@@ -107,10 +108,34 @@ def _record(o: Output, d: dict[str, Any]) -> str:
     if d["headers"]:
         line += "  headers=" + ", ".join(f"{repr(k) if plain else escape(repr(k))}={_val(o, v)}"
                                          for k, v in d["headers"])
+    payload = [side for side in ("key", "value") if f"{side}_decoded" in d]
+    if payload:  # dump --key-decoder/--value-decoder: what the application wrote, as one line of JSON
+        line += "\n        " + "  ".join(_payload(o, d, side) for side in payload)
     if "decoded" in d:  # dump --decode: the internal topic's key and value, read
         line += ("\n        " + _fields(d["decoded"]) if d["decoded"] is not None
                  else f"\n        [yellow]not decoded: {escape(d.get('decode_error') or '')}[/yellow]")
     return line
+
+
+def _compacted(d: dict[str, Any]) -> dict[str, Any]:
+    """A record's decoded key and value as their compact JSON text, before the line is made printable: one string
+    each (a value nested a thousand deep is not walked again, and its escapes are JSON's, not doubled)."""
+    d = dict(d)
+    for side in ("key", "value"):
+        if f"{side}_decoded" in d:
+            d[f"{side}_decoded"] = compact(d[f"{side}_decoded"])
+    return d
+
+def _payload(o: Output, d: dict[str, Any], side: str) -> str:
+    """``value=<compact JSON>`` (``value#<schema id>=`` when it was framed; :func:`_compacted`), or why it did not
+    decode."""
+    error = d.get(f"{side}_decode_error")
+    if error is not None:
+        text = f"{side} not decoded: {error}"
+        return text if o.plain else f"[yellow]{escape(text)}[/yellow]"
+    schema = d.get(f"{side}_schema_id")
+    text = f"{side}{'' if schema is None else f'#{schema}'}={d[f'{side}_decoded']}"
+    return text if o.plain else escape(text)
 
 
 # What the native renderer (``_native.render``) asks Python for: the rare cases of _text_bytes, repr() of a
