@@ -228,8 +228,9 @@ class RecordSearch:
     sequences replaced, as Python decodes them (a null field never matches); ``header`` is ``(name, pattern or
     None)``. ``ValueError`` for a pattern the crate does not build (too big): the caller searches in Python."""
 
-    def __init__(self, key: str | None = None, value: str | None = None, header: tuple[str, str | None] | None = None,
-                 producer_id: int | None = None, from_time: int | None = None, to_time: int | None = None) -> None: ...
+    def __new__(cls, key: str | None = None, value: str | None = None, header: tuple[str, str | None] | None = None,
+                producer_id: int | None = None, from_time: int | None = None, to_time: int | None = None
+                ) -> RecordSearch: ...
 
 
 def render(columns: WindowColumns | RecordChunk, lo: int, hi: int, fmt: str, values: str,
