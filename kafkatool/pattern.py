@@ -20,9 +20,10 @@ without MULTILINE where something may follow it, and a pattern the crate refuses
 
 from __future__ import annotations
 
+import _sre
 import functools
 import re
-from re import _compiler, _parser
+from re import _casefix, _compiler, _parser
 from re import _constants as C  # noqa: N812 (the parser's opcodes, as re._compiler names them)
 
 _LAST = 0x10FFFF
@@ -64,6 +65,43 @@ def _char_set(node: tuple, flags: int) -> str:
     return "[" + "".join(_char(a) if a == b else f"{_char(a)}-{_char(b)}" for a, b in ranges) + "]"
 
 
+@functools.cache
+def _cased() -> tuple[int, ...]:
+    """The code points with case (``_sre.unicode_iscased``: a simple lower or upper case other than themselves), and
+    a few more (a full case mapping only): ``str.lower``/``str.upper`` over blocks of 256, each block without a change
+    skipped whole (a call per code point took 0.5 s)."""
+    every, found = _every_char(), []
+    for at in range(0, len(every), 256):
+        block = every[at:at + 256]
+        if block.lower() != block or block.upper() != block:
+            found.extend(ord(c) for c in block if c.lower() != c or c.upper() != c)
+    return tuple(found)
+
+
+@functools.cache
+def _literal_set(code: int, flags: int) -> str:
+    """The class of literal ``code`` under IGNORECASE (and ``flags``): what Python's engine matches with it, tried on
+    the only characters that can match it: itself, its lower case and ``re``'s extra case pairs (``_casefix``) and
+    every character with case (an uncaseable one matches only where it is one of those): a few thousand, not every
+    code point."""
+    if flags & C.SRE_FLAG_ASCII:
+        candidates = {*range(128), code}
+    else:
+        lower = _sre.unicode_tolower(code)
+        candidates = {*_cased(), code, lower, *_casefix._EXTRA_CASES.get(lower, ())}
+    state = _parser.State()
+    state.flags = flags
+    rx = _compiler.compile(_parser.SubPattern(state, [(C.LITERAL, code)]), flags)
+    found = sorted(c for c in candidates if not _SURROGATES[0] <= c <= _SURROGATES[1] and rx.fullmatch(chr(c)))
+    ranges: list[list[int]] = []
+    for c in found:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "".join(_char(a) if a == b else f"{_char(a)}-{_char(b)}" for a, b in ranges)
+
+
 def _freeze(node):
     """A parse-tree node as a hashable key (``_char_set`` is cached by it)."""
     op, av = node
@@ -100,9 +138,9 @@ def _node(node: tuple, flags: int, tail: bool) -> str:
     ignore = flags & C.SRE_FLAG_IGNORECASE
     one_char = flags & (C.SRE_FLAG_IGNORECASE | C.SRE_FLAG_ASCII | C.SRE_FLAG_UNICODE)  # what a character test reads
     if op is C.LITERAL:
-        return _char_set((op, av), one_char) if ignore else _char(av)
-    if op is C.NOT_LITERAL:
-        return _char_set((op, av), one_char) if ignore else f"[^{_char(av)}]"
+        return f"[{_literal_set(av, one_char)}]" if ignore else _char(av)
+    if op is C.NOT_LITERAL:  # NOT_LITERAL_UNI_IGNORE: what the literal does not match
+        return f"[^{_literal_set(av, one_char)}]" if ignore else f"[^{_char(av)}]"
     if op is C.IN:
         return _char_set(_freeze(node), one_char)
     if op is C.ANY:
