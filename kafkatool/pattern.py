@@ -7,8 +7,9 @@ with Python's own parser (``re._parser``) and spells each part in the crate's sy
 
 - each one-character part (a literal under IGNORECASE, a class such as ``[a-z]``, ``\\d``, ``\\w``, ``\\s`` with their
   negations, under whatever flags are in force there) becomes the explicit set of code points Python's own engine
-  matches with it, found by running it over every code point: Python's Unicode database and case rules, whatever the
-  crate's (their versions differ, and so do ``\\w`` and ``\\s`` and case folding at the edges);
+  matches with it, found by running it over every code point (a literal: over those that can match it): Python's
+  Unicode database and case rules, whatever the crate's (their versions differ, and so do ``\\w`` and ``\\s`` and case
+  folding at the edges);
 - literals, ``.``, groups (as non-capturing), alternation and repetition (greedy or lazy alike: whether a match
   exists does not depend on it) as they are; ``^``/``$`` with MULTILINE, ``\\A``, ``\\Z`` as the crate's;
   ``$`` without MULTILINE (the end, or before a last ``\\n``) where nothing can follow it; ``\\b``/``\\B`` under ASCII.
