@@ -65,6 +65,7 @@ fixtures: install
 bench: install
 	$(PY) bench/bench_scan.py
 	$(PY) bench/bench_dump.py
+	$(PY) bench/bench_search.py
 	$(PY) bench/bench_locate.py
 	$(PY) bench/bench_loader.py
 	$(PY) bench/bench_verify.py

@@ -213,6 +213,25 @@ class WindowColumns:
     def data(self) -> bytes:
         """The window's bytes (what every slice indexes)."""
 
+    def search(self, lo: int, hi: int, search: RecordSearch, from_offset: int | None = None,
+               to_offset: int | None = None) -> list[tuple[int, tuple[list[int], list[int], list[bytes | None],
+                                                                       list[bytes | None], list[tuple]]]]:
+        """``(i, (offsets, timestamps, keys, values, headers))`` of each decoded batch ``i`` of ``lo..hi`` with records
+        matching ``search`` in the offset range (both ends inclusive, None: open): only those records, as the columns
+        of :func:`decode_v2_chunk`. The GIL is released while it searches. Pure twin: ``RecordFilter.batch`` and
+        ``RecordFilter.record`` with ``DumpOptions.wants`` (``kafkatool.dump``)."""
+
+
+class RecordSearch:
+    """``kafkatool.dump.RecordFilter`` compiled once for :meth:`WindowColumns.search`: patterns of the ``regex`` crate
+    (``kafkatool.pattern.translate`` of Python's), searched in each field's bytes decoded as UTF-8 with malformed
+    sequences replaced, as Python decodes them (a null field never matches); ``header`` is ``(name, pattern or
+    None)``. ``ValueError`` for a pattern the crate does not build (too big): the caller searches in Python."""
+
+    def __new__(cls, key: str | None = None, value: str | None = None, header: tuple[str, str | None] | None = None,
+                producer_id: int | None = None, from_time: int | None = None, to_time: int | None = None
+                ) -> RecordSearch: ...
+
 
 def render(columns: WindowColumns | RecordChunk, lo: int, hi: int, fmt: str, values: str,
            fallback: tuple[object, object, object], write: _Write, records: bool = True, context: str = "") -> None:

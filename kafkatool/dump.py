@@ -10,13 +10,24 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from . import native
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
 from .findings import finding
 from .model import Batch, ControlBatch, FileStart, Finding, Record, Stretch, Trailing
-from .records import RawBatch, RecordRun, ScanOptions, read_marker, record_chunks, scan
+from .pattern import translate
+from .records import (
+    RawBatch,
+    RecordRun,
+    ScanOptions,
+    _columns_to_records,
+    column_batch,
+    read_marker,
+    record_chunks,
+    scan,
+)
 from .walk import FoundFile, discover, found_files, partition_of
 
 if TYPE_CHECKING:
@@ -29,7 +40,11 @@ class RecordFilter:
     """Which records ``dump`` shows (every given condition must hold): ``key``/``value`` regular expressions
     searched in the bytes decoded as UTF-8 (a null key or value never matches), a header by name (and a
     regular expression on its value), the batch's producer id, and a time range (inclusive) on the record's
-    timestamp. Batch-level conditions (producer id, time) are tested on the header first."""
+    timestamp. Batch-level conditions (producer id, time) are tested on the header first.
+
+    ``native``: the same conditions compiled once by the native core (``_native.RecordSearch``: the ``regex`` crate's
+    patterns :func:`kafkatool.pattern.translate` made of these, which match exactly what these match), applied to the
+    records it decodes; None where a pattern is not translated (the records are searched here, the reference)."""
 
     key: re.Pattern[str] | None = None
     value: re.Pattern[str] | None = None
@@ -37,6 +52,7 @@ class RecordFilter:
     producer_id: int | None = None
     from_time: int | None = None
     to_time: int | None = None
+    native: Any = field(default=None, compare=False, repr=False)
 
     @property
     def needs_records(self) -> bool:
@@ -99,16 +115,36 @@ def record_filter(*, key: str | None = None, value: str | None = None, header: s
             raise UsageError(f"{option} {text!r}: give a time (ISO-8601 or epoch ms)")
         return ms
 
-    named = None
+    named = on_header = None
     if header is not None:
         name, sep, rx = header.partition("=")
         if not name:
             raise UsageError(f"--header {header!r}: give NAME or NAME=REGEX")
-        named = (name, pattern("--header", rx) if sep else None)
+        named, on_header = (name, pattern("--header", rx) if sep else None), rx if sep else None
     start, end = when("--from-time", from_time), when("--to-time", to_time)
     if start is not None and end is not None and start > end:
         raise UsageError(f"--from-time {from_time} is after --to-time {to_time}")
-    return RecordFilter(pattern("--key", key), pattern("--value", value), named, producer_id, start, end)
+    return RecordFilter(pattern("--key", key), pattern("--value", value), named, producer_id, start, end,
+                        _native_search((key, value, on_header), None if named is None else named[0], producer_id, start,
+                                       end))
+
+
+def _native_search(texts: tuple[str | None, str | None, str | None], header: str | None, producer_id: int | None,
+                   start: int | None, end: int | None):  # -> _native.RecordSearch | None
+    """The native core's :class:`RecordFilter` for the key, value and header-value patterns ``texts`` (and the header
+    name ``header``), compiled once, here; None without the core, or where a pattern is not translated exactly
+    (:func:`kafkatool.pattern.translate`)."""
+    core = native.available()
+    if core is None:
+        return None
+    translated = [None if p is None else translate(p) for p in texts]
+    if any(t is None and p is not None for t, p in zip(translated, texts, strict=True)):
+        return None
+    key, value, on_header = translated
+    try:
+        return core.RecordSearch(key, value, None if header is None else (header, on_header), producer_id, start, end)
+    except (ValueError, OverflowError):  # a pattern too big for the crate, a number beyond 64 bits: Python searches
+        return None
 
 
 def _text(data: bytes) -> str:
@@ -335,9 +371,22 @@ def _search_records(
     """Records matching the filter, each batch's line shown before its first match; findings as they come."""
     wanted = options.filter
     batches = 0
+    # The native core searches the batches it decodes (RecordRuns): only their matches become Python objects. A
+    # read_committed view decides batch by batch (and where the fetch stops): the search then stays here.
+    search = wanted.native if native.CORE is not None and committed is None else None
     with open_regular(f.path) as fh:
-        for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=True, resynchronise=True,
-                         options=options.scan, progress=progress):
+        for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=search is None,
+                         decoded=search is not None, resynchronise=True, options=options.scan, progress=progress):
+            if item.__class__ is RecordRun:
+                columns = item.columns
+                for i, matched in columns.search(item.lo, item.hi, search, options.from_offset, options.to_offset):
+                    yield column_batch(columns, i)  # never a control batch: those come as RawBatch
+                    hits = _columns_to_records(matched)
+                    yield from hits if decoder is None else _decoded(decoder, hits)
+                    batches += 1
+                    if options.max_batches is not None and batches >= options.max_batches:
+                        return
+                continue
             if not isinstance(item, RawBatch):
                 yield item
                 continue

@@ -1188,6 +1188,45 @@ mod py {
             PyTuple::new(py, items)
         }
 
+        /// `(i, (offsets, timestamps, keys, values, headers))` of each decoded batch `i` of `lo..hi` with records
+        /// matching `search` in the offset range `from_offset..=to_offset` ([`crate::search::Search::hits`], the GIL
+        /// released while it searches): only those records, as the columns of `decode_v2_chunk`.
+        #[pyo3(signature = (lo, hi, search, from_offset=None, to_offset=None))]
+        fn search<'py>(
+            &self,
+            py: Python<'py>,
+            lo: usize,
+            hi: usize,
+            search: &Bound<'py, crate::search::py::PyRecordSearch>,
+            from_offset: Option<i128>,
+            to_offset: Option<i128>,
+        ) -> PyResult<Vec<(usize, Bound<'py, PyTuple>)>> {
+            crate::guarded(|| {
+                let (cols, search) = (&self.cols, &search.get().search);
+                let range = crate::search::Offsets { from: from_offset, to: to_offset };
+                let hits = py.detach(|| search.hits(cols, lo, hi, range));
+                let r = &cols.records;
+                let mut out = Vec::with_capacity(hits.len());
+                for (i, matched) in hits {
+                    let mut sub = RecordColumns::default();
+                    sub.header_starts.push(0);
+                    for j in matched {
+                        let from = r.header_starts.get(j).copied().unwrap_or(0);
+                        let to = r.header_starts.get(j + 1).copied().unwrap_or(from);
+                        sub.offsets.extend(r.offsets.get(j));
+                        sub.timestamps.extend(r.timestamps.get(j));
+                        sub.keys.extend(r.keys.get(j));
+                        sub.values.extend(r.values.get(j));
+                        sub.header_keys.extend_from_slice(r.header_keys.get(from..to).unwrap_or_default());
+                        sub.header_values.extend_from_slice(r.header_values.get(from..to).unwrap_or_default());
+                        sub.header_starts.push(sub.header_keys.len());
+                    }
+                    out.push((i, crate::columns_to_py(py, &cols.data, &sub)?));
+                }
+                Ok(out)
+            })
+        }
+
         /// The window's bytes (what every slice indexes).
         fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
             PyBytes::new(py, &self.cols.data)

@@ -16,7 +16,9 @@
 //!   in one set of columns, `WindowColumns`, which also answers the per-batch questions of the checks, the
 //!   loader's replay and the producers audit over a run of batches (`follows`, `advance`, `producer_spans`,
 //!   `producer_events`, `control_records`, ...) and renders dump's lines ([`render`]);
-//! - `RecordsBuilder` ([`arrow`]): the Spark records level's Arrow buffers, handed to pyarrow without a copy.
+//! - `RecordsBuilder` ([`arrow`]): the Spark records level's Arrow buffers, handed to pyarrow without a copy;
+//! - `RecordSearch` ([`search`]): `dump`'s key/value/header search (the `regex` crate), which
+//!   `WindowColumns.search` applies to a window's records: only the matches become Python objects.
 //!
 //! Each stops where the bytes stop being the common case and hands over to the Python reader, which
 //! owns every check and finding (`kafkatool/records.py`); the Python reader is the reference and
@@ -46,6 +48,7 @@ pub mod columns;
 pub mod frame;
 pub mod records;
 pub mod render;
+pub mod search;
 
 create_exception!(
     _native,
@@ -372,6 +375,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     columns::register(m)?;
     m.add_class::<arrow::RecordsBuilder>()?;
     m.add_class::<arrow::OwnedBuffer>()?;
+    m.add_class::<search::py::PyRecordSearch>()?;
     Ok(())
 }
 
