@@ -26,6 +26,7 @@ import io
 import json
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -497,14 +498,9 @@ def example(name: str, version: int, seed: int = 1) -> dict[str, Any]:
 def decode(name: str, version: int, data: bytes) -> dict[str, Any]:
     """``data`` read as schema ``name`` at ``version``, to the end: bytes left over are an error, as they are
     where Kafka reads a record's value (``CoordinatorRecordSerde``, ``AbstractApiMessageSerde``)."""
-    if data.__class__ is bytes:  # the compiled reader first; the Construct where it misses, to word the error
-        try:
-            value, end = reader(name, version)(data, 0, len(data))
-        except _MISSES:
-            pass
-        else:
-            if end == len(data):
-                return value
+    value = read(name, version, data)  # the compiled reader first; the Construct where it misses, to word why
+    if value is not None:
+        return value
     stream = io.BytesIO(data)
     try:
         value = message(name, version).parse_stream(stream)
@@ -565,7 +561,7 @@ class _Codegen:
     def __init__(self) -> None:
         self.defs: list[str] = []
         self.names: dict[int, str] = {}
-        self.env: dict[str, Any] = {"_Miss": _Miss, "_uv": _uv, "_b64": _b64, "_uuid": _uuid_text,
+        self.env: dict[str, Any] = {"_Miss": _Miss, "_MISSES": _MISSES, "_uv": _uv, "_b64": _b64, "_uuid": _uuid_text,
                                     "_copy": _copy, "_unpack": struct.unpack_from}
 
     def const(self, value: Any) -> str:
@@ -584,7 +580,15 @@ class _Codegen:
             self.defs.append("\n".join([f"def {name}(d, p, n):", *("    " + ln for ln in lines)]))
         return name
 
-    def struct_body(self, s: _Struct) -> list[str]:
+    def whole(self, s: _Struct) -> str:
+        """The name of a function ``f(d, p) -> value | None`` reading ``d[p:]`` whole as ``s`` (its body inline), None
+        where it misses or leaves bytes over."""
+        lines = self.struct_body(s, whole=True)
+        self.defs.append("\n".join(["def _whole(d, p):", "    n = len(d)", "    try:",
+                                    *("        " + ln for ln in lines), "    except _MISSES:", "        return None"]))
+        return "_whole"
+
+    def struct_body(self, s: _Struct, whole: bool = False) -> list[str]:
         lines: list[str] = []
         keys: list[tuple[str, str]] = []
         run: list[tuple[str, str]] = []  # (variable, struct format) of fixed-size fields not yet read
@@ -603,8 +607,12 @@ class _Codegen:
             if id(layout) in _FORMATS:
                 run.append((var, _FORMATS[id(layout)]))
                 continue
+            # a fixed-size length (int16 of a string, int32 of bytes or an array) is read with the run before it
+            fixed = isinstance(layout, _Variable | _Array) and not layout.flexible
+            if fixed:
+                run.append(("m", "h" if isinstance(layout, _Variable) and layout.kind == "string" else "i"))
             flush()
-            lines.extend(self.read(layout, var))
+            lines.extend(self.read(layout, var, length_read=fixed))
         flush()
         items = [f"{key!r}: {var}" for key, var in keys]
         if s.tagged is not None:
@@ -625,13 +633,15 @@ class _Codegen:
                           "    p = e"])
             lines.append("o = {" + ", ".join(items) + "}")
             lines.append(f"if u is not None: o[{UNKNOWN_TAGS!r}] = u")
-            lines.append("return o, p")
+            lines.append("return o if p == n else None" if whole else "return o, p")
         else:
-            lines.append("return {" + ", ".join(items) + "}, p")
+            value = "{" + ", ".join(items) + "}"
+            lines.append(f"return {value} if p == n else None" if whole else f"return {value}, p")
         return lines
 
-    def read(self, layout: Construct, var: str) -> list[str]:
-        """Lines reading ``layout`` at ``p`` into ``var`` (and moving ``p`` past it)."""
+    def read(self, layout: Construct, var: str, length_read: bool = False) -> list[str]:
+        """Lines reading ``layout`` at ``p`` into ``var`` (and moving ``p`` past it); ``length_read``: a string's,
+        bytes' or array's fixed-size length is in ``m`` already, ``p`` past it."""
         if id(layout) in _FORMATS:
             fmt = struct.Struct(">" + _FORMATS[id(layout)])
             return [f"if p + {fmt.size} > n: raise _Miss", f"{var}, = {self.const(fmt.unpack_from)}(d, p)",
@@ -639,12 +649,13 @@ class _Codegen:
         if isinstance(layout, _Uuid):
             return ["if p + 16 > n: raise _Miss", f"{var} = _uuid(d[p:p + 16])", "p += 16"]
         if isinstance(layout, _Variable):
-            lines = self.length(layout.flexible, 2 if layout.kind == "string" else 4, layout.nullable, var)
+            lines = self.length(layout.flexible, 2 if layout.kind == "string" else 4, layout.nullable, var,
+                                length_read)
             check = " or m > 0x7FFF" if layout.kind == "string" else ""
             value = "d[p:p + m].decode('utf-8')" if layout.kind == "string" else "_b64(d[p:p + m])"
             return lines + [f"    if p + m > n{check}: raise _Miss", f"    {var} = {value}", "    p += m"]
         if isinstance(layout, _Array):
-            lines = self.length(layout.flexible, 4, layout.nullable, var)
+            lines = self.length(layout.flexible, 4, layout.nullable, var, length_read)
             lines.append("    if m > n - p: raise _Miss")
             element = layout.element
             if id(element) in _FORMATS and _FORMATS[id(element)] not in "?d":
@@ -664,10 +675,13 @@ class _Codegen:
         raise TypeError(f"no compiled reader for {layout!r}")
 
     @staticmethod
-    def length(flexible: bool, size: int, nullable: bool, var: str) -> list[str]:
-        """A length or count into ``m``: uvarint ``m + 1`` when flexible, else a signed int16/int32; negative is
-        null (``var`` None where the field is nullable), and the lines after it run for a length."""
-        if flexible:
+    def length(flexible: bool, size: int, nullable: bool, var: str, length_read: bool) -> list[str]:
+        """A length or count into ``m``: uvarint ``m + 1`` when flexible, else a signed int16/int32 (in ``m``
+        already when ``length_read``); negative is null (``var`` None where the field is nullable), and the lines
+        after it run for a length."""
+        if length_read:
+            lines = []
+        elif flexible:
             lines = ["m, p = _uv(d, p, n)", "m -= 1"]
         else:
             fmt = ">h" if size == 2 else ">i"
@@ -678,13 +692,19 @@ class _Codegen:
         return lines
 
 
+def read(name: str, version: int, data: bytes, pos: int = 0) -> dict[str, Any] | None:
+    """``data[pos:]`` read whole by the compiled :func:`reader` of schema ``name`` at ``version``, or None where it
+    misses or leaves bytes over (:func:`decode` then reads with the Construct, which words why)."""
+    return reader(name, version)(data, pos) if data.__class__ is bytes else None
+
+
 @functools.cache
-def reader(name: str, version: int):
-    """The compiled reader of schema ``name`` at ``version``: ``read(data, pos, end) -> (value, next pos)``, the
-    value :func:`message` parses from ``data[pos:end]``, or :class:`_Miss` (and ``UnicodeDecodeError``...,
-    ``_MISSES``) where it does not take the bytes."""
+def reader(name: str, version: int) -> Callable[[bytes, int], dict[str, Any] | None]:
+    """The compiled reader of schema ``name`` at ``version``: ``read(data, pos)``, the value :func:`message`
+    parses from ``data[pos:]`` read to its end, or None where the reader does not take the bytes (see above).
+    ``data`` is ``bytes``."""
     gen = _Codegen()
-    top = gen.fn(message(name, version))
+    top = gen.whole(message(name, version))
     source = "\n\n".join(gen.defs)
     exec(compile(source, f"<kafka_schema reader {name} v{version}>", "exec"), gen.env)  # noqa: S102
     return gen.env[top]
@@ -792,6 +812,7 @@ __all__ = [
     "default_value",
     "example",
     "message",
+    "read",
     "reader",
     "schema",
     "schemas",
