@@ -558,11 +558,12 @@ class _Codegen:
     """The source of one message's reader: a function per struct and per array, ``f(d, p, n) -> (value, p)``
     over ``d[p:n]``."""
 
-    def __init__(self) -> None:
+    def __init__(self, tags_absent: bool = False) -> None:
+        self.tags_absent = tags_absent
         self.defs: list[str] = []
         self.names: dict[int, str] = {}
         self.env: dict[str, Any] = {"_Miss": _Miss, "_MISSES": _MISSES, "_uv": _uv, "_b64": _b64, "_uuid": _uuid_text,
-                                    "_copy": _copy, "_unpack": struct.unpack_from}
+                                    "_copy": _copy, "_unpack": struct.unpack_from, "_ABSENT": _ABSENT}
 
     def const(self, value: Any) -> str:
         name = f"_k{len(self.env)}"
@@ -618,7 +619,8 @@ class _Codegen:
         if s.tagged is not None:
             for j, t in enumerate(s.tagged.values()):
                 mutable = isinstance(t.default, list | dict)
-                lines.append(f"t{j} = " + (f"_copy({self.const(t.default)})" if mutable else repr(t.default)))
+                lines.append(f"t{j} = " + ("_ABSENT" if self.tags_absent else f"_copy({self.const(t.default)})"
+                                           if mutable else repr(t.default)))
                 items.append(f"{t.key!r}: t{j}")
             lines.extend(["c, p = _uv(d, p, n)", "u = None", "for _ in range(c):",
                           "    tag, p = _uv(d, p, n)", "    size, p = _uv(d, p, n)", "    e = p + size",
@@ -631,7 +633,11 @@ class _Codegen:
             lines.extend([f"    {'if True' if first else 'else'}:",
                           "        if u is None: u = []", "        u.append({'tag': tag, 'data': _b64(d[p:e])})",
                           "    p = e"])
-            lines.append("o = {" + ", ".join(items) + "}")
+            if self.tags_absent:  # a tagged field the bytes lack: left out, not at its default
+                lines.append("o = {" + ", ".join(items[:len(keys)]) + "}")
+                lines.extend(f"if t{j} is not _ABSENT: o[{t.key!r}] = t{j}" for j, t in enumerate(s.tagged.values()))
+            else:
+                lines.append("o = {" + ", ".join(items) + "}")
             lines.append(f"if u is not None: o[{UNKNOWN_TAGS!r}] = u")
             lines.append("return o if p == n else None" if whole else "return o, p")
         else:
@@ -698,15 +704,20 @@ def read(name: str, version: int, data: bytes, pos: int = 0) -> dict[str, Any] |
     return reader(name, version)(data, pos) if data.__class__ is bytes else None
 
 
+_ABSENT = object()
+
+
 @functools.cache
-def reader(name: str, version: int) -> Callable[[bytes, int], dict[str, Any] | None]:
+def reader(name: str, version: int, tags_absent: bool = False) -> Callable[[bytes, int], dict[str, Any] | None]:
     """The compiled reader of schema ``name`` at ``version``: ``read(data, pos)``, the value :func:`message`
     parses from ``data[pos:]`` read to its end, or None where the reader does not take the bytes (see above).
-    ``data`` is ``bytes``."""
-    gen = _Codegen()
+    ``data`` is ``bytes``. With ``tags_absent``, a tagged field the bytes lack is left out of its struct's dict
+    (for readers that tell a tag written at its default from one not written)."""
+    gen = _Codegen(tags_absent)
     top = gen.whole(message(name, version))
     source = "\n\n".join(gen.defs)
-    exec(compile(source, f"<kafka_schema reader {name} v{version}>", "exec"), gen.env)  # noqa: S102
+    exec(compile(source, f"<kafka_schema reader {name} v{version}{' tags_absent' * tags_absent}>", "exec"),
+         gen.env)  # noqa: S102
     return gen.env[top]
 
 
