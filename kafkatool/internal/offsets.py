@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,8 +160,12 @@ def decode_offset_commit_value(value: bytes) -> dict[str, Any]:
             "version": version}
 
 
-_INT16 = struct.Struct(">h")
-_COMMIT_READERS: dict[int, Callable[[bytes, int], dict[str, Any] | None]] = {}  # by version, made on first use
+@functools.cache
+def _commit_readers() -> dict[bytes, tuple[int, Callable[[bytes, int], dict[str, Any] | None]]]:
+    """The compiled readers (``kafka_schema.reader``) of the ``OffsetCommitValue`` versions the replay knows, by
+    the value's first two bytes (its int16 version), with the version."""
+    return {version.to_bytes(2, "big", signed=True): (version, ks.reader("OffsetCommitValue", version))
+            for version in it.OFFSET_COMMIT_VALUE_VERSIONS}
 
 
 def _offset_commit(value: bytes) -> tuple[int, dict[str, Any]]:
@@ -170,13 +173,9 @@ def _offset_commit(value: bytes) -> tuple[int, dict[str, Any]]:
     expire_timestamp in the versions that have them). Read by the schema's compiled reader (``kafka_schema.reader``:
     one value per record of a partition, by the hundred thousand), by the declaration where it misses (a null
     metadata, damage: the declaration words the error, as before the compiled readers)."""
-    if len(value) >= 2 and value.__class__ is bytes:
-        version = _INT16.unpack_from(value)[0]
-        read = _COMMIT_READERS.get(version)
-        if read is None and version in it.OFFSET_COMMIT_VALUE_VERSIONS:
-            read = _COMMIT_READERS[version] = ks.reader("OffsetCommitValue", version)
-        if read is not None and (fields := read(value, 2)) is not None:
-            return version, fields
+    if value.__class__ is bytes and (got := _commit_readers().get(value[:2])) is not None \
+            and (fields := got[1](value, 2)) is not None:
+        return got[0], fields
     version = value_version(value, it.OFFSET_COMMIT_VALUE_VERSIONS, "OffsetCommitValue")
     d = parse(it.OffsetCommitValue, value, f"OffsetCommitValue v{version}").body
     return version, {k: nullable(d.metadata) if k == "metadata" else d[k] for k in d if not k.startswith("_")
@@ -225,6 +224,7 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
     groups: dict[str, GroupState] = {}
     pending: dict[int, list[tuple[OffsetKey, tuple | None]]] = {}
     findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
+    readers = _commit_readers()
     for display, batch, recs in partition_batches(files, findings, progress):
         transactional = batch.transactional
         for rec in recs:
@@ -247,10 +247,13 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
                     if transactional:
                         pending.setdefault(batch.producer_id, []).append(
                             (key, None if rec.value is None else (key, _offset_commit(rec.value), rec.offset)))
-                    elif rec.value is None:
+                    elif (value := rec.value) is None:
                         offsets.pop(key, None)
-                    else:
-                        offsets[key] = (key, _offset_commit(rec.value), rec.offset)
+                    else:  # _offset_commit, its compiled reader called here: once a record
+                        got = readers.get(value[:2]) if value.__class__ is bytes else None
+                        fields = None if got is None else got[1](value, 2)
+                        offsets[key] = (key, (got[0], fields) if fields is not None else _offset_commit(value),
+                                        rec.offset)
                 elif key.__class__ is GroupKey:
                     if rec.value is None:
                         groups.pop(key.group, None)
