@@ -283,8 +283,33 @@ def test_offsets_replay_is_the_same_with_the_declarations_alone(monkeypatch: pyt
 
     fast = replay()
     monkeypatch.setattr(common, "_fast", {})
+    monkeypatch.setattr(offsets, "_commit_readers", dict)  # no compiled reader: the declaration reads every value
     declared = replay()
     assert len(fast) > 20 and fast == declared
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_offset_commit_values_by_the_compiled_reader_equal_the_declarations(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay reads an ``OffsetCommitValue`` by its schema's compiled reader (``kafka_schema.reader``) and by
+    the declaration where that misses: on the corpus's values, generated ones of every version and mutations of
+    them, the same dict or the same Undecodable as the declaration alone."""
+    rng = random.Random(seed)
+    values = [v for kind, _k, v in corpus_records() if kind == "__consumer_offsets" and v is not None]
+    values += [offset_commit_value(rng, rng.randrange(5)) for _ in range(3000)]
+    values += [mutate(v, rng) for v in list(values)]
+
+    def decoded(value: bytes) -> Any:
+        try:
+            return offsets.decode_offset_commit_value(value)
+        except common.Undecodable as exc:
+            return str(exc)
+
+    fast = [decoded(v) for v in values]
+    monkeypatch.setattr(offsets, "_commit_readers", dict)  # no compiled reader: the declaration reads every value
+    declared = [decoded(v) for v in values]
+    assert fast == declared
+    assert sum(isinstance(v, dict) for v in fast) > 3000 and sum(isinstance(v, str) for v in fast) > 100
 
 
 def test_transaction_state_replay_is_the_same_with_the_declarations_alone(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import functools
 import io
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -86,10 +87,11 @@ def entries(field_: Any) -> list | None:
     return None if field_.entries is None else list(field_.entries)
 
 
-def file_records(path: Path, display: str, progress: Callable[[int], None] | None = None
-             ) -> Iterator[tuple[Batch, Record] | Finding]:
-    """Every record of a record file (segment or KRaft snapshot), with its batch; findings where it fails.
-    ``progress`` is told the bytes read."""
+def file_batches(path: Path, display: str, progress: Callable[[int], None] | None = None
+                 ) -> Iterator[tuple[Batch, list[Record]] | Finding]:
+    """Every batch of a record file (segment or KRaft snapshot) with its records, a batch of more records than
+    ``RECORD_CHUNK`` in pieces (each with the batch); findings where it fails. ``progress`` is told the bytes
+    read. The replays loop over a batch's list: no generator step per record."""
     try:
         fh = open_regular(path)
     except OSError as exc:
@@ -103,21 +105,29 @@ def file_records(path: Path, display: str, progress: Callable[[int], None] | Non
                 if item.batch[12] > RECORD_CHUNK:  # more records than any coordinator writes in a batch (a bomb):
                     # a chunk at a time, its findings after them, memory bounded by bytes (records.record_chunks)
                     for chunk in record_chunks(item.batch, item.raw, display):
-                        if isinstance(chunk, Finding):
-                            yield chunk
-                        else:
-                            for r in chunk:
-                                yield item.batch, r
+                        yield chunk if isinstance(chunk, Finding) else (item.batch, chunk)
                     continue
                 recs, findings = decode_records(item.batch, item.raw, display)
                 yield from findings
-                for r in recs:
-                    yield item.batch, r
+                yield item.batch, recs
             elif isinstance(item, Finding):
                 yield item
             elif isinstance(item, Trailing):
                 yield finding("trailing-bytes", display, item.position,
                               f"{item.bytes} bytes at the end do not form a whole batch")
+
+
+def file_records(path: Path, display: str, progress: Callable[[int], None] | None = None
+             ) -> Iterator[tuple[Batch, Record] | Finding]:
+    """Every record of a record file (segment or KRaft snapshot), with its batch; findings where it fails
+    (:func:`file_batches`, a record at a time)."""
+    for item in file_batches(path, display, progress):
+        if isinstance(item, Finding):
+            yield item
+        else:
+            batch, recs = item
+            for r in recs:
+                yield batch, r
 
 
 def log_segments(files: Iterable[tuple[Path, str]], kind: FileKind = FileKind.LOG) -> list[tuple[int, Path, str]]:
@@ -133,12 +143,29 @@ def partition_records(files: Iterable[tuple[Path, str]], findings: list[Finding]
                        progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, Batch, Record]]:
     """(segment display path, batch, record) of a partition's ``.log`` segments in offset order; findings met
     on the way are appended to ``findings``; ``progress`` is told the bytes read (:func:`log_bytes` in all)."""
+    for display, batch, recs in partition_batches(files, findings, progress):
+        for r in recs:
+            yield display, batch, r
+
+
+def partition_batches(files: Iterable[tuple[Path, str]], findings: list[Finding],
+                      progress: Callable[[int], None] | None = None
+                      ) -> Iterator[tuple[str, Batch, list[Record]]]:
+    """(segment display path, batch, its records) of a partition's ``.log`` segments in offset order, as
+    :func:`partition_records` gives them a record at a time."""
     for _base, path, display in log_segments(files):
-        for item in file_records(path, display, progress):
+        for item in file_batches(path, display, progress):
             if isinstance(item, Finding):
                 findings.append(item)
             else:
                 yield display, item[0], item[1]
+
+
+def batched(items: Iterable[tuple[str, Batch, Record]]) -> Iterator[tuple[str, Batch, list[Record]]]:
+    """(display path, batch, record) items, in offset order, as :func:`partition_batches` gives them: the records of
+    one batch (consecutive items with the same batch) together."""
+    for (display, batch), group in itertools.groupby(items, key=lambda item: (item[0], item[1])):
+        yield display, batch, [rec for _display, _batch, rec in group]
 
 
 def log_bytes(files: Iterable[tuple[Path, str]]) -> int:

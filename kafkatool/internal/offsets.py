@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..findings import finding
 from ..formats import internal_topics as it
@@ -17,7 +17,17 @@ from ..model import Batch, CappedFindings, Finding, Record
 from ..replicas import open_replica
 from ..walk import partition_dirs, partition_dirs_and_findings
 from . import common
-from .common import KEYS_CACHED, Undecodable, entries, log_bytes, nullable, parse, partition_records, value_version
+from .common import (
+    KEYS_CACHED,
+    Undecodable,
+    batched,
+    entries,
+    log_bytes,
+    nullable,
+    parse,
+    partition_batches,
+    value_version,
+)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -119,8 +129,10 @@ class GroupState:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetKey:
+class OffsetKey(NamedTuple):
+    """The key of an offset commit; a tuple, so that the replay's dict of commits hashes it in C (a frozen
+    dataclass's ``__hash__`` is Python, once per record)."""
+
     group: str
     topic: str
     partition: int
@@ -152,11 +164,32 @@ def decode_offsets_key(key: bytes) -> OffsetKey | GroupKey | OtherKey:
 
 def decode_offset_commit_value(value: bytes) -> dict[str, Any]:
     """An ``OffsetCommitValue`` as a dict (offset, leader_epoch, metadata, commit/expire timestamps, version)."""
-    version = value_version(value, it.OFFSET_COMMIT_VALUE_VERSIONS, "OffsetCommitValue")
-    v = parse(it.OffsetCommitValue, value, f"OffsetCommitValue v{version}").body
-    return {"offset": v.offset, "leader_epoch": v.get("leader_epoch"), "metadata": nullable(v.metadata),
-            "commit_timestamp": v.commit_timestamp, "expire_timestamp": v.get("expire_timestamp"),
+    version, v = _offset_commit(value)
+    return {"offset": v["offset"], "leader_epoch": v.get("leader_epoch"), "metadata": v["metadata"],
+            "commit_timestamp": v["commit_timestamp"], "expire_timestamp": v.get("expire_timestamp"),
             "version": version}
+
+
+@functools.cache
+def _commit_readers() -> dict[bytes, tuple[int, Callable[[bytes, int], dict[str, Any] | None]]]:
+    """The compiled readers (``kafka_schema.reader``) of the ``OffsetCommitValue`` versions the replay knows, by
+    the value's first two bytes (its int16 version), with the version."""
+    return {version.to_bytes(2, "big", signed=True): (version, ks.reader("OffsetCommitValue", version))
+            for version in it.OFFSET_COMMIT_VALUE_VERSIONS}
+
+
+def _offset_commit(value: bytes) -> tuple[int, dict[str, Any]]:
+    """An ``OffsetCommitValue``: its version and fields (offset, metadata, commit_timestamp, and leader_epoch /
+    expire_timestamp in the versions that have them). Read by the schema's compiled reader (``kafka_schema.reader``:
+    one value per record of a partition, by the hundred thousand), by the declaration where it misses (a null
+    metadata, damage: the declaration words the error, as before the compiled readers)."""
+    if value.__class__ is bytes and (got := _commit_readers().get(value[:2])) is not None \
+            and (fields := got[1](value, 2)) is not None:
+        return got[0], fields
+    version = value_version(value, it.OFFSET_COMMIT_VALUE_VERSIONS, "OffsetCommitValue")
+    d = parse(it.OffsetCommitValue, value, f"OffsetCommitValue v{version}").body
+    return version, {k: nullable(d.metadata) if k == "metadata" else d[k] for k in d if not k.startswith("_")
+                     and k != "tagged_fields"}
 
 
 def decode_group_metadata_value(value: bytes) -> dict[str, Any]:
@@ -200,63 +233,75 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
     group states of :mod:`kafkatool.internal.groups` are replayed from them in the same pass); ``items``, when given,
     the (segment display path, batch, record) replayed instead of ``files``' (the Spark data source's rows, in offset
     order: :mod:`kafkatool.spark.state`)."""
-    offsets: dict[OffsetKey, CommittedOffset] = {}
+    offsets: dict[OffsetKey, tuple] = {}  # the latest commit of each key, as _committed takes it
     groups: dict[str, GroupState] = {}
-    pending: dict[int, list[tuple[OffsetKey, CommittedOffset | None]]] = {}
+    pending: dict[int, list[tuple[OffsetKey, tuple | None]]] = {}
     findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
-    for display, batch, rec in partition_records(files, findings, progress) if items is None else items:
-        if rec.control_type is not None:
-            writes = pending.pop(batch.producer_id, [])
-            if rec.control_type == "COMMIT":
-                for k, v in writes:
-                    _put(offsets, k, v)
-            continue
-        if rec.key is None:
-            findings.append(finding("offsets-null-key", display, batch.position,
-                                    f"record at offset {rec.offset} has no key"))
-            continue
-        try:
-            key = decode_offsets_key(rec.key)
-            if replay is not None:
-                replay(display, batch, rec, key)
-            if isinstance(key, OffsetKey):
-                value = None
-                if rec.value is not None:
-                    v = decode_offset_commit_value(rec.value)
-                    value = CommittedOffset(
-                        key.group, key.topic, key.partition, v["offset"], v["commit_timestamp"], v["metadata"],
-                        v["leader_epoch"], v["expire_timestamp"], v["version"], name, rec.offset)
-                if batch.transactional:
-                    pending.setdefault(batch.producer_id, []).append((key, value))
-                else:
-                    _put(offsets, key, value)
-            elif isinstance(key, GroupKey):
-                if rec.value is None:
-                    groups.pop(key.group, None)
-                else:
-                    g = decode_group_metadata_value(rec.value)
-                    groups[key.group] = GroupState(
-                        key.group, g["protocol_type"], g["generation"], g["protocol"], g["leader"],
-                        g["current_state_timestamp"], g["members"], g["version"], name, rec.offset,
-                        rec.timestamp)
-            else:  # a KIP-848 consumer, share or streams group record: decoded by dump --decode, not replayed here
-                newer = common.newer_record(ks.GROUP_COORDINATOR, OFFSETS_TOPIC, rec.key, rec.value, display,
-                                     batch.position, rec.offset)
-                if newer is not None:
-                    findings.append(newer)
-        except Undecodable as exc:
-            findings.append(finding("offsets-undecodable", display, batch.position,
-                                    f"record at offset {rec.offset}: {exc}"))
+    readers = _commit_readers()
+    for display, batch, recs in partition_batches(files, findings, progress) if items is None else batched(items):
+        transactional = batch.transactional
+        for rec in recs:
+            if rec.control_type is not None:
+                writes = pending.pop(batch.producer_id, [])
+                if rec.control_type == "COMMIT":
+                    for k, v in writes:
+                        _put(offsets, k, v)
+                continue
+            if rec.key is None:
+                findings.append(finding("offsets-null-key", display, batch.position,
+                                        f"record at offset {rec.offset} has no key"))
+                continue
+            try:
+                key = decode_offsets_key(rec.key)
+                if replay is not None:
+                    replay(display, batch, rec, key)
+                if key.__class__ is OffsetKey:
+                    # (key, value fields, log offset): made a CommittedOffset once it survives, not at every commit
+                    if transactional:
+                        pending.setdefault(batch.producer_id, []).append(
+                            (key, None if rec.value is None else (key, _offset_commit(rec.value), rec.offset)))
+                    elif (value := rec.value) is None:
+                        offsets.pop(key, None)
+                    else:  # _offset_commit, its compiled reader called here: once a record
+                        got = readers.get(value[:2]) if value.__class__ is bytes else None
+                        fields = None if got is None else got[1](value, 2)
+                        offsets[key] = (key, (got[0], fields) if fields is not None else _offset_commit(value),
+                                        rec.offset)
+                elif key.__class__ is GroupKey:
+                    if rec.value is None:
+                        groups.pop(key.group, None)
+                    else:
+                        g = decode_group_metadata_value(rec.value)
+                        groups[key.group] = GroupState(
+                            key.group, g["protocol_type"], g["generation"], g["protocol"], g["leader"],
+                            g["current_state_timestamp"], g["members"], g["version"], name, rec.offset,
+                            rec.timestamp)
+                else:  # a KIP-848 consumer, share or streams group record: decoded by dump --decode, not replayed here
+                    newer = common.newer_record(ks.GROUP_COORDINATOR, OFFSETS_TOPIC, rec.key, rec.value, display,
+                                         batch.position, rec.offset)
+                    if newer is not None:
+                        findings.append(newer)
+            except Undecodable as exc:
+                findings.append(finding("offsets-undecodable", display, batch.position,
+                                        f"record at offset {rec.offset}: {exc}"))
     if held is not None:
-        held.update((pid, [v for _k, v in writes if v is not None]) for pid, writes in pending.items())
+        held.update((pid, [_committed(v, name) for _k, v in writes if v is not None])
+                    for pid, writes in pending.items())
     for g in sorted(groups.values(), key=lambda g: g.group):
         yield g
-    yield from sorted(offsets.values(), key=lambda c: (c.group, c.topic, c.partition))
+    for _key, v in sorted(offsets.items(), key=lambda kv: (kv[0].group, kv[0].topic, kv[0].partition)):
+        yield _committed(v, name)
     yield from findings
     yield from findings.summary()
 
 
-def _put(offsets: dict[OffsetKey, CommittedOffset], key: OffsetKey, value: CommittedOffset | None) -> None:
+def _committed(value: tuple[OffsetKey, tuple[int, dict[str, Any]], int], name: str) -> CommittedOffset:
+    key, (version, v), log_offset = value
+    return CommittedOffset(key.group, key.topic, key.partition, v["offset"], v["commit_timestamp"], v["metadata"],
+                           v.get("leader_epoch"), v.get("expire_timestamp"), version, name, log_offset)
+
+
+def _put(offsets: dict[OffsetKey, Any], key: OffsetKey, value: Any) -> None:
     if value is None:
         offsets.pop(key, None)
     else:
