@@ -31,7 +31,6 @@ from __future__ import annotations
 import csv
 import heapq
 import io
-import itertools
 import json
 import os
 import re
@@ -836,16 +835,11 @@ def compare_ranges(expected: Iterator[tuple[int, int, str]], delivered: Iterator
     """:func:`compare` by ranges: the log's ranges (:func:`log_ranges`) against the sink's offsets in order as numpy
     arrays (:meth:`SortedRuns.merged_chunks`, already cut to the range by :func:`_counted_chunks`), each array
     cut by binary search at the ranges' ends; what is missing, duplicated or unexpected is found per run of a
-    chunk, never per offset. Where the log's ranges go backwards (a damaged log) the rest is compared offset by
-    offset, by :func:`compare`, as it would have been from the start."""
+    chunk, never per offset. Where the log's ranges go backwards (a damaged log), a range meets only the sink's
+    offsets past those already compared, as :func:`compare` meets them: the ones below are missing."""
     commit = result.committed_offset
     sink = _Cursor(_unique_counts(delivered, np))
-    done = -1  # the log's offsets up to here are compared, and the sink's
     for first, last, kind in expected:
-        if first <= done:
-            rest = itertools.chain([(first, last, kind)], expected)
-            compare(log_offsets(rest), sink.offsets(), result)
-            return
         _claimed(sink.upto(first - 1), result.unexpected, commit, result, np)
         pos = first
         for values, times in sink.upto(last):
@@ -862,7 +856,6 @@ def compare_ranges(expected: Iterator[tuple[int, int, str]], delivered: Iterator
         if kind == DATA:
             result.expected += last - first + 1
             _missing(pos, last, None, None, commit, result, np)
-        done = last
     _claimed(sink.upto(OFFSET_MAX), result.unexpected, commit, result, np)
 
 
@@ -949,13 +942,6 @@ class _Cursor:
                 return
             self.head = next(self.pieces, None)
             yield values, times
-
-    def offsets(self) -> Iterator[int]:
-        """What is left, offset by offset (each as many times as processed)."""
-        for values, times in self.upto(OFFSET_MAX):
-            for v, t in zip(values.tolist(), times.tolist(), strict=True):
-                for _ in range(t):
-                    yield v
 
 
 def _skip_equal(value: int, it: Iterator[int], result: PartitionDelivery) -> int | None:
