@@ -47,6 +47,7 @@ from .errors import InputIOError, UsageError
 from .filetypes import open_regular
 from .findings import finding
 from .internal.offsets import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
+from .loader import load_partition
 from .model import Finding
 from .native import PURE_ENV
 from .producers import segment_logs
@@ -655,12 +656,22 @@ def log_ranges(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
     """``(first, last, kind)`` of the records in ``[lo, hi]`` that the log holds, in log order, consecutive offsets of
     one kind as one range, with kind ``data`` (what the consumer receives), ``aborted`` (data of an aborted
     transaction, under read_committed) or ``control``. Records at or past the fetch limit (LSO and high watermark,
-    or the high watermark) are not in them. A damaged log's offsets may go backwards: the ranges then do too."""
+    or the high watermark) are not in them. A damaged log's offsets may go backwards: the ranges then do too.
+
+    Where the broker's recovery cuts the log (``LogLoader``: a damaged batch in a segment it recovers), the cut is
+    said as ``verify`` says it (``recovery-truncates-log``, :meth:`kafkatool.loader.LoadedPartition.truncation`) and
+    nothing at or past the log end offset after loading is expected, whatever the isolation: the broker bounds the
+    high watermark by it (``UnifiedLog.updateHighWatermark``)."""
     if isolation == "read_committed":
         view = committed_view(part_dir)
         limit, delivers = view.limit, view.delivers
     else:
         limit, delivers = high_watermark(part_dir), (lambda b: True)
+    loaded = load_partition(part_dir, display)
+    cut = loaded.truncation()
+    if cut is not None:  # the batches past it are still read, for their findings
+        findings.append(cut)
+    end = loaded.log_end_offset if cut is not None else OFFSET_MAX + 1
     first = last = -2
     kind = ""
     for _base, path in segment_logs(part_dir):
@@ -691,6 +702,7 @@ def log_ranges(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
                 for a, z in spans:
                     if limit is not None and z >= limit:
                         z, stop = limit - 1, True
+                    z = min(z, end - 1)
                     if a <= z:
                         if a == last + 1 and k == kind:
                             last = z
