@@ -357,11 +357,31 @@ def _plain_block(block: bytes, read: Any, parse: Any, convert: Any, picked: list
         return None
     if not table.num_rows:
         return []
-    topics, parts, offs = (table.column(c).combine_chunks() for c in picked)
+    return _valid_chunks(*(table.column(c).combine_chunks() for c in picked), cols)
+
+
+def _valid_chunks(topics: Any, parts: Any, offs: Any, cols: Any) -> list[SinkChunk] | None:
+    """Columns of topics, partitions and offsets (strings, or integers for the last two) grouped by topic-partition
+    (in the order each first appears), or None when a row breaks :func:`sink_row`'s rules (or a type is one
+    pyarrow's compute functions do not take: the row reader takes it)."""
+    try:
+        return _checked_chunks(topics, parts, offs, cols)
+    except cols[1].ArrowException:
+        return None
+
+
+def _checked_chunks(topics: Any, parts: Any, offs: Any, cols: Any) -> list[SinkChunk] | None:
+    np, pa, pc, pcsv = cols
+    if pa.types.is_dictionary(topics.type):
+        topics = topics.cast(pa.string())
     ints = []
     for col, top in ((parts, PARTITION_MAX), (offs, OFFSET_MAX)):
-        if not pc.all(pc.ascii_is_decimal(col)).as_py() or pc.max(pc.utf8_length(col)).as_py() > 19:
+        if col.null_count or (pa.types.is_integer(col.type) and pc.min(col).as_py() < 0):
             return None
+        if not pa.types.is_integer(col.type):
+            col = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
+            if not pc.all(pc.ascii_is_decimal(col)).as_py() or pc.max(pc.utf8_length(col)).as_py() > 19:
+                return None
         try:
             values = pc.cast(col, pa.int64()).to_numpy()
         except pa.ArrowException:  # past 2^63-1
@@ -369,6 +389,8 @@ def _plain_block(block: bytes, read: Any, parse: Any, convert: Any, picked: list
         if values.max() > top:
             return None
         ints.append(values)
+    if topics.null_count:
+        return None
     coded = topics.dictionary_encode()
     names = coded.dictionary.to_pylist()
     if any(isinstance(sink_row(t, 0, 0), str) for t in names):
@@ -450,7 +472,7 @@ def _jsonl(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding
         yield _bad(where, f"line {lines.number}", row) if isinstance(row, str) else row
 
 
-def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
+def _parquet(path: Path) -> Iterator[tuple[str, int, int] | SinkChunk | Finding]:
     try:
         import pyarrow as pa  # noqa: TID251 - optional: the [spark] extra brings pyarrow
         import pyarrow.parquet as pq  # noqa: TID251
@@ -478,7 +500,13 @@ def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
                           "offset: integers)")
             return
         n = 0
+        cols = columnar()
         for batch in pf.iter_batches(columns=[columns[c] for c in SINK_COLUMNS], batch_size=65536):
+            chunks = _valid_chunks(*batch.columns, cols) if cols is not None and batch.num_rows else None
+            if chunks is not None:  # every row of the batch valid: its columns, not its rows
+                n += batch.num_rows
+                yield from chunks
+                continue
             for topic, partition, offset in zip(*(c.to_pylist() for c in batch.columns), strict=True):
                 n += 1
                 row = sink_row(topic, partition, offset)
@@ -558,9 +586,11 @@ class SortedRuns:
         return heapq.merge(iter(sorted(self.buffer)), *(self._read(f) for f in self.files))
 
     def merged_chunks(self, np: Any) -> Iterator[Any]:
-        """The offsets in order as numpy arrays: the runs merged a chunk of each at a time (all below the least
-        of their chunks' last offsets taken, sorted, yielded), so memory holds a chunk per run."""
-        sources = [iter([np.sort(np.frombuffer(self.buffer, dtype=np.int64))])]
+        """The offsets in order as numpy arrays: the runs merged a chunk (8,192 offsets) of each at a time (all below
+        the least of their chunks' last offsets taken, sorted, yielded), so memory holds the buffer and a chunk per
+        run."""
+        held = np.sort(np.frombuffer(self.buffer, dtype=np.int64))
+        sources = [(held[i:i + (1 << 13)] for i in range(0, len(held), 1 << 13))]  # chunks of a run file's size
         sources += [(np.frombuffer(c, dtype=np.int64) for c in self._blocks(f)) for f in self.files]
         heads = [(a, src) for src in sources if len(a := next(src, np.empty(0, np.int64)))]
         if len(heads) == 1:

@@ -164,3 +164,33 @@ def test_cli_output_is_the_row_paths(tmp_path: Path, logdir: Path) -> None:
     [high] = [d for d in pure.jsonl() if d.get("topic") == "high"]
     held = [o for o in range(3000) if o % 97 and not 1500 <= o < 2000]
     assert pure.returncode == 1 and (high["duplicates_count"], high["duplicates_extra"]) == (len(held), 59 * len(held))
+
+
+def test_parquet_columns_and_rows_agree(tmp_path: Path, logdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parquet: a batch (65,536 rows) whose rows all follow the rules is taken as columns, any other row by row;
+    the same results either way, for strings, dictionaries, signed and unsigned integers, nulls, negatives and
+    values past 2^63-1."""
+    import pyarrow as pa  # noqa: TID251 - writing the Parquet sinks (the [spark] extra)
+    import pyarrow.parquet as pq  # noqa: TID251
+
+    rnd = random.Random(31)
+    n = 70_000
+    topics = [rnd.choice(["payments", "high", "back"]) for _ in range(n)]
+    offsets = [rnd.choice(range(130)) if t != "high" else TOP + rnd.choice(range(3000)) for t in topics]
+    cases = {
+        "strings": (pa.array(topics), pa.array(["0"] * n), pa.array([str(o) for o in offsets])),
+        "dictionary, int32, int64": (pa.array(topics).dictionary_encode(), pa.array([0] * n, pa.int32()),
+                                     pa.array(offsets, pa.int64())),
+        "uint64 past 2^63-1, a null, a negative in the first batch": (
+            pa.array(topics), pa.array([0] * 5 + [-1] + [0] * (n - 6), pa.int64()),
+            pa.array(offsets[:3] + [1 << 63, None] + offsets[5:], pa.uint64())),
+    }
+    for name, (t, p, o) in cases.items():
+        sink = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"topic": t, "partition": p, "offset": o}), sink)
+        for options in ({}, {"run_size": 9973}):
+            assert outcome(sink, logdir, False, monkeypatch, **options) == outcome(sink, logdir, True, monkeypatch,
+                                                                                   **options), name
+    monkeypatch.delenv(PURE_ENV, raising=False)
+    got = list(read_sink(str(tmp_path / "strings.parquet")))
+    assert got and all(isinstance(g, SinkChunk) for g in got)
