@@ -72,6 +72,7 @@ bench: install
 	$(PY) bench/bench_parallel.py
 	$(PY) bench/bench_repair.py
 	$(PY) bench/bench_internal.py
+	$(PY) bench/bench_delivery.py
 	$(PY) bench/bench_spark.py
 	$(PY) bench/bench_spark.py --kind tiny --segments 2 --size 134217728
 	$(PY) bench/bench_cli.py

@@ -41,13 +41,15 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from .errors import InputIOError, UsageError
 from .filetypes import open_regular
 from .findings import finding
 from .internal.offsets import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
+from .loader import load_partition
 from .model import Finding
+from .native import PURE_ENV
 from .producers import segment_logs
 from .records import DEFAULT_MAX_DECOMPRESSED, RECORD_BATCH_OVERHEAD, RawBatch, record_chunks, scan
 from .txns import checkpointed_offset, committed_view, high_watermark
@@ -209,7 +211,11 @@ def _rows(source: str, stdin: BinaryIO | None) -> Iterator[tuple[str, int, int] 
     if suffix == ".parquet":
         yield from _parquet(path)
         return
+    cols = columnar()
     try:
+        if cols is not None and suffix not in (".jsonl", ".ndjson", ".json"):
+            yield from _csv_columnar(path, source, cols)
+            return
         with open(path, **text) as fh:
             yield from _text(fh, source, suffix)
     except OSError as exc:
@@ -239,19 +245,179 @@ def _text(fh: Any, where: str, suffix: str) -> Iterator[tuple[str, int, int] | F
         yield from _csv(lines, where)
 
 
+class SinkChunk(NamedTuple):
+    """Offsets of consecutive valid rows of one topic-partition (a numpy int64 array), from the columnar reader."""
+    topic: str
+    partition: int
+    offsets: Any
+
+
+def columnar() -> Any:
+    """numpy and pyarrow (the [spark] extra brings both) where installed and ``KAFKATOOL_PURE_PYTHON`` is unset:
+    the sink is then read and compared column-wise; else row by row, with the same results."""
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        return None
+    try:
+        import numpy as np  # noqa: TID251 - optional: the [spark] extra brings numpy and pyarrow
+        import pyarrow as pa  # noqa: TID251
+        import pyarrow.compute as pc  # noqa: TID251
+        import pyarrow.csv as pcsv  # noqa: TID251
+    except ImportError:
+        return None
+    return np, pa, pc, pcsv
+
+
+# Bytes of a CSV sink the columnar reader takes at a time: with its arrays (offsets, partitions, topic codes: 8 to
+# 16 bytes a row), what reading holds is a few times this, whatever the sink's size.
+BLOCK_BYTES = 1 << 22
+
+
+def _csv_columnar(path: Path, where: str, cols: Any) -> Iterator[tuple[str, int, int] | SinkChunk | Finding]:
+    """A CSV sink read a block of whole lines at a time by pyarrow's CSV reader, its three columns only, and
+    checked column-wise by :func:`sink_row`'s rules. Only *plain* blocks are read so (no quote, no CR: a line is a
+    row, so line numbers stay exact); a block with a row the rules refuse is read again row by row (its findings
+    are those of the row reader); from a block that is not plain (or a line longer than a block) on, the rest of
+    the file goes to the row reader. Everything yielded is what :func:`_text` yields, valid rows grouped."""
+    np, pa, pc, pcsv = cols
+    with open(path, "rb") as fh:
+        data = fh.read(BLOCK_BYTES)
+        start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        end = data.find(b"\n", start)
+        line = data[start:] if end < 0 else data[start:end + 1]
+        try:
+            text = line.decode()
+        except UnicodeDecodeError:
+            text = ""
+        if (end < 0 and len(data) >= BLOCK_BYTES) or b'"' in line or b"\r" in line or not text.strip() \
+                or text.lstrip().startswith("{"):  # not a plain CSV header on the first line: the row reader
+            fh.seek(0)
+            yield from _rest(fh, where, None, 0)
+            return
+        header = next(csv.reader([text]))
+        columns = sink_columns(header)
+        if isinstance(columns, str):
+            fh.seek(0)
+            yield from _rest(fh, where, None, 0)
+            return
+        names = [f"c{i}" for i in range(len(header))]
+        picked = [names[header.index(columns[c])] for c in SINK_COLUMNS]
+        read = pcsv.ReadOptions(column_names=names, use_threads=False)
+        parse = pcsv.ParseOptions(quote_char=False, newlines_in_values=False)
+        convert = pcsv.ConvertOptions(include_columns=picked, column_types=dict.fromkeys(picked, pa.string()),
+                                      strings_can_be_null=False, quoted_strings_can_be_null=False)
+        number, pos, data = 1, len(line) + start, data[len(line) + start:]
+        while True:
+            more = fh.read(BLOCK_BYTES) if len(data) < BLOCK_BYTES else b""
+            data += more
+            cut = data.rfind(b"\n") + 1 if more or len(data) >= BLOCK_BYTES else len(data)
+            block = data[:cut]
+            if not block:
+                if data:  # a line longer than a block
+                    fh.seek(pos)
+                    yield from _rest(fh, where, header, number)
+                return
+            if b'"' in block or b"\r" in block:
+                fh.seek(pos)
+                yield from _rest(fh, where, header, number)
+                return
+            chunks = _plain_block(block, read, parse, convert, picked, cols)
+            if chunks is None:  # a row the rules refuse in it: the row reader says which
+                lines = _Lines(io.StringIO(block.decode(errors="replace"), newline=""))
+                lines.number = number
+                yield from _csv(lines, where, header)
+            else:
+                yield from chunks
+            number += block.count(b"\n")
+            pos += len(block)
+            data = data[cut:]
+
+
+def _rest(fh: Any, where: str, header: list[str] | None, number: int) -> Iterator[tuple[str, int, int] | Finding]:
+    """The row reader from where the columnar one stopped (a line start, ``number`` lines read)."""
+    text = io.TextIOWrapper(fh, encoding="utf-8-sig" if header is None else "utf-8", errors="replace", newline="")
+    try:
+        if header is None:
+            yield from _text(text, where, "")
+        else:
+            lines = _Lines(text)
+            lines.number = number
+            yield from _csv(lines, where, header)
+    finally:
+        text.detach()
+
+
+def _plain_block(block: bytes, read: Any, parse: Any, convert: Any, picked: list[str],
+                 cols: Any) -> list[SinkChunk] | None:
+    """The valid rows of a plain block grouped by topic-partition (in the order each first appears), or None when
+    any row breaks :func:`sink_row`'s rules or does not have the header's fields."""
+    np, pa, pc, pcsv = cols
+    try:
+        table = pcsv.read_csv(pa.py_buffer(block), read_options=read, parse_options=parse, convert_options=convert)
+    except pa.ArrowException:  # a row of other fields than the header's, bytes not UTF-8
+        return None
+    if not table.num_rows:
+        return []
+    return _valid_chunks(*(table.column(c).combine_chunks() for c in picked), cols)
+
+
+def _valid_chunks(topics: Any, parts: Any, offs: Any, cols: Any) -> list[SinkChunk] | None:
+    """Columns of topics, partitions and offsets (strings, or integers for the last two) grouped by topic-partition
+    (in the order each first appears), or None when a row breaks :func:`sink_row`'s rules (or a type is one
+    pyarrow's compute functions do not take: the row reader takes it)."""
+    try:
+        return _checked_chunks(topics, parts, offs, cols)
+    except cols[1].ArrowException:
+        return None
+
+
+def _checked_chunks(topics: Any, parts: Any, offs: Any, cols: Any) -> list[SinkChunk] | None:
+    np, pa, pc, pcsv = cols
+    if pa.types.is_dictionary(topics.type):
+        topics = topics.cast(pa.string())
+    ints = []
+    for col, top in ((parts, PARTITION_MAX), (offs, OFFSET_MAX)):
+        if col.null_count or (pa.types.is_integer(col.type) and pc.min(col).as_py() < 0):
+            return None
+        if not pa.types.is_integer(col.type):
+            col = col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
+            if not pc.all(pc.ascii_is_decimal(col)).as_py() or pc.max(pc.utf8_length(col)).as_py() > 19:
+                return None
+        try:
+            values = pc.cast(col, pa.int64()).to_numpy()
+        except pa.ArrowException:  # past 2^63-1
+            return None
+        if values.max() > top:
+            return None
+        ints.append(values)
+    if topics.null_count:
+        return None
+    coded = topics.dictionary_encode()
+    names = coded.dictionary.to_pylist()
+    if any(isinstance(sink_row(t, 0, 0), str) for t in names):
+        return None
+    parts_np, offs_np = ints
+    keys = coded.indices.to_numpy().astype(np.int64) << 32 | parts_np
+    if keys[0] == keys[-1] and (keys == keys[0]).all():
+        return [SinkChunk(names[int(keys[0]) >> 32], int(parts_np[0]), offs_np)]
+    uniq, first = np.unique(keys, return_index=True)
+    return [SinkChunk(names[int(k) >> 32], int(k) & 0xFFFFFFFF, offs_np[keys == k]) for k in uniq[np.argsort(first)]]
+
+
 def _bad(where: str, at: str, reason: object) -> Finding:
     return finding("sink-row-invalid", where, None, f"{at}: {reason}")
 
 
-def _csv(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding]:
+def _csv(lines: _Lines, where: str, header: list[str] | None = None) -> Iterator[tuple[str, int, int] | Finding]:
+    """The rows of a CSV sink; ``header``: already read (the columnar reader hands the rest of a file over)."""
     if csv.field_size_limit() < MAX_ROW_CHARS:  # csv's own 131,072 would refuse a row the row rule takes
         csv.field_size_limit(MAX_ROW_CHARS)
     reader = csv.reader(lines)
-    try:
-        header = next(reader, [])
-    except (csv.Error, _RowTooLong) as exc:
-        yield finding("sink-header-invalid", where, None, f"line {lines.number}: {exc}")
-        return
+    if header is None:
+        try:
+            header = next(reader, [])
+        except (csv.Error, _RowTooLong) as exc:
+            yield finding("sink-header-invalid", where, None, f"line {lines.number}: {exc}")
+            return
     columns = sink_columns(header)
     if isinstance(columns, str):
         yield finding("sink-header-invalid", where, None,
@@ -306,7 +472,7 @@ def _jsonl(lines: _Lines, where: str) -> Iterator[tuple[str, int, int] | Finding
         yield _bad(where, f"line {lines.number}", row) if isinstance(row, str) else row
 
 
-def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
+def _parquet(path: Path) -> Iterator[tuple[str, int, int] | SinkChunk | Finding]:
     try:
         import pyarrow as pa  # noqa: TID251 - optional: the [spark] extra brings pyarrow
         import pyarrow.parquet as pq  # noqa: TID251
@@ -334,7 +500,13 @@ def _parquet(path: Path) -> Iterator[tuple[str, int, int] | Finding]:
                           "offset: integers)")
             return
         n = 0
+        cols = columnar()
         for batch in pf.iter_batches(columns=[columns[c] for c in SINK_COLUMNS], batch_size=65536):
+            chunks = _valid_chunks(*batch.columns, cols) if cols is not None and batch.num_rows else None
+            if chunks is not None:  # every row of the batch valid: its columns, not its rows
+                n += batch.num_rows
+                yield from chunks
+                continue
             for topic, partition, offset in zip(*(c.to_pylist() for c in batch.columns), strict=True):
                 n += 1
                 row = sink_row(topic, partition, offset)
@@ -370,10 +542,22 @@ class SortedRuns:
         if offset > self.highest:
             self.highest = offset
 
-    def spill(self) -> None:
+    def extend(self, offsets: Any) -> None:
+        """A numpy int64 array of offsets (:class:`SinkChunk`)."""
+        self.buffer.frombytes(offsets.tobytes())
+        self.count += len(offsets)
+        self.highest = max(self.highest, int(offsets.max()))
+
+    def spill(self, np: Any = None) -> None:
         if not self.buffer:
             return
-        self.files.append(self._write(sorted(self.buffer)))
+        if np is not None:  # sorted by numpy, written at once: the buffer is within run_size already
+            fd, name = tempfile.mkstemp(dir=self.tmpdir, suffix=".run")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(np.sort(np.frombuffer(self.buffer, dtype=np.int64)).tobytes())
+            self.files.append(name)
+        else:
+            self.files.append(self._write(sorted(self.buffer)))
         self.buffer = array("q")
         if len(self.files) >= MAX_RUNS:
             merged = self._write(heapq.merge(*(self._read(f) for f in self.files)))
@@ -393,14 +577,45 @@ class SortedRuns:
             chunk.tofile(fh)
         return name
 
-    @staticmethod
-    def _read(name: str) -> Iterator[int]:
-        with open(name, "rb") as fh:
-            while chunk := fh.read(1 << 16):  # one chunk per run in memory at a time
-                yield from array("q", chunk)
+    @classmethod
+    def _read(cls, name: str) -> Iterator[int]:
+        for chunk in cls._blocks(name):  # one chunk per run in memory at a time
+            yield from array("q", chunk)
 
     def merged(self) -> Iterator[int]:
         return heapq.merge(iter(sorted(self.buffer)), *(self._read(f) for f in self.files))
+
+    def merged_chunks(self, np: Any) -> Iterator[Any]:
+        """The offsets in order as numpy arrays: the runs merged a chunk (8,192 offsets) of each at a time (all below
+        the least of their chunks' last offsets taken, sorted, yielded), so memory holds the buffer and a chunk per
+        run."""
+        held = np.sort(np.frombuffer(self.buffer, dtype=np.int64))
+        sources = [(held[i:i + (1 << 13)] for i in range(0, len(held), 1 << 13))]  # chunks of a run file's size
+        sources += [(np.frombuffer(c, dtype=np.int64) for c in self._blocks(f)) for f in self.files]
+        heads = [(a, src) for src in sources if len(a := next(src, np.empty(0, np.int64)))]
+        if len(heads) == 1:
+            a, src = heads[0]
+            yield a
+            yield from src
+            return
+        while heads:
+            bound = min(a[-1] for a, _src in heads)
+            taken, kept = [], []
+            for a, src in heads:
+                k = int(np.searchsorted(a, bound, "right"))
+                taken.append(a[:k])
+                if k < len(a):
+                    kept.append((a[k:], src))
+                elif len(nxt := next(src, np.empty(0, np.int64))):
+                    kept.append((nxt, src))
+            heads = kept
+            yield np.sort(np.concatenate(taken))
+
+    @staticmethod
+    def _blocks(name: str) -> Iterator[bytes]:
+        with open(name, "rb") as fh:
+            while chunk := fh.read(1 << 16):
+                yield chunk
 
 
 MAX_RANGES = 1000  # ranges a delivery line lists of each kind; all are counted
@@ -431,6 +646,33 @@ class _Ranges:
                 self.items.append([offset, offset] if times is None else [offset, offset, times])
         self.hi = offset
 
+    def add_runs(self, starts: Any, ends: Any, times: Any = None) -> None:
+        """Ascending maximal runs ``[starts[i], ends[i]]`` (numpy arrays; ``times`` each, or None): as :meth:`add` of
+        each offset in turn, in a Python step per run only up to the listing bound, the rest counted at once."""
+        n = len(starts)
+        if not n:
+            return
+        lengths = ends - starts + 1
+        self.offsets += int(lengths.sum())
+        if times is not None:
+            self.extra += int(((times - 1) * lengths).sum())
+        step = min(n, max(self.limit + 1 - self.ranges, 0) + 1)  # past these, every run is a range not listed
+        for i in range(step):
+            lo, hi, t = int(starts[i]), int(ends[i]), None if times is None else int(times[i])
+            if lo == self.hi + 1 and t == self.times:
+                if self.ranges <= self.limit:
+                    self.items[-1][1] = hi
+            else:
+                self.ranges += 1
+                self.times = t
+                if self.ranges <= self.limit:
+                    self.items.append([lo, hi] if t is None else [lo, hi, t])
+            self.hi = hi
+        if step < n:
+            self.ranges += n - step
+            self.hi = int(ends[-1])
+            self.times = None if times is None else int(times[-1])
+
     def fields(self, name: str) -> dict[str, Any]:
         """``name`` (the ranges listed), ``name_count`` (offsets) and ``name_ranges`` (ranges, listed or not)."""
         return {name: self.items, f"{name}_count": self.offsets, f"{name}_ranges": self.ranges}
@@ -439,16 +681,29 @@ class _Ranges:
 DATA, ABORTED, CONTROL = "data", "aborted", "control"
 
 
-def log_offsets(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
-                findings: list[Finding]) -> Iterator[tuple[int, str]]:
-    """(offset, kind) of every record in ``[lo, hi]`` that the log holds, in order, with kind ``data`` (what the
-    consumer receives), ``aborted`` (data of an aborted transaction, under read_committed) or ``control``.
-    Records at or past the fetch limit (LSO and high watermark, or the high watermark) are not yielded."""
+def log_ranges(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
+               findings: list[Finding]) -> Iterator[tuple[int, int, str]]:
+    """``(first, last, kind)`` of the records in ``[lo, hi]`` that the log holds, in log order, consecutive offsets of
+    one kind as one range, with kind ``data`` (what the consumer receives), ``aborted`` (data of an aborted
+    transaction, under read_committed) or ``control``. Records at or past the fetch limit (LSO and high watermark,
+    or the high watermark) are not in them. A damaged log's offsets may go backwards: the ranges then do too.
+
+    Where the broker's recovery cuts the log (``LogLoader``: a damaged batch in a segment it recovers), the cut is
+    said as ``verify`` says it (``recovery-truncates-log``, :meth:`kafkatool.loader.LoadedPartition.truncation`) and
+    nothing at or past the log end offset after loading is expected, whatever the isolation: the broker bounds the
+    high watermark by it (``UnifiedLog.updateHighWatermark``)."""
     if isolation == "read_committed":
         view = committed_view(part_dir)
         limit, delivers = view.limit, view.delivers
     else:
         limit, delivers = high_watermark(part_dir), (lambda b: True)
+    loaded = load_partition(part_dir, display)
+    cut = loaded.truncation()
+    if cut is not None:  # the batches past it are still read, for their findings
+        findings.append(cut)
+    end = loaded.log_end_offset if cut is not None else OFFSET_MAX + 1
+    first = last = -2
+    kind = ""
     for _base, path in segment_logs(part_dir):
         shown = os.path.join(display, path.name)
         try:
@@ -467,16 +722,42 @@ def log_offsets(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
                 if b.last_offset < lo:
                     continue
                 if b.base_offset > hi or (limit is not None and b.base_offset >= limit):
-                    return
-                kind = CONTROL if b.control else DATA if delivers(b) else ABORTED
+                    break
+                k = CONTROL if b.control else DATA if delivers(b) else ABORTED
                 if b.magic >= 2 and b.record_count == b.last_offset - b.base_offset + 1 and _plausible(b):
-                    offsets: Iterable[int] = range(max(b.base_offset, lo), min(b.last_offset, hi) + 1)
+                    spans: Iterable[tuple[int, int]] = [(max(b.base_offset, lo), min(b.last_offset, hi))]
                 else:  # compacted (offsets missing inside the batch), a v0/v1 message set, or a count to check
-                    offsets = _decoded_offsets(b, item.raw, shown, lo, hi, findings)
-                for offset in offsets:
-                    if limit is not None and offset >= limit:
-                        return
-                    yield offset, kind
+                    spans = ((o, o) for o in _decoded_offsets(b, item.raw, shown, lo, hi, findings))
+                stop = False
+                for a, z in spans:
+                    if limit is not None and z >= limit:
+                        z, stop = limit - 1, True
+                    z = min(z, end - 1)
+                    if a <= z:
+                        if a == last + 1 and k == kind:
+                            last = z
+                        else:
+                            if kind:
+                                yield first, last, kind
+                            first, last, kind = a, z, k
+                    if stop:
+                        break
+                if stop:
+                    if hasattr(spans, "close"):
+                        spans.close()
+                    break
+            else:
+                continue
+            break
+    if kind:
+        yield first, last, kind
+
+
+def log_offsets(ranges: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
+    """(offset, kind) of every record of :func:`log_ranges`, one by one."""
+    for first, last, kind in ranges:
+        for offset in range(first, last + 1):
+            yield offset, kind
 
 
 def _decoded_offsets(b: Any, raw: bytes, shown: str, lo: int, hi: int, findings: list[Finding]) -> Iterator[int]:
@@ -591,6 +872,120 @@ def compare(expected: Iterator[tuple[int, str]], delivered: Iterator[int], resul
         nxt = _skip_equal(nxt, delivered, result)
 
 
+def compare_ranges(expected: Iterator[tuple[int, int, str]], delivered: Iterator[Any], result: PartitionDelivery,
+                   np: Any) -> None:
+    """:func:`compare` by ranges: the log's ranges (:func:`log_ranges`) against the sink's offsets in order as numpy
+    arrays (:meth:`SortedRuns.merged_chunks`, already cut to the range by :func:`_counted_chunks`), each array
+    cut by binary search at the ranges' ends; what is missing, duplicated or unexpected is found per run of a
+    chunk, never per offset. Where the log's ranges go backwards (a damaged log), a range meets only the sink's
+    offsets past those already compared, as :func:`compare` meets them: the ones below are missing."""
+    commit = result.committed_offset
+    sink = _Cursor(_unique_counts(delivered, np))
+    for first, last, kind in expected:
+        _claimed(sink.upto(first - 1), result.unexpected, commit, result, np)
+        pos = first
+        for values, times in sink.upto(last):
+            if kind == DATA:
+                _missing(pos, values[0] - 1, values[1:] if len(values) > 1 else None, values, commit, result, np)
+                dup = times > 1
+                if dup.any():
+                    result.duplicates.add_runs(*_runs(values[dup], times[dup], np))
+                if commit is not None:
+                    _redelivered(values, commit, result, np)
+            else:
+                _claimed([(values, times)], result.aborted_delivered, commit, result, np)
+            pos = int(values[-1]) + 1
+        if kind == DATA:
+            result.expected += last - first + 1
+            _missing(pos, last, None, None, commit, result, np)
+    _claimed(sink.upto(OFFSET_MAX), result.unexpected, commit, result, np)
+
+
+def _missing(pos: int, upto: int, after: Any, values: Any, commit: int | None, result: PartitionDelivery,
+             np: Any) -> None:
+    """Missing: ``[pos, upto]``, then (``values``: the sink's offsets in ascending order, ``after``: values[1:])
+    the gaps between consecutive ``values``."""
+    starts, ends = [pos] if pos <= upto else [], [upto] if pos <= upto else []
+    if values is not None and len(values) > 1:
+        gap = np.flatnonzero(np.diff(values) > 1)
+        starts_a, ends_a = np.concatenate([np.array(starts, np.int64), values[gap] + 1]), \
+            np.concatenate([np.array(ends, np.int64), after[gap] - 1])
+    else:
+        starts_a, ends_a = np.array(starts, np.int64), np.array(ends, np.int64)
+    result.missing.add_runs(starts_a, ends_a)
+    if commit is not None and len(starts_a) and starts_a[0] < commit:
+        below = starts_a < commit
+        result.committed_not_processed.add_runs(starts_a[below], np.minimum(ends_a[below], commit - 1))
+
+
+def _claimed(pieces: Iterable[tuple[Any, Any]], into: _Ranges, commit: int | None, result: PartitionDelivery,
+             np: Any) -> None:
+    """Sink offsets the log does not hold as expected records: each once into ``into`` (and redelivered past the
+    commit)."""
+    for values, _times in pieces:
+        into.add_runs(*_runs(values, None, np))
+        if commit is not None:
+            _redelivered(values, commit, result, np)
+
+
+def _redelivered(values: Any, commit: int, result: PartitionDelivery, np: Any) -> None:
+    at = int(np.searchsorted(values, commit, "left"))
+    if at < len(values):
+        result.redelivered_on_restart.add_runs(*_runs(values[at:], None, np))
+
+
+def _runs(values: Any, times: Any, np: Any) -> tuple[Any, Any, Any]:
+    """Maximal runs of consecutive ``values`` (ascending, distinct) of equal ``times``: starts, ends, times."""
+    brk = np.diff(values) != 1
+    if times is not None:
+        brk |= np.diff(times) != 0
+    cut = np.flatnonzero(brk)
+    heads = np.concatenate([[0], cut + 1])
+    tails = np.concatenate([cut, [len(values) - 1]])
+    return values[heads], values[tails], None if times is None else times[heads]
+
+
+def _unique_counts(chunks: Iterator[Any], np: Any) -> Iterator[tuple[Any, Any]]:
+    """Sorted arrays of offsets as (distinct offsets, times each), an offset never split across two."""
+    carry_v = carry_c = None
+    for a in chunks:
+        if not len(a):
+            continue
+        heads = np.concatenate([[0], np.flatnonzero(np.diff(a)) + 1])
+        values, times = a[heads], np.diff(np.concatenate([heads, [len(a)]]))
+        if carry_v is not None:
+            if values[0] == carry_v[0]:
+                times[0] += carry_c[0]
+            else:
+                yield carry_v, carry_c
+        carry_v, carry_c = values[-1:], times[-1:]
+        if len(values) > 1:
+            yield values[:-1], times[:-1]
+    if carry_v is not None:
+        yield carry_v, carry_c
+
+
+class _Cursor:
+    """The sink's (offsets, times) pieces, taken up to an offset at a time."""
+
+    def __init__(self, pieces: Iterator[tuple[Any, Any]]) -> None:
+        self.pieces, self.head = pieces, next(pieces, None)
+
+    def upto(self, bound: int) -> Iterator[tuple[Any, Any]]:
+        """The pieces of offsets at most ``bound``, in order, each taken as it is yielded."""
+        while self.head is not None:
+            values, times = self.head
+            if values[0] > bound:
+                return
+            k = len(values) if values[-1] <= bound else int(values.searchsorted(bound, "right"))
+            if k < len(values):
+                self.head = values[k:], times[k:]
+                yield values[:k], times[:k]
+                return
+            self.head = next(self.pieces, None)
+            yield values, times
+
+
 def _skip_equal(value: int, it: Iterator[int], result: PartitionDelivery) -> int | None:
     if result.committed_offset is not None and value >= result.committed_offset:
         result.redelivered_on_restart.add(value)
@@ -630,6 +1025,8 @@ def delivery_paths(
                 commits[(item.topic, item.partition)] = item.offset
             elif isinstance(item, Finding) and item.severity != "info":
                 yield item
+    cols = columnar()
+    np = cols[0] if cols is not None else None
     with tempfile.TemporaryDirectory(prefix="kafkatool-delivery-") as tmp:
         # only partitions on disk keep their offsets; the others are counted, the first few by name: memory is
         # bounded by run_size offsets and the partitions under the paths, whatever the sink names
@@ -641,24 +1038,29 @@ def delivery_paths(
                 if isinstance(row, Finding):
                     yield row
                     continue
-                rows += 1
-                if progress is not None and rows % 4096 == 0:
-                    progress(4096)
+                chunk = isinstance(row, SinkChunk)
+                n = len(row.offsets) if chunk else 1
+                if progress is not None and (rows + n) // 4096 > rows // 4096:
+                    progress(((rows + n) // 4096 - rows // 4096) * 4096)
+                rows += n
                 key = (row[0], row[1])
                 sink_runs = runs.get(key)
                 if sink_runs is None:
                     if key not in parts:
                         if key in absent or len(absent) < MAX_PARTITIONS_ABSENT:
-                            absent[key] = absent.get(key, 0) + 1
+                            absent[key] = absent.get(key, 0) + n
                         else:
-                            absent_other += 1
+                            absent_other += n
                         continue
                     sink_runs = runs[key] = SortedRuns(tmp)
-                sink_runs.add(row[2])
-                buffered += 1
+                if chunk:
+                    sink_runs.extend(row.offsets)
+                else:
+                    sink_runs.add(row[2])
+                buffered += n
                 if buffered >= run_size:  # one budget for all partitions' buffers
                     for r in runs.values():
-                        r.spill()
+                        r.spill(np)
                     buffered = 0
         if not runs and not absent and not absent_other:
             raise UsageError(f"no topic/partition/offset row to check in {', '.join(sinks)}")
@@ -678,14 +1080,27 @@ def delivery_paths(
             result = PartitionDelivery(topic, partition, pd.display, isolation, lo, hi, group=group,
                                        committed_offset=commit)
             findings: list[Finding] = []
-            in_range = _counted(sink_runs.merged(), lo, hi, result)
-            compare(log_offsets(pd.path, pd.display, lo, hi, isolation, findings), in_range, result)
+            expected = log_ranges(pd.path, pd.display, lo, hi, isolation, findings)
+            if np is not None:
+                compare_ranges(expected, _counted_chunks(sink_runs.merged_chunks(np), lo, hi, result, np), result, np)
+            else:
+                compare(log_offsets(expected), _counted(sink_runs.merged(), lo, hi, result), result)
             yield from findings
             yield result
         if absent_other:
             yield finding("delivery-partition-missing", ", ".join(sinks), None,
                           f"the sink has {absent_other:,} more rows of topic-partitions not under the paths given, "
                           f"past the {MAX_PARTITIONS_ABSENT} named above")
+
+
+def _counted_chunks(chunks: Iterator[Any], lo: int, hi: int, result: PartitionDelivery, np: Any) -> Iterator[Any]:
+    """:func:`_counted` of sorted numpy arrays: each cut to ``[lo, hi]`` by binary search."""
+    for a in chunks:
+        i, j = int(np.searchsorted(a, lo, "left")), int(np.searchsorted(a, hi, "right"))
+        result.delivered += j - i
+        result.outside_range += len(a) - (j - i)
+        if j > i:
+            yield a[i:j]
 
 
 def _counted(offsets: Iterator[int], lo: int, hi: int, result: PartitionDelivery) -> Iterator[int]:
@@ -697,5 +1112,5 @@ def _counted(offsets: Iterator[int], lo: int, hi: int, result: PartitionDelivery
             result.outside_range += 1
 
 
-__all__ = ["ISOLATIONS", "MAX_RANGES", "PartitionDelivery", "SortedRuns", "compare", "delivery_paths", "log_offsets",
-           "read_sink", "sink_columns", "sink_row"]
+__all__ = ["ISOLATIONS", "MAX_RANGES", "PartitionDelivery", "SinkChunk", "SortedRuns", "columnar", "compare",
+           "compare_ranges", "delivery_paths", "log_offsets", "log_ranges", "read_sink", "sink_columns", "sink_row"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -260,7 +261,9 @@ def test_duplicate_runs_are_ranges(tmp_path: Path) -> None:
 
 def test_a_record_count_no_bytes_could_hold_is_decoded_not_counted_to(tmp_path: Path) -> None:
     """A one-record batch whose last offset delta and record count say 2^31-1 records (in 70 bytes): delivery
-    decodes it (a record-invalid finding, the one real record) instead of walking 2^31 offsets."""
+    decodes it (a record-invalid finding, the one real record) instead of walking 2^31 offsets. Its CRC fails, and
+    the segment has no index, so the broker recovers it at load and cuts the log there: nothing is expected (the
+    one record was expected before the cut was applied)."""
     part = partition_of(tmp_path / "logdir", 1)
     seg = part / "00000000000000000000.log"
     data = bytearray(seg.read_bytes())
@@ -271,9 +274,40 @@ def test_a_record_count_no_bytes_could_hold_is_decoded_not_counted_to(tmp_path: 
     sink.write_text("topic,partition,offset\nbig,0,0\nbig,0,5000000000\n")
     items = list(delivery_paths([str(sink)], [tmp_path / "logdir"], isolation="read_uncommitted"))
     [d] = [x.as_dict() for x in items if hasattr(x, "verdict")]
-    assert "record-invalid" in [getattr(f, "code", None) for f in items]
-    assert (d["expected"], d["missing_count"], d["unexpected"]) == (1, 0, [[5000000000, 5000000000]])
+    assert {"record-invalid", "recovery-truncates-log"} <= {getattr(f, "code", None) for f in items}
+    assert (d["expected"], d["missing_count"], d["unexpected"]) == (0, 0, [[0, 0], [5000000000, 5000000000]])
 
+
+
+def test_a_log_the_broker_cuts_at_load_is_said_and_nothing_past_the_cut_expected(tmp_path: Path) -> None:
+    """A damaged batch in a segment the broker recovers (no clean shutdown, recovery point 0): ``LogLoader`` cuts the
+    log there, so no consumer fetches past it, whatever its isolation. delivery says the cut as verify says it
+    (``recovery-truncates-log``, the same line), still names the damaged batch, and expects nothing past the cut:
+    the sink's rows there are offsets the log does not hold. Before: no cut said, 101 records expected."""
+    logdir = tmp_path / "logdir"
+    shutil.copytree(FIXTURES, logdir)
+    (logdir / ".kafka_cleanshutdown").unlink()
+    points = logdir / "recovery-point-offset-checkpoint"
+    points.write_text("".join("payments 0 0\n" if line.startswith("payments 0 ") else line + "\n"
+                              for line in points.read_text().splitlines()))
+    part = logdir / "payments-0"
+    last = sorted(part.glob("*.log"))[-1]
+    batches = [d for d in cli("dump", "-f", "jsonl", last).jsonl() if d["type"] == "batch"]
+    data = bytearray(last.read_bytes())
+    data[batches[1]["position"] + 60] ^= 0xFF  # inside the second batch's records: its CRC fails
+    last.write_bytes(data)
+    [cut] = [d for d in cli("verify", "-f", "jsonl", part).jsonl() if d.get("code") == "recovery-truncates-log"]
+    end = batches[1]["base_offset"]  # the log end offset after loading
+    sink = tmp_path / "sink.csv"
+    sink.write_text("topic,partition,offset\n" + "".join(f"payments,0,{o}\n" for o in range(121)))
+    p = cli("delivery", "-f", "jsonl", "--isolation", "read_uncommitted", "--sink", sink, part)
+    lines = p.jsonl()
+    assert cut in lines and any(d.get("code") == "crc-mismatch" for d in lines)
+    [d] = [x for x in lines if x["type"] == "delivery"]
+    every = [d for d in cli("dump", "-f", "jsonl", part).jsonl() if d["type"] == "batch" and not d["control"]]
+    held = {o for b in every for o in range(b["base_offset"], b["last_offset"] + 1) if o < end}
+    assert p.returncode == 1 and d["expected"] == len(held) and d["missing_count"] == 0
+    assert d["unexpected"][-1] == [end, 120]
 
 PEAK_MB = 200  # README: 10^7 rows the log does not hold peak at about 100 MB; before the bound, 1.26 GB
 
