@@ -542,6 +542,7 @@ class PartitionLoad:
         self.files = sorted_files = _sort_files(_listing(path, display, files), options)
         self.bases = bases = sorted(sorted_files.segments)
         self.segs = segs = [sorted_files.segments[b] for b in bases]
+        self.seg_index = {s.display: i for i, s in reversed(list(enumerate(segs)))}  # tap's lookup (the first wins)
         self.loaded = loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean,
                                                ls_checkpoint, hw_checkpoint, findings=_logdir_findings(logdir))
         loaded.snapshot_files = {o: p for o, p in sorted(sorted_files.snapshots.items()) if o is not None}
@@ -603,7 +604,7 @@ class PartitionLoad:
         batches and findings of :func:`kafkatool.records.scan` over the whole file, in order) through while loading
         them; None when the broker does not load that file as a segment (a replaced segment, a leftover) or it is
         already loaded."""
-        i = next((i for i, s in enumerate(self.segs) if s.display == display), None)
+        i = self.seg_index.get(display)
         if i is None or i < self.next:
             return None
 
