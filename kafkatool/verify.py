@@ -287,7 +287,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     state.recovered = {seg.base_offset: seg.recovered for seg in load.segs if seg.recovered is not None}
     check = options.check
     if tasks:  # index.interval.bytes as repair takes it: given, else what the partition's offset indexes fit
-        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan)
+        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan, part.files)
         check = check._replace(index_interval_bytes=interval.value)
     for report in runner.run(tasks, load, check):
         for f in _join_segment(report, state, part, compacted):
