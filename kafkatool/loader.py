@@ -278,9 +278,12 @@ def latest_snapshot(
 
     ``recoverSegment`` passes the log dir's log start checkpoint (``log_start_checkpoint``; 0 when there is none) to
     ``truncateAndReload``, which deletes every snapshot at or below it before ``loadFromSnapshot`` takes the latest
-    one left: such a snapshot never seeds a replay."""
+    one left: such a snapshot never seeds a replay.
+
+    Every snapshot is read (the unreadable ones are named), and only the entries of the latest usable one so far are
+    kept: memory is one snapshot's entries, not every snapshot's (a partition of N segments has N snapshots)."""
     bad: dict[int, str] = {}
-    readable: dict[int, list[ProducerEntry]] = {}
+    best: tuple[int, list[ProducerEntry]] | None = None
     for offset, path in snapshots.items():
         if offset is None:
             continue
@@ -292,12 +295,12 @@ def latest_snapshot(
         problems = [f for f in items if isinstance(f, Finding) and f.severity == "error"]
         if problems:
             bad[offset] = problems[0].message
-        else:
-            readable[offset] = [e for e in items if isinstance(e, ProducerEntry)]
-    usable = [o for o in readable if log_start <= o and (first is None or o <= first)
-              and (log_start_checkpoint is None or o > log_start_checkpoint)]
-    if usable:
-        return max(usable), readable[max(usable)], bad
+        elif (log_start <= offset and (first is None or offset <= first)
+              and (log_start_checkpoint is None or offset > log_start_checkpoint)
+              and (best is None or offset > best[0])):
+            best = offset, [e for e in items if isinstance(e, ProducerEntry)]
+    if best is not None:
+        return best[0], best[1], bad
     return log_start, [], bad
 
 
