@@ -59,7 +59,7 @@ fixtures: install
 	$(PY) fixtures/generate.py fixtures/logdir
 	$(PY) fixtures/generate.py --incident fixtures/incident
 
-## bench: throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; loader
+## bench: verify linear in segments and against a scandir + CRC floor per partition; throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; loader
 ## against a bare header scan; repair against verify and its backup size; offsets, txn-state and metadata against
 ## the Construct declarations alone; start-up; Spark scan
 bench: install
@@ -70,6 +70,7 @@ bench: install
 	$(PY) bench/bench_loader.py
 	$(PY) bench/bench_verify.py
 	$(PY) bench/bench_parallel.py
+	$(PY) bench/bench_linear.py
 	$(PY) bench/bench_repair.py
 	$(PY) bench/bench_internal.py
 	$(PY) bench/bench_delivery.py

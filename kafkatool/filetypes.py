@@ -10,6 +10,7 @@ content has the inner type.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
@@ -95,7 +96,13 @@ def classify(path: str | Path, *, by_extension: bool = False) -> FileInfo:
     ``by_extension``: also accept names that are not Kafka's (``copy.log``), with no base offset. Only
     for files a user names explicitly: walking a directory stays strict, so ``server.log`` is not a segment.
     """
-    name = Path(path).name
+    return _classify_name(path.name if isinstance(path, Path) else Path(path).name, by_extension)
+
+
+@functools.lru_cache(maxsize=4096)
+def _classify_name(name: str, by_extension: bool) -> FileInfo:
+    """:func:`classify` of a bare name. Cached, bounded: partition dirs repeat the same names (every partition has
+    a ``00000000000000000000.log``), and a listing is classified by each reader of it."""
     leftover = None
     for suffix in LEFTOVER_SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):

@@ -149,21 +149,29 @@ def _fit(log: Path, options: ScanOptions, limit: int, entry_positions: list[int]
 
 
 def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
-                         scan_bytes: int = SCAN_BYTES, total_bytes: int = TOTAL_BYTES) -> IndexInterval:
+                         scan_bytes: int = SCAN_BYTES, total_bytes: int = TOTAL_BYTES,
+                         files: Iterable[tuple[Path, str]] | None = None) -> IndexInterval:
     """The ``index.interval.bytes`` the offset indexes of the partition at ``part_dir`` fit (see the module); the
-    newest segments first (the setting the broker writes with now), ``scan_bytes`` of each, ``total_bytes`` in all."""
+    newest segments first (the setting the broker writes with now), ``scan_bytes`` of each, ``total_bytes`` in all.
+    ``files``: the dir's (path, display) listing when discovery has it (not listed again); an empty index is read
+    once (a partition of many one-batch segments has nothing but those)."""
     low, high, entries, used, skipped, read = 0, None, 0, 0, 0, 0
-    for log in sorted((p for p in Path(part_dir).iterdir() if p.is_file()), reverse=True):
+    if files is None:
+        paths = [p for p in Path(part_dir).iterdir() if p.is_file()]
+    else:
+        paths = [p for p, _d in files]
+    names = {p.name for p in paths}
+    for log in sorted(paths, key=lambda p: p.name, reverse=True):
         if read >= total_bytes:
             break
         info = classify(log)
         if info.kind is not FileKind.LOG or info.leftover is not None or info.base_offset is None:
             continue
         index = segment_file(log.parent, info.base_offset, "index")
-        if not index.is_file():
+        if index.name not in names:
             continue
         data = read_regular(index)
-        listed = read_offset_index(index, info.base_offset)
+        listed = read_offset_index(index, info.base_offset) if data else []
         if not listed:
             continue
         read += min(scan_bytes, log.stat().st_size)
@@ -193,11 +201,13 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
                          f"they fit {span}{left_out})", entries, used, low, high)
 
 
-def resolve_index_interval(part_dir: Path, given: int | None, options: ScanOptions = _SCAN) -> IndexInterval:
-    """``given`` (``--index-interval-bytes``) when set, else what the partition's indexes say."""
+def resolve_index_interval(part_dir: Path, given: int | None, options: ScanOptions = _SCAN,
+                           files: Iterable[tuple[Path, str]] | None = None) -> IndexInterval:
+    """``given`` (``--index-interval-bytes``) when set, else what the partition's indexes say (``files``: its
+    listing, see :func:`infer_index_interval`)."""
     if given is not None:
         return IndexInterval(given, "option", "(from --index-interval-bytes)")
-    return infer_index_interval(part_dir, options)
+    return infer_index_interval(part_dir, options, files=files)
 
 
 __all__ = ["COMMON", "DEFAULT", "IndexInterval", "RangeFit", "infer_index_interval", "resolve_index_interval",

@@ -278,9 +278,12 @@ def latest_snapshot(
 
     ``recoverSegment`` passes the log dir's log start checkpoint (``log_start_checkpoint``; 0 when there is none) to
     ``truncateAndReload``, which deletes every snapshot at or below it before ``loadFromSnapshot`` takes the latest
-    one left: such a snapshot never seeds a replay."""
+    one left: such a snapshot never seeds a replay.
+
+    Every snapshot is read (the unreadable ones are named), and only the entries of the latest usable one so far are
+    kept: memory is one snapshot's entries, not every snapshot's (a partition of N segments has N snapshots)."""
     bad: dict[int, str] = {}
-    readable: dict[int, list[ProducerEntry]] = {}
+    best: tuple[int, list[ProducerEntry]] | None = None
     for offset, path in snapshots.items():
         if offset is None:
             continue
@@ -292,12 +295,12 @@ def latest_snapshot(
         problems = [f for f in items if isinstance(f, Finding) and f.severity == "error"]
         if problems:
             bad[offset] = problems[0].message
-        else:
-            readable[offset] = [e for e in items if isinstance(e, ProducerEntry)]
-    usable = [o for o in readable if log_start <= o and (first is None or o <= first)
-              and (log_start_checkpoint is None or o > log_start_checkpoint)]
-    if usable:
-        return max(usable), readable[max(usable)], bad
+        elif (log_start <= offset and (first is None or offset <= first)
+              and (log_start_checkpoint is None or offset > log_start_checkpoint)
+              and (best is None or offset > best[0])):
+            best = offset, [e for e in items if isinstance(e, ProducerEntry)]
+    if best is not None:
+        return best[0], best[1], bad
     return log_start, [], bad
 
 
@@ -514,6 +517,10 @@ class PartitionLoad:
     Segments are loaded in offset order (recovery deletes what follows a cut; producer state is replayed in
     order): a tap of a segment first reads the earlier ones nobody fed. A tap whose scan stopped half-way (an
     I/O error) leaves the load unusable, and :meth:`finish` loads the partition again from the files.
+
+    Each step is O(1) per segment (a tap finds its segment in ``seg_index``); what is kept is per segment, not per
+    batch: its :class:`LoadedSegment` (with ``rebuild``, its rebuilt indexes and aborted transactions), its epoch
+    changes, and the latest usable producer snapshot's entries (``docs/performance.md``: ~6 KB a segment in all).
     """
 
     def __init__(
@@ -542,6 +549,7 @@ class PartitionLoad:
         self.files = sorted_files = _sort_files(_listing(path, display, files), options)
         self.bases = bases = sorted(sorted_files.segments)
         self.segs = segs = [sorted_files.segments[b] for b in bases]
+        self.seg_index = {s.display: i for i, s in reversed(list(enumerate(segs)))}  # tap's lookup (the first wins)
         self.loaded = loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean,
                                                ls_checkpoint, hw_checkpoint, findings=_logdir_findings(logdir))
         loaded.snapshot_files = {o: p for o, p in sorted(sorted_files.snapshots.items()) if o is not None}
@@ -603,7 +611,7 @@ class PartitionLoad:
         batches and findings of :func:`kafkatool.records.scan` over the whole file, in order) through while loading
         them; None when the broker does not load that file as a segment (a replaced segment, a leftover) or it is
         already loaded."""
-        i = next((i for i, s in enumerate(self.segs) if s.display == display), None)
+        i = self.seg_index.get(display)
         if i is None or i < self.next:
             return None
 

@@ -288,7 +288,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     state.recovered = {seg.base_offset: seg.recovered for seg in load.segs if seg.recovered is not None}
     check = options.check
     if tasks:  # index.interval.bytes as repair takes it: given, else what the partition's offset indexes fit
-        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan)
+        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan, part.files)
         check = check._replace(index_interval_bytes=interval.value)
     for report in runner.run(tasks, load, check):
         for f in _join_segment(report, state, part, compacted):
@@ -392,9 +392,11 @@ def _snapshot_state(files: PartitionFiles, first_base: int | None) -> tuple[dict
     offset); False when that state is not known."""
     if not first_base:
         return {}, True
-    snapshots: dict[int | None, Path] = {o: p for o, (p, _d) in files.snapshots.items()}
-    _start, entries, bad = latest_snapshot(snapshots, first_base, first_base)
-    if first_base not in snapshots or first_base in bad:
+    if first_base not in files.snapshots:
+        return {}, False
+    # bounded to [first_base, first_base]: that one snapshot is all latest_snapshot could take (not every one read)
+    _start, entries, bad = latest_snapshot({first_base: files.snapshots[first_base][0]}, first_base, first_base)
+    if first_base in bad:
         return {}, False
     return {e.producer_id: e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0}, True
 
