@@ -28,6 +28,7 @@ timings vary by tens of percent from run to run. Results go to stdout and ``benc
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -44,7 +45,9 @@ CHUNK = 4 << 20
 # -- generation ------------------------------------------------------------------------------------
 
 def _template(kind: str) -> bytes:
-    """``big``/``tiny``, optionally ``-CODEC`` (``tiny-zstd``): that batch compressed with CODEC."""
+    """``big``/``tiny``, optionally ``-CODEC`` (``tiny-zstd``): that batch compressed with CODEC. CODEC
+    ``lz4@kafka-python`` or ``lz4@aiokafka``: the batch as that client's producer builds it
+    (``DefaultRecordBatchBuilder``), lz4 frames of its shape (FLG 0x68: content size; 0x70: block checksums)."""
     from kafkatool.build import RecordSpec, record_batch
 
     kind, _, codec = kind.partition("-")
@@ -53,6 +56,15 @@ def _template(kind: str) -> bytes:
                    for i in range(16)]
     else:
         records = [RecordSpec(b"k", b"tiny-value", 1_700_000_000_000)]
+    codec, _, client = codec.partition("@")
+    if client:
+        module = importlib.import_module(f"{client.removesuffix('-python')}.record.default_records")
+        builder = module.DefaultRecordBatchBuilder(
+            magic=2, compression_type=3, is_transactional=False, producer_id=-1, producer_epoch=-1,
+            base_sequence=-1, batch_size=1 << 30)
+        for i, r in enumerate(records):
+            builder.append(i, timestamp=r.timestamp, key=r.key, value=r.value, headers=[])
+        return bytes(builder.build())
     return record_batch(0, records, partition_leader_epoch=1, compression=codec or "none")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import itertools
 import os
 import random
 import struct
@@ -30,6 +31,7 @@ from kafkatool import native
 from kafkatool.build import RecordSpec, end_transaction_marker, legacy_entry, record_batch
 from kafkatool.codecs import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD, compress
 from kafkatool.errors import DecompressionError
+from kafkatool.formats.codec_frames import lz4_header_checksum
 from kafkatool.loader import PartitionLoad, Rebuild, load_partition
 from kafkatool.log_check import CheckOptions, SegmentTask
 from kafkatool.records import RawBatch, ScanOptions, _resync_window, decode_records, decompress_payload, resync, scan
@@ -438,7 +440,8 @@ def _wrapper(codec: str, inner: bytes, magic: int) -> bytes:
 def payloads() -> list[tuple[int, bytes, bool]]:
     """``(codec, payload, legacy_lz4)``: what Kafka's producers write (1 record, 16 x 1 KiB, several
     lz4/snappy blocks), concatenated gzip members and zstd frames, a raw snappy block, lz4 with the
-    message format v0 header checksum, and the records section of every compressed corpus batch."""
+    message format v0 header checksum, the lz4 frames other clients write (:func:`client_lz4_frames`), and the
+    records section of every compressed corpus batch."""
     import cramjam
 
     rng = random.Random(14)
@@ -450,6 +453,7 @@ def payloads() -> list[tuple[int, bytes, bool]]:
             out.append((codec, compress(codec, text), False))
         out.append((codec, record_batch(0, [RecordSpec(b"k", b"x" * 1024, 1)] * 16,
                                         compression=CODEC_NAMES[codec])[61:], False))
+    out += [(LZ4, frame, legacy) for frame, legacy in client_lz4_frames(texts)]
     out += [(LZ4, compress(LZ4, texts[1], legacy_lz4_checksum=True), True),
             (GZIP, compress(GZIP, texts[1]) + compress(GZIP, b"second member") + b"\x1f\x8b", False),
             (ZSTD, compress(ZSTD, texts[0]) + compress(ZSTD, texts[1]), False),
@@ -460,6 +464,30 @@ def payloads() -> list[tuple[int, bytes, bool]]:
             for item in scan(io.BytesIO(data), "seg.log", with_raw=True):
                 if item.__class__ is RawBatch and item.batch.magic == 2 and 0 < item.batch.attributes & 7 < 5:
                     out.append((item.batch.attributes & 7, bytes(item.raw[61:]), False))
+    return out
+
+
+def client_lz4_frames(texts: list[bytes]) -> list[tuple[bytes, bool]]:
+    """``(frame, legacy_lz4)``: lz4 frames of every independent-block shape a client writes, as python-lz4
+    (kafka-python: ``lz4.frame.compress``, FLG 0x68 by default) and cramjam (aiokafka: block checksums, 0x70)
+    write them: every block size (64 KiB..4 MiB), content size, block and content checksums, over each of
+    ``texts``; and the v0 form of the content-size one, its HC over the magic bytes too (kafka-python's
+    ``lz4_encode_old_kafka``)."""
+    import cramjam
+    import lz4.frame
+
+    out = []
+    for text in texts:
+        for block_size, store_size, block_checksum, content_checksum in itertools.product(
+                (lz4.frame.BLOCKSIZE_MAX64KB, lz4.frame.BLOCKSIZE_MAX256KB, lz4.frame.BLOCKSIZE_MAX1MB,
+                 lz4.frame.BLOCKSIZE_MAX4MB), (False, True), (False, True), (False, True)):
+            out.append((lz4.frame.compress(text, block_size=block_size, block_linked=False, store_size=store_size,
+                                           block_checksum=block_checksum, content_checksum=content_checksum), False))
+        aiokafka = cramjam.lz4.Compressor(level=9, content_checksum=False, block_linked=False)
+        aiokafka.compress(text)
+        out.append((bytes(aiokafka.finish()), False))
+        frame = lz4.frame.compress(text, block_linked=False)
+        out.append((frame[:14] + bytes([lz4_header_checksum(frame[:14])]) + frame[15:], True))
     return out
 
 
@@ -554,6 +582,53 @@ def test_mutated_compressed_payloads_decompress_the_same(core) -> None:
                 break
     assert not differ, f"native and pure differ on payload mutation cases {differ}"
     assert accepted > 2000  # the native core decided many itself
+
+
+def test_edited_lz4_frames_decompress_the_same(core) -> None:
+    """Client lz4 frames (:func:`client_lz4_frames`) edited where a hostile frame would lie: the declared content
+    size (0, one short, one over, past the limit, 2^63, 2^64 - 1; the HC recomputed so the decoder sees it, or
+    left), every header bit, a checksum, a block size word, dependent blocks and a dictionary id (refused by
+    ``Lz4BlockInputStream``), every cut; with and without the v0 HC quirk, at limits under and over the output:
+    native and pure give the same bytes or the same error, and the native core decides the intact ones itself."""
+    import lz4.frame
+
+    rng = random.Random(30)
+    text = b"".join(rng.choice((b"lorem ", b"ipsum ", bytes([rng.randrange(256)]))) for _ in range(40_000))
+    size = len(text)
+
+    def with_hc(frame: bytes) -> bytes:
+        end = 14 if frame[4] & 8 else 6
+        return frame[:end] + bytes([lz4_header_checksum(frame[4:end])]) + frame[end + 1:]
+
+    def sized(frame: bytes, declared: int) -> bytes:
+        return frame[:6] + struct.pack("<Q", declared) + frame[14:]
+
+    edits: list[bytes] = []
+    for frame, _ in client_lz4_frames([text]):
+        if not frame[4] & 8:
+            continue
+        edits += [sized(frame, n) for n in (0, size - 1, size + 1, 1 << 20, 1 << 63, (1 << 64) - 1)]
+        edits += [with_hc(e) for e in edits[-6:]]
+        edits += [frame[:i] for i in range(0, 40)] + [frame[: len(frame) - i] for i in range(1, 9)]
+        for i in range(15):
+            edits += [frame[:i] + bytes([frame[i] ^ 1 << bit]) + frame[i + 1:] for bit in range(8)]
+        edits += [frame[:-1 - i] + bytes([frame[-1 - i] ^ 0x10]) + frame[len(frame) - i:] for i in range(8)]
+        edits.append(frame[:15] + struct.pack("<I", 0x7FFFFFFF) + frame[19:])
+    linked = lz4.frame.compress(text, block_linked=True, block_checksum=True)
+    edits += [linked, with_hc(linked[:4] + bytes([linked[4] | 1]) + linked[5:])]
+    differ, decided = [], 0
+    for i, data in enumerate(edits):
+        for limit, legacy in itertools.product((size, size - 1, 1 << 20), (False, True)):
+            with native.using(None):
+                pure = outcome(LZ4, data, limit, legacy)
+            with native.using(core):
+                fast = outcome(LZ4, data, limit, legacy)
+            decided += core.decompress(LZ4, data, 0, limit, legacy) is not None
+            if pure != fast:
+                differ.append((i, limit, legacy, pure[0], fast[0]))
+    assert not differ[:5], f"native and pure differ on lz4 frame edits {differ[:5]}"
+    assert decided > 100  # the ones the pure reader reads too (the content-size ones, flips of checksums the
+    # decoder does not need), the native core read itself
 
 
 def test_bombs_and_nested_compression_give_the_same_findings(core) -> None:

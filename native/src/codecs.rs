@@ -9,10 +9,10 @@
 //!
 //! The stream rules are those of the pure reader, `kafkatool/codecs.py` (Kafka's own readers), with
 //! the same decoding libraries underneath: zlib's inflate (zlib-rs is a port of it; Python's `zlib`),
-//! `snap` (cramjam's snappy), liblz4's block decoder (python-lz4 runs it inside LZ4F) and libzstd
+//! `snap` (cramjam's snappy), liblz4's frame decoder LZ4F (python-lz4's) and libzstd
 //! (python-zstandard). This side *accepts* a stream only where the pure reader accepts it and produces
-//! the same bytes; it gives up ([`Fail`]) on anything else, including shapes Kafka's producers never
-//! write (gzip header fields, lz4 checksums or content size), and on output past `limit`. It never words
+//! the same bytes; it gives up ([`Fail`]) on anything else, including shapes no Kafka client writes
+//! (gzip header fields), and on output past `limit`. It never words
 //! a finding: the caller hands a failed payload to the pure reader, which decides (and words)
 //! `decompression-failed` or `decompression-limit` exactly as it always did. `tests/test_native.py`
 //! holds the two identical over the corpus and seeded mutations (bit flips, cuts, bombs).
@@ -39,12 +39,12 @@ const CHUNK: usize = 1 << 20;
 /// Output buffers above this are given back to the allocator after use (a bomb's buffer is not kept).
 const KEEP_CAPACITY: usize = 16 << 20;
 
-/// One reusable decoder per codec (lz4 and snappy need no state beyond the output buffer), and the payloads
-/// refused for passing their limit.
+/// One reusable decoder per codec, and the payloads refused for passing their limit.
 pub struct Decompressor {
     inflate: Option<zlib_rs::Inflate>,
     zstd: Option<zstd_safe::DCtx<'static>>,
     snappy: snap::raw::Decoder,
+    lz4: Lz4Frame,
     bombs: HashSet<Bomb>,
     bomb_lengths: HashSet<usize>,
 }
@@ -79,6 +79,7 @@ impl Decompressor {
             inflate: None,
             zstd: None,
             snappy: snap::raw::Decoder::new(),
+            lz4: Lz4Frame::default(),
             bombs: HashSet::new(),
             bomb_lengths: HashSet::new(),
         }
@@ -107,7 +108,7 @@ impl Decompressor {
         let result = match codec {
             GZIP => self.gunzip(payload, total, out),
             SNAPPY => self.unsnappy(payload, total, out),
-            LZ4 => unlz4(payload, total, legacy_lz4, out),
+            LZ4 => unlz4(&mut self.lz4, payload, total, legacy_lz4, out),
             ZSTD => self.unzstd(payload, total, out),
             _ => Err(Fail::Refused),
         };
@@ -269,74 +270,156 @@ impl Decompressor {
     }
 }
 
-/// lz4 as Kafka's `Lz4BlockInputStream`: frame version 1, independent blocks, no dictionary, blocks of
-/// at most the declared maximum, bytes after the end mark ignored. Only Kafka's own shape is read here
-/// (FLG 0x60: no checksums, no content size); the header checksum is checked unless `legacy`.
-fn unlz4(data: &[u8], limit: usize, legacy: bool, out: &mut Vec<u8>) -> Result<(), Fail> {
-    let (bd, hc) = match data {
-        [0x04, 0x22, 0x4d, 0x18, 0x60, bd, hc, ..] => (*bd, *hc),
-        _ => return Err(Fail::Refused),
-    };
-    if bd & 0x8F != 0 || bd >> 4 < 4 {
-        return Err(Fail::Refused);
-    }
-    if !legacy && hc != lz4_header_checksum(&[0x60, bd]) {
-        return Err(Fail::Refused);
-    }
-    let max_block = 1usize << (2 * usize::from(bd >> 4) + 8);
-    let mut pos = 7;
-    loop {
-        let word = match data.get(pos..pos + 4) {
-            Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
-            _ => return Err(Fail::Refused),
-        };
-        pos += 4;
-        if word == 0 {
-            return Ok(()); // end mark
+/// lz4 as Kafka's `KafkaLZ4BlockInputStream`, with the pure reader's split of the work: the frame header
+/// checked here as Kafka checks it (`readHeader`, FLG/BD `validate()`: version 1, independent blocks, no
+/// dictionary id, no reserved bits, block size code 4..7 = 64 KiB..4 MiB; the header checksum unless
+/// `legacy`), then the frame read by liblz4's own frame decoder (LZ4F, the one python-lz4 runs), which
+/// reads every shape a Kafka client writes: blocks compressed or stored (the size word's high bit), block
+/// checksums and the content checksum (xxh32) verified where the FLG declares them, the declared content
+/// size held to the bytes decoded, the end mark; bytes after the frame ignored.
+///
+/// Kafka's v0 quirk: a magic v0 wrapper's HC was written over the magic bytes as well, and Kafka's reader
+/// skips it (`ignoreFlagDescriptorChecksum`); LZ4F checks it, so with `legacy` it is handed a copy of the
+/// header with the right HC, as the pure reader does. A declared content size past `limit` is refused
+/// before anything is decoded; no size is trusted for an allocation beyond what the payload could hold.
+fn unlz4(frame: &mut Lz4Frame, data: &[u8], limit: usize, legacy: bool, out: &mut Vec<u8>) -> Result<(), Fail> {
+    let header = lz4_header(data, legacy)?;
+    let room_left = |out: &Vec<u8>| limit.saturating_add(1).saturating_sub(out.len());
+    if let Some(size) = header.content_size {
+        if size > room_left(out).saturating_sub(1) as u64 {
+            return Err(Fail::Limit);
         }
-        let len = (word & 0x7FFF_FFFF) as usize;
-        if len > max_block {
+        // lz4 expands a byte to at most 255: a lying declaration cannot reserve more than that
+        out.reserve((size as usize).min(data.len().saturating_mul(255)));
+    }
+    let ctx = frame.context()?;
+    // SAFETY: `ctx` is a live context owned by `frame` (reset: a previous error leaves it undefined).
+    unsafe { lz4_sys::LZ4F_resetDecompressionContext(ctx) };
+    let step = CHUNK.max(header.max_block); // LZ4F decodes straight into the output when a block fits
+    // the header (HC set right) first, then the payload after it
+    let mut pending = [header.bytes.get(..header.len).ok_or(Fail::Refused)?, data.get(header.len..).ok_or(Fail::Refused)?];
+    loop {
+        let src = if pending[0].is_empty() { &mut pending[1] } else { &mut pending[0] };
+        let room = room_left(out);
+        out.reserve(step.min(room));
+        let spare = out.spare_capacity_mut();
+        let mut dst_len = spare.len().min(room);
+        let mut src_len = src.len();
+        // SAFETY: `src` is `src_len` readable bytes and the spare capacity `dst_len` writable ones;
+        // LZ4F_decompress reads and writes only within them and reports how much it did of each.
+        let hint = unsafe {
+            lz4_sys::LZ4F_decompress(ctx, spare.as_mut_ptr().cast(), &mut dst_len, src.as_ptr(), &mut src_len, std::ptr::null())
+        };
+        // SAFETY: reads a code
+        if unsafe { lz4_sys::LZ4F_isError(hint) } != 0 {
             return Err(Fail::Refused);
         }
-        let block = data.get(pos..pos + len).ok_or(Fail::Refused)?;
-        pos += len;
-        if word & 0x8000_0000 != 0 {
-            out.extend_from_slice(block); // stored uncompressed
-        } else {
-            out.reserve(max_block);
-            let spare = out.spare_capacity_mut();
-            let dst = spare.get_mut(..max_block).ok_or(Fail::Refused)?;
-            let src_len = i32::try_from(len).map_err(|_| Fail::Refused)?;
-            let cap = i32::try_from(max_block).map_err(|_| Fail::Refused)?;
-            // SAFETY: `block` is `len` readable bytes and `dst` `max_block` writable ones;
-            // LZ4_decompress_safe never reads or writes outside them, whatever the input.
-            let n = unsafe {
-                lz4_sys::LZ4_decompress_safe(
-                    block.as_ptr().cast(),
-                    dst.as_mut_ptr().cast(),
-                    src_len,
-                    cap,
-                )
-            };
-            let n = usize::try_from(n).map_err(|_| Fail::Refused)?; // negative: a malformed block
-                                                                    // SAFETY: LZ4_decompress_safe initialised the first `n` (<= max_block) bytes of `dst`.
-            unsafe { out.set_len(out.len() + n.min(max_block)) };
-        }
+        // SAFETY: LZ4F_decompress initialised the first `dst_len` (<= what it was given) spare bytes.
+        unsafe { out.set_len(out.len() + dst_len.min(room)) };
         if out.len() > limit {
             return Err(Fail::Limit);
+        }
+        if hint == 0 {
+            return Ok(()); // the frame ended, its checksums checked; what follows is ignored
+        }
+        if src_len == 0 && dst_len == 0 {
+            return Err(Fail::Refused); // cut short: no input left to make progress with
+        }
+        *src = src.get(src_len..).ok_or(Fail::Refused)?;
+    }
+}
+
+/// An lz4 frame header as Kafka reads it, with the HC set right (the bytes LZ4F is handed first).
+struct Lz4Header {
+    bytes: [u8; 15],
+    len: usize,
+    max_block: usize,
+    content_size: Option<u64>,
+}
+
+/// Kafka's checks of the frame header (`KafkaLZ4BlockInputStream.readHeader`; the pure reader's
+/// `_lz4_header`): anything it refuses, or that the pure reader words, is [`Fail::Refused`].
+fn lz4_header(data: &[u8], legacy: bool) -> Result<Lz4Header, Fail> {
+    let (flg, bd) = match data {
+        [0x04, 0x22, 0x4d, 0x18, flg, bd, ..] => (*flg, *bd),
+        _ => return Err(Fail::Refused),
+    };
+    // version 01, block independence set; reserved FLG bit 1, dictionary id (bit 0), reserved BD bits clear
+    if flg & 0xE3 != 0x60 || bd & 0x8F != 0 || bd >> 4 < 4 {
+        return Err(Fail::Refused);
+    }
+    let descriptor_len = if flg & 0x08 != 0 { 10 } else { 2 };
+    let len = 4 + descriptor_len + 1;
+    let mut bytes = [0u8; 15];
+    bytes
+        .get_mut(..len)
+        .ok_or(Fail::Refused)?
+        .copy_from_slice(data.get(..len).ok_or(Fail::Refused)?);
+    let descriptor = bytes.get(4..4 + descriptor_len).ok_or(Fail::Refused)?;
+    let hc = lz4_header_checksum(descriptor);
+    if !legacy && bytes.get(len - 1) != Some(&hc) {
+        return Err(Fail::Refused);
+    }
+    let content_size = match descriptor {
+        [_, _, s @ ..] if s.len() == 8 => {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(s);
+            Some(u64::from_le_bytes(le)).filter(|size| *size != 0) // 0: not known (LZ4F)
+        }
+        _ => None,
+    };
+    *bytes.get_mut(len - 1).ok_or(Fail::Refused)? = hc;
+    Ok(Lz4Header { bytes, len, max_block: 1usize << (2 * usize::from(bd >> 4) + 8), content_size })
+}
+
+/// liblz4's frame decoder context, made on first use and reused (reset) for every payload.
+#[derive(Default)]
+struct Lz4Frame(Option<lz4_sys::LZ4FDecompressionContext>);
+
+impl Lz4Frame {
+    fn context(&mut self) -> Result<lz4_sys::LZ4FDecompressionContext, Fail> {
+        if let Some(ctx) = self.0 {
+            return Ok(ctx);
+        }
+        let mut ctx = lz4_sys::LZ4FDecompressionContext(std::ptr::null_mut());
+        // SAFETY: LZ4F writes a new context to `ctx`, or an error code and no context.
+        let code = unsafe { lz4_sys::LZ4F_createDecompressionContext(&mut ctx, lz4_sys::LZ4F_VERSION) };
+        // SAFETY: reads a code
+        if unsafe { lz4_sys::LZ4F_isError(code) } != 0 || ctx.0.is_null() {
+            return Err(Fail::Refused);
+        }
+        self.0 = Some(ctx);
+        Ok(ctx)
+    }
+}
+
+impl Drop for Lz4Frame {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.0.take() {
+            // SAFETY: the context was made by LZ4F_createDecompressionContext and is freed once.
+            unsafe { lz4_sys::LZ4F_freeDecompressionContext(ctx) };
         }
     }
 }
 
 /// The lz4 frame header checksum: the second byte of xxh32(descriptor, seed 0), for descriptors shorter
-/// than 16 bytes (xxHash spec, short-input path).
+/// than 16 bytes (xxHash spec, short-input path: 4-byte lanes, then single bytes).
 fn lz4_header_checksum(descriptor: &[u8]) -> u8 {
     const P1: u32 = 0x9E37_79B1;
     const P2: u32 = 0x85EB_CA77;
     const P3: u32 = 0xC2B2_AE3D;
+    const P4: u32 = 0x27D4_EB2F;
     const P5: u32 = 0x1656_67B1;
     let mut h = P5.wrapping_add(descriptor.len() as u32);
-    for &b in descriptor {
+    let mut lanes = descriptor.chunks_exact(4);
+    for lane in &mut lanes {
+        let word = match lane {
+            &[a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
+            _ => 0, // chunks_exact(4): never
+        };
+        h = h.wrapping_add(word.wrapping_mul(P3)).rotate_left(17).wrapping_mul(P4);
+    }
+    for &b in lanes.remainder() {
         h = h
             .wrapping_add(u32::from(b).wrapping_mul(P5))
             .rotate_left(11)
@@ -416,6 +499,103 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(with_decompressor(|d, _| d.decompress_into(LZ4, &legacy, 5, true, &mut out)), Ok(()));
         assert_eq!(out, b"hello");
+    }
+
+    /// A stored block "hello" (size word with the high bit) in a frame of FLG 0x7C: content size, block
+    /// checksum, content checksum (xxh32 "hello" = 0xFB0077F9), 256 KiB blocks; as python-lz4 writes it.
+    const LZ4_ALL_FLAGS: &str = "04224d187c400500000000000000030500008068656c6c6ff97700fb00000000f97700fb";
+    /// "hello hello hello hello" compressed (a match), the same flags.
+    const LZ4_ALL_FLAGS_MATCH: &str =
+        "04224d187c401700000000000000f00f0000006868656c6c6f2006005068656c6c6fa90f8a3700000000f26b940b";
+
+    fn hex(text: &str) -> Vec<u8> {
+        (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
+    }
+
+    #[test]
+    fn lz4_header_checksum_over_lanes() {
+        // FLG 0x68 BD 0x40 + content size 5 (10 bytes: two 4-byte lanes, two single bytes): python-lz4's HC
+        assert_eq!(lz4_header_checksum(&[0x68, 0x40, 5, 0, 0, 0, 0, 0, 0, 0]), 0x61);
+        assert_eq!(lz4_header_checksum(&hex(LZ4_ALL_FLAGS)[4..14]), 0x03);
+    }
+
+    #[test]
+    fn lz4_client_shapes_with_checksums_and_content_size() {
+        let frame = hex(LZ4_ALL_FLAGS);
+        assert_eq!(run(LZ4, &frame, 5), Ok(b"hello".to_vec()));
+        assert_eq!(run(LZ4, &frame, 4), Err(Fail::Limit)); // the declared size, before decoding
+        assert_eq!(run(LZ4, &hex(LZ4_ALL_FLAGS_MATCH), 100), Ok(b"hello hello hello hello".to_vec()));
+        let mut junk_after = frame.clone();
+        junk_after.extend_from_slice(b"junk");
+        assert_eq!(run(LZ4, &junk_after, 5), Ok(b"hello".to_vec()));
+        for (at, what) in [(19, "the block"), (24, "the block checksum"), (32, "the content checksum"), (6, "the content size")] {
+            let mut bad = frame.clone();
+            bad[at] ^= 1;
+            assert!(run(LZ4, &bad, 100).is_err(), "{what}");
+        }
+        for cut in 0..frame.len() {
+            assert!(run(LZ4, &frame[..cut], 100).is_err(), "cut at {cut}");
+        }
+        // legacy (message format v0): the HC is not checked, whatever it is
+        let mut legacy = frame.clone();
+        legacy[14] ^= 0x5A;
+        assert_eq!(run(LZ4, &legacy, 5), Err(Fail::Refused));
+        let mut out = Vec::new();
+        assert_eq!(with_decompressor(|d, _| d.decompress_into(LZ4, &legacy, 5, true, &mut out)), Ok(()));
+        assert_eq!(out, b"hello");
+    }
+
+    #[test]
+    fn lz4_refused_shapes_and_declared_sizes() {
+        let frame = hex(LZ4_ALL_FLAGS);
+        let with = |flg: u8, bd: u8| {
+            let mut f = frame.clone();
+            f[4] = flg;
+            f[5] = bd;
+            f[14] = lz4_header_checksum(&f[4..14]);
+            f
+        };
+        assert_eq!(run(LZ4, &with(0x7C, 0x40), 5), Ok(b"hello".to_vec()));
+        for (flg, bd) in [(0x5C, 0x40), (0x7D, 0x40), (0x7E, 0x40), (0xBC, 0x40), (0x7C, 0x30), (0x7C, 0xC0), (0x7C, 0x41)] {
+            assert_eq!(run(LZ4, &with(flg, bd), 5), Err(Fail::Refused), "FLG {flg:#x} BD {bd:#x}");
+        }
+        for bd in [0x50, 0x60, 0x70] {
+            assert_eq!(run(LZ4, &with(0x7C, bd), 5), Ok(b"hello".to_vec()));
+        }
+        // a declared size past the limit is refused before anything is decoded or reserved; a wrong one
+        // within it is refused by the decoder
+        let mut huge = frame.clone();
+        huge[6..14].copy_from_slice(&u64::MAX.to_le_bytes());
+        huge[14] = lz4_header_checksum(&huge[4..14]);
+        let mut out = Vec::new();
+        assert_eq!(with_decompressor(|d, _| d.decompress_into(LZ4, &huge, 1 << 30, false, &mut out)), Err(Fail::Limit));
+        assert_eq!(out.capacity(), 0);
+        let mut wrong = frame.clone();
+        wrong[6] = 6;
+        wrong[14] = lz4_header_checksum(&wrong[4..14]);
+        assert_eq!(run(LZ4, &wrong, 100), Err(Fail::Refused));
+        let mut lying = frame.clone();
+        lying[6..14].copy_from_slice(&(1u64 << 29).to_le_bytes());
+        lying[14] = lz4_header_checksum(&lying[4..14]);
+        let mut out = Vec::new();
+        assert_eq!(with_decompressor(|d, _| d.decompress_into(LZ4, &lying, 1 << 30, false, &mut out)), Err(Fail::Refused));
+        assert!(out.capacity() <= CHUNK, "reserved {} for a 36-byte frame", out.capacity()); // one step, not 512 MiB
+    }
+
+    #[test]
+    fn lz4_every_bit_flipped_never_panics() {
+        for text in [LZ4_ALL_FLAGS, LZ4_ALL_FLAGS_MATCH] {
+            let frame = hex(text);
+            for bit in 0..frame.len() * 8 {
+                let mut bad = frame.clone();
+                bad[bit / 8] ^= 1 << (bit % 8);
+                for legacy in [false, true] {
+                    let mut out = Vec::new();
+                    let r = with_decompressor(|d, _| d.decompress_into(LZ4, &bad, 64, legacy, &mut out));
+                    assert!(r.is_err() || out.len() <= 64);
+                }
+            }
+        }
     }
 
     #[test]
