@@ -10,9 +10,11 @@ bad one's batch naming its offset; the filters on decoded fields (``--value-fiel
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
+import shutil
 import struct
 import uuid
 from pathlib import Path
@@ -275,3 +277,42 @@ def test_schema_decoders_through_dump_the_export_and_the_spark_reader(tmp_path: 
             spark.update({(r["topic"], r["offset"]): None if r["value_decoded"] is None
                           else json.loads(r["value_decoded"]) for r in rb.to_pylist()})
     assert spark == {k: v for k, (v, _s, _r) in want.items()}
+
+
+def test_a_partition_dir_named_alone_finds_the_schemas_partition_beside_it(tmp_path: Path, run_cli) -> None:
+    """``dump --value-decoder auto OUT/orders-0``: the ``_schemas`` partition of the log dir it is in decodes it, as
+    ``--schema-log-dir OUT`` does; a copy in a log dir with no ``_schemas`` (or only a link to nothing by its name)
+    says ``schemas-none`` once and each framed value's unknown id; a link named ``_schemas-0`` to the real one is
+    followed, as discovery follows a linked partition dir."""
+    pytest.importorskip("fastavro")
+    from .test_fixtures import gen
+
+    out = tmp_path / "logdir"
+    written = json.loads(json.dumps(gen.payloads(out)))["topics"]["orders"]
+    want = {r["offset"]: None if r.get("error") and "auto" not in r else r.get("auto", r["expected"]) for r in written}
+
+    def records(*args: Any) -> tuple[dict[int, Any], list[dict]]:
+        p = run_cli("dump", "-r", "-f", "jsonl", "--value-decoder", "auto", *args)
+        assert p.returncode == 0, p.stderr
+        lines = p.jsonl()
+        return ({r["offset"]: (r["value_decoded"], r.get("value_decode_error"))
+                 for r in lines if r["type"] == "record"},
+                [f for f in lines if f["type"] == "finding"])
+
+    beside, found = records(out / "orders-0")
+    assert beside == records("--schema-log-dir", out, out / "orders-0")[0]
+    assert {o: v for o, (v, _e) in beside.items()} == want
+    assert not [f for f in found if f["code"] == "schemas-none"], found
+
+    alone = tmp_path / "elsewhere" / "orders-0"
+    alone.parent.mkdir()
+    (tmp_path / "elsewhere" / "_schemas-0").symlink_to(tmp_path / "gone")  # hostile: a link to nothing
+    shutil.copytree(out / "orders-0", alone)
+    got, found = records(alone)
+    assert [f["code"] for f in found].count("schemas-none") == 1
+    framed = [o for o, (_v, err) in got.items() if err and "not in the registry" in err]
+    assert framed and framed == [r["offset"] for r in written if base64.b64decode(r["payload"])[:1] == b"\0"]
+    (tmp_path / "elsewhere" / "_schemas-0").unlink()
+    (tmp_path / "elsewhere" / "_schemas-0").symlink_to(out / "_schemas-0")
+    got, found = records(alone)
+    assert got == beside and not [f for f in found if f["code"] == "schemas-none"]

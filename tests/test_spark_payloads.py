@@ -45,3 +45,73 @@ def test_a_decoder_option_needs_the_records_level(spark, logdir: Path) -> None: 
             str(logdir / "ints-0")).collect()
     with pytest.raises(Exception, match="valueDecoder must be one of"):
         spark.read.format("kafka-log").option("valueDecoder", "int32").load(str(logdir / "ints-0")).collect()
+
+
+def test_one_subject_per_topic_gives_a_struct_column_equal_to_the_decoded_values(spark, tmp_path: Path,
+                                                                                  run_cli, caplog) -> None:
+    """The generator's Avro topic (two versions of one subject, merged) and JSON Schema topic get ``value_struct``,
+    typed from the writer schemas, its fields the values ``dump --value-decoder auto`` gives (fields a row's schema
+    lacks are null); the Protobuf topic and a scan of two topics (several subjects) get none, and a warning why."""
+    pytest.importorskip("fastavro")
+    from pyspark.sql.types import MapType, StringType, StructType
+
+    from .test_fixtures import gen
+
+    out = tmp_path / "logdir"
+    gen.payloads(out)
+
+    def read(*parts: str):
+        return spark.read.format("kafka-log").option("valueDecoder", "auto").load([str(out / p) for p in parts])
+
+    for topic in ("orders", "clicks"):
+        df = read(f"{topic}-0")
+        assert "value_struct" in df.columns, topic
+        struct = df.schema["value_struct"].dataType
+        assert isinstance(struct, StructType)
+        cli = {r["offset"]: r.get("value_decoded") for r in
+               run_cli("dump", "-r", "-f", "jsonl", "--value-decoder", "auto", out / f"{topic}-0").jsonl()
+               if r["type"] == "record"}
+        rows = {r["offset"]: r["value_struct"] for r in df.select("offset", "value_struct").collect()}
+        assert sorted(rows) == sorted(cli)
+        for offset, want in cli.items():
+            got = rows[offset]
+            if not isinstance(want, dict):
+                assert got is None, (topic, offset)
+                continue
+            got = got.asDict(recursive=True)
+            assert set(got) == {f.name for f in struct.fields}  # a property the schema does not declare: not there
+            assert _same(struct, got, want), (topic, offset, got, want)
+    orders = read("orders-0").schema["value_struct"].dataType
+    assert isinstance(orders["attrs"].dataType, MapType) and orders["total"].dataType == StringType()
+    assert "value_struct" not in read("payments-0").columns
+    assert "value_struct" not in read("orders-0", "clicks-0").columns
+    # the warning why, from the data source's schema() (in Spark, a Python worker's: its stderr), here in-process
+    from kafkatool.spark.options import payloads_of
+    from kafkatool.spark.read import framed_schema_ids
+    from kafkatool.spark.structs import struct_columns
+
+    with caplog.at_level("WARNING", logger="kafkatool.spark"):
+        for parts in (["payments-0"], ["orders-0", "clicks-0"]):
+            paths = [str(out / p) for p in parts]
+            payloads = payloads_of({"paths": json.dumps(paths), "valueDecoder": "auto"})
+            assert struct_columns(framed_schema_ids(paths, ("value",)), payloads) == {}
+    said = [r.getMessage() for r in caplog.records if r.name == "kafkatool.spark"]
+    assert any("PROTOBUF" in m for m in said) and any("several subjects" in m for m in said), said
+
+
+def _same(t, got, want) -> bool:
+    """``got`` (a struct column's value, as a dict) holds ``want`` (the CLI's decoded JSON) by the type ``t``: a
+    string field holds a non-string value's JSON (an Avro union of several types), a field ``want`` lacks is null."""
+    from pyspark.sql.types import ArrayType, MapType, StringType, StructType
+
+    if want is None:
+        return got is None
+    if isinstance(t, StructType):
+        return all(_same(f.dataType, got.get(f.name), want.get(f.name)) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return len(got) == len(want) and all(_same(t.elementType, g, w) for g, w in zip(got, want, strict=True))
+    if isinstance(t, MapType):
+        return got.keys() == want.keys() and all(_same(t.valueType, got[k], want[k]) for k in want)
+    if isinstance(t, StringType) and not isinstance(want, str):
+        return json.loads(got) == want
+    return got == want

@@ -85,7 +85,8 @@ ValueDecoder = Annotated[str | None, typer.Option(
     "--value-decoder", metavar="NAME", show_default=False, help="Decode each value, as --key-decoder.")]
 SchemaLogDir = Annotated[Path | None, typer.Option(
     "--schema-log-dir", metavar="DIR", show_default=False,
-    help="Where Schema Registry's _schemas topic is (a log dir or its partition dir; default: the paths given).")]
+    help="Where Schema Registry's _schemas topic is (a log dir or its partition dir; default: the paths "
+    "given, and the log dir a partition dir given is in).")]
 SchemasDir = Annotated[Path | None, typer.Option(
     "--schemas", metavar="DIR", show_default=False,
     help="A directory of schemas by id: <id>.avsc, <id>.proto, <id>.json.")]

@@ -249,7 +249,7 @@ def payload_view(key: str | None, value: str | None, sources: SchemaSources,
     for name in (key, value):
         if name is not None and name not in built:
             built[name], findings = payload_decoder(name, sources)
-            found += findings
+            found += [f for f in findings if f not in found]  # a registry both decoders read: said once
     return PayloadView(built.get(key or ""), built.get(value or ""), tuple(tests)), found
 
 

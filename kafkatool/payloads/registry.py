@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import KafkaToolError, UsageError
 from ..filetypes import open_regular
 from ..findings import finding
 from ..internal.common import log_bytes, partition_records
+from ..logdir import LogDir
 from ..model import CappedFindings, Finding
-from ..walk import PartitionDir, partition_dirs, partition_dirs_and_findings
+from ..walk import PartitionDir, discover, partition_dirs, partition_dirs_and_findings
 
 SCHEMAS_TOPIC = "_schemas"  # Schema Registry's kafkastore.topic default
 TYPES = ("AVRO", "PROTOBUF", "JSON")
@@ -183,23 +185,41 @@ def parse_schema_value(data: bytes, where: str, offset: int) -> SchemaVersion:
 def schemas_partitions(sources_paths: Iterable[Path], schema_log_dir: Path | None
                        ) -> Iterator[PartitionDir | Finding]:
     """The ``_schemas-N`` partition dirs among ``sources_paths`` (dirs only: files named on a command line hold no
-    partition) and under ``schema_log_dir``, with what discovery could not read; each found once."""
-    dirs = [p for p in sources_paths if Path(p).is_dir()]
+    partition), in the log dir of a partition dir named alone (the dir it sits in, when discovery takes that for a
+    log dir: ``dump OUT/orders-0`` finds ``OUT/_schemas-0``, as the broker keeps both there) and under
+    ``schema_log_dir``, with what discovery could not read; each found once. Only ``schema_log_dir``'s findings are
+    said: the other dirs are said by the command that reads them, and a log dir looked in beside a named partition is
+    not one the user named (a parent that cannot be listed or is no log dir is passed over)."""
+    dirs = [Path(p) for p in sources_paths if Path(p).is_dir()]
     if schema_log_dir is not None:
         dirs.append(Path(schema_log_dir))
     seen: set[Path] = set()
     for d in dirs:
         try:
             units = list(partition_dirs_and_findings([d]))
-        except UsageError:
-            continue  # nothing Kafka under it: no _schemas there either
-        for unit in units:
+        except KafkaToolError:
+            continue  # nothing Kafka under it (or it went): no _schemas there either
+        for unit in [*units, *_beside(d, units)]:
             if isinstance(unit, Finding):
                 if d == schema_log_dir:
                     yield unit
             elif unit.topic == SCHEMAS_TOPIC and unit.path.resolve() not in seen:
                 seen.add(unit.path.resolve())
                 yield unit
+
+
+def _beside(d: Path, units: list[PartitionDir | Finding]) -> list[PartitionDir]:
+    """The ``_schemas`` partitions of the log dir ``d`` sits in, when ``d`` is one partition dir alone (its name's
+    parent, as discovery lists a linked partition dir in the log dir holding the link)."""
+    if not any(isinstance(u, PartitionDir) and u.logdir is None and u.path == d for u in units):
+        return []
+    parent = Path(os.path.abspath(d)).parent
+    try:
+        found = discover([parent])
+    except KafkaToolError:  # the parent cannot be listed, or holds nothing Kafka
+        return []
+    return [part for u in found if isinstance(u, LogDir) and u.path == parent for part in u.partitions
+            if part.topic == SCHEMAS_TOPIC and part.state is None]
 
 
 def load_partition(registry: Registry, part: PartitionDir, findings: CappedFindings,
@@ -327,6 +347,11 @@ def load(paths: tuple[Path, ...], schema_log_dir: Path | None, schemas_dir: Path
             load_partition(registry, unit, findings)
     if schemas_dir is not None:
         load_dir(registry, schemas_dir, findings)
+    elif not registry.partitions:  # said once here, not only as each framed record's unknown id
+        where = [*map(str, paths), *([] if schema_log_dir is None else [str(schema_log_dir)])]
+        findings.append(finding("schemas-none", ", ".join(where), None,
+                                f"no {SCHEMAS_TOPIC}-* partition dir in the paths, in the log dir of a partition dir "
+                                "named, or in --schema-log-dir, and no --schemas: no schema to decode by"))
     check_references(registry, findings)
     return registry, (*findings, *findings.summary())
 

@@ -46,7 +46,7 @@ def read_partition(part: SegmentPartition | PackedPartition, level: str, values:
     if level == "batches":
         return _read_batches(part, arrow)
     if level == "records":
-        return _read_records(part, arrow, values, decode, payloads)
+        return _read_records(part, arrow, values, decode, payloads, schema)
     return _read_findings(part, arrow, deep)
 
 
@@ -192,28 +192,36 @@ def _payload_decoders(payloads: Payloads) -> tuple:
                  for name in (payloads.key, payloads.value))
 
 
-def _payload_columns(payloads: Payloads, key: list, value: list, ctypes: list, errors: list) -> list:
+def _payload_columns(payloads: Payloads, key: list, value: list, ctypes: list, errors: list, arrow,
+                     structs: dict) -> list:
     """``<side>_decoded`` (compact JSON text) and ``<side>_schema_id`` of each decoded side: null for a null
-    payload, one that does not decode (its raw column stays), a control record and an error row."""
+    payload, one that does not decode (its raw column stays), a control record and an error row; and its
+    ``<side>_struct`` where the schema has one (``structs``: side to Spark type), the same values."""
     import pyarrow as pa
 
     from kafkatool.payloads.fields import compact
 
+    from .structs import fill
+
     columns = []
-    for decoder, raws in zip(_payload_decoders(payloads), (key, value), strict=True):
+    for side, decoder, raws in zip(("key", "value"), _payload_decoders(payloads), (key, value), strict=True):
         if decoder is None:
             continue
-        texts, ids = [], []
+        texts, ids, values = [], [], []
         for raw, ctype, error in zip(raws, ctypes, errors, strict=True):
             got = None if raw is None or ctype is not None or error is not None else decoder(raw)
-            texts.append(None if got is None or got.error is not None else compact(got.value))
+            ok = got is not None and got.error is None
+            texts.append(compact(got.value) if ok else None)
             ids.append(None if got is None else got.schema_id)
+            values.append(got.value if ok else None)
         columns += [pa.array(texts, pa.string()), pa.array(ids, pa.int32())]
+        if side in structs:
+            columns.append(pa.array([fill(structs[side], v) for v in values], arrow.field(f"{side}_struct").type))
     return columns
 
 
 def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None = None,
-                  payloads: Payloads | None = None) -> Iterator:
+                  payloads: Payloads | None = None, spark_schema: StructType | None = None) -> Iterator:
     """One row per record, columns built by :mod:`kafkatool.spark.arrow` (in the native core where it is in
     use); a batch the builder does not take whole is added in pieces (``add_pieces``), and each error the
     Python reader reports is a row of its own where the records it lost would have been. An Arrow batch holds
@@ -231,6 +239,8 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
     decoding = decode is not None and part.topic in (None, RECORD_DECODERS[decode][0])
     # the decoders need the values themselves: built as binary, the value column made after decoding
     binary = decoding or payloads is not None
+    structs = {f.name[:-len("_struct")]: f.dataType for f in (spark_schema.fields if spark_schema else ())
+               if f.name in ("key_struct", "value_struct")}
     builder = records_builder("binary", _arrow_schema(records_schema())) if binary else records_builder(values, arrow)
 
     def flush() -> pa.RecordBatch:
@@ -248,7 +258,7 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
             else:
                 extra += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
         if payloads is not None:
-            extra += _payload_columns(payloads, key, value, ctype, error)
+            extra += _payload_columns(payloads, key, value, ctype, error, arrow, structs)
         if binary:
             if values == "base64":
                 columns[3] = base64_strings(value)
@@ -274,6 +284,22 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
                     yield flush()
         if len(builder):
             yield flush()
+
+
+def framed_schema_ids(paths: list[str], sides: tuple[str, ...]) -> dict[str, set[int]]:
+    """The Confluent schema ids the framed keys and values (``sides``) under ``paths`` name: the records read once
+    more, for :func:`kafkatool.spark.structs.struct_columns`."""
+    from .plan import plan
+    from .structs import framed_ids
+
+    ids: dict[str, set[int]] = {s: set() for s in sides}
+    if not sides:
+        return ids
+    for piece in plan(paths):
+        for rb in read_partition(piece, "records"):
+            for side in sides:
+                ids[side] |= framed_ids(rb.column(side).to_pylist())
+    return ids
 
 
 def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
@@ -302,4 +328,4 @@ def _read_findings(part: SegmentPartition, arrow, deep: bool) -> Iterator:
             schema=arrow)
 
 
-__all__ = ["ROWS_PER_BATCH", "read_partition"]
+__all__ = ["ROWS_PER_BATCH", "framed_schema_ids", "read_partition"]

@@ -9,6 +9,7 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     BooleanType,
+    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -149,9 +150,11 @@ DECODED = {
 }
 
 
-def records_schema(values: str = "binary", decode: str | None = None, decoded: tuple[str, ...] = ()) -> StructType:
+def records_schema(values: str = "binary", decode: str | None = None, decoded: tuple[str, ...] = (),
+                   structs: dict[str, DataType] | None = None) -> StructType:
     """The records level's rows; ``decode``: the internal topic's ``decoded`` struct; ``decoded``: the sides (key,
-    value) options keyDecoder/valueDecoder decode, each a JSON text and a schema id column."""
+    value) options keyDecoder/valueDecoder decode, each a JSON text and a schema id column; ``structs``: the sides
+    with a ``<side>_struct`` column, and its type (:mod:`kafkatool.spark.structs`)."""
     fields = [
         *_SOURCE,
         StructField("offset", LongType(), False),
@@ -176,6 +179,8 @@ def records_schema(values: str = "binary", decode: str | None = None, decoded: t
         fields += [StructField("decoded", DECODED[decode]), StructField("decode_error", StringType())]
     for side in decoded:
         fields += [StructField(f"{side}_decoded", StringType()), StructField(f"{side}_schema_id", IntegerType())]
+        if structs and side in structs:
+            fields.append(StructField(f"{side}_struct", structs[side]))
     return StructType(fields)
 
 

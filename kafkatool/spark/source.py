@@ -30,8 +30,9 @@ from pyspark.sql.types import StructType
 from .options import Payloads, decode_of, flag, level_of, paths_of, payloads_of, values_of, whole
 from .plan import PackedPartition, SegmentPartition, plan
 from .pushdown import may_match, planning_pushdown, pushable
-from .read import read_partition
+from .read import framed_schema_ids, read_partition
 from .schema import BATCHES, FINDINGS, records_schema
+from .structs import struct_columns, struct_sides
 
 
 class KafkaLogDataSource(DataSource):
@@ -47,8 +48,10 @@ class KafkaLogDataSource(DataSource):
             return BATCHES
         if level == "records":
             payloads = payloads_of(self.options)
+            structs = None if payloads is None else struct_columns(
+                framed_schema_ids(paths_of(self.options), struct_sides(payloads)), payloads)
             return records_schema(values_of(self.options), decode_of(self.options),
-                                  () if payloads is None else payloads.sides)
+                                  () if payloads is None else payloads.sides, structs)
         return FINDINGS
 
     def reader(self, schema: StructType) -> DataSourceReader:
