@@ -372,8 +372,9 @@ def _search_records(
     wanted = options.filter
     batches = 0
     # The native core searches the batches it decodes (RecordRuns): only their matches become Python objects. A
-    # read_committed view decides batch by batch (and where the fetch stops): the search then stays here.
-    search = wanted.native if native.CORE is not None and committed is None else None
+    # read_committed view decides batch by batch (and where the fetch stops), and the filters on decoded payloads
+    # read each record's Python object: the search then stays here.
+    search = wanted.native if native.CORE is not None and committed is None and options.payload is None else None
     with open_regular(f.path) as fh:
         for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=search is None,
                          decoded=search is not None, resynchronise=True, options=options.scan, progress=progress):
