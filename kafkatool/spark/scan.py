@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 # Absolute imports: this file is also spark-submit's entry script (see the bottom).
 from kafkatool.spark import FORMAT, SESSION_CONF, register
@@ -192,10 +193,24 @@ def _merge(into: dict, key: tuple, part: dict) -> None:
             have[k] = min(have[k], v) if k in _MIN else max(have[k], v) if k in _MAX else have[k] + v
 
 
-def _partial_summaries(batches: Iterator) -> Iterator:
-    """One task's rows (:func:`_summary`'s projection) aggregated per topic partition with pyarrow, given back as
-    one JSON line per partition: the task's partial summary, which the driver merges (:func:`_merge`). Sets hold
-    the distinct dirs, codecs and codes, each bounded by what the partition has, never by its rows."""
+def _arrow_chunks(rows: Iterator, schema) -> Iterator:
+    """Spark rows as pyarrow record batches of ``schema``, ``ROWS_PER_BATCH`` rows at most each."""
+    import itertools
+
+    import pyarrow as pa
+
+    from kafkatool.spark.read import ROWS_PER_BATCH
+
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, ROWS_PER_BATCH)):
+        yield pa.RecordBatch.from_pylist([r.asDict() for r in chunk], schema=schema)
+
+
+def _partial_summaries(batches: Iterator) -> Iterator[str]:
+    """One task's rows (:func:`_summary`'s projection, as pyarrow record batches) aggregated per topic partition
+    with pyarrow: the task's partial summary, one JSON line per partition, which the driver merges
+    (:func:`_merge`). Sets hold the distinct dirs, codecs and codes, each bounded by what the partition has,
+    never by its rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -234,9 +249,8 @@ def _partial_summaries(batches: Iterator) -> Iterator:
                 part[k] = [v for v in part[k] if v is not None]
             key = tuple(g[k] for k in keys)
             _merge(merged, key, part)
-    lines = [json.dumps([list(key), {k: sorted(v) if k in _SETS else v for k, v in p.items()}])
-             for key, p in merged.items()]
-    yield pa.RecordBatch.from_arrays([pa.array(lines, pa.string())], names=["partial"])
+    for key, p in merged.items():
+        yield json.dumps([list(key), {k: sorted(v) if k in _SETS else v for k, v in p.items()}])
 
 
 def _summary(spark: SparkSession, out: str, clusters: dict[str, str] | None = None) -> list[dict]:
@@ -264,9 +278,11 @@ def _summary(spark: SparkSession, out: str, clusters: dict[str, str] | None = No
         *keys, F.regexp_extract("file", r"^(.*)/[^/]*$", 1).alias("dir"), "size", "base_offset", "record_count",
         "last_offset", "first_timestamp", "max_timestamp", "compression", "crc_valid", "control_type", "severity",
         "code")
+    # Over the rows' RDD (mapInArrow would need pandas, which the spark extra does not install).
+    schema = to_arrow_schema(rows.schema, timezone="UTC")
     merged: dict[tuple, dict] = {}
-    for row in rows.mapInArrow(_partial_summaries, "partial string").collect():
-        key, part = json.loads(row.partial)
+    for line in rows.rdd.mapPartitions(lambda it: _partial_summaries(_arrow_chunks(it, schema))).collect():
+        key, part = json.loads(line)
         _merge(merged, tuple(key), part)
     found = []
     for key in sorted(merged, key=lambda k: tuple((v is not None, v) for v in k)):
