@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -478,10 +478,56 @@ def stderr_lines(spark: SparkSession) -> Callable[[str], None]:
     return lambda line: print(line, file=sys.stderr, flush=True)
 
 
+LOG4J2 = Path(__file__).with_name("log4j2.properties")
+"""The log4j2 configuration of the JVMs the CLI starts: errors only (see the file)."""
+
+# The one line a JVM Spark starts prints that no logging setting reaches: Spark's launcher adds this module to
+# every JVM it starts (``JavaModuleOptions``) and the JVM's module system announces it on stderr as it boots.
+JVM_NOTICES = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
+
+
+def _java_quoted(value: str) -> str:
+    """``value`` as one word of ``spark.driver.extraJavaOptions`` (the launcher's ``parseOptionString``: double
+    quotes, backslash escapes), so a path with spaces stays one option."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@contextmanager
+def _jvm_stderr() -> Iterator[None]:
+    """Start a JVM inside this block to give it a stderr of its own: a pipe whose lines a thread copies to ours,
+    all but :data:`JVM_NOTICES`. The JVM, and the Python workers it forks, keep the pipe for their life; this
+    process's own stderr is put back when the block ends. Errors, Spark's logs at ERROR and worker tracebacks
+    still reach the terminal, through the thread, as they come."""
+    import os
+
+    read_end, write_end = os.pipe()
+    ours = os.dup(2)
+
+    def copy() -> None:
+        with open(read_end, "rb", buffering=0) as pipe:
+            for line in iter(pipe.readline, b""):
+                if line not in JVM_NOTICES:
+                    try:
+                        os.write(ours, line)
+                    except OSError:  # our stderr is gone: nothing to show it on
+                        pass
+
+    threading.Thread(target=copy, name="kafkatool-jvm-stderr", daemon=True).start()
+    os.dup2(write_end, 2)  # inherited by the JVM spark-submit's launcher starts
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        os.dup2(ours, 2)
+
+
 def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") -> tuple[SparkSession, bool]:
     """A SparkSession for the CLI (spark-submit's under spark-submit) and whether it is new.
 
-    The caller stops only a session it started; an active one (a notebook's, a test's) is reused.
+    The caller stops only a session it started; an active one (a notebook's, a test's) is reused. A JVM started
+    here logs errors only (:data:`LOG4J2`, Spark's own default logs warnings, which a successful local run
+    has: the loopback hostname, no native Hadoop library), on a stderr without the module notice of
+    :data:`JVM_NOTICES` (:func:`_jvm_stderr`).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -498,7 +544,12 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
         builder = builder.config(key, value)
     if master:
         builder = builder.master(master)
-    spark = builder.getOrCreate()
+    launches = not os.environ.get("PYSPARK_GATEWAY_PORT")  # else spark-submit's JVM is there already
+    if launches and LOG4J2.is_file():  # not inside a zip shipped with --py-files
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 f"-Dlog4j2.configurationFile={_java_quoted(str(LOG4J2))}")
+    with _jvm_stderr() if launches else nullcontext():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
 
