@@ -237,17 +237,14 @@ def startup(repeat: int) -> None:
         "scan_vs_session_cpu": round(best["spark_scan"]["cpu"] / best["session_only"]["cpu"], 2),
         "scan_vs_session_wall": round(best["spark_scan"]["wall"] / best["session_only"]["wall"], 2),
     }
-    OUT.mkdir(exist_ok=True)
-    (OUT / "spark_results-startup.json").write_text(json.dumps(results, indent=2))
-
-    def cell(r: dict) -> str:
-        return f"{r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU"
-
+    cells = {name: f"{r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU" for name, r in best.items()}
     print(f"| one tiny segment ({meta['bytes']:,} bytes) | verify | spark scan, local[2] | a session doing nothing "
           f"| scan / verify (CPU, wall) | scan / session (CPU, wall) |\n|---|---|---|---|---|---|\n"
-          f"| best of {repeat}, process tree | {cell(best['verify'])} | {cell(best['spark_scan'])} "
-          f"| {cell(best['session_only'])} | {results['scan_vs_verify_cpu']}x, {results['scan_vs_verify_wall']}x "
+          f"| best of {repeat}, process tree | {cells['verify']} | {cells['spark_scan']} | {cells['session_only']} "
+          f"| {results['scan_vs_verify_cpu']}x, {results['scan_vs_verify_wall']}x "
           f"| {results['scan_vs_session_cpu']}x, {results['scan_vs_session_wall']}x |")
+    OUT.mkdir(exist_ok=True)
+    (OUT / "spark_results-startup.json").write_text(json.dumps(results, indent=2))
     print(f"spark scan's stderr besides its progress lines: {best['spark_scan']['stderr_noise']} lines")
 
 
