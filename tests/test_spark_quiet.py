@@ -53,7 +53,8 @@ def _expected(part) -> list[str]:
 def test_spark_scan_is_quiet_and_says_what_the_cli_says(corpus, tmp_path):
     part = tmp_path / "logdir" / "txn-0"  # committed, aborted and open transactions, three producers
     shutil.copytree(corpus / "kafka" / "logdir" / "txn-0", part)
-    done = cli("spark", "scan", "--master", "local[2]", "-f", "jsonl", part, "--out", tmp_path / "out")
+    # a JVM of its own: minutes on a loaded machine, so a guard against a hang only, far above clirun's default
+    done = cli("spark", "scan", "--master", "local[2]", "-f", "jsonl", part, "--out", tmp_path / "out", timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr
     noise = [line for line in done.stderr.splitlines() if re.search(r"\bWARN(ING)?\b", line)]
