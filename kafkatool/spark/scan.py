@@ -479,7 +479,7 @@ def stderr_lines(spark: SparkSession) -> Callable[[str], None]:
 
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
-"""The log4j2 configuration of the JVMs the CLI starts: errors only (see the file)."""
+"""The log4j2 configuration of the JVMs the CLI starts: the loggers that warn on a successful run at ERROR."""
 
 # The one line a JVM Spark starts prints that no logging setting reaches: Spark's launcher adds this module to
 # every JVM it starts (``JavaModuleOptions``) and the JVM's module system announces it on stderr as it boots.
@@ -525,8 +525,8 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
     """A SparkSession for the CLI (spark-submit's under spark-submit) and whether it is new.
 
     The caller stops only a session it started; an active one (a notebook's, a test's) is reused. A JVM started
-    here logs errors only (:data:`LOG4J2`, Spark's own default logs warnings, which a successful local run
-    has: the loopback hostname, no native Hadoop library), on a stderr without the module notice of
+    here keeps quiet the warnings a successful local run has (:data:`LOG4J2`: the loopback hostname, no native
+    Hadoop library), and ERROR once it is up, on a stderr without the module notice of
     :data:`JVM_NOTICES` (:func:`_jvm_stderr`).
     """
     active = SparkSession.getActiveSession()
