@@ -76,6 +76,7 @@ bench: install
 	$(PY) bench/bench_delivery.py
 	$(PY) bench/bench_spark.py
 	$(PY) bench/bench_spark.py --kind tiny --segments 2 --size 134217728
+	$(PY) bench/bench_spark.py --startup
 	$(PY) bench/bench_cli.py
 	$(PY) bench/bench_spark.py --level records --segments 2 --size 268435456
 

@@ -30,13 +30,23 @@ Reported: GB/s, batches/s, records/s, the 1 -> 2 core speed-up (target >= 1.6x) 
 CLI scan (target >= 0.7x per core: local[1] / CLI, and local[2] / 2 / CLI). The files sit in the page
 cache: CPU cost, not disk speed. Results go to stdout and ``bench/out/spark_results[-tiny][-records].json``.
 ``--kind tiny`` uses 1-record batches (the per-row worst case).
+
+``--startup`` measures instead what ``kafkatool spark scan`` costs before any data: the command on one tiny
+segment (local[2], 64 KiB of 1-record batches) against ``kafkatool verify`` of the same dir, and a session that
+does nothing (``kafkatool.spark.scan.session`` started and stopped: the JVM, the gateway, the session), each a
+fresh process, best of ``--repeat``, interleaved. Wall time and the CPU time of the whole process tree (the
+JVM and its Python workers included: this process is their subreaper and reaps them, so
+``RUSAGE_CHILDREN`` counts them). Results go to ``bench/out/spark_results-startup.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -158,6 +168,86 @@ def run(*args: str, repeat: int = 1, pure: bool = False) -> dict:
     return best
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def tree_cost(cmd: list[str], env: dict | None = None) -> dict:
+    """Wall seconds until ``cmd`` exits (when the shell's prompt would come back), and CPU seconds (user +
+    system) of it and every process it starts, those it leaves behind included (the JVM outlives the Python
+    driver by a moment): this process is a subreaper, and reaps every descendant before reading
+    ``RUSAGE_CHILDREN``. Its stderr's lines other than kafkatool's progress are counted (JVM warnings, logs,
+    tracebacks: what a successful run should not show)."""
+    import tempfile
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        code = proc.wait()
+        wall = time.perf_counter() - t
+        while True:  # the orphans, now our children
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        err.seek(0)
+        lines = err.read().splitlines()
+    if code not in (0, 1):
+        raise RuntimeError(f"{cmd}: exit {code}\n" + "\n".join(x.decode(errors="replace") for x in lines[-20:]))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    noise = [x for x in lines if not x.startswith(b"kafkatool spark scan: ")]
+    return {"wall": wall, "cpu": cpu, "stderr_noise": len(noise)}
+
+
+def startup(repeat: int) -> None:
+    """``spark scan`` of one tiny segment against ``verify`` of it, and a session doing nothing (``--startup``)."""
+    from bench_scan import generate
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+    src = OUT / "spark" / "startup-src" / "00000000000000000000.log"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    meta = generate(src, "tiny", 64 << 10)
+    part = OUT / "spark" / "startup" / "tiny-0"  # the .log alone (generate leaves a stamp beside its file)
+    part.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, part / src.name)
+    scan_out = OUT / "spark" / "startup-scan"
+    env = {**os.environ, "JAVA_HOME": os.environ.get("JAVA_HOME") or JAVA17}
+    kafkatool = [sys.executable, "-m", "kafkatool"]
+    cmds = {
+        "verify": [*kafkatool, "verify", str(part)],
+        "spark_scan": [*kafkatool, "spark", "scan", "--master", "local[2]", str(part), "--out", str(scan_out),
+                       "--force"],
+        "session_only": [sys.executable, "-c", "from kafkatool.spark.scan import session\n"
+                         "spark, _ = session('local[2]')\nspark.stop()"],
+    }
+    best: dict[str, dict] = {}
+    for _ in range(repeat):  # interleaved: the machine's load falls on each alike
+        for name, cmd in cmds.items():
+            r = tree_cost(cmd, env)
+            if name not in best or r["cpu"] < best[name]["cpu"]:
+                best[name] = r
+    results = {
+        "data": {"segment_bytes": meta["bytes"], "batches": meta["batches"], "repeat": repeat},
+        **{name: {k: round(v, 3) for k, v in r.items()} for name, r in best.items()},
+        "scan_vs_verify_cpu": round(best["spark_scan"]["cpu"] / best["verify"]["cpu"], 1),
+        "scan_vs_verify_wall": round(best["spark_scan"]["wall"] / best["verify"]["wall"], 1),
+        "scan_vs_session_cpu": round(best["spark_scan"]["cpu"] / best["session_only"]["cpu"], 2),
+        "scan_vs_session_wall": round(best["spark_scan"]["wall"] / best["session_only"]["wall"], 2),
+    }
+    cells = {name: f"{r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU" for name, r in best.items()}
+    print(f"| one tiny segment ({meta['bytes']:,} bytes) | verify | spark scan, local[2] | a session doing nothing "
+          f"| scan / verify (CPU, wall) | scan / session (CPU, wall) |\n|---|---|---|---|---|---|\n"
+          f"| best of {repeat}, process tree | {cells['verify']} | {cells['spark_scan']} | {cells['session_only']} "
+          f"| {results['scan_vs_verify_cpu']}x, {results['scan_vs_verify_wall']}x "
+          f"| {results['scan_vs_session_cpu']}x, {results['scan_vs_session_wall']}x |")
+    OUT.mkdir(exist_ok=True)
+    (OUT / "spark_results-startup.json").write_text(json.dumps(results, indent=2))
+    print(f"spark scan's stderr besides its progress lines: {best['spark_scan']['stderr_noise']} lines")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=int, default=1 << 30, help="bytes per segment (default 1 GiB)")
@@ -167,12 +257,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest counts")
     ap.add_argument("--level", choices=("batches", "records"), default="batches",
                     help="the data source level to measure (the CLI side does the same work)")
+    ap.add_argument("--startup", action="store_true",
+                    help="measure spark scan of one tiny segment against verify, and a session doing nothing")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         _child(args.child)
         return
     sys.path.insert(0, str(HERE))
+    if args.startup:
+        startup(args.repeat)
+        return
     from bench_scan import generate
 
     root = OUT / "spark" / args.kind

@@ -20,11 +20,15 @@ if TYPE_CHECKING:
 FORMAT = "kafka-log"
 
 # Spark settings the scan wants; ``kafkatool spark scan`` sets them on the session it starts, and a
-# session of your own (or spark-submit's ``--conf``) should too. Measured on local[1], 200 small segments:
-# 60 ms of fixed cost per task without the Unix socket (a Nagle/delayed-ACK stall on the TCP socket
-# between the JVM and the Python worker), 25 ms with it. Spark < 4.1 ignores the key.
+# session of your own (or spark-submit's ``--conf``) should too. Not ``spark.python.unix.domain.socket.enabled``
+# (Spark >= 4.1), though it cut the fixed cost per task from 60 to 25 ms (local[1], 200 small segments: a
+# Nagle/delayed-ACK stall on the TCP socket between the JVM and the Python worker): over a Unix socket, each
+# reused Python worker the JVM closes while idle (the data source's planning workers, after a minute idle and
+# at every stop: ``PythonWorkerFactory.cleanupIdleWorkers``) takes the close for a failed task, reports it on
+# the closed socket, and its daemon prints a BrokenPipeError traceback (``pyspark.daemon``, since SPARK-54344);
+# over TCP that last write is taken and nothing is printed. A tiny scan on local[2] printed 3 such tracebacks
+# with it and none without. ``--pack-bytes`` cuts the tasks, and that cost, where segments are many and small.
 SESSION_CONF = {
-    "spark.python.unix.domain.socket.enabled": "true",
     "spark.ui.showConsoleProgress": "false",  # kafkatool draws its own progress on stderr
     # Hand WHERE conditions to the data source's pushFilters, which drops the segments whose topic,
     # partition, segment or file rule them out before any is opened. Spark >= 4.1 (an internal SQL conf,

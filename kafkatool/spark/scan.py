@@ -23,12 +23,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 # Absolute imports: this file is also spark-submit's entry script (see the bottom).
 from kafkatool.spark import FORMAT, SESSION_CONF, register
@@ -163,14 +164,105 @@ def _unglobbed(path: str) -> str:
     return re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
 
 
-def _summary(spark: SparkSession, out: str, clusters: dict[str, str] | None = None) -> list[Row]:
-    """Per topic partition aggregates of the written batches and findings, as rows.
+SUMMARY_FIELDS = ("dirs", "bytes", "batches", "records", "first_offset", "last_offset", "first_timestamp",
+                  "max_timestamp", "codecs", "crc_failures", "committed", "aborted", "errors", "warnings", "info",
+                  "codes")
+"""A summary row's aggregates, in the order rows and summary.json give them (after the keys)."""
 
-    One aggregation over the union of the batches, the findings and the open transactions (not a join,
-    whose equality would never match the null topic of a flat layout's rows), grouped by topic and
-    partition, where SQL puts nulls in one group. Open transactions and producers are the loader's
-    (:func:`_loaded`), not counted here. With ``clusters`` (partition dir -> cluster, :func:`_clusters`), grouped
-    by cluster first: one row per cluster's partition, never several clusters' copies summed.
+# How two partial values of each aggregate merge: sets are unions, counts and sums add, ranges take the ends.
+# A sum, min or max of nothing is None, as in SQL.
+_SETS = {"dirs", "codecs", "codes"}
+_MIN = {"first_offset", "first_timestamp"}
+_MAX = {"last_offset", "max_timestamp"}
+
+
+def _merge(into: dict, key: tuple, part: dict) -> None:
+    """Add one partial summary of partition ``key`` (:func:`_partial_summaries`) to ``into``."""
+    have = into.get(key)
+    if have is None:
+        into[key] = {k: set(v) if k in _SETS else v for k, v in part.items()}
+        return
+    for k, v in part.items():
+        if k in _SETS:
+            have[k].update(v)
+        elif v is None:
+            continue
+        elif have[k] is None:
+            have[k] = v
+        else:
+            have[k] = min(have[k], v) if k in _MIN else max(have[k], v) if k in _MAX else have[k] + v
+
+
+def _arrow_chunks(rows: Iterator, schema) -> Iterator:
+    """Spark rows as pyarrow record batches of ``schema``, ``ROWS_PER_BATCH`` rows at most each."""
+    import itertools
+
+    import pyarrow as pa
+
+    from kafkatool.spark.read import ROWS_PER_BATCH
+
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, ROWS_PER_BATCH)):
+        yield pa.RecordBatch.from_pylist([r.asDict() for r in chunk], schema=schema)
+
+
+def _partial_summaries(batches: Iterator) -> Iterator[str]:
+    """One task's rows (:func:`_summary`'s projection, as pyarrow record batches) aggregated per topic partition
+    with pyarrow: the task's partial summary, one JSON line per partition, which the driver merges
+    (:func:`_merge`). Sets hold the distinct dirs, codecs and codes, each bounded by what the partition has,
+    never by its rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    merged: dict[tuple, dict] = {}
+    for rb in batches:
+        if not rb.num_rows:
+            continue
+        keys = [k for k in ("cluster", "topic", "partition") if k in rb.schema.names]
+        col = rb.column
+
+        def flag(mask) -> pa.Array:
+            return pc.fill_null(mask, False).cast(pa.int64())
+
+        severity = col("severity")
+        ts = col("first_timestamp")
+        table = pa.table({
+            **{k: col(k) for k in keys}, "dir": col("dir"), "size": col("size"), "base_offset": col("base_offset"),
+            "record_count": col("record_count"), "last_offset": col("last_offset"),
+            "ts": pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)),
+            "max_timestamp": col("max_timestamp"), "compression": col("compression"),
+            "crc": flag(pc.invert(col("crc_valid"))),
+            "commit": flag(pc.equal(col("control_type"), "COMMIT")),
+            "abort": flag(pc.equal(col("control_type"), "ABORT")),
+            **{s: flag(pc.equal(severity, s)) for s in ("error", "warning", "info")},
+            "code": pc.if_else(pc.not_equal(severity, "info"), col("code"), pa.scalar(None, pa.string())),
+        })
+        aggs = [("dir", "distinct"), ("size", "sum"), ("base_offset", "count"), ("record_count", "sum"),
+                ("base_offset", "min"), ("last_offset", "max"), ("ts", "min"), ("max_timestamp", "max"),
+                ("compression", "distinct"), ("crc", "sum"), ("commit", "sum"), ("abort", "sum"),
+                ("error", "sum"), ("warning", "sum"), ("info", "sum"), ("code", "distinct")]
+        grouped = table.group_by(keys).aggregate(aggs).to_pylist()
+        names = [f"{c}_{a}" for c, a in aggs]
+        for g in grouped:
+            part = dict(zip(SUMMARY_FIELDS, (g[n] for n in names), strict=True))
+            for k in _SETS:
+                part[k] = [v for v in part[k] if v is not None]
+            key = tuple(g[k] for k in keys)
+            _merge(merged, key, part)
+    for key, p in merged.items():
+        yield json.dumps([list(key), {k: sorted(v) if k in _SETS else v for k, v in p.items()}])
+
+
+def _summary(spark: SparkSession, out: str, clusters: dict[str, str] | None = None) -> list[dict]:
+    """Per topic partition aggregates of the written batches and findings, as dicts (keys, then
+    :data:`SUMMARY_FIELDS`), in the order of their keys (nulls first).
+
+    One pass over the union of the batches and the findings (not a join, whose equality would never match the
+    null topic of a flat layout's rows): each task aggregates its rows per topic partition
+    (:func:`_partial_summaries`) and the driver merges the few partial summaries; no shuffle, no sort, one job
+    of one stage. Open transactions and producers are the loader's (:func:`_loaded`), not counted here. With
+    ``clusters`` (partition dir -> cluster, :func:`_clusters`), grouped by cluster first: one row per cluster's
+    partition, never several clusters' copies summed.
     """
     # With the schema given: a clean input writes no findings file, and Spark cannot infer a schema from none.
     batches = spark.read.schema(BATCHES).parquet(_unglobbed(f"{out}/batches"))
@@ -182,26 +274,22 @@ def _summary(spark: SparkSession, out: str, clusters: dict[str, str] | None = No
         rows = rows.withColumn("cluster", F.coalesce(  # a file's partition dir, or a finding's dir itself
             F.element_at(lookup, F.regexp_extract("file", r"^(.*)/[^/]*$", 1)), F.element_at(lookup, F.col("file"))))
         keys = ["cluster", *keys]
-    severity = F.col("severity")
-    summary = rows.groupBy(*keys).agg(
-        # copies of the partition summed here: its dir in each log dir (replicas, or before/after copies)
-        F.countDistinct(F.regexp_extract("file", r"^(.*)/[^/]*$", 1)).alias("dirs"),
-        F.sum("size").alias("bytes"),
-        F.count("base_offset").alias("batches"),
-        F.sum("record_count").alias("records"),
-        F.min("base_offset").alias("first_offset"),
-        F.max("last_offset").alias("last_offset"),
-        F.min(F.when(F.col("first_timestamp") >= 0, F.col("first_timestamp"))).alias("first_timestamp"),
-        F.max("max_timestamp").alias("max_timestamp"),
-        F.sort_array(F.collect_set("compression")).alias("codecs"),
-        F.sum(F.when(~F.col("crc_valid"), 1).otherwise(0)).alias("crc_failures"),
-        F.sum(F.when(F.col("control_type") == "COMMIT", 1).otherwise(0)).alias("committed"),
-        F.sum(F.when(F.col("control_type") == "ABORT", 1).otherwise(0)).alias("aborted"),
-        *(F.sum(F.when(severity == s, 1).otherwise(0)).alias(s + ("s" if s != "info" else ""))
-          for s in ("error", "warning", "info")),
-        F.sort_array(F.collect_set(F.when(severity != "info", F.col("code")))).alias("codes"),
-    )
-    return summary.orderBy(*keys).collect()
+    rows = rows.select(  # a file's dir by Spark's own regex: the copies of the partition summed (``dirs``)
+        *keys, F.regexp_extract("file", r"^(.*)/[^/]*$", 1).alias("dir"), "size", "base_offset", "record_count",
+        "last_offset", "first_timestamp", "max_timestamp", "compression", "crc_valid", "control_type", "severity",
+        "code")
+    # Over the rows' RDD (mapInArrow would need pandas, which the spark extra does not install).
+    schema = to_arrow_schema(rows.schema, timezone="UTC")
+    merged: dict[tuple, dict] = {}
+    for line in rows.rdd.mapPartitions(lambda it: _partial_summaries(_arrow_chunks(it, schema))).collect():
+        key, part = json.loads(line)
+        _merge(merged, tuple(key), part)
+    found = []
+    for key in sorted(merged, key=lambda k: tuple((v is not None, v) for v in k)):
+        m = merged[key]
+        found.append({**dict(zip(keys, key, strict=True)), **{
+            k: len(m[k]) if k == "dirs" else sorted(m[k]) if k in _SETS else m[k] for k in SUMMARY_FIELDS}})
+    return found
 
 
 LOADED_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "last_stable_offset", "open_transactions",
@@ -352,8 +440,7 @@ def scan_paths(spark: SparkSession, paths: list[str], out: str | Path, *, record
         rows = _summary(spark, out, clusters)
         loaded = _loaded(spark, paths, clusters)
     result = ScanResult(out)
-    for row in rows:
-        d = row.asDict(recursive=True)
+    for d in rows:
         d.update(loaded.get((d.get("cluster"), d["topic"], d["partition"]), dict.fromkeys(LOADED_FIELDS)))
         for k in ("dirs", "bytes", "batches", "records", "crc_failures", "committed", "aborted",
                   "open_transactions", "producers", "errors", "warnings", "info"):
@@ -391,10 +478,56 @@ def stderr_lines(spark: SparkSession) -> Callable[[str], None]:
     return lambda line: print(line, file=sys.stderr, flush=True)
 
 
+LOG4J2 = Path(__file__).with_name("log4j2.properties")
+"""The log4j2 configuration of the JVMs the CLI starts: the loggers that warn on a successful run at ERROR."""
+
+# The one line a JVM Spark starts prints that no logging setting reaches: Spark's launcher adds this module to
+# every JVM it starts (``JavaModuleOptions``) and the JVM's module system announces it on stderr as it boots.
+JVM_NOTICES = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
+
+
+def _java_quoted(value: str) -> str:
+    """``value`` as one word of ``spark.driver.extraJavaOptions`` (the launcher's ``parseOptionString``: double
+    quotes, backslash escapes), so a path with spaces stays one option."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@contextmanager
+def _jvm_stderr() -> Iterator[None]:
+    """Start a JVM inside this block to give it a stderr of its own: a pipe whose lines a thread copies to ours,
+    all but :data:`JVM_NOTICES`. The JVM, and the Python workers it forks, keep the pipe for their life; this
+    process's own stderr is put back when the block ends. Errors, Spark's logs at ERROR and worker tracebacks
+    still reach the terminal, through the thread, as they come."""
+    import os
+
+    read_end, write_end = os.pipe()
+    ours = os.dup(2)
+
+    def copy() -> None:
+        with open(read_end, "rb", buffering=0) as pipe:
+            for line in iter(pipe.readline, b""):
+                if line not in JVM_NOTICES:
+                    try:
+                        os.write(ours, line)
+                    except OSError:  # our stderr is gone: nothing to show it on
+                        pass
+
+    threading.Thread(target=copy, name="kafkatool-jvm-stderr", daemon=True).start()
+    os.dup2(write_end, 2)  # inherited by the JVM spark-submit's launcher starts
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        os.dup2(ours, 2)
+
+
 def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") -> tuple[SparkSession, bool]:
     """A SparkSession for the CLI (spark-submit's under spark-submit) and whether it is new.
 
-    The caller stops only a session it started; an active one (a notebook's, a test's) is reused.
+    The caller stops only a session it started; an active one (a notebook's, a test's) is reused. A JVM started
+    here keeps quiet the warnings a successful local run has (:data:`LOG4J2`: the loopback hostname, no native
+    Hadoop library), and ERROR once it is up, on a stderr without the module notice of
+    :data:`JVM_NOTICES` (:func:`_jvm_stderr`).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -411,7 +544,12 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
         builder = builder.config(key, value)
     if master:
         builder = builder.master(master)
-    spark = builder.getOrCreate()
+    launches = not os.environ.get("PYSPARK_GATEWAY_PORT")  # else spark-submit's JVM is there already
+    if launches and LOG4J2.is_file():  # not inside a zip shipped with --py-files
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 f"-Dlog4j2.configurationFile={_java_quoted(str(LOG4J2))}")
+    with _jvm_stderr() if launches else nullcontext():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
 
