@@ -8,7 +8,8 @@ applications write them). ``json`` is the payload as UTF-8 JSON. The schema deco
 ``json-schema``) read Confluent's wire format (magic byte 0, a 4-byte schema id, for Protobuf a message-index
 array, then the body) with the writer's schema from Schema Registry's ``_schemas`` topic on disk or a
 ``--schemas`` dir; ``auto`` takes Confluent framing to the schema's type and anything else as JSON, then text,
-then raw bytes.
+then raw bytes, except in a topic whose subject (TopicNameStrategy: ``<topic>-value``) the registry holds, where a
+payload that is not framed does not decode.
 
 A decoder is a function of the payload (``None`` for a null key or value) to :class:`Decoded`; it never raises on
 untrusted bytes: a payload that does not decode gives ``Decoded(error=...)``, which the caller turns into a
@@ -79,7 +80,7 @@ _SIMPLE: dict[str, Callable[[bytes], Decoded]] = {
 
 
 def _nulls_pass(read: Callable[[bytes], Decoded]) -> PayloadDecoder:
-    def decode(data: bytes | None) -> Decoded:
+    def decode(data: bytes | None, subject: str | None = None) -> Decoded:
         return Decoded() if data is None else read(bytes(data))
     return decode
 

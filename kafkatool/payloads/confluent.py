@@ -338,6 +338,8 @@ class SchemaDecoders:
 
     def __init__(self, registry: Registry, validate: bool = False) -> None:
         self.registry, self.validate = registry, validate
+        # the subjects with a version (soft-deleted ones too): their topics' payloads were written framed
+        self.subjects = frozenset(subject for subject, _version in registry.versions)
         self._compiled: dict[int, tuple[str, Reader] | str] = {}  # id -> (type, reader) or why not
 
     def compiled(self, schema_id: int) -> tuple[str, Reader]:
@@ -376,10 +378,18 @@ class SchemaDecoders:
             return Decoded(schema_id=schema_id, error=f"body does not decode by schema id {schema_id}: "
                                                       f"{type(exc).__name__}: {_short(exc)}")
 
-    def auto(self, data: bytes) -> Decoded:
-        """Confluent framing to its schema's type; else UTF-8 JSON, then UTF-8 text, then the bytes as base64."""
-        if len(data) >= 5 and data[0] == MAGIC:
+    def auto(self, data: bytes, subject: str | None = None) -> Decoded:
+        """Confluent framing to its schema's type; else UTF-8 JSON, then UTF-8 text, then the bytes as base64. When
+        the registry holds ``subject`` (the payload's topic's subject under TopicNameStrategy, the serializers'
+        default), the topic's payloads are written framed: one that is not (a wrong magic byte, a cut frame) does
+        not decode, as the schema's deserializer refuses it (``AbstractKafkaSchemaSerDe.getByteBuffer``)."""
+        expected = subject is not None and subject in self.subjects
+        if (len(data) >= 5 or expected) and data[:1] == bytes([MAGIC]):
             return self.framed(data, None)
+        if expected:
+            got = f"magic byte {data[0]}" if data else "an empty payload"
+            return Decoded(error=f"{got}, not Confluent framing, in a topic whose subject {subject} is in the "
+                                 "registry")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -408,10 +418,10 @@ def schema_decoder(name: str, sources: SchemaSources) -> tuple[PayloadDecoder, l
     decoders = SchemaDecoders(registry, sources.validate)
     want = TYPE_OF.get(name)
 
-    def decode(data: bytes | None) -> Decoded:
+    def decode(data: bytes | None, subject: str | None = None) -> Decoded:
         if data is None:
             return Decoded()
         data = bytes(data)
-        return decoders.auto(data) if want is None else decoders.framed(data, want)
+        return decoders.auto(data, subject) if want is None else decoders.framed(data, want)
 
     return decode, list(findings)

@@ -18,7 +18,10 @@ class Decoded:
     error: str | None = None
 
 
-PayloadDecoder = Callable[[bytes | None], Decoded]
+# Called as ``decode(data, subject=None)``: ``subject`` the Schema Registry subject the payload's topic has under the
+# default TopicNameStrategy (``<topic>-key``/``<topic>-value``), which ``auto`` uses to tell a payload that should be
+# framed from one that is not; the other decoders ignore it.
+PayloadDecoder = Callable[..., Decoded]
 
 
 @dataclass(frozen=True)

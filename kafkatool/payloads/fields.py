@@ -20,11 +20,13 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..findings import finding
 from ..model import Finding, Record
+from ..walk import partition_of
 from . import Decoded, PayloadDecoder, SchemaSources, payload_decoder
 
 _MISSING = object()
@@ -187,8 +189,9 @@ class PayloadView:
         value are the marker)."""
         if r.control_type is not None:
             return r, []
-        key = None if self.key is None else self.key(r.key)
-        value = None if self.value is None else self.value(r.value)
+        tp = partition_of(Path(path).parent.name)  # the subjects of its topic under TopicNameStrategy
+        key = None if self.key is None else self.key(r.key, None if tp is None else f"{tp[0]}-key")
+        value = None if self.value is None else self.value(r.value, None if tp is None else f"{tp[0]}-value")
         found = [finding("payload-undecodable", path, position, f"offset {r.offset}: {side}: {got.error}")
                  for side, got in (("key", key), ("value", value)) if got is not None and got.error is not None]
         return PayloadRecord(r, key, value), found

@@ -193,7 +193,7 @@ def _payload_decoders(payloads: Payloads) -> tuple:
 
 
 def _payload_columns(payloads: Payloads, key: list, value: list, ctypes: list, errors: list, arrow,
-                     structs: dict) -> list:
+                     structs: dict, topic: str | None) -> list:
     """``<side>_decoded`` (compact JSON text) and ``<side>_schema_id`` of each decoded side: null for a null
     payload, one that does not decode (its raw column stays), a control record and an error row; and its
     ``<side>_struct`` where the schema has one (``structs``: side to Spark type), the same values."""
@@ -209,7 +209,8 @@ def _payload_columns(payloads: Payloads, key: list, value: list, ctypes: list, e
             continue
         texts, ids, values = [], [], []
         for raw, ctype, error in zip(raws, ctypes, errors, strict=True):
-            got = None if raw is None or ctype is not None or error is not None else decoder(raw)
+            got = None if raw is None or ctype is not None or error is not None else decoder(
+                raw, None if topic is None else f"{topic}-{side}")
             ok = got is not None and got.error is None
             texts.append(compact(got.value) if ok else None)
             ids.append(None if got is None else got.schema_id)
@@ -258,7 +259,7 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
             else:
                 extra += [pa.nulls(n, arrow.field("decoded").type), pa.nulls(n, pa.string())]
         if payloads is not None:
-            extra += _payload_columns(payloads, key, value, ctype, error, arrow, structs)
+            extra += _payload_columns(payloads, key, value, ctype, error, arrow, structs, part.topic)
         if binary:
             if values == "base64":
                 columns[3] = base64_strings(value)
