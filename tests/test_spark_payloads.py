@@ -96,7 +96,61 @@ def test_one_subject_per_topic_gives_a_struct_column_equal_to_the_decoded_values
             payloads = payloads_of({"paths": json.dumps(paths), "valueDecoder": "auto"})
             assert struct_columns(framed_schema_ids(paths, ("value",)), payloads) == {}
     said = [r.getMessage() for r in caplog.records if r.name == "kafkatool.spark"]
-    assert any("PROTOBUF" in m for m in said) and any("several subjects" in m for m in said), said
+    assert any("several messages (acme.payments.Header, acme.payments.Payment, acme.payments.Payment.Line)" in m
+               for m in said) and any("several subjects" in m for m in said), said
+
+
+def test_one_protobuf_message_per_topic_gives_a_struct_column_equal_to_the_decoded_values(spark, tmp_path: Path,
+                                                                                           run_cli) -> None:
+    """The generator's Protobuf payloads that name ``acme.payments.Payment`` (index array ``[1]``: int64, enum,
+    repeated nested Line with Money, map, bytes, oneof; a bad body too), written alone to a partition of another log
+    dir with the generator's ``_schemas`` as ``schemaLogDir``: ``value_struct`` typed from the message descriptor, each
+    field what ``dump --value-decoder auto`` gives (the generator's ``payments-0`` mixes three messages: no struct, see
+    above)."""
+    pytest.importorskip("google.protobuf")
+    from pyspark.sql.types import ArrayType, IntegerType, MapType, StringType, StructField, StructType
+
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.logwriter import LogDirWriter
+
+    from .test_fixtures import gen
+
+    registry = tmp_path / "registry"
+    gen.payloads(registry)
+    payments = [r["value"] for r in gen.payload_records()["payments"] if r["value"][5:7] == b"\x02\x02"]  # [1]
+    assert len(payments) == 4
+    single = tmp_path / "single"
+    with LogDirWriter(single, cluster_id=gen.CLUSTER_ID, node_id=1) as disk:
+        w = disk.partition("payments", 0, gen.PAYLOADS_TOPIC_IDS["payments"])
+        for offset, value in enumerate(payments):
+            w.append(record_batch(offset, [RecordSpec(b"k", value, gen.NIGHT + offset * gen.MINUTE)]))
+    df = (spark.read.format("kafka-log").option("valueDecoder", "auto").option("schemaLogDir", str(registry))
+          .load(str(single / "payments-0")))
+    assert "value_struct" in df.columns
+    struct = df.schema["value_struct"].dataType
+    assert isinstance(struct, StructType)
+    assert [f.name for f in struct.fields] == ["id", "account", "method", "lines", "labels", "signature", "iban",
+                                               "card_token", "header", "refs"]
+    line = struct["lines"].dataType
+    assert isinstance(line, ArrayType) and isinstance(line.elementType, StructType)
+    assert line.elementType["amount"].dataType == StructType([  # Money, from the referenced acme/common.proto
+        StructField("currency", StringType()), StructField("units", StringType()), StructField("nanos", IntegerType())])
+    assert isinstance(struct["labels"].dataType, MapType) and struct["refs"].dataType == ArrayType(StringType())
+    cli = {r["offset"]: r.get("value_decoded") for r in
+           run_cli("dump", "-r", "-f", "jsonl", "--value-decoder", "auto", "--schema-log-dir", registry,
+                   single / "payments-0").jsonl() if r["type"] == "record"}
+    rows = {r["offset"]: r["value_struct"] for r in df.select("offset", "value_struct").collect()}
+    assert sorted(rows) == sorted(cli) == [0, 1, 2, 3]
+    assert [o for o, v in cli.items() if v is None] == [3]  # the bad body
+    for offset, want in cli.items():
+        got = rows[offset]
+        if want is None:
+            assert got is None, offset
+            continue
+        got = got.asDict(recursive=True)
+        assert set(got) == {f.name for f in struct.fields}
+        assert _same(struct, got, want), (offset, got, want)
+    assert rows[0]["account"] == "-9223372036854775808" and rows[1]["iban"] and rows[1]["card_token"] is None
 
 
 def _same(t, got, want) -> bool:

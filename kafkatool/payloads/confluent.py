@@ -243,11 +243,10 @@ def compile_proto(files: dict[str, str], main: str, include: Path | None = None)
         return out.read_bytes()
 
 
-def _protobuf(registry: Registry, v: SchemaVersion) -> Reader:
-    """The schema's messages from its ``.proto`` text and its references (import name -> referenced schema), as
-    ``ProtobufSchema`` resolves them; the message a payload names is found by its index array (the n-th message at
-    the top, then the n-th nested type, ...)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+def proto_schema(registry: Registry, v: SchemaVersion) -> tuple[Any, Any]:
+    """(descriptor pool, the schema's own ``FileDescriptorProto``) from its ``.proto`` text and its references (import
+    name -> referenced schema), as ``ProtobufSchema`` resolves them."""
+    from google.protobuf import descriptor_pb2, descriptor_pool
 
     main = f"kafkatool_schema_{v.id}.proto"
     files = {name: ref.schema for name, ref in _closure(registry, v)}
@@ -262,19 +261,34 @@ def _protobuf(registry: Registry, v: SchemaVersion) -> Reader:
         raise _Bad(f"Protobuf schema id {v.id} {exc}") from None
     except Exception as exc:
         raise _Bad(f"Protobuf schema id {v.id}: {_short(exc)}") from None
-    top = next(f for f in fds.file if f.name == main)
+    return pool, next(f for f in fds.file if f.name == main)
+
+
+def message_name(top: Any, indexes: tuple[int, ...], schema_id: int) -> str:
+    """The full name of the message ``indexes`` names in ``top`` (``ProtobufSchema.toMessageName``: the n-th message
+    at the top, then the n-th nested type, ...)."""
+    types, name = top.message_type, top.package
+    for depth, i in enumerate(indexes):
+        if i >= len(types):
+            raise _Bad(f"message index {list(indexes)}: schema id {schema_id} has {len(types)} message types "
+                      f"at depth {depth}")
+        name = f"{name}.{types[i].name}" if name else types[i].name
+        types = types[i].nested_type
+    return name
+
+
+def _protobuf(registry: Registry, v: SchemaVersion) -> Reader:
+    """The schema's messages (:func:`proto_schema`); the message a payload names is found by its index array
+    (:func:`message_name`)."""
+    from google.protobuf import json_format, message_factory
+
+    pool, top = proto_schema(registry, v)
     classes: dict[tuple[int, ...], Any] = {}
 
     def message_class(indexes: tuple[int, ...]) -> Any:
         if indexes not in classes:
-            types, name = top.message_type, top.package
-            for depth, i in enumerate(indexes):
-                if i >= len(types):
-                    raise _Bad(f"message index {list(indexes)}: schema id {v.id} has {len(types)} message types "
-                              f"at depth {depth}")
-                name = f"{name}.{types[i].name}" if name else types[i].name
-                types = types[i].nested_type
-            classes[indexes] = message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+            classes[indexes] = message_factory.GetMessageClass(
+                pool.FindMessageTypeByName(message_name(top, indexes, v.id)))
         return classes[indexes]
 
     def read(body: bytes, indexes: tuple[int, ...]) -> Any:

@@ -287,19 +287,19 @@ def _read_records(part: SegmentPartition, arrow, values: str, decode: str | None
             yield flush()
 
 
-def framed_schema_ids(paths: list[str], sides: tuple[str, ...]) -> dict[str, set[int]]:
-    """The Confluent schema ids the framed keys and values (``sides``) under ``paths`` name: the records read once
-    more, for :func:`kafkatool.spark.structs.struct_columns`."""
+def framed_schema_ids(paths: list[str], sides: tuple[str, ...]) -> dict[str, dict[int, set[tuple[int, ...]]]]:
+    """The Confluent schema ids the framed keys and values (``sides``) under ``paths`` name, each with the message-index
+    arrays after it: the records read once more, for :func:`kafkatool.spark.structs.struct_columns`."""
     from .plan import plan
     from .structs import framed_ids
 
-    ids: dict[str, set[int]] = {s: set() for s in sides}
+    ids: dict[str, dict[int, set[tuple[int, ...]]]] = {s: {} for s in sides}
     if not sides:
         return ids
     for piece in plan(paths):
         for rb in read_partition(piece, "records"):
             for side in sides:
-                ids[side] |= framed_ids(rb.column(side).to_pylist())
+                framed_ids(rb.column(side).to_pylist(), ids[side])
     return ids
 
 
