@@ -31,7 +31,7 @@ from .errors import UsageError
 from .filetypes import classify
 from .model import Batch, FileStart, Finding, Record, render_bytes
 from .payloads import Decoded
-from .payloads.fields import PayloadRecord, compact
+from .payloads.decoded import PayloadRecord, compact
 from .walk import partition_of
 
 COLUMNS = ("topic", "partition", "segment", "file", "offset", "timestamp", "key", "value", "headers",

@@ -58,7 +58,7 @@ def test_one_error_root() -> None:
                        "kafkatool.locate._BadPosition", "kafkatool.internal.groups._Inconsistent",
                        "kafkatool.delivery._RowTooLong", "kafkatool.verify_files._Stopped",
                        "kafkatool.payloads.confluent._Bad",
-                       "kafkatool.payloads.registry._Invalid"}
+                       "kafkatool.payloads.registry._Invalid", "kafkatool.pattern.Declined"}
     codes = {name: cls.exit_code for name, cls in vars(errors).items()
              if inspect.isclass(cls) and issubclass(cls, errors.KafkaToolError)}
     assert codes == {"KafkaToolError": 1, "UsageError": 2, "InputIOError": 3, "LogDirLocked": 2, "FormatError": 1,

@@ -18,7 +18,6 @@ untrusted bytes: a payload that does not decode gives ``Decoded(error=...)``, wh
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 import uuid
@@ -26,7 +25,6 @@ from collections.abc import Callable
 
 from ..errors import UsageError
 from ..model import Finding
-from .confluent import schema_decoder
 from .decoded import Decoded, PayloadDecoder, SchemaSources
 
 SIMPLE_DECODERS = ("string", "int", "long", "double", "uuid", "json")
@@ -63,6 +61,8 @@ def _uuid(data: bytes) -> Decoded:
 
 
 def _json(data: bytes) -> Decoded:
+    import json  # here: the output layer imports this package at every start, which must not load json (test_startup)
+
     try:
         return Decoded(json.loads(data.decode("utf-8")))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
@@ -93,4 +93,8 @@ def payload_decoder(name: str, sources: SchemaSources | None = None) -> tuple[Pa
         return _nulls_pass(_SIMPLE[name]), []
     if name not in SCHEMA_DECODERS:
         raise UsageError(f"unknown decoder {name!r}: one of {', '.join(DECODERS)}")
+    # Here, not at the top: the schema registry's reader brings the internal-topic decoders (Construct, the
+    # compiled schemas: ~150 ms), which every command's output layer would pay for at start-up (tests/test_startup.py).
+    from .confluent import schema_decoder
+
     return schema_decoder(name, sources or SchemaSources())

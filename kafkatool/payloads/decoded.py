@@ -1,4 +1,5 @@
-"""What a decoder gives for one payload, and where the schema decoders find the writers' schemas."""
+"""What a decoder gives for one payload, where the schema decoders find the writers' schemas, and a record with its
+decoded payloads (light: the output layer imports it at every start)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..model import Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,3 +37,30 @@ class SchemaSources:
     schema_log_dir: Path | None = None
     schemas_dir: Path | None = None
     validate: bool = False
+
+
+def compact(value: Any) -> str:
+    """A decoded value as one line of JSON (the text columns, the text format, what ``--*-match`` searches)."""
+    import json  # here: text output imports this module and, without decoders, never needs json (test_startup)
+
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class PayloadRecord:
+    """A record with its key and value as the decoders read them (``None``: no decoder asked for that side). Its
+    line is the record's with ``key_decoded``/``key_schema_id`` (and ``key_decode_error``), the same for the value."""
+
+    __slots__ = ("key", "record", "value")
+
+    def __init__(self, record: Record, key: Decoded | None, value: Decoded | None) -> None:
+        self.record, self.key, self.value = record, key, value
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.record.as_dict()
+        for side, got in (("key", self.key), ("value", self.value)):
+            if got is not None:
+                d[f"{side}_decoded"] = got.value
+                d[f"{side}_schema_id"] = got.schema_id
+                if got.error is not None:
+                    d[f"{side}_decode_error"] = got.error
+        return d

@@ -28,33 +28,9 @@ from ..findings import finding
 from ..model import Finding, Record
 from ..walk import partition_of
 from . import Decoded, PayloadDecoder, SchemaSources, payload_decoder
+from .decoded import PayloadRecord, compact
 
 _MISSING = object()
-
-
-def compact(value: Any) -> str:
-    """A decoded value as one line of JSON (the text columns, the text format, what ``--*-match`` searches)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-class PayloadRecord:
-    """A record with its key and value as the decoders read them (``None``: no decoder asked for that side). Its
-    line is the record's with ``key_decoded``/``key_schema_id`` (and ``key_decode_error``), the same for the value."""
-
-    __slots__ = ("key", "record", "value")
-
-    def __init__(self, record: Record, key: Decoded | None, value: Decoded | None) -> None:
-        self.record, self.key, self.value = record, key, value
-
-    def as_dict(self) -> dict[str, Any]:
-        d = self.record.as_dict()
-        for side, got in (("key", self.key), ("value", self.value)):
-            if got is not None:
-                d[f"{side}_decoded"] = got.value
-                d[f"{side}_schema_id"] = got.schema_id
-                if got.error is not None:
-                    d[f"{side}_decode_error"] = got.error
-        return d
 
 
 @dataclass(frozen=True)

@@ -199,7 +199,7 @@ def _payload_columns(payloads: Payloads, key: list, value: list, ctypes: list, e
     ``<side>_struct`` where the schema has one (``structs``: side to Spark type), the same values."""
     import pyarrow as pa
 
-    from kafkatool.payloads.fields import compact
+    from kafkatool.payloads.decoded import compact
 
     from .structs import fill
 

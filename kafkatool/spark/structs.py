@@ -50,7 +50,7 @@ from pyspark.sql.types import (
 )
 
 from kafkatool.payloads.confluent import message_indexes, message_name, proto_schema
-from kafkatool.payloads.fields import compact
+from kafkatool.payloads.decoded import compact
 
 from .options import Payloads
 

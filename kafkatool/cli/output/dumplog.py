@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any
 
-from ...payloads.fields import compact
+from ...payloads.decoded import compact
 from .jsonl import _json
 from .terminal import _printable, printable
 from .text import _finding

@@ -9,7 +9,7 @@ import datetime as _dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...payloads.fields import compact
+from ...payloads.decoded import compact
 from .terminal import escape
 
 if TYPE_CHECKING:
