@@ -13,6 +13,8 @@ from construct import ConstructError
 
 from kafkatool.formats import kafka_schema as ks
 
+from .test_fastparse import _overlong_varint
+
 ALL = [(name, v) for name in sorted(ks.schemas()) for v in ks.valid_versions(name)]
 
 
@@ -357,16 +359,6 @@ def _by_construct(name: str, version: int, data: bytes):
     except ConstructError:
         return None
     return value if stream.tell() == len(data) else None
-
-
-def _overlong_varint(data: bytes) -> bool:
-    """A run of 5 bytes with the continuation bit: a uvarint longer than the compiled readers take."""
-    run = 0
-    for b in data:
-        run = run + 1 if b & 0x80 else 0
-        if run >= 5:
-            return True
-    return False
 
 
 def check_compiled(name: str, version: int, data: bytes) -> bool:
