@@ -176,13 +176,15 @@ class _Lines:
         return line
 
 
-def read_sink(source: str, stdin: BinaryIO | None = None) -> Iterator[tuple[str, int, int] | Finding]:
+def read_sink(source: str, stdin: BinaryIO | None = None, columns: bool = True
+              ) -> Iterator[tuple[str, int, int] | Finding]:
     """(topic, partition, offset) of every row of one sink file (``-``: standard input), read as it streams; a
     row that does not follow :func:`sink_row` is a finding naming the file and line (for Parquet: the row
-    number), and reading goes on. Past :data:`MAX_ROW_FINDINGS` of them, the rest are counted in one finding."""
+    number), and reading goes on. Past :data:`MAX_ROW_FINDINGS` of them, the rest are counted in one finding.
+    ``columns``: a CSV file read by the columnar reader where it is installed (:func:`columnar`), else by rows."""
     where = "<stdin>" if source == "-" else source
     invalid = 0
-    for item in _rows(source, stdin):
+    for item in _rows(source, stdin, columns):
         if isinstance(item, Finding):
             invalid += 1
             if invalid > MAX_ROW_FINDINGS:
@@ -193,7 +195,7 @@ def read_sink(source: str, stdin: BinaryIO | None = None) -> Iterator[tuple[str,
                       f"{invalid - MAX_ROW_FINDINGS:,} more invalid rows (the first {MAX_ROW_FINDINGS} are above)")
 
 
-def _rows(source: str, stdin: BinaryIO | None) -> Iterator[tuple[str, int, int] | Finding]:
+def _rows(source: str, stdin: BinaryIO | None, columns: bool) -> Iterator[tuple[str, int, int] | Finding]:
     # utf-8-sig: a BOM is skipped; newline="": CR, LF and CRLF all end a line, and CSV sees them as they are
     text = {"encoding": "utf-8-sig", "errors": "replace", "newline": ""}
     if source == "-":
@@ -211,7 +213,7 @@ def _rows(source: str, stdin: BinaryIO | None) -> Iterator[tuple[str, int, int] 
     if suffix == ".parquet":
         yield from _parquet(path)
         return
-    cols = columnar()
+    cols = columnar() if columns else None
     try:
         if cols is not None and suffix not in (".jsonl", ".ndjson", ".json"):
             yield from _csv_columnar(path, source, cols)
@@ -265,6 +267,26 @@ def columnar() -> Any:
     except ImportError:
         return None
     return np, pa, pc, pcsv
+
+
+# Sinks smaller than this are read and compared row by row even where numpy and pyarrow are installed: importing
+# them costs ~0.3 s of CPU and ~60 MB, more than the rows of a small sink cost, and that memory would come on top of
+# what a log's largest batch takes (a record-count bomb's decompressed bytes). A Parquet sink needs pyarrow anyway.
+COLUMNS_FROM = 1 << 20
+
+
+def _columns_pay(sinks: list[str]) -> bool:
+    """Whether the sinks are worth the columnar reader: a Parquet file, or CSV/JSON files of COLUMNS_FROM bytes or
+    more (standard input is read by rows in any case)."""
+    size = 0
+    for sink in sinks:
+        if sink.lower().endswith(".parquet"):
+            return True
+        try:
+            size += os.stat(sink).st_size if sink != "-" else 0
+        except OSError:
+            pass  # read_sink says what is wrong with it
+    return size >= COLUMNS_FROM
 
 
 # Bytes of a CSV sink the columnar reader takes at a time: with its arrays (offsets, partitions, topic codes: 8 to
@@ -686,7 +708,13 @@ def log_ranges(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
     """``(first, last, kind)`` of the records in ``[lo, hi]`` that the log holds, in log order, consecutive offsets of
     one kind as one range, with kind ``data`` (what the consumer receives), ``aborted`` (data of an aborted
     transaction, under read_committed) or ``control``. Records at or past the fetch limit (LSO and high watermark,
-    or the high watermark) are not in them. A damaged log's offsets may go backwards: the ranges then do too.
+    or the high watermark) are not in them. The ranges ascend: a consumer takes a record only at or past its
+    position, the offset after the last it took (``CompletedFetch.nextFetchedRecord``: "skip any records out of
+    range"), so where a damaged log's offsets go back (a batch below the one before it, records repeating an offset
+    within a batch: ``verify`` says ``offset-not-increasing``, ``record-offset-invalid``) those records are never
+    delivered, hence not expected; one ``records-below-fetch-position`` finding counts them. (Where a fetch ends on
+    such a batch, the consumer's next fetch starts past its last offset, which may repeat records above it: that
+    depends on fetch sizes, and is not modelled.)
 
     Where the broker's recovery cuts the log (``LogLoader``: a damaged batch in a segment it recovers), the cut is
     said as ``verify`` says it (``recovery-truncates-log``, :meth:`kafkatool.loader.LoadedPartition.truncation`) and
@@ -704,6 +732,8 @@ def log_ranges(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
     end = loaded.log_end_offset if cut is not None else OFFSET_MAX + 1
     first = last = -2
     kind = ""
+    position = lo  # the consumer's: the offset after the last record it took
+    below = _Below()
     for _base, path in segment_logs(part_dir):
         shown = os.path.join(display, path.name)
         try:
@@ -727,13 +757,17 @@ def log_ranges(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
                 if b.magic >= 2 and b.record_count == b.last_offset - b.base_offset + 1 and _plausible(b):
                     spans: Iterable[tuple[int, int]] = [(max(b.base_offset, lo), min(b.last_offset, hi))]
                 else:  # compacted (offsets missing inside the batch), a v0/v1 message set, or a count to check
-                    spans = ((o, o) for o in _decoded_offsets(b, item.raw, shown, lo, hi, findings))
+                    spans = _decoded_spans(b, item.raw, shown, lo, hi, findings, position, below)
                 stop = False
                 for a, z in spans:
                     if limit is not None and z >= limit:
                         z, stop = limit - 1, True
                     z = min(z, end - 1)
+                    if a < position and a <= z:  # below the consumer's position: skipped
+                        below.add(min(z, position - 1) - a + 1, shown, b.position, a, position)
+                        a = position
                     if a <= z:
+                        position = z + 1
                         if a == last + 1 and k == kind:
                             last = z
                         else:
@@ -751,6 +785,8 @@ def log_ranges(part_dir: Path, display: str, lo: int, hi: int, isolation: str,
             break
     if kind:
         yield first, last, kind
+    if below.count:
+        findings.append(below.finding())
 
 
 def log_offsets(ranges: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
@@ -760,17 +796,57 @@ def log_offsets(ranges: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, s
             yield offset, kind
 
 
-def _decoded_offsets(b: Any, raw: bytes, shown: str, lo: int, hi: int, findings: list[Finding]) -> Iterator[int]:
-    """The offsets in ``[lo, hi]`` of the batch's records, decoded a chunk at a time (:func:`records.record_chunks`):
-    a few KB that declare millions of records cost a chunk, not them all. Every finding of the batch is added to
-    ``findings``, its offsets all taken or not (the fetch limit stops at one)."""
+@dataclass
+class _Below:
+    """The records a consumer skips because their offsets are below its position: how many, and where the first is."""
+
+    count: int = 0
+    where: tuple[str, int, int, int] = ("", 0, 0, 0)  # segment, byte position of the batch, offset, position then
+
+    def add(self, count: int, shown: str, at: int, offset: int, position: int) -> None:
+        if not self.count:
+            self.where = (shown, at, offset, position)
+        self.count += count
+
+    def finding(self) -> Finding:
+        shown, at, offset, position = self.where
+        return finding("records-below-fetch-position", shown, at,
+                       f"{self.count} record{'s' if self.count != 1 else ''} at offsets below the consumer's position, "
+                       f"the first at offset {offset} when it stood at {position}: a consumer skips them, so they "
+                       "are not expected (the log's offsets go back: verify says where)")
+
+
+def _decoded_spans(b: Any, raw: bytes, shown: str, lo: int, hi: int, findings: list[Finding], position: int,
+                   below: _Below) -> Iterator[tuple[int, int]]:
+    """The offsets in ``[lo, hi]`` of the batch's records at or past ``position`` as ascending runs, the consumer's
+    position following them; the records below it counted into ``below``. Decoded a chunk at a time
+    (:func:`records.record_chunks`): a few KB that declare millions of records cost a chunk, not them all, and a
+    chunk wholly below the position costs a ``max``. Every finding of the batch is added to ``findings``, its
+    offsets all taken or not (the fetch limit stops at one)."""
     chunks = record_chunks(b, raw, shown, times=True)
+    first = last = -2
     try:
         for chunk in chunks:
             if chunk.__class__ is Finding:
                 findings.append(chunk)
-            else:
-                yield from (o for o in chunk[0] if lo <= o <= hi)
+                continue
+            offsets = [o for o in chunk[0] if lo <= o <= hi]
+            if not offsets:
+                continue
+            if max(offsets) < position:
+                below.add(len(offsets), shown, b.position, offsets[0], position)
+                continue
+            for o in offsets:
+                if o < position:
+                    below.add(1, shown, b.position, o, position)
+                    continue
+                if o != last + 1:
+                    if first >= 0:
+                        yield first, last
+                    first = o
+                last, position = o, o + 1
+        if first >= 0:
+            yield first, last
     finally:  # closed before the end: the rest decoded for its findings only
         findings.extend(c for c in chunks if c.__class__ is Finding)
 
@@ -1025,7 +1101,7 @@ def delivery_paths(
                 commits[(item.topic, item.partition)] = item.offset
             elif isinstance(item, Finding) and item.severity != "info":
                 yield item
-    cols = columnar()
+    cols = columnar() if _columns_pay(sinks) else None
     np = cols[0] if cols is not None else None
     with tempfile.TemporaryDirectory(prefix="kafkatool-delivery-") as tmp:
         # only partitions on disk keep their offsets; the others are counted, the first few by name: memory is
@@ -1034,7 +1110,7 @@ def delivery_paths(
         absent: dict[tuple[str, int], int] = {}
         absent_other = rows = buffered = 0
         for sink in sinks:
-            for row in read_sink(sink):
+            for row in read_sink(sink, columns=np is not None):
                 if isinstance(row, Finding):
                     yield row
                     continue

@@ -433,6 +433,8 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "or a Parquet column of a type no valid value has", KAFKATOOL),
     ("sink-unreadable", "error", "a damaged Parquet sink file", KAFKATOOL),
     ("delivery-partition-missing", "error", "sink rows of a partition not under the paths given", KAFKATOOL),
+    ("records-below-fetch-position", "error", "records at offsets below a consumer's position (the log's offsets "
+     "go back): a consumer skips them, so no one receives them", "CompletedFetch.nextFetchedRecord"),
     ("delivery-partition-twice", "warning", "a topic-partition found twice under the paths: the first is used",
      KAFKATOOL),
 ))

@@ -349,3 +349,50 @@ def test_ten_million_unexpected_rows_stay_bounded(tmp_path: Path) -> None:
     [d] = [x for x in map(json.loads, lines) if x["type"] == "delivery"]
     assert (d["unexpected_count"], d["unexpected_ranges"], len(d["unexpected"])) == (n, n, MAX_RANGES)
     assert d["delivered"] == n and d["unexpected"][-1] == [1000 + 2 * (MAX_RANGES - 1)] * 2
+
+
+# --- a log whose offsets go back: a consumer skips what lies below its position ---------------------------------
+
+
+def test_records_below_the_consumers_position_are_not_expected(tmp_path: Path) -> None:
+    """Batches 0..19, 30..39, then 10..24 (below the position, 40: ``CompletedFetch.nextFetchedRecord`` skips them)
+    and 50..54: the consumer can receive 35 records, not 50; one finding counts the 15 it skips, where ``verify``
+    says ``offset-not-increasing`` of the same batch. (Before: 50 expected, 10..24 missing; the columnar reader says
+    the same as rows: ``test_delivery_columnar``'s back-0.)"""
+    part = tmp_path / "back-0"
+    part.mkdir()
+    batches = [record_batch(base, [RecordSpec(b"k", b"v", 1_700_000_000_000 + i) for i in range(n)])
+               for base, n in ((0, 20), (30, 10), (10, 15), (50, 5))]
+    (part / "00000000000000000000.log").write_bytes(b"".join(batches))
+    sink = tmp_path / "sink.csv"
+    sink.write_text("topic,partition,offset\n" + "".join(f"back,0,{o}\n" for o in [*range(20), *range(30, 40), 12,
+                                                                                     *range(50, 55)]))
+    p = cli("delivery", "-f", "jsonl", "--isolation", "read_uncommitted", "--sink", sink, part)
+    [skip] = [d for d in p.jsonl() if d["type"] == "finding"]
+    [d] = [d for d in p.jsonl() if d["type"] == "delivery"]
+    at = len(batches[0]) + len(batches[1])
+    assert (skip["code"], skip["path"], skip["position"]) == ("records-below-fetch-position", str(
+        part / "00000000000000000000.log"), at)
+    assert skip["message"].startswith("15 records at offsets below the consumer's position, the first at offset 10 "
+                                      "when it stood at 40")
+    assert (p.returncode, d["expected"], d["missing_count"], d["duplicates"], d["verdict"]) == (
+        1, 35, 0, [[12, 12, 2]], "at-least-once")
+    [v] = [f for f in cli("verify", "-f", "jsonl", part).jsonl() if f.get("code") == "offset-not-increasing"]
+    assert v["position"] == at
+
+
+def test_a_small_sink_is_read_without_pyarrow(tmp_path: Path) -> None:
+    """Under COLUMNS_FROM bytes of sink, rows: neither pyarrow nor numpy is imported (~60 MB and ~0.3 s of CPU, on top
+    of a log's largest batch); the same sink at COLUMNS_FROM goes through the columnar reader, with the same lines."""
+    sink = tmp_path / "sink.csv"
+    sink.write_text("topic,partition,offset\n" + "".join(f"payments,0,{o}\n" for o in range(60)))
+    probe = ("import json, sys\n"
+             "from kafkatool import delivery\n"
+             "delivery.COLUMNS_FROM = int(sys.argv[3])\n"
+             "out = [x.as_dict() for x in delivery.delivery_paths([sys.argv[1]], [sys.argv[2]])]\n"
+             "print(json.dumps([out, 'pyarrow' in sys.modules, 'numpy' in sys.modules]))\n")
+    runs = [json.loads(subprocess.run([sys.executable, "-c", probe, str(sink), str(FIXTURES), str(at)], check=True,
+                                      capture_output=True, text=True, env={**os.environ, "KAFKATOOL_PURE_PYTHON": ""}
+                                      ).stdout) for at in (sink.stat().st_size + 1, sink.stat().st_size)]
+    assert [r[1:] for r in runs] == [[False, False], [True, True]]
+    assert runs[0][0] == runs[1][0] and runs[0][0][0]["type"] == "delivery"
