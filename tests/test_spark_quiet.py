@@ -62,3 +62,25 @@ def test_spark_scan_is_quiet_and_says_what_the_cli_says(corpus, tmp_path):
     # what is left on stderr is kafkatool's own progress (stderr is no terminal here: plain lines)
     assert all(line.startswith("kafkatool spark scan: ") for line in done.stderr.splitlines()), done.stderr
     assert done.stdout.splitlines() == _expected(part)
+
+
+def test_the_users_java_options_and_log4j_stay_theirs(corpus, tmp_path):
+    """Spark's conf dir with ``spark.driver.extraJavaOptions`` naming a log4j2 file of the user's (its own layout):
+    that file is the one the JVM uses (the NativeCodeLoader warning the CLI's file turns off reaches stderr in the
+    user's layout), where the CLI's quiet configuration, once passed as ``spark.driver.extraJavaOptions``, replaced
+    the user's Java options (and the test failed so)."""
+    part = tmp_path / "logdir" / "txn-0"
+    shutil.copytree(corpus / "kafka" / "logdir" / "txn-0", part)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    mine = tmp_path / "my log4j2.properties"
+    mine.write_text("rootLogger.level = info\nrootLogger.appenderRef.stderr.ref = console\n"
+                    "appender.console.type = Console\nappender.console.name = console\n"
+                    "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+                    "appender.console.layout.pattern = MINE %p %c{1}: %m%n\n")
+    (conf / "spark-defaults.conf").write_text(f'spark.driver.extraJavaOptions -Dlog4j2.configurationFile="{mine}"\n')
+    done = cli("spark", "scan", "--master", "local[2]", "-f", "jsonl", part, "--out", tmp_path / "out",
+               env={"SPARK_CONF_DIR": str(conf)}, timeout=3600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^MINE WARN NativeCodeLoader: ", done.stderr, re.M), done.stderr[-3000:]
+    assert done.stdout.splitlines() == _expected(part)

@@ -486,10 +486,21 @@ LOG4J2 = Path(__file__).with_name("log4j2.properties")
 JVM_NOTICES = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
 
 
-def _java_quoted(value: str) -> str:
-    """``value`` as one word of ``spark.driver.extraJavaOptions`` (the launcher's ``parseOptionString``: double
-    quotes, backslash escapes), so a path with spaces stays one option."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _log4j_env() -> dict[str, str]:
+    """The environment that gives a JVM started here :data:`LOG4J2`: log4j2 reads ``LOG4J_CONFIGURATION_FILE`` as
+    the property ``log4j2.configurationFile`` (``PropertiesUtil``: environment variables, below system
+    properties). So nothing of the user's is replaced: a ``-Dlog4j2.configurationFile`` in their
+    ``spark.driver.extraJavaOptions`` (spark-defaults.conf, ``--driver-java-options``) wins, their other Java
+    options stay, and a log4j2 file of their own in Spark's conf dir (on the JVM's classpath) or the variable
+    already set keeps this out."""
+    import os
+
+    if os.environ.get("LOG4J_CONFIGURATION_FILE") or not LOG4J2.is_file():  # not inside a zip (--py-files)
+        return {}
+    conf = os.environ.get("SPARK_CONF_DIR") or os.path.join(os.environ.get("SPARK_HOME", ""), "conf")
+    if any(os.path.exists(os.path.join(conf, f"log4j2{ext}")) for ext in (".properties", ".xml", ".json", ".yaml")):
+        return {}
+    return {"LOG4J_CONFIGURATION_FILE": str(LOG4J2)}
 
 
 @contextmanager
@@ -525,9 +536,9 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
     """A SparkSession for the CLI (spark-submit's under spark-submit) and whether it is new.
 
     The caller stops only a session it started; an active one (a notebook's, a test's) is reused. A JVM started
-    here keeps quiet the warnings a successful local run has (:data:`LOG4J2`: the loopback hostname, no native
-    Hadoop library), and ERROR once it is up, on a stderr without the module notice of
-    :data:`JVM_NOTICES` (:func:`_jvm_stderr`).
+    here keeps quiet the warnings a successful local run has (:data:`LOG4J2` unless the user configures log4j,
+    :func:`_log4j_env`: the loopback hostname, no native Hadoop library), and ERROR once it is up, on a stderr
+    without the module notice of :data:`JVM_NOTICES` (:func:`_jvm_stderr`).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -545,11 +556,14 @@ def session(master: str = "local[*]", app_name: str = "kafkatool spark scan") ->
     if master:
         builder = builder.master(master)
     launches = not os.environ.get("PYSPARK_GATEWAY_PORT")  # else spark-submit's JVM is there already
-    if launches and LOG4J2.is_file():  # not inside a zip shipped with --py-files
-        builder = builder.config("spark.driver.extraJavaOptions",
-                                 f"-Dlog4j2.configurationFile={_java_quoted(str(LOG4J2))}")
-    with _jvm_stderr() if launches else nullcontext():
-        spark = builder.getOrCreate()
+    env = _log4j_env() if launches else {}
+    os.environ.update(env)  # the JVM inherits it at launch; taken back once it is up
+    try:
+        with _jvm_stderr() if launches else nullcontext():
+            spark = builder.getOrCreate()
+    finally:
+        for key in env:
+            os.environ.pop(key, None)
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
 
