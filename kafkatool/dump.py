@@ -22,8 +22,8 @@ from .records import (
     RawBatch,
     RecordRun,
     ScanOptions,
-    _columns_to_records,
     column_batch,
+    columns_to_records,
     read_marker,
     record_chunks,
     scan,
@@ -382,7 +382,7 @@ def _search_records(
                 columns = item.columns
                 for i, matched in columns.search(item.lo, item.hi, search, options.from_offset, options.to_offset):
                     yield column_batch(columns, i)  # never a control batch: those come as RawBatch
-                    hits = _columns_to_records(matched)
+                    hits = columns_to_records(matched)
                     yield from hits if decoder is None else _decoded(decoder, hits)
                     batches += 1
                     if options.max_batches is not None and batches >= options.max_batches:

@@ -68,7 +68,7 @@ class RecordRun(NamedTuple):
         """Each batch followed by its records, as the per-record path (``decode_records``) gives them (a chunk: its
         records, as ``record_chunks`` gives them without ``lines``)."""
         if self.columns.__class__.__name__ == "RecordChunk":
-            yield from _columns_to_records(self.columns.columns())[self.lo:self.hi]
+            yield from columns_to_records(self.columns.columns())[self.lo:self.hi]
             return
         raw = self.columns.raw
         for i, batch in enumerate(self.batches(), self.lo):
@@ -730,7 +730,7 @@ def decode_records(
             data = core.decode_v2_compressed(raw, batch[7] & 7, options.max_decompressed, batch[12], batch[1],
                                              batch[10], batch[11] if batch[7] & 0x08 else None)
             if data.__class__ is tuple:
-                return _columns_to_records(data), _NO_FINDINGS
+                return columns_to_records(data), _NO_FINDINGS
         try:
             if data is None:  # the pure reader decides what the native core refused
                 data = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
@@ -747,7 +747,7 @@ def decode_records(
         chunk = core.decode_v2_chunk(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None,
                                      True)
         if chunk is not None:
-            return _columns_to_records(chunk[0]), _NO_FINDINGS
+            return columns_to_records(chunk[0]), _NO_FINDINGS
     records, pos, bad = _v2_records(batch, data, pos, batch[12], 0, path)
     if bad is not None:
         return records, [bad]
@@ -813,7 +813,7 @@ def record_chunks(batch: Batch, raw: bytes, path: str, options: ScanOptions = _D
                                          lines)
         if chunk is not None:
             columns, pos = chunk
-            yield columns if times or lines else _columns_to_records(columns)
+            yield columns if times or lines else columns_to_records(columns)
         else:  # the pure reader decides (and words) what the native core gave up on
             if pure is None:
                 if data.__class__ is bytes:
@@ -984,7 +984,7 @@ def _v2_records(batch: Batch, data, pos: int, count: int, done: int, path: str
     return records, pos, None
 
 
-def _columns_to_records(columns: tuple) -> list[Record]:
+def columns_to_records(columns: tuple) -> list[Record]:
     """The ``Record`` tuples of the native core's columns ``(offsets, timestamps, keys, values, headers)``."""
     offsets, timestamps, keys, values, headers = columns
     return list(map(_tuple_new, repeat(Record), zip(offsets, timestamps, keys, values, headers,
