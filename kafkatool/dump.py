@@ -371,22 +371,31 @@ def _search_records(
     """Records matching the filter, each batch's line shown before its first match; findings as they come."""
     wanted = options.filter
     batches = 0
-    # The native core searches the batches it decodes (RecordRuns): only their matches become Python objects. A
-    # read_committed view decides batch by batch (and where the fetch stops), and the filters on decoded payloads
-    # read each record's Python object: the search then stays here.
-    search = wanted.native if native.CORE is not None and committed is None and options.payload is None else None
+    # The native core searches the batches it decodes (RecordRuns): only their matches become Python objects; a
+    # read_committed view then judges the batches that matched, and cuts a run where the fetch stops. The filters on
+    # decoded payloads read each record's Python object: the search then stays here.
+    search = wanted.native if native.CORE is not None and options.payload is None else None
+    limit = committed.limit if committed is not None else None
     with open_regular(f.path) as fh:
         for item in scan(fh, f.display, start=start, end=options.max_bytes, with_raw=search is None,
                          decoded=search is not None, resynchronise=True, options=options.scan, progress=progress):
             if item.__class__ is RecordRun:
-                columns = item.columns
-                for i, matched in columns.search(item.lo, item.hi, search, options.from_offset, options.to_offset):
-                    yield column_batch(columns, i)  # never a control batch: those come as RawBatch
+                columns, hi = item.columns, item.hi
+                if limit is not None:  # the first batch at or past it ends the fetch, as below
+                    bases = columns.batch_columns(item.lo, item.hi)[1]
+                    hi = next((item.lo + k for k, o in enumerate(bases) if o >= limit), hi)
+                for i, matched in columns.search(item.lo, hi, search, options.from_offset, options.to_offset):
+                    b = column_batch(columns, i)  # never a control batch: those come as RawBatch
+                    if committed is not None and not committed.delivers(b):
+                        continue
+                    yield b
                     hits = columns_to_records(matched)
                     yield from hits if decoder is None else _decoded(decoder, hits)
                     batches += 1
                     if options.max_batches is not None and batches >= options.max_batches:
                         return
+                if hi < item.hi:
+                    return
                 continue
             if not isinstance(item, RawBatch):
                 yield item

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from kafkatool import native
-from kafkatool.build import RecordSpec, record_batch
+from kafkatool.build import RecordSpec, end_transaction_marker, record_batch
 from kafkatool.dump import DumpOptions, dump_paths, record_filter
 from kafkatool.logwriter import PartitionWriter
 from kafkatool.model import Record
 from kafkatool.pattern import translate
+from kafkatool.txns import committed_view
 
 from .clirun import cli
 
@@ -112,3 +113,46 @@ def test_a_search_that_matches_nothing_still_says_so(generated: Path, core) -> N
     done = cli("dump", "--value", "no-such-customer", generated)
     assert done.returncode == 0 and done.stdout == ""
     assert "no record matched --value no-such-customer in 1 record file" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def transactional(tmp_path_factory) -> Path:
+    """Uncompressed batches (the native core decodes them in runs) of three transactional producers taking turns,
+    each transaction committed or aborted in turn, the last of producer 2 left open (the LSO: a read_committed fetch
+    stops there, inside a run), and non-transactional batches between them."""
+    rnd = random.Random(31)
+    part = tmp_path_factory.mktemp("search-txn") / "txn-0"
+    offset, sequence, ends = 0, {}, 0
+    with PartitionWriter(part, topic="txn", partition=0, topic_id=bytes(16)) as writer:
+        for n in range(90):
+            pid = n % 4  # 3: no transaction
+            count = rnd.choice((1, 3))
+            specs = [RecordSpec(rnd.choice(POOL), rnd.choice(POOL), 1_700_000_000_000 + offset + k)
+                     for k in range(count)]
+            writer.append(record_batch(offset, specs, producer_id=1000 + pid, producer_epoch=0,
+                                       base_sequence=sequence.get(pid, 0), transactional=pid < 3))
+            sequence[pid] = sequence.get(pid, 0) + count
+            offset += count
+            if pid < 3 and n % 7 in (1, 2, 5) and not (pid == 2 and n > 70):
+                writer.append(end_transaction_marker(offset, commit=ends % 2 == 0, producer_id=1000 + pid,
+                                                     producer_epoch=0, coordinator_epoch=1,
+                                                     timestamp=1_700_000_000_000 + offset))
+                ends += 1
+                offset += 1
+    return part
+
+
+@pytest.mark.parametrize("conditions", [{"value": "."}, {"key": "(?i)o"}, {"value": "^$"},
+                                        {"value": ".", "max_batches": 9}, {"key": r"\d", "from_offset": 40}])
+def test_a_read_committed_search_is_the_pure_paths(transactional: Path, core, conditions: dict) -> None:
+    """The native search under a read_committed view: what matched in aborted batches dropped, the fetch stopped at
+    the LSO inside a run of batches; the very items of the pure path (which differ from read_uncommitted's)."""
+    committed = {"committed": committed_view}
+    ranges = {k: conditions.pop(k) for k in ("from_offset", "to_offset", "max_batches") if k in conditions}
+    options = DumpOptions(records=True, filter=record_filter(**conditions), **ranges, **committed)
+    got = {}
+    for name, c in (("native", core), ("pure", None)):
+        with native.using(c):
+            got[name] = list(dump_paths([transactional], options))
+    assert got["native"] == got["pure"]
+    assert got["pure"] != items(transactional, None, **conditions, **ranges)  # the view changes what is shown
