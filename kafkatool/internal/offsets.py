@@ -312,7 +312,9 @@ def _bulk_commits(offsets: dict[OffsetKey, tuple], readers: dict[bytes, tuple[in
     """A non-transactional batch's records (the native core's columns) replayed at once, where every one of them is
     an offset commit whose key decodes and whose value the compiled reader of one version reads (what a group
     coordinator writes for a consumer's commit: ``GroupMetadataManager.storeOffsets``, one batch per request): the
-    same entries in ``offsets`` as record by record, without a Python step per record. False, with ``offsets`` as it
+    same entries in ``offsets`` as record by record, without a Python step per record (where
+    ``kafka_schema.read_all`` tells that the compiled reader reads them all, each value is kept as its bytes and
+    read only if it survives: only the last commit of a key is shown). False, with ``offsets`` as it
     was, where one of them is anything else (a tombstone, a group record, bytes that do not read): the caller
     replays that batch record by record, with its findings in order."""
     log_offsets, _timestamps, keys, values, _headers = columns
@@ -325,6 +327,9 @@ def _bulk_commits(offsets: dict[OffsetKey, tuple], readers: dict[bytes, tuple[in
     heads = set(map(_HEAD, values))
     if len(heads) != 1 or set(map(type, decoded)) != {OffsetKey} or (got := readers.get(heads.pop())) is None:
         return False
+    if ks.read_all("OffsetCommitValue", got[0], values, 2):  # each value read once it survives (_committed)
+        offsets.update(zip(decoded, zip(decoded, values, log_offsets, strict=True), strict=True))
+        return True
     fields = list(map(got[1], values, repeat(2)))
     if None in fields:
         return False
@@ -332,8 +337,9 @@ def _bulk_commits(offsets: dict[OffsetKey, tuple], readers: dict[bytes, tuple[in
     return True
 
 
-def _committed(value: tuple[OffsetKey, tuple[int, dict[str, Any]], int], name: str) -> CommittedOffset:
-    key, (version, v), log_offset = value
+def _committed(value: tuple[OffsetKey, tuple[int, dict[str, Any]] | bytes, int], name: str) -> CommittedOffset:
+    key, fields, log_offset = value
+    version, v = _offset_commit(fields) if fields.__class__ is bytes else fields  # bytes: _bulk_commits's
     return CommittedOffset(key.group, key.topic, key.partition, v["offset"], v["commit_timestamp"], v["metadata"],
                            v.get("leader_epoch"), v.get("expire_timestamp"), version, name, log_offset)
 
