@@ -74,7 +74,10 @@ def installed(source: Path, into: Path) -> tuple[list[str], list[str]]:
     """``python`` and ``kafkatool`` as they run once a wheel of ``source`` is installed (see the module's help)."""
     site_dir = into / "site"
     skip = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(source / "kafkatool", site_dir / "kafkatool", ignore=skip)
+    def ignore(d: str, names: list[str]) -> list[str]:  # and a checkout's kafkatool/formats link: copied below
+        return [*skip(d, names), *(["formats"] if Path(d) == source / "kafkatool" else ())]
+
+    shutil.copytree(source / "kafkatool", site_dir / "kafkatool", ignore=ignore)
     shutil.copytree(source / "formats", site_dir / "kafkatool" / "formats", ignore=skip)  # pyproject's package-dir
     if not compileall.compile_dir(site_dir, quiet=1):
         sys.exit(f"could not compile {site_dir}")

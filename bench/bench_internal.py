@@ -14,7 +14,11 @@ The partitions (under ``bench/out/internal/``, written once and reused while the
   every 500 ms) with, one in five, a PartitionChangeRecord moving a leader and the ISR (tags).
 
 Each side is a whole process, its CPU time (user + system) the best of ``--repeat`` runs interleaved with the others
-(``kafkatool offsets DIR`` / ``txn-state`` / ``metadata``, output to a pipe):
+(``kafkatool offsets DIR`` / ``txn-state`` / ``metadata``, output to a pipe), every one run as a wheel installs
+kafkatool (``bench_cli.installed``: its bytecode compiled as pip compiles it, the interpreter of a scratch venv for
+all sides, in a directory where no checkout shadows it, without ``PYTHONPATH``): a development checkout under
+``PYTHONDONTWRITEBYTECODE`` compiles its ~50 modules at every start, ~0.2 s of CPU on a loaded machine, which an
+installed kafkatool never pays and aiokafka (installed) does not pay either. ``--source`` times another checkout:
 
 - ``kafkatool``: as installed (values read by the readers ``formats.kafka_schema.reader`` compiles from the
   schemas' Construct, the metadata layouts by those ``kafkatool.fastparse`` derives from their declarations; each
@@ -31,10 +35,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+from bench_cli import ROOT, installed
 
 OUT = Path(__file__).resolve().parent / "out"
 T0 = 1_700_000_000_000
@@ -147,11 +155,16 @@ print(n)
 """
 
 
+# the children's environment: no PYTHONPATH, which would put a checkout before the installed copy
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+_CWD: Path | None = None  # where they run: not a checkout (``python -c`` puts the working directory first)
+
+
 def timed(argv: list[str]) -> tuple[float, bytes]:
     """CPU seconds (user + system) of one run of a whole process, and its stdout: on a shared machine wall-clock
     times measure the neighbours, CPU time the work."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(argv, capture_output=True, check=False)
+    proc = subprocess.run(argv, capture_output=True, check=False, env=_ENV, cwd=_CWD)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):  # 1: findings (the metadata log's unclean elections)
         sys.exit(f"{argv} exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
@@ -220,8 +233,16 @@ def main() -> None:
     ap.add_argument("--transitions", type=int, default=100_000, help="__transaction_state records")
     ap.add_argument("--metadata-records", type=int, default=200_000, help="__cluster_metadata records")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--source", type=Path, default=ROOT, help="the checkout to time (default: this one)")
     args = ap.parse_args()
-    kafkatool = str(Path(sys.executable).with_name("kafkatool"))
+    with tempfile.TemporaryDirectory() as d:
+        global _CWD
+        _CWD = Path(d)
+        python, kafkatool = installed(args.source, Path(d) / "installed")
+        run(args, python, kafkatool)
+
+
+def run(args: argparse.Namespace, python: list[str], kafkatool: list[str]) -> None:
     cases = [("offsets", generate_offsets(OUT / "internal" / "offsets", args.groups, args.rounds)),
              ("txn-state", generate_txn_state(OUT / "internal" / "txn-state", args.transitions)),
              ("metadata", generate_metadata(OUT / "internal" / "metadata", args.metadata_records))]
@@ -231,11 +252,11 @@ def main() -> None:
     for command, records in cases:
         root = OUT / "internal" / command
         size = sum(p.stat().st_size for p in root.rglob("*.log"))
-        (fast, fast_out), (aio, aio_out) = best_of([[kafkatool, command, str(root)],
-                                                    [sys.executable, "-c", AIOKAFKA, str(root)]], args.repeat)
+        (fast, fast_out), (aio, aio_out) = best_of([[*kafkatool, command, str(root)],
+                                                    [*python, "-c", AIOKAFKA, str(root)]], args.repeat)
         if int(aio_out) != records:
             sys.exit(f"aiokafka read {int(aio_out)} records of {root}, not {records}")
-        (declared, declared_out), = best_of([[sys.executable, "-c", DECLARED, command, str(root)]],
+        (declared, declared_out), = best_of([[*python, "-c", DECLARED, command, str(root)]],
                                             max(1, args.repeat - 2))
         if fast_out != declared_out:
             sys.exit(f"kafkatool {command}: the output differs with the declarations alone")

@@ -24,6 +24,7 @@ import base64
 import functools
 import io
 import json
+import operator
 import re
 import struct
 from collections.abc import Callable
@@ -721,6 +722,54 @@ def reader(name: str, version: int, tags_absent: bool = False) -> Callable[[byte
     return gen.env[top]
 
 
+@functools.cache
+def _string_shape(name: str, version: int) -> tuple[int, int | None] | None:
+    """``(fixed, at)`` of a schema version whose fields are fixed-size numbers and at most one string of int16
+    length (no tagged fields): the bytes of all but the string's content, and where the string's length is (None:
+    no string); None for any other layout."""
+    s = message(name, version)
+    if not isinstance(s, _Struct) or s.tagged is not None:
+        return None
+    fixed, at = 0, None
+    for _key, layout, _default in s.fields:
+        if id(layout) in _FORMATS:
+            fixed += struct.calcsize(">" + _FORMATS[id(layout)])
+        elif isinstance(layout, _Variable) and layout.kind == "string" and not layout.flexible and at is None:
+            at = fixed
+            fixed += 2
+        else:
+            return None
+    return fixed, at
+
+
+def read_all(name: str, version: int, values: list[bytes], pos: int) -> bool:
+    """Whether the compiled :func:`reader` of schema ``name`` at ``version`` reads every one of ``values`` (``bytes``,
+    each from ``pos``), decided for them at once without reading one: True only where it does. For layouts of
+    fixed-size numbers and at most one string (``_string_shape``), whose numbers read from any bytes: every value of
+    the one length that the layout and its string length make, each string's UTF-8 checked once per distinct string.
+    False where that does not decide (another layout, lengths that differ, a null string): the caller reads them one
+    by one, and the reader decides."""
+    shape = _string_shape(name, version)
+    if shape is None or not values:
+        return False
+    fixed, at = shape
+    lengths = set(map(len, values))
+    if len(lengths) != 1:
+        return False
+    m = lengths.pop() - pos - fixed  # the string's length, the same in every value of this length
+    if at is None:
+        return m == 0
+    if not 0 <= m <= 0x7FFF or set(map(operator.itemgetter(slice(pos + at, pos + at + 2)), values)) != {
+            m.to_bytes(2, "big")}:
+        return False
+    try:
+        for text in set(map(operator.itemgetter(slice(pos + at + 2, pos + at + 2 + m)), values)):
+            text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 # --- coordinator records (``CoordinatorRecordSerde``) ------------------------------------------------------------
 
 # The schema folders of the coordinators that write ``__consumer_offsets``, ``__share_group_state`` and
@@ -824,6 +873,7 @@ __all__ = [
     "example",
     "message",
     "read",
+    "read_all",
     "reader",
     "schema",
     "schemas",

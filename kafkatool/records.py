@@ -708,9 +708,11 @@ _ZIGZAG1 = tuple((b >> 1) ^ -(b & 1) for b in range(128))  # value of every one-
 
 
 def decode_records(
-    batch: Batch, raw: bytes, path: str, options: ScanOptions = _DEFAULT_OPTIONS
-) -> tuple[list[Record], Sequence[Finding]]:
-    """Every record of a batch (decompressed), with absolute offsets, or findings where it fails.
+    batch: Batch, raw: bytes, path: str, options: ScanOptions = _DEFAULT_OPTIONS, columns: bool = False
+) -> tuple[list[Record] | tuple, Sequence[Finding]]:
+    """Every record of a batch (decompressed), with absolute offsets, or findings where it fails. With ``columns``,
+    the records the native core decodes come as its columns ``(offsets, timestamps, keys, values, headers)`` (a
+    tuple, no ``Record`` per record: for readers that take a batch's records in bulk), the others as a list.
 
     One function on purpose: for 1-record batches the per-call overhead is most of the cost.
     """
@@ -730,7 +732,7 @@ def decode_records(
             data = core.decode_v2_compressed(raw, batch[7] & 7, options.max_decompressed, batch[12], batch[1],
                                              batch[10], batch[11] if batch[7] & 0x08 else None)
             if data.__class__ is tuple:
-                return columns_to_records(data), _NO_FINDINGS
+                return data if columns else columns_to_records(data), _NO_FINDINGS
         try:
             if data is None:  # the pure reader decides what the native core refused
                 data = decompress_payload(batch[7] & 7, raw, RECORD_BATCH_OVERHEAD, options.max_decompressed,
@@ -747,7 +749,7 @@ def decode_records(
         chunk = core.decode_v2_chunk(data, pos, batch[12], batch[1], batch[10], batch[11] if batch[7] & 0x08 else None,
                                      True)
         if chunk is not None:
-            return columns_to_records(chunk[0]), _NO_FINDINGS
+            return chunk[0] if columns else columns_to_records(chunk[0]), _NO_FINDINGS
     records, pos, bad = _v2_records(batch, data, pos, batch[12], 0, path)
     if bad is not None:
         return records, [bad]

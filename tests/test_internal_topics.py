@@ -249,6 +249,54 @@ def test_offsets_replay(logdir: Path) -> None:
     assert codes == ["commit-beyond-leo", "offsets-undecodable"]
 
 
+def _commit_v(version: int, offset: int, metadata: bytes | None) -> bytes:
+    """An ``OffsetCommitValue`` v1 or v3 with ``metadata`` as raw bytes (None: a null string, length -1)."""
+    meta = struct.pack(">h", -1) if metadata is None else struct.pack(">h", len(metadata)) + metadata
+    ts = 1700000000000 + offset
+    if version == 1:
+        return struct.pack(">hq", 1, offset) + meta + struct.pack(">qq", ts, ts + 86400000)
+    return struct.pack(">hqi", 3, offset, 7) + meta + struct.pack(">q", ts)
+
+
+def test_offsets_bulk_batches_equal_record_by_record(tmp_path: Path, run_cli) -> None:
+    """Batches of many plain commits, which the replay takes in bulk from the native core's columns (each value
+    read only if it survives, where ``kafka_schema.read_all`` tells that all of them read), mixed with what must be
+    read record by record: a value whose metadata is not UTF-8 but as long as its batch's others (later
+    overwritten: still a finding), a null metadata of the same length, two value versions in a batch, a tombstone,
+    a group record, a key that does not decode. The same output, findings in the same order, with and without the
+    native core (``KAFKATOOL_PURE_PYTHON=1``: record by record)."""
+    k = _commit_key
+    n = 0
+
+    def batch(specs: list[tuple[bytes | None, bytes | None]]) -> bytes:
+        nonlocal n
+        out = record_batch(n, [RecordSpec(key, value, n + i) for i, (key, value) in enumerate(specs)])
+        n += len(specs)
+        return out
+
+    _write(tmp_path / "__consumer_offsets-3" / "00000000000000000000.log",
+           batch([(k("g", "t", p), _commit_v(3, p, b"ok")) for p in range(8)]),
+           batch([(k("g", "t", p), _commit_v(3, 10 + p, b"\xff\xfe" if p == 2 else b"ok")) for p in range(8)]),
+           batch([(k("g", "t", p), _commit_v(3, 20 + p, None if p == 5 else b"")) for p in range(8)]),
+           batch([(k("g", "u", p), _commit_v(1 if p % 2 else 3, 30 + p, b"m")) for p in range(4)]),
+           batch([(k("g", "v", p), _commit_v(1, 40 + p, "é".encode())) for p in range(4)]),
+           batch([(k("g", "t", 0), None), (k("g", "t", 1), _commit_v(3, 51, b"ok"))]),
+           batch([(k("g", "t", 2), _commit_v(3, 62, b"ok")), (struct.pack(">h", 2) + _s16("g"), _group_value(3))]),
+           batch([(k("g", "t", 3), _commit_v(3, 73, b"ok")), (b"\x00\x01\x00", _commit_v(3, 74, b"ok"))]),
+           batch([(k("g", "t", p), _commit_v(3, 80 + p, b"ok")) for p in range(6, 8)]))
+    native = run_cli("offsets", "-f", "jsonl", "--no-lag", str(tmp_path))
+    pure = run_cli("offsets", "-f", "jsonl", "--no-lag", str(tmp_path), env={"KAFKATOOL_PURE_PYTHON": "1"})
+    assert (native.returncode, native.stdout, native.stderr) == (pure.returncode, pure.stdout, pure.stderr)
+    lines = [json.loads(x) for x in native.stdout.splitlines()]
+    commits = {(x["topic"], x["partition"]): (x["offset"], x["metadata"], x["value_version"]) for x in lines
+               if x["type"] == "committed_offset"}
+    assert ("t", 0) not in commits and commits[("t", 1)] == (51, "ok", 3) and commits[("t", 5)] == (25, None, 3)
+    assert commits[("t", 7)] == (87, "ok", 3) and commits[("u", 1)] == (31, "m", 1)
+    assert commits[("v", 3)] == (43, "é", 1)
+    undecodable = [x["message"] for x in lines if x["type"] == "finding" and x["code"] == "offsets-undecodable"]
+    assert len(undecodable) == 2 and "offset 10:" in undecodable[0]  # the bad UTF-8 at log offset 10, overwritten
+
+
 def test_cli_offsets_jsonl(logdir: Path, run_cli) -> None:
     p = run_cli("offsets", "-f", "jsonl", str(logdir))
     assert p.returncode == 1, p.stderr  # findings: a commit beyond the LEO, an undecodable value

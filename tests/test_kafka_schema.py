@@ -466,3 +466,40 @@ def test_compiled_reader_equals_the_construct_on_every_corpus_record():
             check_compiled(name, version, b)
     assert read > 10_000 and {"OffsetCommitValue", "GroupMetadataValue", "TransactionLogValue", "PartitionRecord",
                               "RegisterBrokerRecord", "ShareSnapshotValue"} <= names, (read, sorted(names))
+
+
+@pytest.mark.parametrize(("name", "version"), ALL, ids=[f"{n}-v{v}" for n, v in ALL])
+def test_read_all_only_where_the_compiled_reader_reads_every_value(name, version):
+    """``read_all`` (values decided at once, the offsets replay's bulk path) says yes only where the compiled reader
+    reads each of them: on examples of every message and version and seeded mutations of them, in pairs."""
+    import random
+
+    rng = random.Random(f"all-{name}-{version}")
+    read = ks.reader(name, version)
+    for seed in range(6):
+        data = ks.message(name, version).build(ks.example(name, version, seed))
+        for mutated in _mutations(rng, data, 20):
+            for values in ([mutated], [data, mutated], [mutated, data]):
+                if ks.read_all(name, version, values, 0):
+                    assert all(read(v, 0) is not None for v in values), values
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_read_all_decides_offset_commit_values_at_once(version):
+    """The values a group coordinator writes for a consumer's commits (one metadata string, the numbers differing)
+    are decided at once; a metadata that is not UTF-8, a null one or a length that differs are left to the reader."""
+    def value(offset: int, metadata: str | None) -> bytes:
+        fields = {**ks.example("OffsetCommitValue", version, 1), "offset": offset, "metadata": metadata}
+        return ks.message("OffsetCommitValue", version).build(fields)
+
+    plain = [value(o, "é") for o in (0, 1 << 40, -1)]
+    assert ks.read_all("OffsetCommitValue", version, plain, 0)
+    bad = plain[1].replace("é".encode(), b"\xff\xfe")
+    assert ks.reader("OffsetCommitValue", version)(bad, 0) is None
+    assert not ks.read_all("OffsetCommitValue", version, [*plain, bad], 0)
+    assert not ks.read_all("OffsetCommitValue", version, [*plain, value(5, "ab")[:-1]], 0)
+    empty, one = value(7, ""), value(7, "x")
+    at = next(i for i, (a, b) in enumerate(zip(empty, one, strict=False)) if a != b) - 1  # metadata int16 length
+    null = empty[:at] + b"\xff\xff" + empty[at + 2:]
+    assert ks.read_all("OffsetCommitValue", version, [empty, empty], 0)
+    assert not ks.read_all("OffsetCommitValue", version, [empty, null], 0)

@@ -87,11 +87,12 @@ def entries(field_: Any) -> list | None:
     return None if field_.entries is None else list(field_.entries)
 
 
-def file_batches(path: Path, display: str, progress: Callable[[int], None] | None = None
-                 ) -> Iterator[tuple[Batch, list[Record]] | Finding]:
+def file_batches(path: Path, display: str, progress: Callable[[int], None] | None = None, columns: bool = False
+                 ) -> Iterator[tuple[Batch, list[Record] | tuple] | Finding]:
     """Every batch of a record file (segment or KRaft snapshot) with its records, a batch of more records than
     ``RECORD_CHUNK`` in pieces (each with the batch); findings where it fails. ``progress`` is told the bytes
-    read. The replays loop over a batch's list: no generator step per record."""
+    read. The replays loop over a batch's list: no generator step per record. With ``columns``, the records of a
+    batch the native core decodes whole come as its columns (``decode_records``: a tuple, not a list)."""
     try:
         fh = open_regular(path)
     except OSError as exc:
@@ -107,7 +108,7 @@ def file_batches(path: Path, display: str, progress: Callable[[int], None] | Non
                     for chunk in record_chunks(item.batch, item.raw, display):
                         yield chunk if isinstance(chunk, Finding) else (item.batch, chunk)
                     continue
-                recs, findings = decode_records(item.batch, item.raw, display)
+                recs, findings = decode_records(item.batch, item.raw, display, columns=columns)
                 yield from findings
                 yield item.batch, recs
             elif isinstance(item, Finding):
@@ -149,12 +150,12 @@ def partition_records(files: Iterable[tuple[Path, str]], findings: list[Finding]
 
 
 def partition_batches(files: Iterable[tuple[Path, str]], findings: list[Finding],
-                      progress: Callable[[int], None] | None = None
-                      ) -> Iterator[tuple[str, Batch, list[Record]]]:
+                      progress: Callable[[int], None] | None = None, columns: bool = False
+                      ) -> Iterator[tuple[str, Batch, list[Record] | tuple]]:
     """(segment display path, batch, its records) of a partition's ``.log`` segments in offset order, as
-    :func:`partition_records` gives them a record at a time."""
+    :func:`partition_records` gives them a record at a time (``columns``: as :func:`file_batches`)."""
     for _base, path, display in log_segments(files):
-        for item in file_batches(path, display, progress):
+        for item in file_batches(path, display, progress, columns):
             if isinstance(item, Finding):
                 findings.append(item)
             else:

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -14,6 +16,7 @@ from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
 from ..loader import segment_bytes
 from ..model import Batch, CappedFindings, Finding, Record
+from ..records import _columns_to_records
 from ..replicas import open_replica
 from ..walk import partition_dirs, partition_dirs_and_findings
 from . import common
@@ -238,8 +241,14 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
     pending: dict[int, list[tuple[OffsetKey, tuple | None]]] = {}
     findings = CappedFindings()  # a fault repeated per record kept 100 times, counted
     readers = _commit_readers()
-    for display, batch, recs in partition_batches(files, findings, progress) if items is None else batched(items):
+    bulk = replay is None  # a replay is told every record: no batch taken in bulk
+    for display, batch, recs in (partition_batches(files, findings, progress, columns=bulk) if items is None
+                                 else batched(items)):
         transactional = batch.transactional
+        if recs.__class__ is tuple:  # the native core's columns of a batch
+            if not transactional and _bulk_commits(offsets, readers, recs):
+                continue
+            recs = _columns_to_records(recs)
         for rec in recs:
             if rec.control_type is not None:
                 writes = pending.pop(batch.producer_id, [])
@@ -295,8 +304,42 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
     yield from findings.summary()
 
 
-def _committed(value: tuple[OffsetKey, tuple[int, dict[str, Any]], int], name: str) -> CommittedOffset:
-    key, (version, v), log_offset = value
+_HEAD = operator.itemgetter(slice(2))  # a value's int16 version, as the key of _commit_readers
+
+
+def _bulk_commits(offsets: dict[OffsetKey, tuple], readers: dict[bytes, tuple[int, Callable]],
+                  columns: tuple) -> bool:
+    """A non-transactional batch's records (the native core's columns) replayed at once, where every one of them is
+    an offset commit whose key decodes and whose value the compiled reader of one version reads (what a group
+    coordinator writes for a consumer's commit: ``GroupMetadataManager.storeOffsets``, one batch per request): the
+    same entries in ``offsets`` as record by record, without a Python step per record (where
+    ``kafka_schema.read_all`` tells that the compiled reader reads them all, each value is kept as its bytes and
+    read only if it survives: only the last commit of a key is shown). False, with ``offsets`` as it
+    was, where one of them is anything else (a tombstone, a group record, bytes that do not read): the caller
+    replays that batch record by record, with its findings in order."""
+    log_offsets, _timestamps, keys, values, _headers = columns
+    if None in keys or None in values:
+        return False
+    try:
+        decoded = list(map(decode_offsets_key, keys))
+    except Undecodable:
+        return False
+    heads = set(map(_HEAD, values))
+    if len(heads) != 1 or set(map(type, decoded)) != {OffsetKey} or (got := readers.get(heads.pop())) is None:
+        return False
+    if ks.read_all("OffsetCommitValue", got[0], values, 2):  # each value read once it survives (_committed)
+        offsets.update(zip(decoded, zip(decoded, values, log_offsets, strict=True), strict=True))
+        return True
+    fields = list(map(got[1], values, repeat(2)))
+    if None in fields:
+        return False
+    offsets.update(zip(decoded, zip(decoded, zip(repeat(got[0]), fields), log_offsets, strict=True), strict=True))
+    return True
+
+
+def _committed(value: tuple[OffsetKey, tuple[int, dict[str, Any]] | bytes, int], name: str) -> CommittedOffset:
+    key, fields, log_offset = value
+    version, v = _offset_commit(fields) if fields.__class__ is bytes else fields  # bytes: _bulk_commits's
     return CommittedOffset(key.group, key.topic, key.partition, v["offset"], v["commit_timestamp"], v["metadata"],
                            v.get("leader_epoch"), v.get("expire_timestamp"), version, name, log_offset)
 
