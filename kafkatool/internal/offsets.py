@@ -16,7 +16,7 @@ from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
 from ..loader import segment_bytes
 from ..model import Batch, CappedFindings, Finding, Record
-from ..records import _columns_to_records
+from ..records import columns_to_records
 from ..replicas import open_replica
 from ..walk import partition_dirs, partition_dirs_and_findings
 from . import common
@@ -248,7 +248,7 @@ def consumer_offsets_partition(files: Iterable[tuple[Path, str]], name: str,
         if recs.__class__ is tuple:  # the native core's columns of a batch
             if not transactional and _bulk_commits(offsets, readers, recs):
                 continue
-            recs = _columns_to_records(recs)
+            recs = columns_to_records(recs)
         for rec in recs:
             if rec.control_type is not None:
                 writes = pending.pop(batch.producer_id, [])
