@@ -291,8 +291,8 @@ def _columns_pay(sinks: list[str]) -> bool:
     return size >= COLUMNS_FROM
 
 
-# Bytes of a CSV sink the columnar reader takes at a time: with its arrays (offsets, partitions, topic codes: 8 to
-# 16 bytes a row), what reading holds is a few times this, whatever the sink's size.
+# Bytes of a CSV or JSON-lines sink the columnar reader takes at a time: with its arrays (offsets, partitions, topic
+# codes: 8 to 16 bytes a row), what reading holds is a few times this, whatever the sink's size.
 BLOCK_BYTES = 1 << 22
 
 
