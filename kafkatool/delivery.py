@@ -181,7 +181,8 @@ def read_sink(source: str, stdin: BinaryIO | None = None, columns: bool = True
     """(topic, partition, offset) of every row of one sink file (``-``: standard input), read as it streams; a
     row that does not follow :func:`sink_row` is a finding naming the file and line (for Parquet: the row
     number), and reading goes on. Past :data:`MAX_ROW_FINDINGS` of them, the rest are counted in one finding.
-    ``columns``: a CSV file read by the columnar reader where it is installed (:func:`columnar`), else by rows."""
+    ``columns``: a CSV or JSON-lines file read by the columnar reader where it is installed (:func:`columnar`), else
+    by rows."""
     where = "<stdin>" if source == "-" else source
     invalid = 0
     for item in _rows(source, stdin, columns):
@@ -215,8 +216,8 @@ def _rows(source: str, stdin: BinaryIO | None, columns: bool) -> Iterator[tuple[
         return
     cols = columnar() if columns else None
     try:
-        if cols is not None and suffix not in (".jsonl", ".ndjson", ".json"):
-            yield from _csv_columnar(path, source, cols)
+        if cols is not None:
+            yield from _csv_columnar(path, source, cols, suffix in (".jsonl", ".ndjson", ".json"))
             return
         with open(path, **text) as fh:
             yield from _text(fh, source, suffix)
@@ -264,9 +265,10 @@ def columnar() -> Any:
         import pyarrow as pa  # noqa: TID251
         import pyarrow.compute as pc  # noqa: TID251
         import pyarrow.csv as pcsv  # noqa: TID251
+        import pyarrow.json as pjson  # noqa: TID251
     except ImportError:
         return None
-    return np, pa, pc, pcsv
+    return np, pa, pc, pcsv, pjson
 
 
 # Sinks smaller than this are read and compared row by row even where numpy and pyarrow are installed: importing
@@ -289,29 +291,37 @@ def _columns_pay(sinks: list[str]) -> bool:
     return size >= COLUMNS_FROM
 
 
-# Bytes of a CSV sink the columnar reader takes at a time: with its arrays (offsets, partitions, topic codes: 8 to
-# 16 bytes a row), what reading holds is a few times this, whatever the sink's size.
+# Bytes of a CSV or JSON-lines sink the columnar reader takes at a time: with its arrays (offsets, partitions, topic
+# codes: 8 to 16 bytes a row), what reading holds is a few times this, whatever the sink's size.
 BLOCK_BYTES = 1 << 22
 
 
-def _csv_columnar(path: Path, where: str, cols: Any) -> Iterator[tuple[str, int, int] | SinkChunk | Finding]:
+def _csv_columnar(path: Path, where: str, cols: Any, jsonl: bool
+                  ) -> Iterator[tuple[str, int, int] | SinkChunk | Finding]:
     """A CSV sink read a block of whole lines at a time by pyarrow's CSV reader, its three columns only, and
     checked column-wise by :func:`sink_row`'s rules. Only *plain* blocks are read so (no quote, no CR: a line is a
     row, so line numbers stay exact); a block with a row the rules refuse is read again row by row (its findings
     are those of the row reader); from a block that is not plain (or a line longer than a block) on, the rest of
-    the file goes to the row reader. Everything yielded is what :func:`_text` yields, valid rows grouped."""
-    np, pa, pc, pcsv = cols
+    the file goes to the row reader. Everything yielded is what :func:`_text` yields, valid rows grouped. JSON lines
+    (``jsonl``: told by the suffix, else by a first line starting with ``{``): :func:`_jsonl_columnar`."""
+    np, pa, pc, pcsv, pjson = cols
     with open(path, "rb") as fh:
         data = fh.read(BLOCK_BYTES)
         start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        if jsonl:
+            yield from _jsonl_columnar(fh, where, cols, data[start:], start)
+            return
         end = data.find(b"\n", start)
         line = data[start:] if end < 0 else data[start:end + 1]
         try:
             text = line.decode()
         except UnicodeDecodeError:
             text = ""
-        if (end < 0 and len(data) >= BLOCK_BYTES) or b'"' in line or b"\r" in line or not text.strip() \
-                or text.lstrip().startswith("{"):  # not a plain CSV header on the first line: the row reader
+        if text.lstrip().startswith("{"):  # JSON lines, as _text tells them
+            yield from _jsonl_columnar(fh, where, cols, data[start:], start)
+            return
+        if (end < 0 and len(data) >= BLOCK_BYTES) or b'"' in line or b"\r" in line or not text.strip():
+            # not a plain CSV header on the first line: the row reader
             fh.seek(0)
             yield from _rest(fh, where, None, 0)
             return
@@ -327,18 +337,9 @@ def _csv_columnar(path: Path, where: str, cols: Any) -> Iterator[tuple[str, int,
         parse = pcsv.ParseOptions(quote_char=False, newlines_in_values=False)
         convert = pcsv.ConvertOptions(include_columns=picked, column_types=dict.fromkeys(picked, pa.string()),
                                       strings_can_be_null=False, quoted_strings_can_be_null=False)
-        number, pos, data = 1, len(line) + start, data[len(line) + start:]
-        while True:
-            more = fh.read(BLOCK_BYTES) if len(data) < BLOCK_BYTES else b""
-            data += more
-            cut = data.rfind(b"\n") + 1 if more or len(data) >= BLOCK_BYTES else len(data)
-            block = data[:cut]
-            if not block:
-                if data:  # a line longer than a block
-                    fh.seek(pos)
-                    yield from _rest(fh, where, header, number)
-                return
-            if b'"' in block or b"\r" in block:
+        number, pos = 1, len(line) + start
+        for block in _line_blocks(fh, data[pos:]):
+            if not block or b'"' in block or b"\r" in block:  # a line longer than a block, or not plain
                 fh.seek(pos)
                 yield from _rest(fh, where, header, number)
                 return
@@ -351,28 +352,119 @@ def _csv_columnar(path: Path, where: str, cols: Any) -> Iterator[tuple[str, int,
                 yield from chunks
             number += block.count(b"\n")
             pos += len(block)
-            data = data[cut:]
 
 
-def _rest(fh: Any, where: str, header: list[str] | None, number: int) -> Iterator[tuple[str, int, int] | Finding]:
+def _line_blocks(fh: Any, data: bytes) -> Iterator[bytes]:
+    """``data`` and the rest of ``fh`` in blocks of whole lines of about :data:`BLOCK_BYTES` (the last one may end
+    without a newline); an empty block: a line longer than a block starts there (the caller hands it over)."""
+    while True:
+        more = fh.read(BLOCK_BYTES) if len(data) < BLOCK_BYTES else b""
+        data += more
+        cut = data.rfind(b"\n") + 1 if more or len(data) >= BLOCK_BYTES else len(data)
+        if not cut and data:
+            yield b""
+        if not cut:
+            return
+        yield data[:cut]
+        data = data[cut:]
+
+
+def _rest(fh: Any, where: str, header: list[str] | None, number: int, jsonl: bool = False
+          ) -> Iterator[tuple[str, int, int] | Finding]:
     """The row reader from where the columnar one stopped (a line start, ``number`` lines read)."""
-    text = io.TextIOWrapper(fh, encoding="utf-8-sig" if header is None else "utf-8", errors="replace", newline="")
+    text = io.TextIOWrapper(fh, encoding="utf-8-sig" if header is None and not jsonl else "utf-8", errors="replace",
+                            newline="")
     try:
-        if header is None:
+        lines = _Lines(text)
+        lines.number = number
+        if jsonl:
+            yield from _jsonl(lines, where)
+        elif header is None:
             yield from _text(text, where, "")
         else:
-            lines = _Lines(text)
-            lines.number = number
             yield from _csv(lines, where, header)
     finally:
         text.detach()
+
+
+# What pyarrow's JSON reader (RapidJSON, as Arrow runs it) takes that json.loads refuses, or reads otherwise: values
+# nested deeper than json's recursion allows, integers longer than int()'s digit limit, Inf/-Inf/-NaN. A block with
+# any of them (or with what only looks like them) is read by rows.
+_NESTED_MAX = 100
+_ODD_CONSTANT = re.compile(rb"[:,\[][ \t]*-?(?:NaN|Inf)")
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _jsonl_columnar(fh: Any, where: str, cols: Any, data: bytes, pos: int
+                    ) -> Iterator[tuple[str, int, int] | SinkChunk | Finding]:
+    """A JSON-lines sink read a block of whole lines at a time by pyarrow's JSON reader and checked column-wise by
+    :func:`sink_row`'s rules; a block the reader cannot take with certainty (:func:`_json_block`) is read by
+    :func:`_jsonl`, so findings and line numbers are the row reader's; from a line longer than a block on, the rest
+    of the file. ``data``: the file's first bytes from ``pos`` (past a BOM) on."""
+    number = 0
+    for block in _line_blocks(fh, data):
+        if not block:  # a line longer than a block
+            fh.seek(pos)
+            yield from _rest(fh, where, None, number, jsonl=True)
+            return
+        chunks = _json_block(block, cols)
+        if chunks is None:
+            lines = _Lines(io.StringIO(block.decode(errors="replace"), newline=""))
+            lines.number = number
+            yield from _jsonl(lines, where)
+            number = lines.number
+        else:
+            yield from chunks
+            number += block.count(b"\n")
+        pos += len(block)
+
+
+def _json_block(block: bytes, cols: Any) -> list[SinkChunk] | None:
+    """The valid rows of a block of JSON lines grouped by topic-partition, or None unless the columnar reading is
+    certain to be :func:`_jsonl`'s: every line one object starting at its first byte (no blank line, a CR only
+    before a LF), UTF-8, one spelling of each of topic, partition and offset among all its keys, with no value
+    missing (pyarrow refuses a key twice in an object, a line of two objects gives one row too many), topics
+    strings, partitions and offsets all integers or all strings, and nothing of what only pyarrow takes."""
+    np, pa, pc, pcsv, pjson = cols
+    lines = block.count(b"\n") + (not block.endswith(b"\n"))
+    if not block.startswith(b"{") or block.count(b"\n{") != lines - 1 or block.count(b"\r") != block.count(b"\r\n"):
+        return None
+    if not block.isascii():
+        try:
+            block.decode()
+        except UnicodeDecodeError:
+            return None
+    try:
+        table = pjson.read_json(pa.py_buffer(block),
+                                read_options=pjson.ReadOptions(use_threads=False, block_size=len(block) + 1),
+                                parse_options=pjson.ParseOptions(newlines_in_values=False))
+    except pa.ArrowException:  # not JSON, a key twice, a value of two types, ...
+        return None
+    columns = sink_columns(table.column_names)
+    if table.num_rows != lines or isinstance(columns, str):
+        return None
+    types, floats, depth = [(f.type, 1) for f in table.schema], False, 1
+    while types:  # nesting: as deep as the deepest type (iterative: a type may be deeper than Python's stack)
+        t, d = types.pop()
+        depth, floats = max(depth, d), floats or pa.types.is_floating(t)
+        types += [(t.field(i).type, d + 1) for i in range(t.num_fields)]
+    if depth >= _NESTED_MAX:
+        return None
+    limit = sys.get_int_max_str_digits()
+    if floats and (((b"NaN" in block or b"Inf" in block) and _ODD_CONSTANT.search(block))
+                   or (limit and b"0" * (limit + 1) in block.translate(_DIGITS))):
+        return None  # pyarrow reads an integer past int()'s limit as a float
+    topics, parts, offs = (table.column(columns[c]) for c in SINK_COLUMNS)
+    if not (pa.types.is_string(topics.type) and all(c.type in (pa.int64(), pa.string()) for c in (parts, offs))):
+        return None
+    return _valid_chunks(*(c.combine_chunks() for c in (topics, parts, offs)), cols)
 
 
 def _plain_block(block: bytes, read: Any, parse: Any, convert: Any, picked: list[str],
                  cols: Any) -> list[SinkChunk] | None:
     """The valid rows of a plain block grouped by topic-partition (in the order each first appears), or None when
     any row breaks :func:`sink_row`'s rules or does not have the header's fields."""
-    np, pa, pc, pcsv = cols
+    np, pa, pc, pcsv, pjson = cols
     try:
         table = pcsv.read_csv(pa.py_buffer(block), read_options=read, parse_options=parse, convert_options=convert)
     except pa.ArrowException:  # a row of other fields than the header's, bytes not UTF-8
@@ -393,7 +485,7 @@ def _valid_chunks(topics: Any, parts: Any, offs: Any, cols: Any) -> list[SinkChu
 
 
 def _checked_chunks(topics: Any, parts: Any, offs: Any, cols: Any) -> list[SinkChunk] | None:
-    np, pa, pc, pcsv = cols
+    np, pa, pc, pcsv, pjson = cols
     if pa.types.is_dictionary(topics.type):
         topics = topics.cast(pa.string())
     ints = []

@@ -1,9 +1,12 @@
-"""``delivery``'s columnar path (pyarrow's CSV reader, numpy's sorted runs, the log compared by ranges) against its
-row path (``KAFKATOOL_PURE_PYTHON=1``: csv.reader, one offset at a time): the same findings and the same lines
-for every sink, built here from a seed: gaps, duplicates, rows out of order, rows the rules refuse (in the same
-block as valid rows), empty lines, a quote or a CR that hands the rest of a file to the row reader, a BOM,
-offsets up to 2^63-1, partitions not under the paths, a group's commit, runs spilled to disk, blocks of a few
-hundred bytes (:data:`kafkatool.delivery.BLOCK_BYTES`, lowered here) so that a sink spans many.
+"""``delivery``'s columnar path (pyarrow's CSV and JSON readers, numpy's sorted runs, the log compared by ranges)
+against its row path (``KAFKATOOL_PURE_PYTHON=1``: csv.reader or json.loads, one offset at a time): the same
+findings and the same lines for every sink, built here from a seed: gaps, duplicates, rows out of order, rows the
+rules refuse (in the same block as valid rows), empty lines, a quote or a CR that hands the rest of a file to the
+row reader, a BOM, offsets up to 2^63-1, partitions not under the paths, a group's commit, runs spilled to disk,
+blocks of a few hundred bytes (:data:`kafkatool.delivery.BLOCK_BYTES`, lowered here) so that a sink spans many.
+JSON lines the same, with what only pyarrow's reader takes or reads otherwise: floats, bools, nulls, nested values,
+keys in other cases, orders or twice, lines that are not JSON or not objects, Inf and -NaN, integers past int()'s
+digit limit, control characters.
 
 The logs: ``fixtures/logdir``'s ``payments-0`` (committed, aborted, open transactions and control batches), a
 partition written by :class:`kafkatool.logwriter.PartitionWriter` from 2^63 - 3001 to 2^63 - 2 (its end offset the
@@ -13,6 +16,7 @@ the records below the consumer's position are skipped, as a consumer skips them)
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from pathlib import Path
@@ -102,13 +106,76 @@ SINKS = {
 }
 
 
-def outcome(sink: Path, logdir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch, **kw: object) -> list:
+def as_json(line: str, rnd: random.Random) -> str:
+    """A CSV row of :func:`rows` as a JSON line: offsets and partitions as numbers or digit strings, keys in
+    varying order."""
+    f = line.split(",")
+    if len(f) != 4:
+        return line if not line else json.dumps({"key": line})
+    key, topic, part, off = f
+    pairs = [("key", key), ("topic", topic), ("partition", int(part) if part.isdigit() else part),
+             ("offset", int(off) if off.isascii() and off.isdigit() and off[0] != "0" else off)]
+    if rnd.random() < 0.05:
+        rnd.shuffle(pairs)
+    return json.dumps(dict(pairs), separators=(",", ":"))
+
+
+P = '{"topic":"payments","partition":0,"offset":%s}'
+ODD_JSON = [
+    P % "1.0", P % "true", P % "null", P % '{"v":3}', P % "[3]", P % f"{OFFSET_MAX + 1}", P % f"{1 << 64}",
+    P % '"\\u0663"', P % '"\u0663"', P % '"0000000000000000000003"', P % "-0", P % "-1", P % '"-1"', P % "1e1",
+    P % '""', P % "3" + P % "4", P % "3" + " x", " " + P % "3", P % "3" + "\x00", P % "3" + "\x0b", P % "3,",
+    '{"topic":"payments","partition":false,"offset":3}', '{"topic":null,"partition":0,"offset":3}',
+    '{"topic":["payments"],"partition":0,"offset":3}', '{"Topic":"payments","partition":0,"offset":3}',
+    '{"topic":"payments","TOPIC":"payments","partition":0,"offset":3}', '{"topic":"payments","offset":3}',
+    '{"topic":"payments","partition":0,"offset":3,"offset":4}', '{"topic":"payments","partition":0,"off\\u0073et":3}',
+    '{"topic":"pay\\u006dents","partition":0,"offset":3}', '{"topic":"payments\x01","partition":0,"offset":3}',
+    '{"topic":"2024-01-01","partition":0,"offset":3}', '{"topic":"pay\udcffments","partition":0,"offset":3}',
+    '{"topic":"payments","partition":0,"offset":3',
+    "not json", "[1,2,3]", "17", '"payments"', "   ", "\t", "\x0c",
+    *(P % f'3,"v":{v}' for v in ("NaN", "-NaN", "Inf", "-Infinity", "1e400", '"\\ud800"', '"é"', "1", '"1"',
+                                   "9" * 4400, "[" * 2000 + "]" * 2000)),
+]
+
+
+def jsonl_rows(seed: int, n: int, bad: bool) -> list[str]:
+    rnd = random.Random(seed)
+    out = [as_json(line, rnd) for line in rows(seed, n, bad)]
+    if bad:
+        for i in rnd.sample(range(n), n // 50):
+            out[i] = rnd.choice(ODD_JSON)
+    return out
+
+
+JSON_SINKS = {
+    "plain": lambda: "\n".join(jsonl_rows(21, 3000, False)) + "\n",
+    "bad rows": lambda: "\n".join(jsonl_rows(22, 3000, True)),
+    "crlf": lambda: "\r\n".join(jsonl_rows(23, 2000, True)) + "\r\n",
+    "lone cr late": lambda: "\n".join(jsonl_rows(24, 1500, False)) + "\r" + "\r".join(jsonl_rows(25, 300, True)),
+    "bom, blank first lines": lambda: "\ufeff\n \n" + "\n".join(jsonl_rows(26, 1000, True)),
+    "bom": lambda: "\ufeff" + "\n".join(jsonl_rows(27, 1000, True)),
+    "long line": lambda: "\n".join(jsonl_rows(28, 300, True)) + "\n" + P % f'4,"v":"{"x" * 5000}"' + "\n"
+                         + "\n".join(jsonl_rows(29, 300, True)),
+    "not utf-8": lambda: "\n".join(jsonl_rows(30, 500, True)) + '\n{"topic":"payments","v":"\udcff","partition":0,'
+                                                            '"offset":3}\n' + "\n".join(jsonl_rows(31, 500, True)),
+    "keys in another case": lambda: "\n".join(line.replace('"topic"', '" Topic "').replace('"offset"', '"OFFSET"')
+                                              for line in jsonl_rows(32, 1500, True)),
+    "sparse": lambda: "\n".join(jsonl_rows(33, 40, False)),
+    "odd lines among valid ones": lambda: "\n".join(line for odd in ODD_JSON for line in (
+        *(P % o for o in range(0, 130, 29)), odd, *(P % o for o in range(3, 130, 31)))),
+    "offsets as strings": lambda: "\n".join(P % f'"{o}"' for o in range(0, 130, 2)),
+    "empty": lambda: "",
+}
+
+
+def outcome(sink: Path, logdir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch, block: int = 256,
+            **kw: object) -> list:
     with monkeypatch.context() as m:
         if pure:
             m.setenv(PURE_ENV, "1")
         else:
             m.delenv(PURE_ENV, raising=False)
-        m.setattr(delivery, "BLOCK_BYTES", 256)  # a block of a few lines: the sink spans many
+        m.setattr(delivery, "BLOCK_BYTES", block)  # a block of a few lines: the sink spans many
         m.setattr(delivery, "COLUMNS_FROM", 0)  # these sinks are small: columnar all the same
         try:
             return [x.as_dict() if isinstance(x, PartitionDelivery) else x
@@ -128,6 +195,53 @@ def test_columnar_and_row_paths_agree(tmp_path: Path, logdir: Path, monkeypatch:
     cols_path = outcome(sink, logdir, False, monkeypatch, **options)
     assert cols_path == rows_path
     assert rows_path  # something to compare: results, findings or the usage error
+
+
+@pytest.mark.parametrize("name", JSON_SINKS)
+@pytest.mark.parametrize("suffix", [".jsonl", ".txt"])
+@pytest.mark.parametrize("options", [{}, {"run_size": 97}, {"group": "billing", "isolation": "read_uncommitted"}])
+def test_json_lines_columnar_and_row_paths_agree(tmp_path: Path, logdir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 name: str, suffix: str, options: dict) -> None:
+    """JSON lines, told by the suffix or by the first line: the columnar path's results are the row path's."""
+    sink = tmp_path / f"sink{suffix}"
+    sink.write_bytes(JSON_SINKS[name]().encode("utf-8", "surrogateescape"))
+    rows_path = outcome(sink, logdir, True, monkeypatch, **options)
+    cols_path = outcome(sink, logdir, False, monkeypatch, **options)
+    assert cols_path == rows_path
+    assert rows_path
+
+
+def test_json_lines_longer_than_a_small_block(tmp_path: Path, logdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines of thousands of bytes inside a block, among valid ones: nesting deeper than json.loads takes, integers
+    past int()'s digit limit (pyarrow reads both), a long value that is fine."""
+    sink = tmp_path / "sink.jsonl"
+    odd = [P % f'3,"v":{"[" * 2000 + "]" * 2000}', P % f'4,"v":{"9" * 4400}', P % f'5,"v":"{"9" * 4400}"',
+           P % f'6,"v":[{"[" * 60 + "]" * 60}]']
+    sink.write_text("\n".join(line for o in odd for line in (P % 7, o, P % 8)) + "\n")
+    for block in (1 << 13, 1 << 16):
+        assert outcome(sink, logdir, False, monkeypatch, block) == outcome(sink, logdir, True, monkeypatch, block)
+
+
+def test_plain_json_blocks_are_read_as_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain JSON lines (keys in any order, other keys nested) come as arrays of offsets per topic-partition; a block
+    with a refused row (a float) comes row by row, its finding naming the line, and the blocks after it are columns
+    again."""
+    monkeypatch.delenv(PURE_ENV, raising=False)
+    monkeypatch.setattr(delivery, "BLOCK_BYTES", 256)
+    sink = tmp_path / "sink.ndjson"
+    lines = [json.dumps({"topic": "b", "partition": 0, "offset": str(o)} if o % 3 else  # digit strings
+                        {"offset": str(o), "partition": 1, "topic": "a", "value": {"n": [o]}}) for o in range(60)]
+    lines[25] = '{"topic": "b", "partition": 0, "offset": 25.0}'
+    sink.write_text("\n".join(lines) + "\n")
+    got = list(read_sink(str(sink)))
+    chunks = [g for g in got if isinstance(g, SinkChunk)]
+    assert chunks and chunks[0].topic == "a" and chunks[1].topic == "b"  # line 1 is offset 0 of a-1
+    [bad] = [g for g in got if isinstance(g, Finding)]
+    assert bad.code == "sink-row-invalid" and bad.message == "line 26: the offset 25.0 is not an integer"
+    seen = sorted((g.topic, g.partition, int(o)) for g in chunks for o in g.offsets)
+    assert sorted(seen + [g for g in got if type(g) is tuple]) == sorted(
+        ("b", 0, o) if o % 3 else ("a", 1, o) for o in range(60) if o != 25)
+    assert isinstance(got[-1], SinkChunk)  # the last block: columns again
 
 
 def test_plain_blocks_are_read_as_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
