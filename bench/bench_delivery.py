@@ -115,7 +115,10 @@ def main() -> None:
     if os.environ.get("BENCH_DELIVERY_PURE"):  # the pure-Python reader, for the record (not a Must show)
         pure = min(cpu(ours, env_pure) for _ in range(args.repeat))
         print(f"| `KAFKATOOL_PURE_PYTHON=1 kafkatool delivery --sink` | {pure:.2f} | {pure / best['floor']:.2f}x |")
-
+    (OUT.parent / "delivery_results.json").write_text(json.dumps({
+        "rows": rows, "records": args.rows, "repeat": args.repeat, "delivery_cpu_s": best["delivery"],
+        "floor_cpu_s": best["floor"], "ratio": best["delivery"] / best["floor"],
+        "floor": str(floor.relative_to(OUT.parents[2]))}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
