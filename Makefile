@@ -83,7 +83,8 @@ bench: install
 	$(PY) bench/bench_spark.py --level records --segments 2 --size 268435456
 	$(PY) bench/report.py
 
-## bench-issue: only what issue 30's seven ratios need, then the same table (bench/out/REPORT.md); about 25 minutes
+## bench-issue: only what issue 30's seven ratios need, then the same table (bench/out/REPORT.md); ~14 minutes on 2
+## shared cores, the first run writing ~1.2 GB of inputs under bench/out
 bench-issue: install
 	$(PY) bench/report.py --start
 	$(PY) bench/bench_linear.py
