@@ -9,7 +9,7 @@ export KAFKATOOL_CORPUS ?= $(CORPUS)
 NATIVE_SRC = native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs)
 NATIVE  = $(VENV)/.native-built
 
-.PHONY: install demo test test-fast lint bench fixtures clean
+.PHONY: install demo test test-fast lint bench bench-issue fixtures clean
 
 install: $(STAMP) $(NATIVE)
 
@@ -61,8 +61,10 @@ fixtures: install
 
 ## bench: verify linear in segments and against a scandir + CRC floor per partition; throughput of header scan + CRC and record decode on generated 1 GiB segments; locate latency; loader
 ## against a bare header scan; repair against verify and its backup size; offsets, txn-state and metadata against
-## the Construct declarations alone; start-up; Spark scan
+## the Construct declarations alone; start-up; Spark scan. Ends with bench/report.py: issue 30's seven ratios of this
+## run as one table, the machine named (bench/out/REPORT.md)
 bench: install
+	$(PY) bench/report.py --start
 	$(PY) bench/bench_scan.py
 	$(PY) bench/bench_dump.py
 	$(PY) bench/bench_search.py
@@ -79,6 +81,19 @@ bench: install
 	$(PY) bench/bench_spark.py --startup
 	$(PY) bench/bench_cli.py
 	$(PY) bench/bench_spark.py --level records --segments 2 --size 268435456
+	$(PY) bench/report.py
+
+## bench-issue: only what issue 30's seven ratios need, then the same table (bench/out/REPORT.md); ~14 minutes on 2
+## shared cores, the first run writing ~1.2 GB of inputs under bench/out
+bench-issue: install
+	$(PY) bench/report.py --start
+	$(PY) bench/bench_linear.py
+	$(PY) bench/bench_parallel.py --issue
+	$(PY) bench/bench_dump.py --verify-size 67108864 --deep big-lz4@kafka-python --deep tiny-lz4@aiokafka --deep big-lz4@aiokafka
+	$(PY) bench/bench_internal.py --only offsets
+	$(PY) bench/bench_search.py
+	$(PY) bench/bench_delivery.py
+	$(PY) bench/report.py
 
 clean:
 	rm -rf $(VENV) bench/out .pytest_cache

@@ -146,6 +146,13 @@ def main() -> None:
             pure = min(cpu(ours, env_pure) for _ in range(args.repeat))
             print(f"| {kind} | `KAFKATOOL_PURE_PYTHON=1 kafkatool delivery --sink` | {pure:.2f} | "
                   f"{pure / best[(kind, 'floor')]:.2f}x |")
+    csv_kind, (_p, csv_floor, _t, _h) = "CSV", floors["CSV"]
+    (OUT.parent / "delivery_results.json").write_text(json.dumps({  # the row: the CSV sink
+        "rows": rows, "records": args.rows, "repeat": args.repeat, "delivery_cpu_s": best[(csv_kind, "delivery")],
+        "floor_cpu_s": best[(csv_kind, "floor")], "ratio": best[(csv_kind, "delivery")] / best[(csv_kind, "floor")],
+        "floor": str(csv_floor.relative_to(OUT.parents[2])),
+        "jsonl": {"delivery_cpu_s": best[("JSON lines", "delivery")], "floor_cpu_s": best[("JSON lines", "floor")],
+                  "ratio": best[("JSON lines", "delivery")] / best[("JSON lines", "floor")]}}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

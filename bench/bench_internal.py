@@ -236,6 +236,8 @@ def main() -> None:
     ap.add_argument("--metadata-records", type=int, default=200_000, help="__cluster_metadata records")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--source", type=Path, default=ROOT, help="the checkout to time (default: this one)")
+    ap.add_argument("--only", choices=("offsets", "txn-state", "metadata"), action="append",
+                    help="only these commands (repeatable; default all three)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         global _CWD
@@ -245,9 +247,10 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, python: list[str], kafkatool: list[str]) -> None:
-    cases = [("offsets", generate_offsets(OUT / "internal" / "offsets", args.groups, args.rounds)),
-             ("txn-state", generate_txn_state(OUT / "internal" / "txn-state", args.transitions)),
-             ("metadata", generate_metadata(OUT / "internal" / "metadata", args.metadata_records))]
+    generators = {"offsets": lambda: generate_offsets(OUT / "internal" / "offsets", args.groups, args.rounds),
+                  "txn-state": lambda: generate_txn_state(OUT / "internal" / "txn-state", args.transitions),
+                  "metadata": lambda: generate_metadata(OUT / "internal" / "metadata", args.metadata_records)}
+    cases = [(command, make()) for command, make in generators.items() if command in (args.only or generators)]
     results = {}
     print("| command, generated partition | kafkatool, CPU | aiokafka raw record decode, same run | kafkatool / "
           "aiokafka rate | declarations alone | speedup |\n|---|---|---|---|---|---|")

@@ -95,13 +95,13 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--issue", action="store_true", help="only the issue's case (the killed broker's partitions)")
     args = ap.parse_args()
     n, mib = args.partitions, args.mib
-    cases = {
-        f"{n}x{mib}": generate(OUT / "parallel" / f"{n}x{mib}", n, mib, clean=False),
-        f"{n}x{mib}-clean": generate(OUT / "parallel" / f"{n}x{mib}-clean", n, mib, clean=True),
-        f"1x{n * mib}": generate(OUT / "parallel" / f"1x{n * mib}", 1, n * mib, clean=False),
-    }
+    cases = {f"{n}x{mib}": generate(OUT / "parallel" / f"{n}x{mib}", n, mib, clean=False)}
+    if not args.issue:
+        cases[f"{n}x{mib}-clean"] = generate(OUT / "parallel" / f"{n}x{mib}-clean", n, mib, clean=True)
+        cases[f"1x{n * mib}"] = generate(OUT / "parallel" / f"1x{n * mib}", 1, n * mib, clean=False)
     results = {}
     for name, logdir in cases.items():
         r = results[name] = compare(logdir, args.runs)
