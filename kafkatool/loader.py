@@ -75,7 +75,7 @@ from .errors import IndexAppendError, InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, file_size, open_regular
 from .findings import finding
 from .logdir import LogDir
-from .logfiles import Leftovers, leftover_passes, sort_files
+from .logfiles import Leftovers, PartitionFiles, leftover_passes, sort_files
 from .metadata_log import (
     METADATA_TOPIC,
     MetadataLogLoad,
@@ -93,6 +93,8 @@ from .smallfiles import (
     EpochEntry,
     ProducerEntry,
     ProducerSnapshotHeader,
+    SmallReads,
+    cannot_read,
     read_small_file,
     read_txn_index,
 )
@@ -271,6 +273,7 @@ def load_problem(base: int, index: Path | None, txnindex: Path | None) -> str | 
 
 def latest_snapshot(
     snapshots: dict[int | None, Path], first: int | None, log_start: int, log_start_checkpoint: int | None = None,
+    read: Callable[[Path], list[Any]] | None = None,
 ) -> tuple[int, list[ProducerEntry], dict[int, str]]:
     """``ProducerStateManager.truncateAndReload``: the latest readable snapshot in [log start, ``first``] (no upper
     bound when ``first`` is None), its entries, and the unreadable ones (the broker deletes them); without one, the
@@ -281,14 +284,17 @@ def latest_snapshot(
     one left: such a snapshot never seeds a replay.
 
     Every snapshot is read (the unreadable ones are named), and only the entries of the latest usable one so far are
-    kept: memory is one snapshot's entries, not every snapshot's (a partition of N segments has N snapshots)."""
+    kept: memory is one snapshot's entries, not every snapshot's (a partition of N segments has N snapshots).
+    ``read(path)``: the snapshot's items (:func:`kafkatool.smallfiles.read_small_file`), e.g. read once for every
+    reader of the partition (:class:`kafkatool.smallfiles.SmallReads`); InputIOError names ``str(path)``."""
     bad: dict[int, str] = {}
     best: tuple[int, list[ProducerEntry]] | None = None
     for offset, path in snapshots.items():
         if offset is None:
             continue
         try:
-            items = list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path)))
+            items = (read(path) if read is not None
+                     else list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path))))
         except InputIOError as exc:
             bad[offset] = str(exc)
             continue
@@ -421,13 +427,16 @@ class _Files:
     raft_partial: list[SnapshotFile] = field(default_factory=list)    # and .checkpoint.part ones
 
 
-def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None) -> list[tuple[Path, str]]:
-    return list(files) if files is not None else dir_files(part, display)
+def _by_role(part: Path, display: str, files: Iterable[tuple[Path, str]] | PartitionFiles | None) -> PartitionFiles:
+    """The dir's files by role: as given (``verify`` sorted them already: one classification of each name), else its
+    listing's (given, or listed here)."""
+    if isinstance(files, PartitionFiles):
+        return files
+    return sort_files(files if files is not None else dir_files(part, display))
 
 
-def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files:
+def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
     """The files as the broker sees them after the leftover passes of ``LogLoader.load`` (step 1)."""
-    files = sort_files(listing)
     out = _Files(leftovers=leftover_passes(files, lambda p, d, base: _next_offset(p, d, base, options)))
     gone = {p for p, _, _ in out.leftovers.deleted}
     for p, d, info in files.files:
@@ -458,7 +467,7 @@ def segment_files(files: Iterable[tuple[Path, str]], options: ScanOptions | None
     """The segments of a partition dir's (path, display) listing as ``LogLoader.load`` sees them after its leftover
     passes (step 1: ``.swap`` logs in place of the segments they replace), by base offset; nothing else is read
     (for a caller that looks up one offset, ``locate``)."""
-    out = _sort_files(list(files), options or ScanOptions())
+    out = _sort_files(sort_files(files), options or ScanOptions())
     return [out.segments[b] for b in sorted(out.segments)]
 
 
@@ -485,18 +494,19 @@ def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> i
 
 
 def load_partition(
-    path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
+    path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | PartitionFiles | None = None,
     logdir: LogDir | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
     log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> LoadedPartition:
     """Load the partition dir ``path`` as ``LogLoader.load`` would (see the module doc); never writes.
 
-    ``files``: the dir's (path, display) listing when already known; ``logdir``: its log dir as discovery found it
-    (:class:`kafkatool.logdir.LogDir`, whose broker files are read once; read from ``path``'s parent when None);
-    ``recovery_point``/``clean_shutdown``/``log_start`` override what the log dir says; ``rebuild``: also rebuild
-    what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads drop them); ``progress``:
-    called with the bytes of each segment's scan as they are read (a progress bar).
+    ``files``: the dir's (path, display) listing when already known, or those files by role
+    (:class:`kafkatool.logfiles.PartitionFiles`, as ``verify`` sorted them); ``logdir``: its log dir as discovery
+    found it (:class:`kafkatool.logdir.LogDir`, whose broker files are read once; read from ``path``'s parent when
+    None); ``recovery_point``/``clean_shutdown``/``log_start`` override what the log dir says; ``rebuild``: also
+    rebuild what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads drop them);
+    ``progress``: called with the bytes of each segment's scan as they are read (a progress bar).
     """
     load = PartitionLoad(path, display, files=files, logdir=logdir, recovery_point=recovery_point,
                          clean_shutdown=clean_shutdown, log_start=log_start, options=options, rebuild=rebuild,
@@ -524,7 +534,8 @@ class PartitionLoad:
     """
 
     def __init__(
-        self, path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
+        self, path: Path, display: str | None = None, *,
+        files: Iterable[tuple[Path, str]] | PartitionFiles | None = None,
         logdir: LogDir | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
         log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
         progress: Callable[[int], None] | None = None,
@@ -546,7 +557,7 @@ class PartitionLoad:
         rp = recovery_point if recovery_point is not None else (rp_checkpoint or 0)
         ls_checkpoint = log_start if log_start is not None else cps.get("log-start-offset-checkpoint", {}).get(key)
         hw_checkpoint = cps.get("replication-offset-checkpoint", {}).get(key)
-        self.files = sorted_files = _sort_files(_listing(path, display, files), options)
+        self.files = sorted_files = _sort_files(_by_role(path, display, files), options)
         self.bases = bases = sorted(sorted_files.segments)
         self.segs = segs = [sorted_files.segments[b] for b in bases]
         self.seg_index = {s.display: i for i, s in reversed(list(enumerate(segs)))}  # tap's lookup (the first wins)
@@ -556,7 +567,10 @@ class PartitionLoad:
         loaded.leftovers, loaded.index_files = sorted_files.leftovers, sorted_files.indexes
         loaded.epoch_checkpoint_file = sorted_files.epoch_checkpoint
         loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
-        loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
+        # each small file read once, by this load and by a reader of the same files (verify's checks)
+        self.reads = SmallReads()
+        loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings,
+                                                         self.reads)
         loaded.findings.extend(sorted_files.unnamed)
 
         # Steps 2 and 3: which segments the broker recovers, and why.
@@ -587,7 +601,8 @@ class PartitionLoad:
         no_state = clean and not snapshots and not recovered_bases
         # recoverSegment's truncateAndReload gets the log-start checkpoint (0 without one): no snapshot at or below it
         self.start, entries, loaded.bad_snapshots = latest_snapshot(snapshots, bound, log_start_guess,
-                                                                    (ls_checkpoint or 0) if recovered_bases else None)
+                                                                    (ls_checkpoint or 0) if recovered_bases else None,
+                                                                    self.snapshot_items)
         self.replay = None if no_state else ProducerReplay(entries)
         self.rebuild = rebuild
         self.first_recovered = bound
@@ -603,6 +618,15 @@ class PartitionLoad:
         self.run = _Runs()
         self.next = 0               # index in segs of the next segment to load
         self.broken = False         # a tap stopped half-way: finish loads again from the files
+
+    def snapshot_items(self, path: Path) -> list[Any]:
+        """A producer snapshot's items, read once (:attr:`reads`, shown as the dir's listing shows it); the
+        InputIOError of :func:`latest_snapshot` (naming ``str(path)``)."""
+        try:
+            return self.reads(path, FileKind.PRODUCER_SNAPSHOT, os.path.join(self.loaded.display, path.name))
+        except InputIOError as exc:
+            cause = exc.__cause__
+            raise (cannot_read(str(path), cause) if isinstance(cause, OSError) else exc) from cause
 
     # --- step 2: the segments, in offset order ---
 
@@ -902,7 +926,7 @@ class PartitionLoad:
 
         # Step 6, second half: a snapshot past the log end is deleted by the broker; start again from an earlier one.
         if replay is not None and start > leo:
-            start, entries, _bad = latest_snapshot(snapshots, leo, loaded.log_start_offset)
+            start, entries, _bad = latest_snapshot(snapshots, leo, loaded.log_start_offset, read=self.snapshot_items)
             loaded.producer_snapshot = start if entries or start in self.files.snapshots else None
             loaded.replay_from = start
             replay = ProducerReplay(entries)
@@ -1002,12 +1026,13 @@ def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict
     return kept
 
 
-def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Finding]) -> list[tuple[int, int]] | None:
+def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Finding],
+                           reads: SmallReads) -> list[tuple[int, int]] | None:
     if path is None:
         return None
     shown = os.path.join(display, path.name)
     try:
-        items = list(read_small_file(path, FileKind.EPOCH_CHECKPOINT, shown))
+        items = reads(path, FileKind.EPOCH_CHECKPOINT, shown)
     except InputIOError as exc:
         findings.append(finding("io-error", shown, None, str(exc)))
         return []
