@@ -442,17 +442,21 @@ def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
     for p, d, info in files.files:
         if info.base_offset is None and info.kind is not FileKind.EPOCH_CHECKPOINT:
             continue
-        if info.leftover is not None or p in gone:
+        if info.leftover is not None or gone and p in gone:
             continue
         if info.base_offset is not None and info.base_offset > INT64_MAX:
             out.unnamed.append(finding("base-offset-overflow", d, None, f"named with offset "
                                        f"{info.base_offset}, above 2^63-1: the broker cannot parse the name "
                                        "(LogFileUtils.offsetFromFileName, Long.parseLong) and fails to load the "
                                        "partition; left out here"))
-    live = {p for p, _, i in files.files if p not in gone and (i.base_offset or 0) <= INT64_MAX}
-    out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if p in live}
-    out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if p in live}
-    out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if p in live}
+    if gone or any((i.base_offset or 0) > INT64_MAX for _p, _d, i in files.files):
+        live = {p for p, _, i in files.files if p not in gone and (i.base_offset or 0) <= INT64_MAX}
+        kept: Callable[[Path], bool] = live.__contains__
+    else:  # every file is live (most partitions): no set of paths to hash
+        kept = _every
+    out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if kept(p)}
+    out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if kept(p)}
+    out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if kept(p)}
     out.raft_snapshots = snapshot_files(files.files)
     out.raft_partial = [s for p, d in files.unknown if (s := partial_snapshot(p, d)) is not None]
     if files.epoch_checkpoint is not None:
@@ -461,6 +465,10 @@ def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
         out.segments[base] = LoadedSegment(base, p, d, file_size(p))
         out.swapped.add(base)
     return out
+
+
+def _every(path: Path) -> bool:
+    return True
 
 
 def segment_files(files: Iterable[tuple[Path, str]], options: ScanOptions | None = None) -> list[LoadedSegment]:
