@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from .epochs import EpochCache
 from .errors import IndexAppendError, InputIOError
@@ -1015,13 +1016,18 @@ def read_logdir(path: Path, display: str) -> LogDir:
 
 
 def _logdir_findings(logdir: LogDir) -> list[Finding]:
-    """The log dir's checkpoints that could not be read (what the load goes without)."""
-    out = []
-    for name in sorted(OFFSET_CHECKPOINT_NAMES):
-        cp = logdir.checkpoint(name)
-        if cp is not None:
-            out.extend(f for f in cp.findings if f.code == "io-error")
-    return out
+    """The log dir's checkpoints that could not be read (what the load goes without): looked for once a log dir."""
+    found = _UNREADABLE_CHECKPOINTS.get(logdir)
+    if found is None:
+        found = _UNREADABLE_CHECKPOINTS[logdir] = []
+        for name in sorted(OFFSET_CHECKPOINT_NAMES):
+            cp = logdir.checkpoint(name)
+            if cp is not None:
+                found.extend(f for f in cp.findings if f.code == "io-error")
+    return list(found)
+
+
+_UNREADABLE_CHECKPOINTS: WeakKeyDictionary[LogDir, list[Finding]] = WeakKeyDictionary()  # by log dir (identity)
 
 
 def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict[int | None, Path]:
