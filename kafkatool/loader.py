@@ -549,7 +549,7 @@ class PartitionLoad:
         log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> None:
-        path = Path(path)
+        path = path if isinstance(path, Path) else Path(path)  # a Path made again is parsed again
         self.progress = progress  # the segments this load reads itself (a tapped one is its reader's to count)
         display = display if display is not None else str(path)
         self.args = dict(display=display, files=files, logdir=logdir, recovery_point=recovery_point,
