@@ -61,12 +61,12 @@ def generate_partitions(root: Path, partitions: int) -> Path:
     from kafkatool.logwriter import LogDirWriter
 
     logdir = root / f"partitions{partitions}"
-    meta = {"partitions": partitions}
+    meta = {"partitions": partitions, "topic_ids": "1-10"}
     if _stamped(logdir, meta):
         return logdir
     with LogDirWriter(logdir, cluster_id="bench-linear-cluster-0", node_id=1) as d:
-        for i in range(partitions):
-            w = d.partition(f"topic{i % 10}", i // 10, bytes([i % 10] * 16))
+        for i in range(partitions):  # topic ids 1..10: the zero UUID is an error (a tenth of the partitions was)
+            w = d.partition(f"topic{i % 10}", i // 10, bytes([i % 10 + 1] * 16))
             w.append(record_batch(0, [RecordSpec(f"key-{i}".encode(), b"v" * 100, T0 + i)]))
             w.close()  # one open segment file per partition otherwise
     logdir.with_suffix(".json").write_text(json.dumps(meta))

@@ -170,6 +170,17 @@ def open_regular(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
     before ``open`` alone would race. A device is not even opened (opening some acts: a tape rewinds, a modem
     line rises), so the type is looked at by name first too. A socket cannot be opened at all (ENXIO): refused the
     same way."""
+    fd, _size = _open_regular_fd(path)
+    try:
+        os.set_blocking(fd, True)
+        return open(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_regular_fd(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """:func:`open_regular`'s checks and open: the descriptor (still ``O_NONBLOCK``) and the file's size."""
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
         raise NotRegularFile(path, type_name(mode))
@@ -184,17 +195,29 @@ def open_regular(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
             raise NotRegularFile(path, type_name(mode)) from exc
         raise
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(path, type_name(mode))
-        os.set_blocking(fd, True)
-        return open(fd, "rb", buffering=buffering)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path, type_name(st.st_mode))
+        return fd, st.st_size
     except BaseException:
         os.close(fd)
         raise
 
 
 def read_regular(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file (:func:`open_regular`'s rule): ``Path.read_bytes`` for files on a disk."""
-    with open_regular(path, buffering=0) as fh:
-        return fh.read()
+    """The bytes of a regular file (:func:`open_regular`'s rule): ``Path.read_bytes`` for files on a disk.
+
+    On the descriptor, without a file object: its size from the ``fstat`` that checks its type, read in one call
+    when it has not changed (5 system calls where ``FileIO.readall`` makes 10: a partition's small files are most of
+    the system calls ``verify`` makes; ``O_NONBLOCK`` does not change how a regular file is read)."""
+    fd, size = _open_regular_fd(path)
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) == size:  # all its fstat said, and not one byte more
+            return data
+        chunks = [data]  # cut short (2 GiB a read), or changed since its fstat: read to the end
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

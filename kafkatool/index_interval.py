@@ -22,7 +22,7 @@ each batch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from .filetypes import FileKind, classify, open_regular, read_regular
 from .logfiles import segment_file
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
-from .smallfiles import offset_index_sanity, read_offset_index
+from .smallfiles import IndexEntry, offset_index_sanity, parse_small_file
 
 DEFAULT = 4096          # the broker's log.index.interval.bytes
 COMMON = (4096, 1024, 8192, 2048, 16384, 512, 32768, 65536, 1 << 20)
@@ -150,11 +150,13 @@ def _fit(log: Path, options: ScanOptions, limit: int, entry_positions: list[int]
 
 def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
                          scan_bytes: int = SCAN_BYTES, total_bytes: int = TOTAL_BYTES,
-                         files: Iterable[tuple[Path, str]] | None = None) -> IndexInterval:
+                         files: Iterable[tuple[Path, str]] | None = None,
+                         read_index: Callable[[Path], bytes] = read_regular) -> IndexInterval:
     """The ``index.interval.bytes`` the offset indexes of the partition at ``part_dir`` fit (see the module); the
     newest segments first (the setting the broker writes with now), ``scan_bytes`` of each, ``total_bytes`` in all.
-    ``files``: the dir's (path, display) listing when discovery has it (not listed again); an empty index is read
-    once (a partition of many one-batch segments has nothing but those)."""
+    ``files``: the dir's (path, display) listing when discovery has it (not listed again); each index is read once
+    (a partition of many one-batch segments has nothing but empty ones), by ``read_index`` (``verify`` keeps the
+    bytes for its check of the index)."""
     low, high, entries, used, skipped, read = 0, None, 0, 0, 0, 0
     if files is None:
         paths = [p for p in Path(part_dir).iterdir() if p.is_file()]
@@ -170,8 +172,9 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
         index = segment_file(log.parent, info.base_offset, "index")
         if index.name not in names:
             continue
-        data = read_regular(index)
-        listed = read_offset_index(index, info.base_offset) if data else []
+        data = read_index(index)
+        listed = [e for e in parse_small_file(data, FileKind.INDEX, str(index), info.base_offset)
+                  if isinstance(e, IndexEntry)] if data else []
         if not listed:
             continue
         read += min(scan_bytes, log.stat().st_size)
@@ -202,12 +205,13 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
 
 
 def resolve_index_interval(part_dir: Path, given: int | None, options: ScanOptions = _SCAN,
-                           files: Iterable[tuple[Path, str]] | None = None) -> IndexInterval:
+                           files: Iterable[tuple[Path, str]] | None = None,
+                           read_index: Callable[[Path], bytes] = read_regular) -> IndexInterval:
     """``given`` (``--index-interval-bytes``) when set, else what the partition's indexes say (``files``: its
-    listing, see :func:`infer_index_interval`)."""
+    listing, ``read_index``: how an index is read, see :func:`infer_index_interval`)."""
     if given is not None:
         return IndexInterval(given, "option", "(from --index-interval-bytes)")
-    return infer_index_interval(part_dir, options, files=files)
+    return infer_index_interval(part_dir, options, files=files, read_index=read_index)
 
 
 __all__ = ["COMMON", "DEFAULT", "IndexInterval", "RangeFit", "infer_index_interval", "resolve_index_interval",

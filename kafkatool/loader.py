@@ -69,13 +69,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from .epochs import EpochCache
 from .errors import IndexAppendError, InputIOError
 from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, file_size, open_regular
 from .findings import finding
 from .logdir import LogDir
-from .logfiles import Leftovers, leftover_passes, sort_files
+from .logfiles import Leftovers, PartitionFiles, leftover_passes, sort_files
 from .metadata_log import (
     METADATA_TOPIC,
     MetadataLogLoad,
@@ -93,6 +94,8 @@ from .smallfiles import (
     EpochEntry,
     ProducerEntry,
     ProducerSnapshotHeader,
+    SmallReads,
+    cannot_read,
     read_small_file,
     read_txn_index,
 )
@@ -271,6 +274,7 @@ def load_problem(base: int, index: Path | None, txnindex: Path | None) -> str | 
 
 def latest_snapshot(
     snapshots: dict[int | None, Path], first: int | None, log_start: int, log_start_checkpoint: int | None = None,
+    read: Callable[[Path], list[Any]] | None = None,
 ) -> tuple[int, list[ProducerEntry], dict[int, str]]:
     """``ProducerStateManager.truncateAndReload``: the latest readable snapshot in [log start, ``first``] (no upper
     bound when ``first`` is None), its entries, and the unreadable ones (the broker deletes them); without one, the
@@ -281,14 +285,17 @@ def latest_snapshot(
     one left: such a snapshot never seeds a replay.
 
     Every snapshot is read (the unreadable ones are named), and only the entries of the latest usable one so far are
-    kept: memory is one snapshot's entries, not every snapshot's (a partition of N segments has N snapshots)."""
+    kept: memory is one snapshot's entries, not every snapshot's (a partition of N segments has N snapshots).
+    ``read(path)``: the snapshot's items (:func:`kafkatool.smallfiles.read_small_file`), e.g. read once for every
+    reader of the partition (:class:`kafkatool.smallfiles.SmallReads`); InputIOError names ``str(path)``."""
     bad: dict[int, str] = {}
     best: tuple[int, list[ProducerEntry]] | None = None
     for offset, path in snapshots.items():
         if offset is None:
             continue
         try:
-            items = list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path)))
+            items = (read(path) if read is not None
+                     else list(read_small_file(path, FileKind.PRODUCER_SNAPSHOT, str(path))))
         except InputIOError as exc:
             bad[offset] = str(exc)
             continue
@@ -421,29 +428,36 @@ class _Files:
     raft_partial: list[SnapshotFile] = field(default_factory=list)    # and .checkpoint.part ones
 
 
-def _listing(part: Path, display: str, files: Iterable[tuple[Path, str]] | None) -> list[tuple[Path, str]]:
-    return list(files) if files is not None else dir_files(part, display)
+def _by_role(part: Path, display: str, files: Iterable[tuple[Path, str]] | PartitionFiles | None) -> PartitionFiles:
+    """The dir's files by role: as given (``verify`` sorted them already: one classification of each name), else its
+    listing's (given, or listed here)."""
+    if isinstance(files, PartitionFiles):
+        return files
+    return sort_files(files if files is not None else dir_files(part, display))
 
 
-def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files:
+def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
     """The files as the broker sees them after the leftover passes of ``LogLoader.load`` (step 1)."""
-    files = sort_files(listing)
     out = _Files(leftovers=leftover_passes(files, lambda p, d, base: _next_offset(p, d, base, options)))
     gone = {p for p, _, _ in out.leftovers.deleted}
     for p, d, info in files.files:
         if info.base_offset is None and info.kind is not FileKind.EPOCH_CHECKPOINT:
             continue
-        if info.leftover is not None or p in gone:
+        if info.leftover is not None or gone and p in gone:
             continue
         if info.base_offset is not None and info.base_offset > INT64_MAX:
             out.unnamed.append(finding("base-offset-overflow", d, None, f"named with offset "
                                        f"{info.base_offset}, above 2^63-1: the broker cannot parse the name "
                                        "(LogFileUtils.offsetFromFileName, Long.parseLong) and fails to load the "
                                        "partition; left out here"))
-    live = {p for p, _, i in files.files if p not in gone and (i.base_offset or 0) <= INT64_MAX}
-    out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if p in live}
-    out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if p in live}
-    out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if p in live}
+    if gone or any((i.base_offset or 0) > INT64_MAX for _p, _d, i in files.files):
+        live = {p for p, _, i in files.files if p not in gone and (i.base_offset or 0) <= INT64_MAX}
+        kept: Callable[[Path], bool] = live.__contains__
+    else:  # every file is live (most partitions): no set of paths to hash
+        kept = _every
+    out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if kept(p)}
+    out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if kept(p)}
+    out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if kept(p)}
     out.raft_snapshots = snapshot_files(files.files)
     out.raft_partial = [s for p, d in files.unknown if (s := partial_snapshot(p, d)) is not None]
     if files.epoch_checkpoint is not None:
@@ -454,11 +468,15 @@ def _sort_files(listing: list[tuple[Path, str]], options: ScanOptions) -> _Files
     return out
 
 
+def _every(path: Path) -> bool:
+    return True
+
+
 def segment_files(files: Iterable[tuple[Path, str]], options: ScanOptions | None = None) -> list[LoadedSegment]:
     """The segments of a partition dir's (path, display) listing as ``LogLoader.load`` sees them after its leftover
     passes (step 1: ``.swap`` logs in place of the segments they replace), by base offset; nothing else is read
     (for a caller that looks up one offset, ``locate``)."""
-    out = _sort_files(list(files), options or ScanOptions())
+    out = _sort_files(sort_files(files), options or ScanOptions())
     return [out.segments[b] for b in sorted(out.segments)]
 
 
@@ -485,18 +503,19 @@ def _next_offset(path: Path, display: str, base: int, options: ScanOptions) -> i
 
 
 def load_partition(
-    path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
+    path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | PartitionFiles | None = None,
     logdir: LogDir | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
     log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> LoadedPartition:
     """Load the partition dir ``path`` as ``LogLoader.load`` would (see the module doc); never writes.
 
-    ``files``: the dir's (path, display) listing when already known; ``logdir``: its log dir as discovery found it
-    (:class:`kafkatool.logdir.LogDir`, whose broker files are read once; read from ``path``'s parent when None);
-    ``recovery_point``/``clean_shutdown``/``log_start`` override what the log dir says; ``rebuild``: also rebuild
-    what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads drop them); ``progress``:
-    called with the bytes of each segment's scan as they are read (a progress bar).
+    ``files``: the dir's (path, display) listing when already known, or those files by role
+    (:class:`kafkatool.logfiles.PartitionFiles`, as ``verify`` sorted them); ``logdir``: its log dir as discovery
+    found it (:class:`kafkatool.logdir.LogDir`, whose broker files are read once; read from ``path``'s parent when
+    None); ``recovery_point``/``clean_shutdown``/``log_start`` override what the log dir says; ``rebuild``: also
+    rebuild what recovery writes (see :class:`Rebuild`; producers expire as the broker's reloads drop them);
+    ``progress``: called with the bytes of each segment's scan as they are read (a progress bar).
     """
     load = PartitionLoad(path, display, files=files, logdir=logdir, recovery_point=recovery_point,
                          clean_shutdown=clean_shutdown, log_start=log_start, options=options, rebuild=rebuild,
@@ -524,12 +543,13 @@ class PartitionLoad:
     """
 
     def __init__(
-        self, path: Path, display: str | None = None, *, files: Iterable[tuple[Path, str]] | None = None,
+        self, path: Path, display: str | None = None, *,
+        files: Iterable[tuple[Path, str]] | PartitionFiles | None = None,
         logdir: LogDir | None = None, recovery_point: int | None = None, clean_shutdown: bool | None = None,
         log_start: int | None = None, options: ScanOptions | None = None, rebuild: Rebuild | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> None:
-        path = Path(path)
+        path = path if isinstance(path, Path) else Path(path)  # a Path made again is parsed again
         self.progress = progress  # the segments this load reads itself (a tapped one is its reader's to count)
         display = display if display is not None else str(path)
         self.args = dict(display=display, files=files, logdir=logdir, recovery_point=recovery_point,
@@ -546,7 +566,7 @@ class PartitionLoad:
         rp = recovery_point if recovery_point is not None else (rp_checkpoint or 0)
         ls_checkpoint = log_start if log_start is not None else cps.get("log-start-offset-checkpoint", {}).get(key)
         hw_checkpoint = cps.get("replication-offset-checkpoint", {}).get(key)
-        self.files = sorted_files = _sort_files(_listing(path, display, files), options)
+        self.files = sorted_files = _sort_files(_by_role(path, display, files), options)
         self.bases = bases = sorted(sorted_files.segments)
         self.segs = segs = [sorted_files.segments[b] for b in bases]
         self.seg_index = {s.display: i for i, s in reversed(list(enumerate(segs)))}  # tap's lookup (the first wins)
@@ -556,7 +576,10 @@ class PartitionLoad:
         loaded.leftovers, loaded.index_files = sorted_files.leftovers, sorted_files.indexes
         loaded.epoch_checkpoint_file = sorted_files.epoch_checkpoint
         loaded.compacted = topic in COMPACTED_TOPICS or key in cps.get("cleaner-offset-checkpoint", {})
-        loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings)
+        # each small file read once, by this load and by a reader of the same files (verify's checks)
+        self.reads = SmallReads()
+        loaded.epoch_checkpoint = _read_epoch_checkpoint(sorted_files.epoch_checkpoint, display, loaded.findings,
+                                                         self.reads)
         loaded.findings.extend(sorted_files.unnamed)
 
         # Steps 2 and 3: which segments the broker recovers, and why.
@@ -587,7 +610,8 @@ class PartitionLoad:
         no_state = clean and not snapshots and not recovered_bases
         # recoverSegment's truncateAndReload gets the log-start checkpoint (0 without one): no snapshot at or below it
         self.start, entries, loaded.bad_snapshots = latest_snapshot(snapshots, bound, log_start_guess,
-                                                                    (ls_checkpoint or 0) if recovered_bases else None)
+                                                                    (ls_checkpoint or 0) if recovered_bases else None,
+                                                                    self.snapshot_items)
         self.replay = None if no_state else ProducerReplay(entries)
         self.rebuild = rebuild
         self.first_recovered = bound
@@ -603,6 +627,15 @@ class PartitionLoad:
         self.run = _Runs()
         self.next = 0               # index in segs of the next segment to load
         self.broken = False         # a tap stopped half-way: finish loads again from the files
+
+    def snapshot_items(self, path: Path) -> list[Any]:
+        """A producer snapshot's items, read once (:attr:`reads`, shown as the dir's listing shows it); the
+        InputIOError of :func:`latest_snapshot` (naming ``str(path)``)."""
+        try:
+            return self.reads(path, FileKind.PRODUCER_SNAPSHOT, os.path.join(self.loaded.display, path.name))
+        except InputIOError as exc:
+            cause = exc.__cause__
+            raise (cannot_read(str(path), cause) if isinstance(cause, OSError) else exc) from cause
 
     # --- step 2: the segments, in offset order ---
 
@@ -902,7 +935,7 @@ class PartitionLoad:
 
         # Step 6, second half: a snapshot past the log end is deleted by the broker; start again from an earlier one.
         if replay is not None and start > leo:
-            start, entries, _bad = latest_snapshot(snapshots, leo, loaded.log_start_offset)
+            start, entries, _bad = latest_snapshot(snapshots, leo, loaded.log_start_offset, read=self.snapshot_items)
             loaded.producer_snapshot = start if entries or start in self.files.snapshots else None
             loaded.replay_from = start
             replay = ProducerReplay(entries)
@@ -983,13 +1016,18 @@ def read_logdir(path: Path, display: str) -> LogDir:
 
 
 def _logdir_findings(logdir: LogDir) -> list[Finding]:
-    """The log dir's checkpoints that could not be read (what the load goes without)."""
-    out = []
-    for name in sorted(OFFSET_CHECKPOINT_NAMES):
-        cp = logdir.checkpoint(name)
-        if cp is not None:
-            out.extend(f for f in cp.findings if f.code == "io-error")
-    return out
+    """The log dir's checkpoints that could not be read (what the load goes without): looked for once a log dir."""
+    found = _UNREADABLE_CHECKPOINTS.get(logdir)
+    if found is None:
+        found = _UNREADABLE_CHECKPOINTS[logdir] = []
+        for name in sorted(OFFSET_CHECKPOINT_NAMES):
+            cp = logdir.checkpoint(name)
+            if cp is not None:
+                found.extend(f for f in cp.findings if f.code == "io-error")
+    return list(found)
+
+
+_UNREADABLE_CHECKPOINTS: WeakKeyDictionary[LogDir, list[Finding]] = WeakKeyDictionary()  # by log dir (identity)
 
 
 def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict[int | None, Path]:
@@ -1002,12 +1040,13 @@ def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict
     return kept
 
 
-def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Finding]) -> list[tuple[int, int]] | None:
+def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Finding],
+                           reads: SmallReads) -> list[tuple[int, int]] | None:
     if path is None:
         return None
     shown = os.path.join(display, path.name)
     try:
-        items = list(read_small_file(path, FileKind.EPOCH_CHECKPOINT, shown))
+        items = reads(path, FileKind.EPOCH_CHECKPOINT, shown)
     except InputIOError as exc:
         findings.append(finding("io-error", shown, None, str(exc)))
         return []

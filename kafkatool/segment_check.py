@@ -89,6 +89,8 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: Sink,
     data = _read_index(path, sink, open_file)
     if data is None:
         return empty, IndexVerdict("broken")
+    if not data:  # no slot (a segment with less than index.interval.bytes of batches): what follows would say so
+        return empty, IndexVerdict("sparse")
     n = len(data) // 8
     # Slots from ``written`` on are all zero bytes (a crashed broker's preallocated ~1.3 M of them): counted, not
     # decoded. A zero slot is never-written (relative offset 0), so the first never-written slot is among the

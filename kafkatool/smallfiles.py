@@ -258,7 +258,36 @@ def _read_bytes(path: Path, display_path: str) -> bytes:
     try:
         return read_regular(path)
     except OSError as e:
-        raise InputIOError(f"{display_path}: cannot read: {e.strerror or e}") from e
+        raise cannot_read(display_path, e) from e
+
+
+def cannot_read(display_path: str, exc: OSError) -> InputIOError:
+    """What :func:`read_small_file` raises when the file cannot be read."""
+    return InputIOError(f"{display_path}: cannot read: {exc.strerror or exc}")
+
+
+class SmallReads:
+    """The small files of one partition dir, each read and parsed once (:func:`read_small_file`) however many
+    readers ask: the loader (``leader-epoch-checkpoint``, producer snapshots) and ``verify``'s checks of the same
+    files. Keyed by path: every reader names a file by the display of the dir's listing (its findings say it)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[Path, list[SmallFileValue | Finding] | InputIOError] = {}
+
+    def __call__(self, path: Path, kind: FileKind, display_path: str) -> list[SmallFileValue | Finding]:
+        """``list(read_small_file(path, kind, display_path))``, read at the first call; InputIOError the same."""
+        got = self._items.get(path)
+        if got is None:
+            try:
+                got = list(read_small_file(path, kind, display_path))
+            except InputIOError as exc:
+                got = exc
+            self._items[path] = got
+        if isinstance(got, InputIOError):
+            raise got
+        return got
 
 
 def _with_first(first: Finding, rest: Iterator[Any]) -> Iterator[Any]:
@@ -284,6 +313,7 @@ class _Formats(NamedTuple):
     # A snapshot entry's fields in the order of their declaration, which ProducerEntry's fields follow
     # (tests/test_formats_small.py: the same entries as the Construct declaration on every corpus snapshot).
     snapshot_entry: struct.Struct
+    snapshot_header: struct.Struct  # version, crc, num_entries (Construct's parse costs 0.1 ms a snapshot)
     slots: dict[FileKind, struct.Struct]
     txn: ModuleType       # kafkatool.formats.txnindex
     snapshot: ModuleType  # kafkatool.formats.producer_snapshot
@@ -300,6 +330,7 @@ def _formats() -> _Formats:
     offset, time = _packer(index.OffsetIndexEntry), _packer(index.TimeIndexEntry)
     txn = _packer(txnindex.AbortedTxnEntry)
     return _Formats(offset, time, txn, _packer(producer_snapshot.ProducerEntry),
+                    _packer(producer_snapshot.SnapshotHeader),
                     {FileKind.INDEX: offset, FileKind.TIME_INDEX: time, FileKind.TXN_INDEX: txn},
                     txnindex, producer_snapshot, metadata_files)
 
@@ -411,25 +442,25 @@ def _producer_snapshot(data: bytes, path: str, base_offset: int) -> Iterator[Any
         yield _error(path, "snapshot-truncated", 0,
                      f"snapshot is {len(data)} bytes, shorter than its {fmt.HEADER_SIZE}-byte header")
         return
-    header = fmt.SnapshotHeader.parse(data)
-    crc_valid = fmt.snapshot_crc(data) == header.crc
-    yield ProducerSnapshotHeader(header.version, header.crc, crc_valid, header.num_entries)
+    version, crc, num_entries = _formats().snapshot_header.unpack_from(data)
+    crc_valid = fmt.snapshot_crc(data) == crc
+    yield ProducerSnapshotHeader(version, crc, crc_valid, num_entries)
     available = len(data) - fmt.HEADER_SIZE
-    if header.num_entries < 0:
+    if num_entries < 0:
         yield _error(path, "snapshot-bad-count", fmt.ENTRIES_OFFSET,
-                     f"negative entry count {header.num_entries}")
-    elif not fmt.entries_fit(header.num_entries, available):
+                     f"negative entry count {num_entries}")
+    elif not fmt.entries_fit(num_entries, available):
         yield _error(path, "snapshot-truncated", fmt.ENTRIES_OFFSET,
-                     f"{header.num_entries} entries of {fmt.PRODUCER_ENTRY_SIZE} bytes do not fit in the "
+                     f"{num_entries} entries of {fmt.PRODUCER_ENTRY_SIZE} bytes do not fit in the "
                      f"{available} bytes after the header")
-    elif header.version != fmt.VERSION:
+    elif version != fmt.VERSION:
         yield _error(path, "snapshot-bad-version", 0,
-                     f"unknown snapshot version {header.version} (expected {fmt.VERSION})")
+                     f"unknown snapshot version {version} (expected {fmt.VERSION})")
     elif not crc_valid:
         yield _error(path, "snapshot-crc-mismatch", fmt.CRC_OFFSET,
-                     f"stored CRC {header.crc} != computed CRC {fmt.snapshot_crc(data)}")
+                     f"stored CRC {crc} != computed CRC {fmt.snapshot_crc(data)}")
     else:
-        end = fmt.HEADER_SIZE + header.num_entries * fmt.PRODUCER_ENTRY_SIZE
+        end = fmt.HEADER_SIZE + num_entries * fmt.PRODUCER_ENTRY_SIZE
         for fields in _formats().snapshot_entry.iter_unpack(memoryview(data)[fmt.HEADER_SIZE : end]):
             yield ProducerEntry(*fields)
         if end < len(data):

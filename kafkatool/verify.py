@@ -25,27 +25,28 @@ values come out in the same order, byte for byte.
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .epochs import EpochCache
 from .errors import InputIOError
-from .filetypes import FileKind, classify, file_size
+from .filetypes import FileKind, classify, file_size, read_regular
 from .findings import finding
 from .index_interval import resolve_index_interval
 from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot, snapshot_beyond_log_end
-from .log_check import SegmentReport, SegmentTask
+from .log_check import SegmentReport, SegmentTask, open_local
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .metadata_log import METADATA_TOPIC, partial_snapshot
 from .model import Finding
 from .segment_check import check_segment
-from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerSnapshotHeader, read_small_file
+from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerSnapshotHeader, SmallReads, read_small_file
 from .verify_files import FileCount, Runner, VerifyOptions, record_file, tally
 from .walk import FoundFile, LogDir, PartitionDir, Unit, discover
 
@@ -155,9 +156,10 @@ def verify_partition_dir(part: PartitionDir, options: VerifyOptions = VerifyOpti
 # --- small files ----------------------------------------------------------------------------------------
 
 
-def _small(path: Path, kind: FileKind, display: str, base: int | None = None) -> tuple[list[Any], list[Finding]]:
+def _small(path: Path, kind: FileKind, display: str, read: SmallReads | None = None) -> tuple[list[Any], list[Finding]]:
+    """The values and findings of a small file; ``read``: the partition's reads, shared with its load."""
     try:
-        items = list(read_small_file(path, kind, display, base))
+        items = read(path, kind, display) if read is not None else list(read_small_file(path, kind, display))
     except InputIOError as exc:
         return [], [finding("io-error", display, None, str(exc))]
     values = [i for i in items if not isinstance(i, Finding)]
@@ -281,16 +283,18 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
             yield emit(finding("orphan-index", display, None,
                                f"no {base:020d}.log beside this {kind.value}: the broker deletes it at start-up"))
     compacted = part.topic in COMPACTED_TOPICS or _cleaner_knows(part)
-    snapshot = _snapshot_state(files, bases[0] if bases else None)
+    # The partition as the broker loads it (LogLoader), fed by the segment checks' scans: one read of each segment;
+    # its files as sorted here, each small file read once for it and for the checks below (load.reads).
+    load = PartitionLoad(part.path, part.display, files=files, logdir=part.logdir, options=options.check.scan)
+    snapshot = _snapshot_state(files, bases[0] if bases else None, load)
     state = _PartitionState(prior=snapshot[0], prior_known=snapshot[1])
-    # The partition as the broker loads it (LogLoader), fed by the segment checks' scans: one read of each segment.
-    load = PartitionLoad(part.path, part.display, files=part.files, logdir=part.logdir, options=options.check.scan)
     state.recovered = {seg.base_offset: seg.recovered for seg in load.segs if seg.recovered is not None}
     check = options.check
+    kept = _KeptIndexes(files)
     if tasks:  # index.interval.bytes as repair takes it: given, else what the partition's offset indexes fit
-        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan, part.files)
+        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan, part.files, kept.read)
         check = check._replace(index_interval_bytes=interval.value)
-    for report in runner.run(tasks, load, check):
+    for report in runner.run(tasks, load, check, kept.open):
         for f in _join_segment(report, state, part, compacted):
             yield emit(f)
     summary.segments = len(bases)
@@ -302,11 +306,11 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
         yield emit(f)
     state.loaded_leo = loaded.log_end_offset
 
-    for f in _check_epochs(files, state, part, compacted):
+    for f in _check_epochs(files, state, part, compacted, load.reads):
         yield emit(f)
     # A KRaft log truncated to its latest snapshot deletes every producer snapshot (its finding says so).
     truncated = loaded.metadata_log is not None and loaded.metadata_log.truncated_to is not None
-    for f in _check_snapshots(files, state, beyond=not truncated):
+    for f in _check_snapshots(files, state, load.reads, beyond=not truncated):
         yield emit(f)
     for f in _check_partition_metadata(files, part):
         yield emit(f)
@@ -344,6 +348,31 @@ def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Itera
             yield f
     if loaded.metadata_log is not None:  # KafkaMetadataLog's snapshots against the log (kafkatool.metadata_log)
         yield from loaded.metadata_log.findings
+
+
+class _KeptIndexes:
+    """The offset indexes read to infer the partition's index interval, kept for the segment checks, which then
+    read each one once (:func:`kafkatool.index_interval.infer_index_interval` reads the newest first, each whole):
+    up to ``KEEP`` bytes a partition; the rest are read again."""
+
+    KEEP = 1 << 20
+
+    def __init__(self, files: PartitionFiles) -> None:
+        self.display = {p: d for (_base, kind), (p, d) in files.indexes.items() if kind is FileKind.INDEX}
+        self.data: dict[str, bytes] = {}
+        self.room = self.KEEP
+
+    def read(self, path: Path) -> bytes:
+        data = read_regular(path)
+        display = self.display.get(path)
+        if display is not None and len(data) <= self.room:
+            self.data[display] = data
+            self.room -= len(data)
+        return data
+
+    def open(self, name: str) -> BinaryIO:
+        data = self.data.pop(name, None)
+        return open_local(name) if data is None else io.BytesIO(data)
 
 
 def _index_word(statuses: Counter[str]) -> str:
@@ -386,7 +415,7 @@ class _PartitionState:
         return self.last_segment_base
 
 
-def _snapshot_state(files: PartitionFiles, first_base: int | None) -> tuple[dict[int, int], bool]:
+def _snapshot_state(files: PartitionFiles, first_base: int | None, load: PartitionLoad) -> tuple[dict[int, int], bool]:
     """Open transactions when the first segment starts: the producer snapshot at its base offset if the broker can
     read it (:func:`kafkatool.loader.latest_snapshot`, ``ProducerStateManager.truncateAndReload``, bounded to that
     offset); False when that state is not known."""
@@ -395,7 +424,8 @@ def _snapshot_state(files: PartitionFiles, first_base: int | None) -> tuple[dict
     if first_base not in files.snapshots:
         return {}, False
     # bounded to [first_base, first_base]: that one snapshot is all latest_snapshot could take (not every one read)
-    _start, entries, bad = latest_snapshot({first_base: files.snapshots[first_base][0]}, first_base, first_base)
+    _start, entries, bad = latest_snapshot({first_base: files.snapshots[first_base][0]}, first_base, first_base,
+                                           read=load.snapshot_items)
     if first_base in bad:
         return {}, False
     return {e.producer_id: e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0}, True
@@ -532,21 +562,23 @@ def _compare_txn_index(
 
 
 def _check_epochs(files: PartitionFiles, state: _PartitionState, part: _Partition,
-                  compacted: bool) -> Iterator[Finding]:
+                  compacted: bool, read: SmallReads) -> Iterator[Finding]:
     return check_epochs(state.epochs, files.epoch_checkpoint, state.leo, state.first_offset, state.legacy,
-                        part.display, compacted)
+                        part.display, compacted, read)
 
 
 def check_epochs(
     runs: list[tuple[int, int, int, str]], checkpoint: tuple[Path, str] | None, leo: int | None,
     first_offset: int | None, legacy: bool, partition_display: str, compacted: bool = False,
+    read: SmallReads | None = None,
 ) -> Iterator[Finding]:
     """The leader epochs of the batches against ``leader-epoch-checkpoint`` (``LeaderEpochFileCache``).
 
     ``runs``: (epoch, first offset, byte position, segment path) wherever the batches' leader epoch changes, in
     offset order; ``checkpoint``: (path, display) of the file, None when there is none; ``legacy``: the log
     holds v0/v1 batches (which carry no epoch); ``compacted``: the log cleaner works on the partition, so an
-    epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal).
+    epoch's first batches may be gone (an epoch starting in the checkpoint before its first batch is normal);
+    ``read``: the partition's small-file reads, shared with its load (the checkpoint is read once).
     """
     implied = EpochCache()  # the cache the batches imply, each epoch change assigned in offset order
     for epoch, start, position, path in runs:
@@ -565,7 +597,7 @@ def check_epochs(
                           "the broker cannot answer OffsetsForLeaderEpoch correctly after a restart")
         return
     path, display = checkpoint
-    values, findings = _small(path, FileKind.EPOCH_CHECKPOINT, display)
+    values, findings = _small(path, FileKind.EPOCH_CHECKPOINT, display, read)
     yield from findings
     entries = [(e.epoch, e.start_offset) for e in values if isinstance(e, EpochEntry)]
     for i in range(1, len(entries)):
@@ -600,10 +632,11 @@ def _epoch_list(entries: list[tuple[int, int]]) -> str:
     return shown + (f", … ({len(entries)} in all)" if len(entries) > 8 else "")
 
 
-def _check_snapshots(files: PartitionFiles, state: _PartitionState, beyond: bool = True) -> Iterator[Finding]:
+def _check_snapshots(files: PartitionFiles, state: _PartitionState, read: SmallReads,
+                     beyond: bool = True) -> Iterator[Finding]:
     leo = state.leo
     for offset, (path, display) in sorted(files.snapshots.items()):
-        values, findings = _small(path, FileKind.PRODUCER_SNAPSHOT, display)
+        values, findings = _small(path, FileKind.PRODUCER_SNAPSHOT, display, read)
         yield from findings
         header = next((v for v in values if isinstance(v, ProducerSnapshotHeader)), None)
         if header is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .filetypes import FileKind, classify, file_size
-from .log_check import CheckOptions, SegmentReport, SegmentTask, check_log_file
+from .log_check import CheckOptions, Opener, SegmentReport, SegmentTask, check_log_file, open_local
 from .model import Finding
 from .walk import FoundFile, Unit
 
@@ -180,15 +180,15 @@ class Runner:
                 fill()
                 yield from values
 
-    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None, check: CheckOptions | None = None
-            ) -> Iterator[SegmentReport]:
+    def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None, check: CheckOptions | None = None,
+            open_file: Opener = open_local) -> Iterator[SegmentReport]:
         """The tasks' reports in order, checked in this thread; ``load``: the partition being loaded, fed by the
         checks' scans (one read of each segment); ``check``: the partition's own (its index interval), else the
-        options'."""
+        options'; ``open_file``: how the checks open the tasks' files (bytes read already, served again)."""
         check = check or self.options.check
         for task in tasks:
             tap = load.tap(task.log) if load is not None and task.log is not None else None
-            yield self.check(task, check, self.progress, tap=tap)
+            yield self.check(task, check, self.progress, open_file, tap=tap)
 
     def skipped(self, paths: Iterable[Path]) -> None:
         """Tell the progress bar the record files of ``paths`` that are not read (it counts every record file)."""

@@ -75,12 +75,17 @@ def printable(text: str) -> str:
 def _escaped(c: str) -> str:
     return f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else repr(c)[1:-1]
 
+_PLAIN = frozenset({int, float, bool, type(None)})  # nothing a terminal could act on
+
+
 def _printable(v: Any) -> Any:
     """``v`` (a value's dict) with every string in it, dict keys too, made :func:`printable`."""
     if isinstance(v, str):
         return v if v.isprintable() else printable(v)
-    if isinstance(v, dict):
-        return {_printable(k): _printable(x) for k, x in v.items()}
+    if isinstance(v, dict):  # a plain key or value kept without a call (a summary row is mostly numbers)
+        return {(k if k.__class__ is str and k.isprintable() else _printable(k)):
+                (x if x.__class__ in _PLAIN or x.__class__ is str and x.isprintable() else _printable(x))
+                for k, x in v.items()}
     if isinstance(v, list):
         return [_printable(x) for x in v]
     if isinstance(v, tuple):
