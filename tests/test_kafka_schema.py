@@ -306,15 +306,17 @@ def test_a_record_type_newer_than_the_schemas_is_a_finding(tmp_path, run_cli):
 
 
 def test_every_schema_file_is_package_data():
-    """pyproject's package-data for ``kafkatool.formats`` (installed from ``formats/``) covers every file under
-    ``formats/schemas``: a non-editable install carries them all."""
+    """pyproject's package-data for ``kafkatool.formats`` and its schema packages (installed from ``formats/``)
+    covers every file under ``formats/schemas``: a non-editable install carries them all."""
     import tomllib
 
     from .conftest import PROJECT_ROOT
 
     config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     formats = PROJECT_ROOT / config["package-dir"]["kafkatool.formats"]
-    carried = {p for pattern in config["package-data"]["kafkatool.formats"] for p in formats.glob(pattern)}
+    carried = {p for package, patterns in config["package-data"].items() if package.startswith("kafkatool.formats")
+               for pattern in patterns
+               for p in formats.joinpath(*package.split(".")[2:]).glob(pattern)}
     present = {p for p in (formats / "schemas").rglob("*") if p.is_file()}
     assert present == carried and len(present) == len(ks.schemas()) + 1  # + SOURCES.md
     sources = (formats / "schemas" / "SOURCES.md").read_text()
