@@ -69,11 +69,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from .epochs import EpochCache
 from .errors import IndexAppendError, InputIOError
-from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, file_size, open_regular
+from .filetypes import FileKind, file_size, open_regular
 from .findings import finding
 from .logdir import LogDir
 from .logfiles import Leftovers, PartitionFiles, leftover_passes, sort_files
@@ -571,7 +570,8 @@ class PartitionLoad:
         self.segs = segs = [sorted_files.segments[b] for b in bases]
         self.seg_index = {s.display: i for i, s in reversed(list(enumerate(segs)))}  # tap's lookup (the first wins)
         self.loaded = loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean,
-                                               ls_checkpoint, hw_checkpoint, findings=_logdir_findings(logdir))
+                                               ls_checkpoint, hw_checkpoint,
+                                               findings=list(logdir.unreadable_checkpoints))
         loaded.snapshot_files = {o: p for o, p in sorted(sorted_files.snapshots.items()) if o is not None}
         loaded.leftovers, loaded.index_files = sorted_files.leftovers, sorted_files.indexes
         loaded.epoch_checkpoint_file = sorted_files.epoch_checkpoint
@@ -1015,19 +1015,6 @@ def read_logdir(path: Path, display: str) -> LogDir:
     return LogDir(path, display, files)
 
 
-def _logdir_findings(logdir: LogDir) -> list[Finding]:
-    """The log dir's checkpoints that could not be read (what the load goes without): looked for once a log dir."""
-    found = _UNREADABLE_CHECKPOINTS.get(logdir)
-    if found is None:
-        found = _UNREADABLE_CHECKPOINTS[logdir] = []
-        for name in sorted(OFFSET_CHECKPOINT_NAMES):
-            cp = logdir.checkpoint(name)
-            if cp is not None:
-                found.extend(f for f in cp.findings if f.code == "io-error")
-    return list(found)
-
-
-_UNREADABLE_CHECKPOINTS: WeakKeyDictionary[LogDir, list[Finding]] = WeakKeyDictionary()  # by log dir (identity)
 
 
 def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict[int | None, Path]:

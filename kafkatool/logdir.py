@@ -92,6 +92,13 @@ class LogDir:
                 out[name] = cp.offsets
         return out
 
+    @cached_property
+    def unreadable_checkpoints(self) -> tuple[Finding, ...]:
+        """The io-error findings of the checkpoint files that could not be read (what a partition's load goes
+        without): looked for once a log dir, not once a partition."""
+        return tuple(f for name in sorted(OFFSET_CHECKPOINT_NAMES) if (cp := self.checkpoint(name)) is not None
+                     for f in cp.findings if f.code == "io-error")
+
     def offset(self, name: str, topic: str, partition: int) -> int | None:
         """This partition's entry in checkpoint ``name``, if the file is there and lists it."""
         cp = self.checkpoint(name)
