@@ -701,7 +701,7 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: Runner) -> I
             continue
         if part.state is None:
             present.add((part.topic, part.partition or 0))
-        works.append((lambda part=part: verify_partition(part, options, runner), True))
+        works.append((lambda part=part: verify_partition(part, options, runner), runner.worth_a_thread(part)))
     yield from runner.ordered(works)
     for name, listed in entries.items():
         _p, display = names[name]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .filetypes import FileKind, classify, file_size
 from .log_check import CheckOptions, Opener, SegmentReport, SegmentTask, check_log_file, open_local
 from .model import Finding
-from .walk import FoundFile, Unit
+from .walk import FoundFile, PartitionDir, Unit
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -82,7 +82,8 @@ def tally(units: list[Unit], items_of: Callable[[Any], Iterable[Any]], runner: R
     ones (a log dir: its partitions are the pool's)."""
     total = VerifySummary()
     works = ((lambda unit=unit: [unit], False) if isinstance(unit, Finding)
-             else (lambda unit=unit: items_of(unit), not isinstance(unit, inline)) for unit in units)
+             else (lambda unit=unit: items_of(unit), not isinstance(unit, inline) and runner.worth_a_thread(unit))
+             for unit in units)
     try:
         for item in runner.ordered(works):
             if isinstance(item, Finding):
@@ -120,9 +121,17 @@ class FileCount(NamedTuple):
     batches: int = 0
 
 
+POOLED_FROM = 1 << 20
+"""Record bytes a unit of work (a partition, a file named alone) holds at least for :class:`Runner` to run it in a
+thread of the pool: below that its checks are mostly Python holding the GIL (listing, small files, the loader's
+state), and a second thread only adds GIL hand-offs at each system call. Measured on 10,000 one-batch partitions:
+``-j 2`` in threads cost 1.6x the CPU of ``-j 1`` and more wall time (``bench/bench_linear.py``)."""
+
+
 class Runner:
     """Runs segment checks in the calling thread; with ``jobs > 1``, :meth:`ordered` runs units of work (a
-    partition, a file named alone) in a pool of ``jobs`` threads, their values in the order of the units.
+    partition, a file named alone) in a pool of ``jobs`` threads, their values in the order of the units (those
+    :meth:`worth_a_thread`; the others in the calling thread when their turn comes).
 
     Threads, not processes: a partition's checks feed its load in the thread that checks it (one read of each
     segment, as with one job), nothing is pickled or imported again, and the native core releases the GIL around
@@ -179,6 +188,19 @@ class Runner:
                 values = work.result()
                 fill()
                 yield from values
+
+    def worth_a_thread(self, unit: PartitionDir | FoundFile) -> bool:
+        """With ``jobs > 1``: whether ``unit``'s record files hold :data:`POOLED_FROM` bytes (a ``stat`` each until
+        they do; never with one job)."""
+        if self.options.jobs < 2:
+            return False
+        total = 0
+        for path in (unit.path,) if isinstance(unit, FoundFile) else (p for p, _d in unit.files):
+            if classify(path, by_extension=isinstance(unit, FoundFile)).kind.holds_records:
+                total += file_size(path)
+                if total >= POOLED_FROM:
+                    return True
+        return False
 
     def run(self, tasks: list[SegmentTask], load: PartitionLoad | None = None, check: CheckOptions | None = None,
             open_file: Opener = open_local) -> Iterator[SegmentReport]:

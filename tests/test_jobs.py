@@ -16,6 +16,8 @@ import pytest
 
 from kafkatool.build import RecordSpec, record_batch
 from kafkatool.logwriter import LogDirWriter
+from kafkatool.verify_files import POOLED_FROM, Runner, VerifyOptions
+from kafkatool.walk import discover, partition_dirs
 
 from .clirun import KAFKATOOL, PROJECT_ROOT
 
@@ -116,7 +118,7 @@ def test_jobs_run_in_this_process_and_read_each_segment_once(tmp_path: Path) -> 
 def test_ctrl_c_stops_the_jobs_at_once_130_and_quiet(tmp_path: Path) -> None:
     """Ctrl-C once the first partitions are out, to the whole process group as a terminal sends it: the threads stop
     at their next window, the exit is 130 with the one line, no traceback (no worker process to get one)."""
-    logdir = write_logdir(tmp_path / "logdir", 200, 20)
+    logdir = write_logdir(tmp_path / "logdir", 60, 70)  # 1.1 MiB each: every partition is a thread's (POOLED_FROM)
     with subprocess.Popen([*KAFKATOOL, "verify", "-f", "jsonl", "-j", "2", str(logdir)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, start_new_session=True) as proc:
         assert proc.stdout is not None
@@ -124,3 +126,23 @@ def test_ctrl_c_stops_the_jobs_at_once_130_and_quiet(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGINT)
         _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and err.decode().strip() == "kafkatool: interrupted", err
+
+
+def test_only_partitions_with_bytes_to_read_go_to_a_thread(tmp_path: Path) -> None:
+    """A partition (or a file named alone) is a thread's work only when its record files hold ``POOLED_FROM`` bytes:
+    the checks of a small one are Python holding the GIL, which a second thread only slows (10,000 one-batch
+    partitions cost 1.6x the CPU with ``-j 2`` before). One job never pools."""
+    big = write_logdir(tmp_path / "logdir", 1, 140) / "jobs-0"  # 140 batches of 16 KiB: 2.2 MiB in 3 segments
+    logs = sorted(big.glob("*.log"))
+    small, joined = tmp_path / "small" / "jobs-0", tmp_path / "joined"
+    small.mkdir(parents=True)
+    joined.mkdir()
+    (small / logs[0].name).write_bytes(logs[0].read_bytes()[:300_000])
+    (joined / logs[0].name).write_bytes(b"".join(log.read_bytes() for log in logs))  # one file named alone
+    two, one = Runner(VerifyOptions(jobs=2), None), Runner(VerifyOptions(jobs=1), None)
+    assert max(log.stat().st_size for log in logs) < POOLED_FROM <= sum(log.stat().st_size for log in logs)
+    parts = {p.path: p for p in partition_dirs([big, small])}
+    assert two.worth_a_thread(parts[big]) and not two.worth_a_thread(parts[small])
+    assert not one.worth_a_thread(parts[big])
+    named = discover([joined / logs[0].name, logs[0]])
+    assert [two.worth_a_thread(u) for u in named] == [True, False]
