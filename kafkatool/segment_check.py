@@ -107,7 +107,7 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: Sink,
     # The first never-written slot: relative offset 0 anywhere but slot 0, or slot 0 == (0, 0).
     used = 0 if n and (not written or (rel[0] == 0 and pos[0] == 0)) else _first(rel, 0, 1, written)
     if used < n:
-        tail = data[used * 8: n * 8]
+        tail = data[used * 8: written * 8]  # from ``written`` on every byte is zero (_slots_written)
         if tail.count(0) != len(tail):
             bad = used + next(i for i in range(n - used) if rel[used + i] or pos[used + i])
             sink("index-entries-after-empty-slot", path, bad * 8,
