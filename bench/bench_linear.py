@@ -11,21 +11,24 @@ show" ratios, CPU time of whole processes, in one run).
    scandir walk that reads each ``.log`` and checks each batch's CRC32C with the ``crc32c`` package, the least an
    honest check does; the target at most 5x.
 
-Inputs are written under ``bench/out/linear/`` once and reused. Each figure is the CPU time (user + system) of the
-fastest of ``--runs`` runs, the runs of all commands interleaved. Prints the figures and writes
-``bench/out/linear_results.json``; asserts nothing.
+kafkatool runs as a wheel installs it, bytecode compiled (``bench_cli.installed``, as ``bench_internal`` times it),
+and the floor script by the same interpreter. Inputs are written under ``bench/out/linear/`` once and reused. Each
+figure is the CPU time (user + system) of the fastest of ``--runs`` runs, the runs of all commands interleaved.
+Prints the figures and writes ``bench/out/linear_results.json``; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
+from bench_cli import ROOT, installed
 from bench_loader import OUT, T0
 
 FLOOR = Path(__file__).resolve().parent / "floor_scan_crc.py"
@@ -73,10 +76,14 @@ def generate_partitions(root: Path, partitions: int) -> Path:
     return logdir
 
 
-def cpu(argv: list[str]) -> float:
-    """CPU seconds (user + system) of one whole process."""
+# the children's environment: no PYTHONPATH, which would put a checkout before the installed copy
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def cpu(argv: list[str], cwd: Path) -> float:
+    """CPU seconds (user + system) of one whole process, run in ``cwd`` (not a checkout)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_ENV, cwd=cwd, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
@@ -90,13 +97,16 @@ def main() -> None:
     root = OUT / "linear"
     small, large = generate_segments(root, args.segments // 4), generate_segments(root, args.segments)
     logdir = generate_partitions(root, args.partitions)
-    verify = [sys.executable, "-m", "kafkatool", "verify"]
-    cmds = {"small": [*verify, str(small)], "large": [*verify, str(large)],
-            "partitions": [*verify, str(logdir)], "floor": [sys.executable, str(FLOOR), str(logdir)]}
-    times: dict[str, list[float]] = {name: [] for name in cmds}
-    for _ in range(args.runs):  # interleaved: a load spike hits every command alike
-        for name, argv in cmds.items():
-            times[name].append(cpu(argv))
+    times: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        python, kafkatool = installed(ROOT, Path(d) / "installed")
+        verify = [*kafkatool, "verify"]
+        cmds = {"small": [*verify, str(small)], "large": [*verify, str(large)],
+                "partitions": [*verify, str(logdir)], "floor": [*python, str(FLOOR), str(logdir)]}
+        times = {name: [] for name in cmds}
+        for _ in range(args.runs):  # interleaved: a load spike hits every command alike
+            for name, argv in cmds.items():
+                times[name].append(cpu(argv, Path(d)))
     t = {name: min(ts) for name, ts in times.items()}
     segments_ratio, partitions_ratio = t["large"] / t["small"], t["partitions"] / t["floor"]
     print(f"verify, one partition of one-batch segments, CPU s (best of {args.runs}, interleaved):")
