@@ -747,7 +747,6 @@ def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: Pa
         value = cps.get(name, {}).get(key)
         if value is None:
             continue
-        where = os.path.join(display, name)
         if value > leo:
             consequence = {
                 "replication-offset-checkpoint": "the broker caps the high watermark at the log end offset; "
@@ -756,13 +755,13 @@ def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: Pa
                 "log-start-offset-checkpoint": "the log start is past the data: the broker deletes the segments",
                 "cleaner-offset-checkpoint": "the cleaner resets it to the log start and cleans everything again",
             }[name]
-            yield finding(_BEYOND[name],
-                          where, None, f"{part.topic}-{part.partition}: {what} {value} is beyond the log end offset "
-                          f"{leo}; {consequence}")
+            yield finding(_BEYOND[name], os.path.join(display, name), None,  # joined only for a finding
+                          f"{part.topic}-{part.partition}: {what} {value} is beyond the log end offset {leo}; "
+                          f"{consequence}")
         elif low is not None and value < low and name in _BELOW:
-            yield finding(_BELOW[name],
-                          where, None, f"{part.topic}-{part.partition}: {what} {value} is below the log "
-                          f"start offset {low}; the broker moves it up")
+            yield finding(_BELOW[name], os.path.join(display, name), None,
+                          f"{part.topic}-{part.partition}: {what} {value} is below the log start offset {low}; the "
+                          "broker moves it up")
     recovery_points = cps.get("recovery-point-offset-checkpoint")
     if recovery_points is not None and key not in recovery_points and state.batches:
         yield finding("recovery-point-missing", os.path.join(display, "recovery-point-offset-checkpoint"),
