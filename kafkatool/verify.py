@@ -46,7 +46,15 @@ from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, 
 from .metadata_log import METADATA_TOPIC, partial_snapshot
 from .model import Finding
 from .segment_check import check_segment
-from .smallfiles import EpochEntry, OffsetCheckpointEntry, ProducerSnapshotHeader, SmallReads, read_small_file
+from .smallfiles import (
+    EpochEntry,
+    OffsetCheckpointEntry,
+    ProducerSnapshotHeader,
+    SmallReads,
+    cannot_read,
+    parse_small_file,
+    read_small_file,
+)
 from .verify_files import FileCount, Runner, VerifyOptions, record_file, tally
 from .walk import FoundFile, LogDir, PartitionDir, Unit, discover
 
@@ -298,10 +306,11 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
         for f in _join_segment(report, state, part, compacted):
             yield emit(f)
     summary.segments = len(bases)
-    summary.bytes = sum(file_size(p) for p, _ in part.files)
     summary.batches, summary.records = state.batches, state.records
     summary.index = _index_word(state.index_status)
     loaded = load.finish()
+    sizes = kept.sizes  # the files' sizes where a reading here took them (each else statted)
+    sizes.update((seg.path, seg.size) for seg in loaded.segments)
     for f in _summarise_load(loaded, summary):
         yield emit(f)
     state.loaded_leo = loaded.log_end_offset
@@ -312,7 +321,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     truncated = loaded.metadata_log is not None and loaded.metadata_log.truncated_to is not None
     for f in _check_snapshots(files, state, load.reads, beyond=not truncated):
         yield emit(f)
-    for f in _check_partition_metadata(files, part):
+    for f in _check_partition_metadata(files, part, sizes):
         yield emit(f)
     for path, display, kind in files.others:  # KRaft snapshots, quorum-state
         if kind is FileKind.KRAFT_SNAPSHOT:
@@ -325,6 +334,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     if part.logdir is not None:
         for f in _check_checkpoints_for(part, state, summary):
             yield emit(f)
+    summary.bytes = sum(sizes[p] if p in sizes else file_size(p) for p, _ in part.files)
     yield summary
 
 
@@ -353,7 +363,8 @@ def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Itera
 class _KeptIndexes:
     """The offset indexes read to infer the partition's index interval, kept for the segment checks, which then
     read each one once (:func:`kafkatool.index_interval.infer_index_interval` reads the newest first, each whole):
-    up to ``KEEP`` bytes a partition; the rest are read again."""
+    up to ``KEEP`` bytes a partition; the rest are read again. ``sizes``: each file read whole here, its length
+    (the partition's byte count takes it rather than a ``stat`` of each file again)."""
 
     KEEP = 1 << 20
 
@@ -361,9 +372,11 @@ class _KeptIndexes:
         self.display = {p: d for (_base, kind), (p, d) in files.indexes.items() if kind is FileKind.INDEX}
         self.data: dict[str, bytes] = {}
         self.room = self.KEEP
+        self.sizes: dict[Path, int] = {}
 
     def read(self, path: Path) -> bytes:
         data = read_regular(path)
+        self.sizes[path] = len(data)
         display = self.display.get(path)
         if display is not None and len(data) <= self.room:
             self.data[display] = data
@@ -645,7 +658,9 @@ def _check_snapshots(files: PartitionFiles, state: _PartitionState, read: SmallR
             yield snapshot_beyond_log_end(display, offset, leo)
 
 
-def _check_partition_metadata(files: PartitionFiles, part: _Partition) -> Iterator[Finding]:
+def _check_partition_metadata(files: PartitionFiles, part: _Partition, sizes: dict[Path, int]) -> Iterator[Finding]:
+    """``partition.metadata`` as ``PartitionMetadataFile.read`` takes it (:func:`kafkatool.smallfiles.read_small_file`
+    spelled out: the bytes read once, their length into ``sizes``, the partition's byte count)."""
     if files.partition_metadata is None:
         if files.segments and part.logdir is not None:
             yield finding("partition-metadata-missing", os.path.join(part.display, "partition.metadata"),
@@ -653,7 +668,13 @@ def _check_partition_metadata(files: PartitionFiles, part: _Partition) -> Iterat
                           "writes it when it next leads or follows this partition")
         return
     path, display = files.partition_metadata
-    yield from _small(path, FileKind.PARTITION_METADATA, display)[1]
+    try:
+        data = read_regular(path)
+    except OSError as exc:
+        yield finding("io-error", display, None, str(cannot_read(display, exc)))
+        return
+    sizes[path] = len(data)
+    yield from (i for i in parse_small_file(data, FileKind.PARTITION_METADATA, display, None) if isinstance(i, Finding))
 
 
 # --- a log dir --------------------------------------------------------------------------------------------
@@ -726,7 +747,6 @@ def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: Pa
         value = cps.get(name, {}).get(key)
         if value is None:
             continue
-        where = os.path.join(display, name)
         if value > leo:
             consequence = {
                 "replication-offset-checkpoint": "the broker caps the high watermark at the log end offset; "
@@ -735,13 +755,13 @@ def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: Pa
                 "log-start-offset-checkpoint": "the log start is past the data: the broker deletes the segments",
                 "cleaner-offset-checkpoint": "the cleaner resets it to the log start and cleans everything again",
             }[name]
-            yield finding(_BEYOND[name],
-                          where, None, f"{part.topic}-{part.partition}: {what} {value} is beyond the log end offset "
-                          f"{leo}; {consequence}")
+            yield finding(_BEYOND[name], os.path.join(display, name), None,  # joined only for a finding
+                          f"{part.topic}-{part.partition}: {what} {value} is beyond the log end offset {leo}; "
+                          f"{consequence}")
         elif low is not None and value < low and name in _BELOW:
-            yield finding(_BELOW[name],
-                          where, None, f"{part.topic}-{part.partition}: {what} {value} is below the log "
-                          f"start offset {low}; the broker moves it up")
+            yield finding(_BELOW[name], os.path.join(display, name), None,
+                          f"{part.topic}-{part.partition}: {what} {value} is below the log start offset {low}; the "
+                          "broker moves it up")
     recovery_points = cps.get("recovery-point-offset-checkpoint")
     if recovery_points is not None and key not in recovery_points and state.batches:
         yield finding("recovery-point-missing", os.path.join(display, "recovery-point-offset-checkpoint"),

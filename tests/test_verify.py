@@ -520,3 +520,23 @@ def test_a_damaged_bootstrap_checkpoint_is_found(tmp_path: Path) -> None:
     new = [f for f in damaged if f not in clean]
     assert {os.path.basename(f.path) for f in new} == {"bootstrap.checkpoint"}, new
     assert "crc-mismatch" in {f.code for f in new}, new
+
+
+def test_a_partitions_bytes_are_its_files_sizes(corpus: Path, tmp_path: Path) -> None:
+    """The summary's bytes are what a ``stat`` of each of the dir's files says, whichever reading took a size on the
+    way (the loader's segments, the .index files read whole, partition.metadata) and whatever the file is (a FIFO,
+    a link, a leftover, a file nobody reads, one that cannot be read)."""
+    part = tmp_path / "logdir" / "txn-0"
+    shutil.copytree(corpus / "kafka/logdir/txn-0", part)
+    (part.parent / "meta.properties").write_bytes(b"version=1\nnode.id=1\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n")
+    (part / "00000000000000000174.log").rename(part / "00000000000000000174.log.swap")
+    (part / "00000000000000000269.snapshot").write_bytes(b"not a snapshot" * 9)
+    (part / "notes.txt").write_bytes(b"x" * 1234)
+    os.mkfifo(part / "00000000000000000300.index")
+    (part / "partition.metadata").rename(part / "pm")
+    (part / "partition.metadata").symlink_to(part / "pm")
+    (part / "pm").write_bytes((part / "pm").read_bytes() + b"\n" * 77)
+    _findings, parts, _total = run(part.parent)
+    sizes = {p.name: os.stat(p).st_size for p in part.iterdir()}
+    assert sizes["pm"] > 43 and sizes["00000000000000000300.index"] == 0
+    assert [(s.path, s.bytes) for s in parts] == [(str(part), sum(sizes.values()))]
