@@ -96,7 +96,11 @@ def classify(path: str | Path, *, by_extension: bool = False) -> FileInfo:
     ``by_extension``: also accept names that are not Kafka's (``copy.log``), with no base offset. Only
     for files a user names explicitly: walking a directory stays strict, so ``server.log`` is not a segment.
     """
-    return _classify_name(path.name if isinstance(path, Path) else Path(path).name, by_extension)
+    if isinstance(path, Path):
+        return _classify_name(path.name, by_extension)
+    if "/" in path or path in ("", "."):  # a path, not a bare name (a dir's entry): pathlib says which its name is
+        return _classify_name(Path(path).name, by_extension)
+    return _classify_name(path, by_extension)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -129,10 +133,10 @@ def sort_key(path: Path) -> tuple:
     return (1, 0, 0, 0, path.name)
 
 
-def file_size(path: Path) -> int:
+def file_size(path: str | os.PathLike[str]) -> int:
     """The file's size in bytes; 0 when it cannot be statted (the reading that follows reports why)."""
     try:
-        return path.stat().st_size
+        return os.stat(path).st_size  # not Path.stat: its wrapper costs a third as much again (70,000 a verify)
     except OSError:
         return 0
 

@@ -28,6 +28,8 @@ planner.
 from __future__ import annotations
 
 import errno
+import functools
+import operator
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -103,49 +105,65 @@ class _Listing:
 
     path: Path
     display: str
-    ident: tuple[int, int] = (0, 0)   # (st_dev, st_ino): a directory met again below itself is a loop
     files: list[tuple[Path, str]] = field(default_factory=list)
     dirs: list[tuple[Path, str]] = field(default_factory=list)
     # entries that cannot be read, with why: a symbolic link to nothing or in a loop (or whose stat failed), a
     # FIFO, socket or device with a Kafka file's name
     unreadable: list[tuple[Path, str, str]] = field(default_factory=list)
+    file_names: list[str] = field(default_factory=list)  # the names of ``files``, for the tests on them
+
+    @functools.cached_property
+    def ident(self) -> tuple[int, int]:
+        """(st_dev, st_ino): a directory met again below itself is a loop. Statted when first compared: only a
+        container's dirs are (a log dir's 10,000 partition dirs never are)."""
+        try:
+            st = os.stat(self.path)
+        except OSError:  # gone since it was listed: the same as no dir above it
+            return (-1, id(self))
+        return (st.st_dev, st.st_ino)
 
 
 def _list(d: Path, display: str) -> _Listing:
     try:
         with os.scandir(d) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        st = os.stat(d)
+            entries = sorted(it, key=_entry_name)
     except OSError as exc:
         raise InputIOError(f"cannot list {display}: {exc.strerror or exc}") from exc
-    out = _Listing(d, display, (st.st_dev, st.st_ino))
+    out = _Listing(d, display)
+    files, dirs, names = out.files, out.dirs, out.file_names
     child = _child if _child is not None and isinstance(d, Path) else _parsed
+    prefix = display if not display or display.endswith("/") else display + "/"  # os.path.join's, for a name
     for e in entries:
-        item = (child(d, e), os.path.join(display, e.name))
+        name = e.name
+        item = (child(d, name), prefix + name)
         try:  # is_dir and is_file follow a symbolic link (a loop raises ELOOP); stat only for what is neither
             if e.is_dir():
-                out.dirs.append(item)
+                dirs.append(item)
                 continue
             if e.is_file():
-                out.files.append(item)
+                files.append(item)
+                names.append(name)
                 continue
             mode = e.stat().st_mode
         except OSError as exc:
             out.unreadable.append((*item, _why_not(Path(e.path), exc)))
             continue
-        if classify(e.name).kind is not FileKind.UNKNOWN:  # a file kafkatool would read; others are not its business
+        if classify(name).kind is not FileKind.UNKNOWN:  # a file kafkatool would read; others are not its business
             out.unreadable.append((*item, f"file type not supported: {type_name(mode)}, not read"))
     return out
 
 
-def _parsed(_d: object, e: os.DirEntry[str]) -> Path:
-    return Path(e.path)
+_entry_name = operator.attrgetter("name")
+
+
+def _parsed(d: str | Path, name: str) -> Path:
+    return Path(os.path.join(d, name))
 
 
 # A dir's entry as pathlib's own Path.iterdir makes it, without parsing the path again (a listing of 10,000
-# partition dirs makes 70,000 of them: parsing was a tenth of verify's time); Path(e.path) where pathlib lacks it.
+# partition dirs makes 70,000 of them: parsing was a tenth of verify's time); parsed where pathlib lacks it.
 _make_child = getattr(Path, "_make_child_relpath", None)
-_child = None if _make_child is None else (lambda d, e: _make_child(d, e.name))
+_child = _make_child
 
 
 def _why_not(entry: Path, exc: OSError) -> str:
@@ -185,11 +203,13 @@ def _target(link: Path) -> str:
 
 def _is_partition(listing: _Listing) -> bool:
     """Segment files and no broker file or partition subdir; or an empty ``topic-N``."""
-    if any(p.name in BROKER_FILES for p, _ in listing.files):
+    names = listing.file_names
+    if not BROKER_FILES.isdisjoint(names):
         return False
     if any(partition_of(p.name) for p, _ in listing.dirs):
         return False
-    if any(classify(p).kind in _PARTITION_KINDS for p, *_ in (*listing.files, *listing.unreadable)):
+    if any(classify(name).kind in _PARTITION_KINDS for name in names) or any(
+            classify(p).kind in _PARTITION_KINDS for p, *_ in listing.unreadable):
         return True
     return bool(partition_of(listing.path.name)) and not listing.files and not listing.dirs
 
@@ -229,7 +249,7 @@ def _subdirs(listing: _Listing, findings: list[Finding]) -> list[_Listing]:
             why = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(exc)
             findings.append(finding("io-error", display, None, f"cannot list: {why}"))
             continue
-        if is_backup_dir(path.name, {p.name for p, _ in sub.files}):
+        if is_backup_dir(path.name, frozenset(sub.file_names)):
             findings.append(_skipped_backup(display))
             continue
         subs.append(sub)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.errors import UsageError
+from kafkatool.filetypes import classify
 from kafkatool.internal.offsets import consumer_offsets
 from kafkatool.model import Finding
 from kafkatool.partition import ReplicaState, inspect_replicas
@@ -225,3 +226,10 @@ def test_log_dirs_of_a_container_come_in_number_order(tmp_path: Path) -> None:
         ("LogDir", "data-2"), ("LogDir", "data-10"), ("LogDir", "extra")]
     assert [(p.logdir_path.name, p.topic, p.partition) for p in partition_dirs([tmp_path])] == [
         ("data-2", "codecs", 0), ("data-10", "codecs", 0), ("extra", "codecs", 0)]
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "...", "x/", "x/.", "/", "00000000000000000000.log",
+                                  "dir/00000000000000000000.log/", "00000000000000000000.index.swap", " .log"])
+def test_a_bare_name_is_classified_as_its_path_is(name: str) -> None:
+    """classify of a name (a dir's entry) as of the Path made of it: what pathlib calls its name is classified."""
+    assert classify(name) == classify(Path(name))
