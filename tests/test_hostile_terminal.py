@@ -270,3 +270,39 @@ def test_spark_scan_table_shows_the_topic_escaped(spark, tmp_path: Path) -> None
                                     str(tmp_path / f"out{topic}")])
     assert done.exit_code == 0, printable(done.output)
     shown_safely(done.stdout, f"{topic}-0", str(tmp_path / f"out{topic}"))
+
+
+def test_summary_rows_show_each_value_as_its_printable_cell() -> None:
+    """verify's summary rows are kept as emitted and made printable cell by cell at the table (an int, None or a
+    printable string written without a call, for 10,000 partitions): a value of any other kind in any column shows
+    as the row made printable (``terminal._printable``) shows it through ``text._cell``, and nothing reaches the
+    terminal raw (the total line neither)."""
+    import io
+
+    from kafkatool.cli.output import Output
+    from kafkatool.cli.output.tables import _SUMMARY_COLUMNS
+    from kafkatool.cli.output.terminal import _printable
+    from kafkatool.cli.output.text import _cell
+
+    odd = {"segments": True, "bytes": 1234567, "batches": None, "log_start_offset": -1, "log_end_offset": 2 ** 70,
+           "high_watermark": 1.5, "open_transactions": [1, EVIL], "index": EVIL, "errors": 0, "warnings": 1,
+           "infos": False}
+    rows = [{"type": "summary", "scope": "partition", "path": f"/data/{TOPIC}-0", **odd},
+            {"type": "summary", "scope": "partition", "path": os.fsdecode(b"/data/t\xff-1"), "segments": 2,
+             "bytes": 10, "batches": 1, "log_start_offset": 0, "log_end_offset": None, "high_watermark": EVIL,
+             "open_transactions": 0, "index": "sparse", "errors": 1, "warnings": 0, "infos": 0},
+            {"type": "summary", "scope": "partition", "path": "/data/t-2", "segments": 1, "errors": 0, "warnings": 0}]
+    total = {"type": "summary", "scope": "total", "partitions": 3, "files": 9, "bytes": 1234577, "batches": 1,
+             "errors": 1, "warnings": f"1{EVIL}", "infos": 0}
+    stream = io.StringIO()
+    out = Output("text", stream=stream)
+    for row in (*rows, total):
+        out.emit(row)
+    out.close()
+    cells = [[_cell(k, _printable(r).get(k)) for k in _SUMMARY_COLUMNS] for r in rows]
+    table = [list(_SUMMARY_COLUMNS.values()), *cells]
+    widths = [max(map(len, column)) for column in zip(*table, strict=True)]  # piped: two spaces apart, never cut
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    text = stream.getvalue()
+    assert text.startswith("\n" + "\n".join(lines) + "\n\nerrors: 3 partitions, 9 files, 1,234,577 bytes"), text
+    assert SHOWN in text and "t\\xff-1" in text and "yes" in text and RAW.findall(text) == []

@@ -73,26 +73,28 @@ class Output(Tables, DumpLog, Bars):
 
     # -- results -------------------------------------------------------------------------------
     def emit(self, item: Any) -> None:
-        if item.__class__ is RecordRun or item.__class__ is Stretch:
+        cls = item.__class__
+        if cls is RecordRun or cls is Stretch:
             self._run(item)
             return
-        if item.__class__ is FileStart:
+        if cls is FileStart:
             if self.fmt == "jsonl":
                 context = _json({"topic": item.topic, "partition": item.partition, "path": item.path})
                 self._context = ", " + context[1:-1]
             if not item.shown:
                 return
         d = item if isinstance(item, dict) else item.as_dict()
-        if d.get("type") == "finding":
+        t = d.get("type")
+        if t == "finding":
             self.findings[d["severity"]] += 1
             self.codes[d["code"]] += 1
-        elif d.get("type") not in ("file", "txn_clock"):  # context (a file's header, the time judged at), not a result
+        elif t != "file" and t != "txn_clock":  # context (a file's header, the time judged at), not a result
             self.shown += 1
-        if d.get("type") == "record" and self.values != "base64" and not (self.fmt == "text" and self.values == "text"):
+        if t == "record" and self.values != "base64" and not (self.fmt == "text" and self.values == "text"):
             d = self._revalue(d)
         if self.fmt == "jsonl":
             line = _json(d)
-            if self._context and (d.get("type") == "batch" or d.get("type") == "record"):
+            if self._context and (t == "batch" or t == "record"):
                 line = line[:-1] + self._context + "}"
             self._out.write(line + "\n")
         elif self.fmt == "dump-log":
@@ -163,12 +165,12 @@ class Output(Tables, DumpLog, Bars):
 
     def _text(self, d: dict[str, Any]) -> None:
         t = d.get("type")
+        if t == "summary":  # one table after everything else, made printable there cell by cell (_summary_table)
+            self._summaries.append(d)
+            return
         if t == "record" and ("key_decoded" in d or "value_decoded" in d):
             d = _compacted(d)
         raw, d = d, _shown(d)  # every name, path and message a person reads, escaped here (JSON escapes its own)
-        if t == "summary":
-            self._summaries.append(d)
-            return
         if t in _TABLE_TYPES and (self.tables or t not in _TEXT):
             if self._table_rows and self._table_rows[0]["type"] != t:
                 self._flush_table()

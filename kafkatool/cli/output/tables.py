@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .terminal import table_width
-from .text import _cell, _min_isr
+from .terminal import _printable, table_width
+from .text import _GROUPED, _TIMES, _cell, _min_isr
 
 _TABLE_TYPES = {"producer", "offset", "epoch", "aborted_txn", "replica", "epoch_compare", "transaction",
                 "committed_offset", "partition_state", "partition_for", "transaction_state", "under_min_isr",
@@ -118,28 +118,28 @@ class Tables:
         :func:`~.terminal.table_width`): :func:`_table_lines`. Plain string work: rich's Table took seconds for the
         2,000 partitions of a big log dir."""
         assert self._console is not None
-        limit = table_width(self._out)
-        colour = self._console.color_system is not None and self._console.is_terminal
-        lines = _table_lines(headers, rows, limit)
-        style_of = [_SGR["bold"], *((_SGR.get(x) if x else None) for x in (styles or [None] * len(rows)))]
-        out = []
-        for i, cells in lines:
-            line = "  ".join(cells).rstrip()
-            sgr = style_of[i] if colour else None
-            out.append(f"\x1b[{sgr}m{line}\x1b[0m" if sgr else line)
+        lines = _table_lines(headers, rows, table_width(self._out))
+        if self._console.color_system is not None and self._console.is_terminal:
+            style_of = [_SGR["bold"], *((_SGR.get(x) if x else None) for x in (styles or [None] * len(rows)))]
+            out = [f"\x1b[{sgr}m{line}\x1b[0m" if (sgr := style_of[i]) else line for i, line in lines]
+        else:
+            out = [line for _, line in lines]
         self._out.write("\n".join(out) + "\n")
 
     def _summary_table(self) -> None:
+        """The partitions' rows as one table, then the total's line. The rows come as emitted, not yet made printable
+        (:func:`_cells`: a summary is mostly numbers, 10,000 partitions are 10,000 rows)."""
         rows, self._summaries = self._summaries, []
         parts = [r for r in rows if r.get("scope") == "partition"]
         assert self._console is not None
         if parts:
             styles = ["bold red" if r["errors"] else "yellow" if r["warnings"] else None for r in parts]
             self._console.print()
-            self._print_table(list(_SUMMARY_COLUMNS.values()),
-                              [[_cell(k, r.get(k)) for k in _SUMMARY_COLUMNS] for r in parts], styles)
+            keys = tuple(_SUMMARY_COLUMNS)
+            self._print_table(list(_SUMMARY_COLUMNS.values()), [_cells(keys, r) for r in parts], styles)
         for r in rows:
             if r.get("scope") == "total":
+                r = _printable(r)
                 verdict = ("[bold red]errors[/]" if r["errors"] else "[yellow]warnings[/]" if r["warnings"]
                            else "[green]clean[/]")
                 self._console.print(
@@ -147,45 +147,64 @@ class Tables:
                     f"{r['batches']:,} batches; {r['errors']} errors, {r['warnings']} warnings, {r['infos']} info")
 
 
-def _table_lines(headers: list[str], rows: list[list[str]], limit: int | None) -> list[tuple[int, list[str]]]:
-    """The padded cells of each line, with the index of the row it shows (0: the header). Past ``limit`` columns:
+def _cells(keys: tuple[str, ...], r: dict[str, Any]) -> list[str]:
+    """``[_cell(k, v) for k in keys]`` of a row ``r`` not yet made printable, as it would read once made printable
+    (:func:`~.terminal._printable`, then :func:`~.text._cell`): an int, None, or a printable string that is no number's
+    cell is written here, without a call; anything else goes that way."""
+    cells = []
+    for k in keys:
+        v = r.get(k)
+        c = v.__class__
+        if c is int and k not in _TIMES:
+            cells.append(f"{v:,}" if k in _GROUPED else str(v))
+        elif c is str and k not in _GROUPED and k not in _TIMES and v.isprintable():
+            cells.append(v)
+        elif v is None:
+            cells.append("-")
+        else:
+            cells.append(_cell(k, _printable(v)))
+    return cells
+
+
+def _table_lines(headers: list[str], rows: list[list[str]], limit: int | None) -> list[tuple[int, str]]:
+    """Each line, with the index of the row it shows (0: the header): the cells padded to their column, two spaces
+    apart, no trailing spaces. Within ``limit`` (or None), a row is a line. Past ``limit`` columns:
     headers of more than one word take a line a word ("log start": "log", "start"); then, when that makes the table
     fit, the widest columns of text (a partition's path) lose the middle of what they hold to an ellipsis (``…``),
     never below ``_FOLD_MIN`` characters; else each row goes on over more lines, indented, between whole columns (only
     a column wider than a line is cut). A number or a timestamp is never cut."""
     table = [headers, *rows]
     widths = [max(map(len, col)) for col in zip(*table, strict=True)]
-    stack = limit is not None and _span(widths) > limit
-    cut: list[int] = []  # the columns whose cells may lose their middle
+    if limit is None or _span(widths) <= limit:  # one format for every line: 10,000 partitions' rows in one pass
+        pad = "  ".join(f"{{:<{w}}}" for w in widths).format
+        return [(i, pad(*row).rstrip()) for i, row in enumerate(table)]
+    widths = [max(max(map(len, h.split(" "))), *(len(r[j]) for r in rows)) for j, h in enumerate(headers)]
+    floors = [max(_FOLD_MIN, *map(len, h.split(" "))) for h in headers]
+    cut = [j for j in range(len(widths)) if any(not _WHOLE.fullmatch(r[j]) for r in rows)]  # may lose their middle
     bands = [range(len(widths))]
-    if stack:
-        assert limit is not None
-        widths = [max(max(map(len, h.split(" "))), *(len(r[j]) for r in rows)) for j, h in enumerate(headers)]
-        floors = [max(_FOLD_MIN, *map(len, h.split(" "))) for h in headers]
-        cut = [j for j in range(len(widths)) if any(not _WHOLE.fullmatch(r[j]) for r in rows)]
-        narrow = list(widths)
-        over = _span(narrow) - limit
-        while over > 0:  # a character at a time off the widest column of text that may still lose one
-            j = max((k for k in cut if narrow[k] > floors[k]), key=lambda k: narrow[k], default=None)
-            if j is None:
-                break
-            narrow[j] -= 1
-            over -= 1
-        if over <= 0:
-            widths = narrow
-        else:
-            widths = [min(w, max(floors[j], limit - len(_INDENT))) if j in cut else w for j, w in enumerate(widths)]
-            bands = _bands(widths, limit)
-    out: list[tuple[int, list[str]]] = []
+    narrow = list(widths)
+    over = _span(narrow) - limit
+    while over > 0:  # a character at a time off the widest column of text that may still lose one
+        j = max((k for k in cut if narrow[k] > floors[k]), key=lambda k: narrow[k], default=None)
+        if j is None:
+            break
+        narrow[j] -= 1
+        over -= 1
+    if over <= 0:
+        widths = narrow
+    else:
+        widths = [min(w, max(floors[j], limit - len(_INDENT))) if j in cut else w for j, w in enumerate(widths)]
+        bands = _bands(widths, limit)
+    out: list[tuple[int, str]] = []
     for i, row in enumerate(table):
-        parts = [c.split(" ") if i == 0 and stack else [_middle_cut(c, w) if j in cut else c]
+        parts = [c.split(" ") if i == 0 else [_middle_cut(c, w) if j in cut else c]
                  for j, (c, w) in enumerate(zip(row, widths, strict=True))]
         for b, band in enumerate(bands):
             indent = _INDENT if b else ""
             for n in range(max(len(parts[j]) for j in band)):
                 cells = [(parts[j][n] if n < len(parts[j]) else "").ljust(widths[j]) for j in band]
                 cells[0] = indent + cells[0]
-                out.append((i, cells))
+                out.append((i, "  ".join(cells).rstrip()))
     return out
 
 

@@ -33,17 +33,20 @@ def _iso(ts: int | None) -> str:
     except (OverflowError, OSError, ValueError):
         return str(ts)
 
+_TIMES = frozenset({"commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp", "from_time",
+                    "to_time", "first_timestamp", "last_timestamp", "event_timestamp"})  # cells shown as _iso
+_GROUPED = frozenset({"bytes", "batches", "size", "offsets"})  # cells with thousands separators (offsets stay copyable)
+
 def _cell(key: str, v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if key in ("commit_timestamp", "timestamp", "start_timestamp", "last_update_timestamp", "from_time", "to_time",
-               "first_timestamp", "last_timestamp", "event_timestamp"):
+    if key in _TIMES:
         return _iso(v)
     if isinstance(v, list):
         return ",".join(map(str, v))
-    return f"{v:,}" if key in ("bytes", "batches", "size", "offsets") else str(v)  # offsets stay copyable
+    return f"{v:,}" if key in _GROUPED else str(v)
 
 _MIN_ISR = {"under": " UNDER min ISR", "below": " under min ISR", "back": " back to min ISR", "no leader": " no leader"}
 
