@@ -53,11 +53,11 @@ def java_lines(data: bytes, encoding: str = "utf-8") -> Iterator[tuple[int, str]
     lines = data.decode("ascii").split("\n")
     if not lines[-1]:  # the last line ends at the end of the data (or there is none)
         lines.pop()
-    positions, at = [], 0
+    out, at = [], 0
     for line in lines:
-        positions.append(at)
+        out.append((at, line))
         at += len(line) + 1
-    return zip(positions, lines)
+    return iter(out)
 
 
 def _java_lines(data: bytes, encoding: str) -> Iterator[tuple[int, str]]:
