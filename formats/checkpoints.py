@@ -25,6 +25,7 @@ The writer ends every line with ``\\n`` (``BufferedWriter.newLine`` on Unix).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -88,9 +89,15 @@ def java_split(pattern: re.Pattern[str], line: str) -> list[str]:
 
 def java_int(text: str, bits: int = 32) -> int | None:
     """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64), or ``None`` where Java throws."""
-    if text.isdigit() and text.isascii() and len(text) < 19:  # most: plain digits, a long's 19 at most
+    if text.isdigit() and text.isascii() and len(text) < 19:  # most: plain digits, fewer than a long's 19
         value = int(text)
     elif _JAVA_INT.fullmatch(text):
+        if len(text) > 20:  # int() refuses more than 4300 digits (ValueError): past a long's 19 only zeros may lead
+            digits = text.lstrip("+-")
+            lead = next((i for i, c in enumerate(digits) if unicodedata.decimal(c)), len(digits))
+            if len(digits) - lead > 19:
+                return None
+            text = text[: len(text) - len(digits)] + (digits[lead:] or "0")
         value = int(text)
     else:
         return None
