@@ -25,6 +25,7 @@ The writer ends every line with ``\\n`` (``BufferedWriter.newLine`` on Unix).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -47,6 +48,20 @@ class TextFileError(FormatError):
 
 def java_lines(data: bytes, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
     """``(byte position, line)`` for each line as ``BufferedReader.readLine`` returns it (strict decoding)."""
+    if b"\r" in data or not data.isascii():
+        return _java_lines(data, encoding)
+    # What Kafka writes: ASCII (a character is a byte, every encoding here reads it alike), lines ending at \n.
+    lines = data.decode("ascii").split("\n")
+    if not lines[-1]:  # the last line ends at the end of the data (or there is none)
+        lines.pop()
+    out, at = [], 0
+    for line in lines:
+        out.append((at, line))
+        at += len(line) + 1
+    return iter(out)
+
+
+def _java_lines(data: bytes, encoding: str) -> Iterator[tuple[int, str]]:
     start = 0
     for m in _LINE_END.finditer(data):
         yield start, _decode(data[start : m.start()], start, encoding)
@@ -74,15 +89,30 @@ def java_split(pattern: re.Pattern[str], line: str) -> list[str]:
 
 def java_int(text: str, bits: int = 32) -> int | None:
     """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64), or ``None`` where Java throws."""
-    if not _JAVA_INT.fullmatch(text):
+    if text.isdigit() and text.isascii() and len(text) < 19:  # most: plain digits, fewer than a long's 19
+        value = int(text)
+    elif _JAVA_INT.fullmatch(text):
+        if len(text) > 20:  # int() refuses more than 4300 digits (ValueError): past a long's 19 only zeros may lead
+            digits = text.lstrip("+-")
+            lead = next((i for i, c in enumerate(digits) if unicodedata.decimal(c)), len(digits))
+            if len(digits) - lead > 19:
+                return None
+            text = text[: len(text) - len(digits)] + (digits[lead:] or "0")
+        value = int(text)
+    else:
         return None
-    value = int(text)
     limit = 1 << (bits - 1)
     return value if -limit <= value < limit else None
 
 
 def parse_offset_line(line: str) -> tuple[str, int, int] | None:
     """``topic partition offset`` as ``OffsetCheckpointFile.Formatter.fromString`` reads it, or None."""
+    parts = line.split(" ")
+    if len(parts) == 3:  # as Kafka writes it: one space between fields, a topic with no whitespace, plain digits
+        topic, partition, offset = parts
+        if (partition.isdigit() and offset.isdigit() and partition.isascii() and offset.isascii()
+                and len(partition) < 10 and len(offset) < 19 and topic.isprintable()):
+            return topic, int(partition), int(offset)
     parts = java_split(_JAVA_WHITESPACE, line)
     if len(parts) != 3:
         return None
@@ -92,6 +122,12 @@ def parse_offset_line(line: str) -> tuple[str, int, int] | None:
 
 def parse_epoch_line(line: str) -> tuple[int, int] | None:
     """``epoch start_offset`` as ``LeaderEpochCheckpointFile.Formatter.fromString`` reads it, or None."""
+    parts = line.split(" ")
+    if len(parts) == 2:  # as Kafka writes it: one space between two numbers of plain digits
+        epoch, start_offset = parts
+        if (epoch.isdigit() and start_offset.isdigit() and epoch.isascii() and start_offset.isascii()
+                and len(epoch) < 10 and len(start_offset) < 19):
+            return int(epoch), int(start_offset)
     parts = java_split(_JAVA_WHITESPACE, line)
     if len(parts) != 2:
         return None

@@ -41,6 +41,7 @@ from .checkpoints import TextFileError, java_int, java_lines, java_split
 # --- Uuid (org.apache.kafka.common.Uuid) -------------------------------------------------------
 
 _URL_BASE64 = re.compile(r"[A-Za-z0-9_-]*={0,2}")
+_FROM_URL_SAFE = str.maketrans("-_", "+/")
 
 
 def uuid_from_string(text: str) -> bytes:
@@ -48,8 +49,8 @@ def uuid_from_string(text: str) -> bytes:
     if len(text) > 24 or not _URL_BASE64.fullmatch(text) or len(text.rstrip("=")) % 4 == 1:
         raise ValueError(f"{text!r} is not a base64 UUID")
     stripped = text.rstrip("=")
-    try:
-        raw = base64.urlsafe_b64decode(stripped + "=" * (-len(stripped) % 4))
+    try:  # base64.urlsafe_b64decode on the checked text, without its conversions
+        raw = binascii.a2b_base64((stripped + "=" * (-len(stripped) % 4)).translate(_FROM_URL_SAFE))
     except binascii.Error as e:
         raise ValueError(f"{text!r} is not a base64 UUID: {e}") from None
     if len(raw) != 16:

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .filetypes import FileKind, classify, open_regular, read_regular
-from .logfiles import segment_file
+from .filetypes import FileKind, open_regular, read_regular
+from .logfiles import Named, PartitionFiles, sort_files
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
 from .smallfiles import IndexEntry, offset_index_sanity, parse_small_file
@@ -150,30 +150,28 @@ def _fit(log: Path, options: ScanOptions, limit: int, entry_positions: list[int]
 
 def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
                          scan_bytes: int = SCAN_BYTES, total_bytes: int = TOTAL_BYTES,
-                         files: Iterable[tuple[Path, str]] | None = None,
+                         files: Iterable[Named] | PartitionFiles | None = None,
                          read_index: Callable[[Path], bytes] = read_regular) -> IndexInterval:
     """The ``index.interval.bytes`` the offset indexes of the partition at ``part_dir`` fit (see the module); the
     newest segments first (the setting the broker writes with now), ``scan_bytes`` of each, ``total_bytes`` in all.
-    ``files``: the dir's (path, display) listing when discovery has it (not listed again); each index is read once
+    ``files``: the dir's (path, display) listing when discovery has it (not listed again), or that listing by role
+    (:func:`kafkatool.logfiles.sort_files`, as ``verify`` has it: no name classified again); each index is read once
     (a partition of many one-batch segments has nothing but empty ones), by ``read_index`` (``verify`` keeps the
     bytes for its check of the index)."""
     low, high, entries, used, skipped, read = 0, None, 0, 0, 0, 0
-    if files is None:
-        paths = [p for p in Path(part_dir).iterdir() if p.is_file()]
-    else:
-        paths = [p for p, _d in files]
-    names = {p.name for p in paths}
-    for log in sorted(paths, key=lambda p: p.name, reverse=True):
+    if not isinstance(files, PartitionFiles):
+        files = sort_files(files if files is not None
+                           else [(p, str(p)) for p in Path(part_dir).iterdir() if p.is_file()])
+    segments, indexes = files.segments, files.indexes
+    for base in sorted(segments, reverse=True):  # a segment's name is its base offset in 20 digits: name order
         if read >= total_bytes:
             break
-        info = classify(log)
-        if info.kind is not FileKind.LOG or info.leftover is not None or info.base_offset is None:
+        named = indexes.get((base, FileKind.INDEX))
+        if named is None:
             continue
-        index = segment_file(log.parent, info.base_offset, "index")
-        if index.name not in names:
-            continue
+        log, index = segments[base][0], named[0]
         data = read_index(index)
-        listed = [e for e in parse_small_file(data, FileKind.INDEX, str(index), info.base_offset)
+        listed = [e for e in parse_small_file(data, FileKind.INDEX, str(index), base)
                   if isinstance(e, IndexEntry)] if data else []
         if not listed:
             continue
@@ -205,10 +203,10 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
 
 
 def resolve_index_interval(part_dir: Path, given: int | None, options: ScanOptions = _SCAN,
-                           files: Iterable[tuple[Path, str]] | None = None,
+                           files: Iterable[Named] | PartitionFiles | None = None,
                            read_index: Callable[[Path], bytes] = read_regular) -> IndexInterval:
     """``given`` (``--index-interval-bytes``) when set, else what the partition's indexes say (``files``: its
-    listing, ``read_index``: how an index is read, see :func:`infer_index_interval`)."""
+    listing or its files by role, ``read_index``: how an index is read, see :func:`infer_index_interval`)."""
     if given is not None:
         return IndexInterval(given, "option", "(from --index-interval-bytes)")
     return infer_index_interval(part_dir, options, files=files, read_index=read_index)

@@ -437,19 +437,20 @@ def _by_role(part: Path, display: str, files: Iterable[tuple[Path, str]] | Parti
 
 def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
     """The files as the broker sees them after the leftover passes of ``LogLoader.load`` (step 1)."""
-    out = _Files(leftovers=leftover_passes(files, lambda p, d, base: _next_offset(p, d, base, options)))
-    gone = {p for p, _, _ in out.leftovers.deleted}
+    if files.leftovers:
+        out = _Files(leftovers=leftover_passes(files, lambda p, d, base: _next_offset(p, d, base, options)))
+        gone = {p for p, _, _ in out.leftovers.deleted}
+    else:  # no leftover (most partitions): the passes do nothing
+        out, gone = _Files(), set()
     for p, d, info in files.files:
-        if info.base_offset is None and info.kind is not FileKind.EPOCH_CHECKPOINT:
-            continue
-        if info.leftover is not None or gone and p in gone:
-            continue
-        if info.base_offset is not None and info.base_offset > INT64_MAX:
+        base = info.base_offset
+        if base is not None and base > INT64_MAX and info.leftover is None and p not in gone:
             out.unnamed.append(finding("base-offset-overflow", d, None, f"named with offset "
-                                       f"{info.base_offset}, above 2^63-1: the broker cannot parse the name "
+                                       f"{base}, above 2^63-1: the broker cannot parse the name "
                                        "(LogFileUtils.offsetFromFileName, Long.parseLong) and fails to load the "
                                        "partition; left out here"))
-    if gone or any((i.base_offset or 0) > INT64_MAX for _p, _d, i in files.files):
+    # A file gone or unnamed is left out (a leftover has no role: none is among the segments, indexes, snapshots).
+    if gone or out.unnamed:
         live = {p for p, _, i in files.files if p not in gone and (i.base_offset or 0) <= INT64_MAX}
         kept: Callable[[Path], bool] = live.__contains__
     else:  # every file is live (most partitions): no set of paths to hash
@@ -457,8 +458,10 @@ def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
     out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if kept(p)}
     out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if kept(p)}
     out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if kept(p)}
-    out.raft_snapshots = snapshot_files(files.files)
-    out.raft_partial = [s for p, d in files.unknown if (s := partial_snapshot(p, d)) is not None]
+    if files.others:  # only there are KRaft snapshots (sort_files)
+        out.raft_snapshots = snapshot_files(files.files)
+    if files.unknown:
+        out.raft_partial = [s for p, d in files.unknown if (s := partial_snapshot(p, d)) is not None]
     if files.epoch_checkpoint is not None:
         out.epoch_checkpoint = files.epoch_checkpoint[0]
     for base, (p, d) in out.leftovers.swapped_logs.items():

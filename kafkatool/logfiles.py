@@ -89,27 +89,34 @@ def sort_files(listing: Iterable[Named]) -> PartitionFiles:
     """The (path, display) ``listing`` of one partition dir (:func:`kafkatool.walk.dir_files`, discovery's
     ``PartitionDir.files``, or a URL's listing) by role."""
     out = PartitionFiles()
+    files, segments, indexes, snapshots = out.files, out.segments, out.indexes, out.snapshots
     for path, display in listing:
         info = classify(path)
-        out.files.append((path, display, info))
-        kind, base = info.kind, info.base_offset
+        files.append((path, display, info))
+        kind = info.kind
         if info.leftover is not None:
             out.leftovers.append((path, display, info))
-        elif kind is FileKind.LOG:
-            out.segments[base] = (path, display)  # type: ignore[index]
+        elif kind is _LOG:
+            segments[info.base_offset] = (path, display)  # type: ignore[index]
         elif kind in INDEX_KINDS:
-            out.indexes[(base, kind)] = (path, display)  # type: ignore[index]
-        elif kind is FileKind.PRODUCER_SNAPSHOT:
-            out.snapshots[base] = (path, display)  # type: ignore[index]
-        elif kind is FileKind.EPOCH_CHECKPOINT:
+            indexes[(info.base_offset, kind)] = (path, display)  # type: ignore[index]
+        elif kind is _PRODUCER_SNAPSHOT:
+            snapshots[info.base_offset] = (path, display)  # type: ignore[index]
+        elif kind is _EPOCH_CHECKPOINT:
             out.epoch_checkpoint = (path, display)
-        elif kind is FileKind.PARTITION_METADATA:
+        elif kind is _PARTITION_METADATA:
             out.partition_metadata = (path, display)
-        elif kind in (FileKind.KRAFT_SNAPSHOT, FileKind.QUORUM_STATE):
+        elif kind in _OTHERS:
             out.others.append((path, display, kind))
         else:
             out.unknown.append((path, display))
     return out
+
+
+# A member of an enum is a lookup through its class each time (~0.25 us): the roles sort_files tells apart, once.
+_LOG, _PRODUCER_SNAPSHOT = FileKind.LOG, FileKind.PRODUCER_SNAPSHOT
+_EPOCH_CHECKPOINT, _PARTITION_METADATA = FileKind.EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA
+_OTHERS = (FileKind.KRAFT_SNAPSHOT, FileKind.QUORUM_STATE)
 
 
 # --- the leftover passes of LogLoader.load ----------------------------------------------------------------------

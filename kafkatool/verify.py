@@ -300,7 +300,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     check = options.check
     kept = _KeptIndexes(files)
     if tasks:  # index.interval.bytes as repair takes it: given, else what the partition's offset indexes fit
-        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan, part.files, kept.read)
+        interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan, files, kept.read)
         check = check._replace(index_interval_bytes=interval.value)
     for report in runner.run(tasks, load, check, kept.open):
         for f in _join_segment(report, state, part, compacted):

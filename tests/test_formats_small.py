@@ -6,6 +6,7 @@ Round trip = parse -> build gives the identical bytes, and build -> parse gives 
 
 from __future__ import annotations
 
+import shutil
 import struct
 from contextlib import nullcontext
 from pathlib import Path
@@ -294,6 +295,10 @@ def test_checkpoint_build_parse() -> None:
         ("t 0", None),
         ("", None),
         ("t 0 5\u00a0", None),             # NBSP is not Java \s
+        ("t 2147483647 9223372036854775807", ("t", 2147483647, 9223372036854775807)),  # the largest of each
+        ("t 0 " + "1" * 5000, None),       # NumberFormatException (int() would refuse it: ValueError)
+        ("t 0 " + "0" * 5000 + "5", ("t", 0, 5)),   # Long.parseLong takes leading zeros, however many
+        ("t -" + "\u0660" * 5000 + "1 5", ("t", -1, 5)),
     ],
 )
 def test_offset_line_java_rules(line: str, expected) -> None:
@@ -316,6 +321,7 @@ def test_offset_line_java_rules(line: str, expected) -> None:
         (b"0\n2\n1 5\n\n2 9\n", [(0, 2), (1, 5)], "checkpoint-malformed"),  # no blank lines
         (b"0\n1\n1 5 7\n", [(0, 1)], "checkpoint-malformed"),
         (b"0\n1\n1 \xff\n", [(0, 1)], "text-bad-encoding"),
+        (b"0\n1\n1 " + b"9" * 5000 + b"\n", [(0, 1)], "checkpoint-malformed"),  # beyond a long, however long
     ],
 )
 def test_checkpoint_read_buffer_rules(data: bytes, items: list, code: str | None) -> None:
@@ -341,6 +347,18 @@ def test_checkpoint_reader(tmp_path: Path) -> None:
     out = run(tmp_path, "log-start-offset-checkpoint", b"0\n")
     assert out[0] == CheckpointHeader(0, None) and codes(out) == ["checkpoint-no-count"]
     assert out[-1].severity == "warning"
+
+
+def test_a_number_of_thousands_of_digits_is_a_finding(tmp_path: Path, corpus: Path, run_cli) -> None:
+    """A leader-epoch-checkpoint whose start offset has 5,000 digits: Kafka's ``Long.parseLong`` throws, the file is
+    malformed; Python's ``int()`` refuses more than 4,300 digits with a ValueError, which was an internal error."""
+    part = tmp_path / "codecs-0"
+    shutil.copytree(corpus / "kafka/logdir/codecs-0", part)
+    (part / "leader-epoch-checkpoint").write_bytes(b"0\n1\n0 " + b"1" * 5000 + b"\n")
+    result = run_cli("verify", "--format", "jsonl", part)
+    assert result.returncode == 1, result.stderr
+    found = [d for d in result.jsonl() if d.get("code") == "checkpoint-malformed"]
+    assert [d["path"] for d in found] == [str(part / "leader-epoch-checkpoint")]
 
 
 # --- partition.metadata ---------------------------------------------------------------------------
