@@ -73,6 +73,11 @@ def resync(window: _Bytes, start: int, until: int, room: int) -> tuple[int, int,
     :func:`kafkatool.records.resync`)."""
 
 
+def crc32c(data: _Bytes, value: int = 0) -> int:
+    """CRC32C of ``data`` continuing ``value``. Pure twin: the ``crc32c`` package's ``crc32c`` (under
+    :func:`kafkatool.records.crc32c`)."""
+
+
 def decode_window_columns(window: _Bytes, walk: BatchWalk, decode: bool = True, max_decompressed: int = 0,
                           budget: int | None = None) -> tuple[int, int, WindowColumns]:
     """``(p, stop, columns)``: the whole v2 batches of ``window`` from the walk's ``p`` on and (with ``decode``) their

@@ -84,11 +84,16 @@ class RecordRun(NamedTuple):
 
 
 def crc32c(data: bytes | memoryview, value: int = 0) -> int:
-    """CRC32C (continuing ``value``), from the ``crc32c`` package imported at first use (then called directly): its
-    import costs more than checking a small segment with the native core, which never needs it."""
-    from crc32c import crc32c as compute
+    """CRC32C (continuing ``value``): the native core's, else the ``crc32c`` package's, imported at first use (its
+    import reads the package's metadata, ~35 ms: more than checking a small partition). Chosen at the first call,
+    then called directly; both give the same CRC (``tests/test_native.py``)."""
+    core = native.CORE
+    if core is not None:
+        compute = core.crc32c
+    else:
+        from crc32c import crc32c as compute
 
-    globals()["crc32c"] = compute  # later calls go straight to the package's C function
+    globals()["crc32c"] = compute  # later calls go straight to the chosen C function
     return compute(data, value)
 
 

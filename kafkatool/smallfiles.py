@@ -35,6 +35,7 @@ from .findings import finding
 from .formats import checkpoints
 from .formats.checkpoints import TextFileError
 from .model import Finding
+from .records import crc32c
 
 # --- values ---------------------------------------------------------------------------------------
 
@@ -443,7 +444,8 @@ def _producer_snapshot(data: bytes, path: str, base_offset: int) -> Iterator[Any
                      f"snapshot is {len(data)} bytes, shorter than its {fmt.HEADER_SIZE}-byte header")
         return
     version, crc, num_entries = _formats().snapshot_header.unpack_from(data)
-    crc_valid = fmt.snapshot_crc(data) == crc
+    computed = fmt.snapshot_crc(data, crc32c)
+    crc_valid = computed == crc
     yield ProducerSnapshotHeader(version, crc, crc_valid, num_entries)
     available = len(data) - fmt.HEADER_SIZE
     if num_entries < 0:
@@ -458,7 +460,7 @@ def _producer_snapshot(data: bytes, path: str, base_offset: int) -> Iterator[Any
                      f"unknown snapshot version {version} (expected {fmt.VERSION})")
     elif not crc_valid:
         yield _error(path, "snapshot-crc-mismatch", fmt.CRC_OFFSET,
-                     f"stored CRC {crc} != computed CRC {fmt.snapshot_crc(data)}")
+                     f"stored CRC {crc} != computed CRC {computed}")
     else:
         end = fmt.HEADER_SIZE + num_entries * fmt.PRODUCER_ENTRY_SIZE
         for fields in _formats().snapshot_entry.iter_unpack(memoryview(data)[fmt.HEADER_SIZE : end]):

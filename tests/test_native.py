@@ -1704,3 +1704,16 @@ def test_the_idempotence_audit_of_generated_and_damaged_partitions_is_the_same_t
     assert not differ, f"the audit differs through stretches: {differ[:5]}"
     assert {"duplicate-sequence-number", "sequence-gap", "sequence-out-of-order", "producer-epoch-bump",
             "producer-fenced", "txn-invalid-state"} <= codes, codes
+
+
+def test_crc32c_is_the_packages(core, corpus: Path) -> None:
+    """The native core's CRC32C (a producer snapshot's, a batch the general path checks) is the ``crc32c``
+    package's, the pure path's: on every corpus log and snapshot, whole and continued from a CRC of its first half."""
+    files = [p for p in sorted(corpus.rglob("*")) if p.suffix in (".log", ".snapshot") and p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        half = len(data) // 2
+        assert core.crc32c(data) == crc32c(data), path
+        assert core.crc32c(memoryview(data)[half:], crc32c(data[:half])) == crc32c(data), path
+    assert core.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value (RFC 3720)

@@ -100,6 +100,19 @@ def test_one_segment_imports_nothing_heavy(args: list[str]) -> None:
         assert heavy(modules, NATIVE_HEAVY) == []
 
 
+def test_a_partition_with_producer_snapshots_checks_their_crcs_natively() -> None:
+    """A partition's producer snapshots carry a CRC32C: the native core computes it, without the ``crc32c``
+    package, whose import reads its metadata (~35 ms of each verify of a partition dir). In pure Python the package
+    does it."""
+    part = corpus_root() / "kafka" / "logdir" / "txn-0"
+    assert list(part.glob("*.snapshot"))
+    modules = imported_by("verify", str(part), env={native.PURE_ENV: "0"})
+    assert "kafkatool.smallfiles" in modules  # it did read the partition's small files
+    if native.available() is not None:
+        assert heavy(modules, NATIVE_HEAVY) == []
+    assert "crc32c" in imported_by("verify", str(part), env={native.PURE_ENV: "1"})
+
+
 def test_one_segment_read_in_pure_python_imports_no_construct() -> None:
     """The pure-Python reader needs crc32c, but still not the Construct declarations (v2 batches are read with
     ``struct``, tied to the declarations by tests/test_records_formats.py)."""
