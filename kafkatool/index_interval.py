@@ -30,7 +30,7 @@ from .filetypes import FileKind, open_regular, read_regular
 from .logfiles import Named, PartitionFiles, sort_files
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
-from .smallfiles import IndexEntry, offset_index_sanity, parse_small_file
+from .smallfiles import offset_index_positions, offset_index_sanity
 
 DEFAULT = 4096          # the broker's log.index.interval.bytes
 COMMON = (4096, 1024, 8192, 2048, 16384, 512, 32768, 65536, 1 << 20)
@@ -171,20 +171,18 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
             continue
         log, index = segments[base][0], named[0]
         data = read_index(index)
-        listed = [e for e in parse_small_file(data, FileKind.INDEX, str(index), base)
-                  if isinstance(e, IndexEntry)] if data else []
+        listed = offset_index_positions(data) if data else None
         if not listed:
             continue
         read += min(scan_bytes, log.stat().st_size)
-        fitted = None if offset_index_sanity(data, str(index)) else _fit(log, options, scan_bytes,
-                                                                          [e.position for e in listed])
+        fitted = None if offset_index_sanity(data, str(index)) else _fit(log, options, scan_bytes, listed.tolist())
         fit = None if fitted is None else fitted.range()
         if fit is None:
             skipped += 1
             continue
         used += 1
         last = fitted.end  # type: ignore[union-attr]
-        entries += sum(1 for e in listed if last is not None and e.position <= last)
+        entries += sum(1 for position in listed if last is not None and position <= last)
         low = max(low, fit[0])
         high = fit[1] if high is None else (high if fit[1] is None else min(high, fit[1]))
     left_out = f"; {skipped} segment(s) whose entries fit no interval left out" if skipped else ""

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import functools
 import struct
+import sys
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -360,6 +362,29 @@ def _offset_index(data: bytes, path: str, base_offset: int) -> Iterator[IndexEnt
         yield IndexEntry(base_offset + relative, position)
     if problem := offset_index_sanity(data, path):
         yield problem
+
+
+def offset_index_positions(data: bytes) -> array:
+    """The positions of the entries :func:`_offset_index` yields (those before the first never-written slot), decoded
+    in bulk 64 KiB at a time (an active segment's index is 10 MiB of zeros past its entries), for a reader that needs
+    no entry objects (``kafkatool.index_interval``)."""
+    n, chunk, out, i = len(data) // 8, 8192, array("i"), 0
+    while i < n:
+        words = array("i", data[i * 8: min(n, i + chunk) * 8])
+        if sys.byteorder == "little":
+            words.byteswap()  # big-endian int32 pairs (relative offset, position)
+        rel, pos = words[0::2], words[1::2]
+        if i == 0 and rel[0] == 0 and pos[0] == 0:  # slot 0 never written: no entry
+            return out
+        try:
+            stop = rel.index(0, 1 if i == 0 else 0)  # a relative offset of 0 past slot 0: never written
+        except ValueError:
+            stop = len(rel)
+        out.extend(pos[:stop])
+        if stop < len(rel):
+            break
+        i += chunk
+    return out
 
 
 def offset_index_sanity(data: bytes, path: str) -> Finding | None:

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 from pathlib import Path
 
 import pytest
 
 from kafkatool.build import RecordSpec, record_batch
+from kafkatool.filetypes import FileKind
 from kafkatool.index_interval import infer_index_interval, segment_range
 from kafkatool.logwriter import PartitionWriter
 from kafkatool.repair import RepairOptions, plan_partition
+from kafkatool.smallfiles import IndexEntry, offset_index_positions, parse_small_file
 
 from .conftest import corpus_root
 
@@ -130,3 +133,22 @@ def test_kafka_written_recovery_cases_infer_1024() -> None:
     for case in sorted((corpus_root() / "kafka" / "recovery").glob("*/before/rtopic-0")):
         found = infer_index_interval(case)
         assert (found.value, found.source) == (1024, "inferred"), (case, found)
+
+
+def _objects(data: bytes) -> list[int]:
+    return [e.position for e in parse_small_file(data, FileKind.INDEX, "x.index", 0) if isinstance(e, IndexEntry)]
+
+
+def test_the_bulk_positions_are_the_entries_the_index_reader_yields(corpus: Path) -> None:
+    """``offset_index_positions`` (the interval's reading, 64 KiB of slots at a time) stops where the entry reader
+    does, on every corpus index, preallocated, cut mid-slot, and with the first never-written slot at and around a
+    64 KiB boundary."""
+    datas = [p.read_bytes() for p in sorted(corpus.rglob("*.index")) if p.is_file()]
+    assert datas
+    datas += [d + bytes(80_000) for d in datas[:20]] + [d[:-3] for d in datas[:20] if len(d) > 8]
+    full = b"".join(struct.pack(">ii", i + 1, 100 * (i + 1)) for i in range(20_000))
+    for at in (0, 1, 8191, 8192, 8193, 19_999):
+        datas.append(full[: at * 8] + bytes(8) + full[at * 8 + 8:])  # slot ``at`` never written, entries after it
+    datas += [full, bytes(8), bytes(16), struct.pack(">ii", 0, 5) + bytes(8)]
+    for data in datas:
+        assert offset_index_positions(data).tolist() == _objects(data)
