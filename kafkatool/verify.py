@@ -713,7 +713,8 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: Runner) -> I
                 yield from report.findings
 
     present: set[tuple[str, int]] = set()
-    works: list[tuple[Callable[[], Iterable[Any]], bool]] = []  # each partition's checks, in the runner's pool
+    # each partition's checks, in the runner's pool where worth a thread (asked only where there is a pool)
+    works: list[tuple[Callable[[], Iterable[Any]], bool | Callable[[], bool]]] = []
     for part in logdir.partitions:
         if part.topic is None:
             works.append((lambda part=part: [finding("unknown-dir", part.display, None,
@@ -722,7 +723,8 @@ def _verify_logdir(logdir: _LogDir, options: VerifyOptions, runner: Runner) -> I
             continue
         if part.state is None:
             present.add((part.topic, part.partition or 0))
-        works.append((lambda part=part: verify_partition(part, options, runner), runner.worth_a_thread(part)))
+        works.append((lambda part=part: verify_partition(part, options, runner),
+                      lambda part=part: runner.worth_a_thread(part)))
     yield from runner.ordered(works)
     for name, listed in entries.items():
         _p, display = names[name]

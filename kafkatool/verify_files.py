@@ -82,8 +82,8 @@ def tally(units: list[Unit], items_of: Callable[[Any], Iterable[Any]], runner: R
     ones (a log dir: its partitions are the pool's)."""
     total = VerifySummary()
     works = ((lambda unit=unit: [unit], False) if isinstance(unit, Finding)
-             else (lambda unit=unit: items_of(unit), not isinstance(unit, inline) and runner.worth_a_thread(unit))
-             for unit in units)
+             else (lambda unit=unit: items_of(unit), False if isinstance(unit, inline) else
+                   lambda unit=unit: runner.worth_a_thread(unit)) for unit in units)
     try:
         for item in runner.ordered(works):
             if isinstance(item, Finding):
@@ -152,11 +152,12 @@ class Runner:
         if self.shown is not None:
             self.shown(n)
 
-    def ordered(self, works: Iterable[tuple[Callable[[], Iterable[Any]], bool]]) -> Iterator[Any]:
-        """The values of each work ``(function, pooled)`` in order. Without a pool, each is run when its turn comes;
-        with one, a pooled work runs in a thread up to ``2 * jobs`` works ahead of the one being yielded, its values
-        listed whole (bounded: a file's findings are capped by code), and the others (a log dir, whose partitions
-        are works of their own) in this thread when their turn comes."""
+    def ordered(self, works: Iterable[tuple[Callable[[], Iterable[Any]], bool | Callable[[], bool]]]) -> Iterator[Any]:
+        """The values of each work ``(function, pooled)`` in order (``pooled``: a bool, or a predicate asked only where
+        there is a pool). Without a pool, each is run when its turn comes; with one, a pooled work runs in a
+        thread up to ``2 * jobs`` works ahead of the one being yielded, its values listed whole (bounded: a
+        file's findings are capped by code), and the others (a log dir, whose partitions are works of their own)
+        in this thread when their turn comes."""
         rest = iter(works)
         head = list(itertools.islice(rest, 2))
         todo = itertools.chain(head, rest)
@@ -176,7 +177,10 @@ class Runner:
         def fill() -> None:
             while len(window) < ahead and (work := next(todo, None)) is not None:
                 function, pooled = work
-                window.append(pool.submit(_listed, function) if pooled else function)
+                if pooled if pooled.__class__ is bool else pooled():
+                    window.append(pool.submit(_listed, function))
+                else:
+                    window.append(function)
 
         fill()
         while window:
