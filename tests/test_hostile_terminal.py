@@ -272,11 +272,12 @@ def test_spark_scan_table_shows_the_topic_escaped(spark, tmp_path: Path) -> None
     shown_safely(done.stdout, f"{topic}-0", str(tmp_path / f"out{topic}"))
 
 
-def test_summary_rows_show_each_value_as_its_printable_cell() -> None:
+def test_summary_rows_show_each_value_as_its_printable_cell(monkeypatch: pytest.MonkeyPatch) -> None:
     """verify's summary rows are kept as emitted and made printable cell by cell at the table (an int, None or a
     printable string written without a call, for 10,000 partitions): a value of any other kind in any column shows
     as the row made printable (``terminal._printable``) shows it through ``text._cell``, and nothing reaches the
     terminal raw (the total line neither)."""
+    monkeypatch.delenv("COLUMNS", raising=False)  # piped, no width asked for: the table is never cut
     import io
 
     from kafkatool.cli.output import Output
