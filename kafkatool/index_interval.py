@@ -30,7 +30,7 @@ from .filetypes import FileKind, open_regular, read_regular
 from .logfiles import Named, PartitionFiles, sort_files
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
-from .smallfiles import offset_index_positions, offset_index_sanity
+from .smallfiles import offset_index_sanity, offset_slots
 
 DEFAULT = 4096          # the broker's log.index.interval.bytes
 COMMON = (4096, 1024, 8192, 2048, 16384, 512, 32768, 65536, 1 << 20)
@@ -171,7 +171,8 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
             continue
         log, index = segments[base][0], named[0]
         data = read_index(index)
-        listed = offset_index_positions(data) if data else None
+        slots = offset_slots(data)
+        listed = slots.position[: slots.used]
         if not listed:
             continue
         read += min(scan_bytes, log.stat().st_size)

@@ -19,7 +19,6 @@ rejects it), or ``missing``.
 from __future__ import annotations
 
 import operator
-import sys
 from array import array
 from collections.abc import Callable
 
@@ -39,7 +38,15 @@ from .log_check import (
     stream_size,
 )
 from .model import Finding
-from .smallfiles import AbortedTxn, index_slots, offset_index_sanity, parse_small_file, time_index_sanity
+from .smallfiles import (
+    AbortedTxn,
+    index_slots,
+    offset_index_sanity,
+    offset_slots,
+    parse_small_file,
+    slots_written,
+    time_index_sanity,
+)
 
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # segment.index.bytes is 10 MiB by default; beyond this is not an index
 
@@ -61,23 +68,6 @@ def _read_index(path: str, sink: Sink, open_file: Opener = open_local) -> bytes 
         return None
 
 
-_ZEROS = bytes(1 << 16)
-
-
-def _slots_written(data: bytes, n: int, size: int) -> int:
-    """Of the first ``n`` slots of ``size`` bytes, those up to the last holding a byte other than zero:
-    ``data[: n * size].rstrip(b"\\0")`` rounded up to a slot, found 64 KiB at a time by comparing with zeros
-    (``rstrip`` tests one byte at a time, holding the GIL: 25 ms for a crashed broker's preallocated 10 MiB)."""
-    end = n * size
-    while end > 0:
-        start = max(0, end - len(_ZEROS))
-        chunk = data[start:end]
-        if chunk != _ZEROS[: end - start]:
-            return -(-(start + len(chunk.rstrip(b"\0"))) // size)
-        end = start
-    return 0
-
-
 def load_offset_index(path: str, base_offset: int, active: bool, sink: Sink,
                       open_file: Opener = open_local) -> tuple[OffsetEntries, IndexVerdict]:
     """The entries of an ``.index`` worth merging, and a first verdict.
@@ -91,23 +81,13 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: Sink,
         return empty, IndexVerdict("broken")
     if not data:  # no slot (a segment with less than index.interval.bytes of batches): what follows would say so
         return empty, IndexVerdict("sparse")
-    n = len(data) // 8
-    # Slots from ``written`` on are all zero bytes (a crashed broker's preallocated ~1.3 M of them): counted, not
-    # decoded. A zero slot is never-written (relative offset 0), so the first never-written slot is among the
-    # decoded ones or is slot ``written``.
-    written = _slots_written(data, n, 8)
-    words = array("i", data[: written * 8])
-    if sys.byteorder == "little":
-        words.byteswap()  # the file is big-endian int32 pairs (relative offset, position)
-    rel, pos = words[0::2], words[1::2]
+    rel, pos, used, written, n = offset_slots(data)
     verdict = IndexVerdict("sparse", slots=n)
     if problem := offset_index_sanity(data, path):
         sink.add(problem)
         verdict.status = "broken"
-    # The first never-written slot: relative offset 0 anywhere but slot 0, or slot 0 == (0, 0).
-    used = 0 if n and (not written or (rel[0] == 0 and pos[0] == 0)) else _first(rel, 0, 1, written)
     if used < n:
-        tail = data[used * 8: written * 8]  # from ``written`` on every byte is zero (_slots_written)
+        tail = data[used * 8: written * 8]  # from ``written`` on every byte is zero (slots_written)
         if tail.count(0) != len(tail):
             bad = used + next(i for i in range(n - used) if rel[used + i] or pos[used + i])
             sink("index-entries-after-empty-slot", path, bad * 8,
@@ -136,13 +116,6 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: Sink,
     return entries, verdict
 
 
-def _first(values: array, value: int, start: int, default: int) -> int:
-    try:
-        return values.index(value, start)
-    except ValueError:
-        return default
-
-
 def load_time_index(path: str, base_offset: int, active: bool, sink: Sink,
                     open_file: Opener = open_local) -> tuple[Entries, IndexVerdict]:
     """The entries (timestamp, absolute offset) of a ``.timeindex``, and a first verdict."""
@@ -153,7 +126,7 @@ def load_time_index(path: str, base_offset: int, active: bool, sink: Sink,
     # Slots from ``written`` on are all zero bytes (a crashed broker's preallocated ~870 k of them): counted, not
     # decoded. A zero slot is never-written (relative offset 0), so the first never-written slot is in the
     # decoded ones or is slot ``written``.
-    written = _slots_written(data, n, 12)
+    written = slots_written(data, n, 12)
     slots = list(index_slots(data[: written * 12], FileKind.TIME_INDEX))
     verdict = IndexVerdict("sparse", slots=n)
     used = written if written < n else n

@@ -20,7 +20,7 @@ from kafkatool.filetypes import FileKind
 from kafkatool.index_interval import infer_index_interval, segment_range
 from kafkatool.logwriter import PartitionWriter
 from kafkatool.repair import RepairOptions, plan_partition
-from kafkatool.smallfiles import IndexEntry, offset_index_positions, parse_small_file
+from kafkatool.smallfiles import IndexEntry, offset_slots, parse_small_file
 
 from .conftest import corpus_root
 
@@ -140,9 +140,9 @@ def _objects(data: bytes) -> list[int]:
 
 
 def test_the_bulk_positions_are_the_entries_the_index_reader_yields(corpus: Path) -> None:
-    """``offset_index_positions`` (the interval's reading, 64 KiB of slots at a time) stops where the entry reader
-    does, on every corpus index, preallocated, cut mid-slot, and with the first never-written slot at and around a
-    64 KiB boundary."""
+    """``offset_slots`` (the index decoded in bulk, for the interval and verify's index check) stops where the entry
+    reader does, on every corpus index, preallocated, cut mid-slot, and with the first never-written slot at and
+    around a 64 KiB boundary (the chunk ``slots_written`` compares with zeros)."""
     datas = [p.read_bytes() for p in sorted(corpus.rglob("*.index")) if p.is_file()]
     assert datas
     datas += [d + bytes(80_000) for d in datas[:20]] + [d[:-3] for d in datas[:20] if len(d) > 8]
@@ -151,4 +151,5 @@ def test_the_bulk_positions_are_the_entries_the_index_reader_yields(corpus: Path
         datas.append(full[: at * 8] + bytes(8) + full[at * 8 + 8:])  # slot ``at`` never written, entries after it
     datas += [full, bytes(8), bytes(16), struct.pack(">ii", 0, 5) + bytes(8)]
     for data in datas:
-        assert offset_index_positions(data).tolist() == _objects(data)
+        slots = offset_slots(data)
+        assert slots.position[: slots.used].tolist() == _objects(data)
