@@ -51,8 +51,6 @@ from .smallfiles import (
     OffsetCheckpointEntry,
     ProducerSnapshotHeader,
     SmallReads,
-    cannot_read,
-    parse_small_file,
     read_small_file,
 )
 from .verify_files import FileCount, Runner, VerifyOptions, record_file, tally
@@ -321,7 +319,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     truncated = loaded.metadata_log is not None and loaded.metadata_log.truncated_to is not None
     for f in _check_snapshots(files, state, load.reads, beyond=not truncated):
         yield emit(f)
-    for f in _check_partition_metadata(files, part, sizes):
+    for f in _check_partition_metadata(files, part):
         yield emit(f)
     for path, display, kind in files.others:  # KRaft snapshots, quorum-state
         if kind is FileKind.KRAFT_SNAPSHOT:
@@ -658,9 +656,7 @@ def _check_snapshots(files: PartitionFiles, state: _PartitionState, read: SmallR
             yield snapshot_beyond_log_end(display, offset, leo)
 
 
-def _check_partition_metadata(files: PartitionFiles, part: _Partition, sizes: dict[Path, int]) -> Iterator[Finding]:
-    """``partition.metadata`` as ``PartitionMetadataFile.read`` takes it (:func:`kafkatool.smallfiles.read_small_file`
-    spelled out: the bytes read once, their length into ``sizes``, the partition's byte count)."""
+def _check_partition_metadata(files: PartitionFiles, part: _Partition) -> Iterator[Finding]:
     if files.partition_metadata is None:
         if files.segments and part.logdir is not None:
             yield finding("partition-metadata-missing", os.path.join(part.display, "partition.metadata"),
@@ -668,13 +664,7 @@ def _check_partition_metadata(files: PartitionFiles, part: _Partition, sizes: di
                           "writes it when it next leads or follows this partition")
         return
     path, display = files.partition_metadata
-    try:
-        data = read_regular(path)
-    except OSError as exc:
-        yield finding("io-error", display, None, str(cannot_read(display, exc)))
-        return
-    sizes[path] = len(data)
-    yield from (i for i in parse_small_file(data, FileKind.PARTITION_METADATA, display, None) if isinstance(i, Finding))
+    yield from _small(path, FileKind.PARTITION_METADATA, display)[1]
 
 
 # --- a log dir --------------------------------------------------------------------------------------------
