@@ -23,8 +23,8 @@ each batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .filetypes import FileKind, open_regular, read_regular
 from .logfiles import Named, PartitionFiles, sort_files
@@ -40,8 +40,7 @@ TOTAL_BYTES = 16 << 20  # and no more than this in all, newest segments first (a
 _SCAN = ScanOptions()
 
 
-@dataclass(frozen=True, slots=True)
-class IndexInterval:
+class IndexInterval(NamedTuple):
     """The interval and where it came from: ``option`` (given), ``inferred`` (from ``entries`` index entries in
     ``segments`` segments, consistent with ``low`` <= interval < ``high``; None: no upper bound) or ``default``."""
 

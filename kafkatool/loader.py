@@ -68,7 +68,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .epochs import EpochCache
 from .errors import IndexAppendError, InputIOError
@@ -130,8 +130,7 @@ class LoadedSegment:
     producers_at_base: dict[int, ProducerState] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Rebuild:
+class Rebuild(NamedTuple):
     """What ``repair`` needs from a load beyond the broker's view: the derived files ``LogSegment.recover`` and
     ``ProducerStateManager`` write (see :class:`LoadedSegment`), with the broker's settings and clock."""
 
@@ -140,8 +139,7 @@ class Rebuild:
     producer_id_expiration_ms: int   # producer.id.expiration.ms
 
 
-@dataclass(frozen=True, slots=True)
-class RecoveryCut:
+class RecoveryCut(NamedTuple):
     """Where recovery cuts the log: the first invalid batch of a segment the broker recovers."""
 
     path: Path

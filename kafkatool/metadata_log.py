@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .filetypes import FileInfo, FileKind
 from .findings import finding
@@ -36,8 +37,7 @@ METADATA_TOPIC = "__cluster_metadata"
 _PARTIAL = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10}).*\.checkpoint\.part$")
 
 
-@dataclass(frozen=True, slots=True)
-class SnapshotFile:
+class SnapshotFile(NamedTuple):
     """A KRaft snapshot file (``SnapshotPath``): its id (``OffsetAndEpoch``: the end offset, then the epoch)."""
 
     end_offset: int

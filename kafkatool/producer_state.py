@@ -189,7 +189,7 @@ def snapshot_entries(producers: dict[int, ProducerState]) -> list[ProducerEntry]
 
 def snapshot_bytes(producers: dict[int, ProducerState]) -> bytes:
     """``ProducerStateManager.takeSnapshot``'s file for this producer state (``writeSnapshot``)."""
-    return snapshot_format.build_snapshot(dataclasses.asdict(e) for e in snapshot_entries(producers))
+    return snapshot_format.build_snapshot(e._asdict() for e in snapshot_entries(producers))
 
 
 class ProducerReplay(ProducerStateManager):

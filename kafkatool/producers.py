@@ -560,8 +560,8 @@ def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
                           f"producer {pid} is in the snapshot but has no batch in the log (its batches were "
                           "deleted before the log start?)")
         elif mine != theirs:
-            diffs = [f"{f.name} {getattr(theirs, f.name)} (log: {getattr(mine, f.name)})"
-                     for f in dataclasses.fields(ProducerEntry) if getattr(mine, f.name) != getattr(theirs, f.name)]
+            diffs = [f"{name} {getattr(theirs, name)} (log: {getattr(mine, name)})"
+                     for name in ProducerEntry._fields if getattr(mine, name) != getattr(theirs, name)]
             yield finding("producer-state-mismatch", path, None,
                           f"producer {pid}: the snapshot says " + ", ".join(diffs))
 

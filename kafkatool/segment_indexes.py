@@ -22,7 +22,6 @@ the interval after it.
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from collections.abc import Iterable
 from typing import Any
@@ -180,7 +179,7 @@ class SegmentIndexes:
 
 def txn_index_bytes(aborted: Iterable[AbortedTxn]) -> bytes:
     """``.txnindex`` bytes of these aborted transactions (``TransactionIndex.append``, one entry each)."""
-    return b"".join(txn_format.AbortedTxnEntry.build(dataclasses.asdict(t)) for t in aborted)
+    return b"".join(txn_format.AbortedTxnEntry.build(t._asdict()) for t in aborted)
 
 
 # The entry layouts of kafkatool.formats.index (OffsetIndexEntry: relative offset, position; TimeIndexEntry:

@@ -26,7 +26,6 @@ import struct
 import sys
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -42,8 +41,7 @@ from .records import crc32c
 # --- values ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class IndexEntry:
+class IndexEntry(NamedTuple):
     offset: int    # absolute: segment base offset + relative offset
     position: int  # byte position in the .log
 
@@ -51,8 +49,7 @@ class IndexEntry:
         return {"type": "index_entry", "offset": self.offset, "position": self.position}
 
 
-@dataclass(frozen=True, slots=True)
-class TimeIndexEntry:
+class TimeIndexEntry(NamedTuple):
     timestamp: int
     offset: int  # absolute
 
@@ -60,8 +57,7 @@ class TimeIndexEntry:
         return {"type": "time_index_entry", "timestamp": self.timestamp, "offset": self.offset}
 
 
-@dataclass(frozen=True, slots=True)
-class AbortedTxn:
+class AbortedTxn(NamedTuple):
     version: int
     producer_id: int
     first_offset: int
@@ -79,8 +75,7 @@ class AbortedTxn:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerSnapshotHeader:
+class ProducerSnapshotHeader(NamedTuple):
     version: int
     crc: int
     crc_valid: bool
@@ -96,8 +91,7 @@ class ProducerSnapshotHeader:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerEntry:
+class ProducerEntry(NamedTuple):
     producer_id: int
     producer_epoch: int
     last_sequence: int
@@ -121,8 +115,7 @@ class ProducerEntry:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointHeader:
+class CheckpointHeader(NamedTuple):
     version: int
     count: int | None  # None: the file ends after the version line
 
@@ -130,8 +123,7 @@ class CheckpointHeader:
         return {"type": "checkpoint", "version": self.version, "count": self.count}
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCheckpointEntry:
+class OffsetCheckpointEntry(NamedTuple):
     topic: str
     partition: int
     offset: int
@@ -140,8 +132,7 @@ class OffsetCheckpointEntry:
         return {"type": "offset", "topic": self.topic, "partition": self.partition, "offset": self.offset}
 
 
-@dataclass(frozen=True, slots=True)
-class EpochEntry:
+class EpochEntry(NamedTuple):
     epoch: int
     start_offset: int
 
@@ -149,8 +140,7 @@ class EpochEntry:
         return {"type": "epoch", "epoch": self.epoch, "start_offset": self.start_offset}
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionMetadata:
+class PartitionMetadata(NamedTuple):
     version: int
     topic_id: str  # Uuid.toString(): URL-safe base64, no padding
 
@@ -158,8 +148,7 @@ class PartitionMetadata:
         return {"type": "partition_metadata", "version": self.version, "topic_id": self.topic_id}
 
 
-@dataclass(frozen=True, slots=True)
-class MetaProperties:
+class MetaProperties(NamedTuple):
     """``meta.properties``: the raw properties plus what Kafka derives from them."""
 
     version: int | None  # None when the file is unusable (see the accompanying Finding)
@@ -179,8 +168,7 @@ class MetaProperties:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class CleanShutdown:
+class CleanShutdown(NamedTuple):
     """``.kafka_cleanshutdown``: present means the broker shut down cleanly; epoch since Kafka 3.7."""
 
     version: int | None
@@ -190,8 +178,7 @@ class CleanShutdown:
         return {"type": "clean_shutdown", "version": self.version, "broker_epoch": self.broker_epoch}
 
 
-@dataclass(frozen=True, slots=True)
-class QuorumState:
+class QuorumState(NamedTuple):
     """KRaft ``quorum-state``: ``data_version`` plus the QuorumStateData fields as written (camelCase)."""
 
     data_version: int
