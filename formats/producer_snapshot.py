@@ -15,13 +15,20 @@ fail), then rejects a version other than 1, then a CRC mismatch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from construct import Array, Check, Int16sb, Int32sb, Int32ub, Int64sb, Struct, stream_size, stream_tell, this
 
-VERSION = 1
-CRC_OFFSET = 2
-ENTRIES_OFFSET = 6  # CRC32C covers [6, end of file)
+from . import constants
+
+# The numbers and the two rules the readers use without Construct (formats/constants.py), declared with the layout
+VERSION = constants.SNAPSHOT_VERSION
+CRC_OFFSET = constants.SNAPSHOT_CRC_OFFSET
+ENTRIES_OFFSET = constants.SNAPSHOT_ENTRIES_OFFSET  # CRC32C covers [6, end of file)
+PRODUCER_ENTRY_SIZE = constants.PRODUCER_ENTRY_SIZE  # 46
+HEADER_SIZE = constants.SNAPSHOT_HEADER_SIZE  # 10
+entries_fit = constants.entries_fit
+snapshot_crc = constants.snapshot_crc
 
 ProducerEntry = Struct(
     "producer_id" / Int64sb,
@@ -33,19 +40,12 @@ ProducerEntry = Struct(
     "coordinator_epoch" / Int32sb,       # epoch of the last transaction coordinator
     "current_txn_first_offset" / Int64sb,  # first offset of the open transaction, -1 if none
 )
-PRODUCER_ENTRY_SIZE = ProducerEntry.sizeof()  # 46
 
 SnapshotHeader = Struct(
     "version" / Int16sb,
     "crc" / Int32ub,
     "num_entries" / Int32sb,
 )
-HEADER_SIZE = SnapshotHeader.sizeof()  # 10
-
-
-def entries_fit(num_entries: int, available: int) -> bool:
-    """Whether ``num_entries`` entries can be read from ``available`` bytes (checked before allocating)."""
-    return 0 <= num_entries and num_entries * PRODUCER_ENTRY_SIZE <= available
 
 
 def _entries_fit_stream(ctx) -> bool:
@@ -57,15 +57,6 @@ ProducerSnapshot = Struct(
     Check(_entries_fit_stream),  # reject a count that cannot fit before Array allocates anything
     "entries" / Array(this.num_entries, ProducerEntry),
 )
-
-
-def snapshot_crc(data: bytes, crc32c: Callable[[bytes], int] | None = None) -> int:
-    """The CRC32C Kafka stores for a snapshot file's bytes (computed over ``data[6:]``), by ``crc32c`` (the reader's:
-    ``kafkatool.records.crc32c``), else by the ``crc32c`` package, imported here (its import costs ~35 ms)."""
-    if crc32c is None:
-        from crc32c import crc32c
-
-    return crc32c(memoryview(data)[ENTRIES_OFFSET:])
 
 
 def build_snapshot(entries: Iterable[Mapping[str, int]], version: int = VERSION) -> bytes:

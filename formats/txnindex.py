@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from construct import Int16sb, Int64sb, Struct
 
+from . import constants
 from .index import whole_entries
 
-CURRENT_VERSION = 0
+CURRENT_VERSION = constants.TXN_INDEX_VERSION
+kafka_version = constants.txn_kafka_version  # the first byte only, signed (AbortedTxn.version())
 
 AbortedTxnEntry = Struct(
     "version" / Int16sb,
@@ -32,6 +34,3 @@ ABORTED_TXN_SIZE = AbortedTxnEntry.sizeof()  # 34
 TransactionIndex = whole_entries(AbortedTxnEntry)
 
 
-def kafka_version(version: int) -> int:
-    """The version as Kafka's ``AbortedTxn.version()`` sees it: the first byte only, signed."""
-    return version >> 8

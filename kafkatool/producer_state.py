@@ -28,11 +28,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from .formats import producer_snapshot as snapshot_format
 from .javacompat import java_hashmap_order
 from .model import Batch, Finding, Marker
 from .records import read_marker
-from .smallfiles import AbortedTxn, ProducerEntry
+from .smallfiles import AbortedTxn, ProducerEntry, producer_snapshot_bytes
 
 _INT32_MAX = (1 << 31) - 1
 
@@ -189,7 +188,7 @@ def snapshot_entries(producers: dict[int, ProducerState]) -> list[ProducerEntry]
 
 def snapshot_bytes(producers: dict[int, ProducerState]) -> bytes:
     """``ProducerStateManager.takeSnapshot``'s file for this producer state (``writeSnapshot``)."""
-    return snapshot_format.build_snapshot(e._asdict() for e in snapshot_entries(producers))
+    return producer_snapshot_bytes(snapshot_entries(producers))
 
 
 class ProducerReplay(ProducerStateManager):

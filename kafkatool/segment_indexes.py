@@ -22,15 +22,13 @@ the interval after it.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from typing import Any
 
 from .errors import IndexAppendError
-from .formats import index as index_format
-from .formats import txnindex as txn_format
+from .filetypes import FileKind
 from .model import Batch, Stretch, placed
-from .smallfiles import AbortedTxn
+from .smallfiles import AbortedTxn, entry_struct
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1  # offsets are Java longs: a batch ending here has no next offset (lastOffset + 1 wraps)
@@ -164,7 +162,7 @@ class SegmentIndexes:
         """The ``.index`` file (:data:`kafkatool.formats.index.OffsetIndex`): its entries, then zero-filled slots
         up to ``preallocated_entries`` (a crash). Packed with ``struct`` (the construct costs ~20 µs an entry)."""
         base = self.base_offset
-        pad = max(preallocated_entries - len(self.offsets), 0) * index_format.OFFSET_INDEX_ENTRY_SIZE
+        pad = max(preallocated_entries - len(self.offsets), 0) * _OFFSET_ENTRY.size
         pack = _OFFSET_ENTRY.pack
         return b"".join([pack(o - base, p) for o, p in self.offsets]) + bytes(pad)
 
@@ -172,22 +170,21 @@ class SegmentIndexes:
         """The ``.timeindex`` file (:data:`kafkatool.formats.index.TimeIndex`): its entries, then zero-filled slots
         up to ``preallocated_entries``."""
         base = self.base_offset
-        pad = max(preallocated_entries - len(self.times), 0) * index_format.TIME_INDEX_ENTRY_SIZE
+        pad = max(preallocated_entries - len(self.times), 0) * _TIME_ENTRY.size
         pack = _TIME_ENTRY.pack
         return b"".join([pack(t, o - base) for t, o in self.times]) + bytes(pad)
 
 
 def txn_index_bytes(aborted: Iterable[AbortedTxn]) -> bytes:
     """``.txnindex`` bytes of these aborted transactions (``TransactionIndex.append``, one entry each)."""
-    return b"".join(txn_format.AbortedTxnEntry.build(t._asdict()) for t in aborted)
+    pack = entry_struct(FileKind.TXN_INDEX).pack
+    return b"".join([pack(*t) for t in aborted])
 
 
 # The entry layouts of kafkatool.formats.index (OffsetIndexEntry: relative offset, position; TimeIndexEntry:
-# timestamp, relative offset), big-endian.
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
-assert _OFFSET_ENTRY.size == index_format.OFFSET_INDEX_ENTRY_SIZE
-assert _TIME_ENTRY.size == index_format.TIME_INDEX_ENTRY_SIZE
+# timestamp, relative offset), big-endian, as the readers decode them.
+_OFFSET_ENTRY = entry_struct(FileKind.INDEX)
+_TIME_ENTRY = entry_struct(FileKind.TIME_INDEX)
 
 
 __all__ = ["INT32_MAX", "INT64_MAX", "SegmentIndexes", "last_offset_limit", "offset_misfit", "txn_index_bytes"]

@@ -15,8 +15,8 @@ Semantics follow the Kafka classes the corpus goldens were produced with:
 Bad content never raises: it becomes a Finding and the reader stops. Only a file that cannot be
 read raises :class:`~kafkatool.errors.InputIOError`. Index files are bulk-decoded with ``struct``
 (``.index`` files can be 10 MiB preallocated); the formats are the Construct declarations in
-``kafkatool.formats``, from which the ``struct`` layouts here are derived; they are imported at the first read
-(:func:`_formats`), so that importing this module costs nothing a segment checked alone would not pay.
+``kafkatool.formats``, whose layouts and numbers ``formats/constants.py`` holds for the readers here (tests hold them
+equal): a partition's small files are read without importing Construct, which costs more than checking them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import functools
 import struct
 import sys
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -34,6 +34,7 @@ from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, read_regular
 from .findings import finding
 from .formats import checkpoints
+from .formats import constants as layout
 from .formats.checkpoints import TextFileError
 from .model import Finding
 from .records import crc32c
@@ -289,45 +290,28 @@ def _error(path: str, code: str, position: int | None, message: str) -> Finding:
     return finding(code, path, position, message)
 
 
-def _packer(decl: Any) -> struct.Struct:
-    """The ``struct`` layout of a Construct Struct of big-endian fixed-size fields (for bulk decoding)."""
-    return struct.Struct(">" + "".join(sc.subcon.fmtstr.lstrip("<>=!") for sc in decl.subcons))
-
-
-class _Formats(NamedTuple):
-    """The declarations the readers need (:func:`_formats`), and the ``struct`` layouts derived from them."""
-
-    offset_entry: struct.Struct
-    time_entry: struct.Struct
-    txn_entry: struct.Struct
-    # A snapshot entry's fields in the order of their declaration, which ProducerEntry's fields follow
-    # (tests/test_formats_small.py: the same entries as the Construct declaration on every corpus snapshot).
-    snapshot_entry: struct.Struct
-    snapshot_header: struct.Struct  # version, crc, num_entries (Construct's parse costs 0.1 ms a snapshot)
-    slots: dict[FileKind, struct.Struct]
-    txn: ModuleType       # kafkatool.formats.txnindex
-    snapshot: ModuleType  # kafkatool.formats.producer_snapshot
-    metadata: ModuleType  # kafkatool.formats.metadata_files
+# The entry layouts, from formats/constants.py (held equal to the Construct declarations by
+# tests/test_formats_small.py): each a tuple of its fields in declaration order, which the values above follow.
+_OFFSET_ENTRY = struct.Struct(layout.OFFSET_INDEX_ENTRY)
+_TIME_ENTRY = struct.Struct(layout.TIME_INDEX_ENTRY)
+_TXN_ENTRY = struct.Struct(layout.ABORTED_TXN_ENTRY)
+_SNAPSHOT_HEADER = struct.Struct(layout.SNAPSHOT_HEADER)  # version, crc, num_entries
+_SNAPSHOT_ENTRY = struct.Struct(layout.SNAPSHOT_ENTRY)    # ProducerEntry's fields
+_SLOTS = {FileKind.INDEX: _OFFSET_ENTRY, FileKind.TIME_INDEX: _TIME_ENTRY, FileKind.TXN_INDEX: _TXN_ENTRY}
 
 
 @functools.cache
-def _formats() -> _Formats:
-    """The Construct declarations, imported at the first small file read: importing this module stays cheap (its
-    callers import it at the top), and a segment checked alone never pays for Construct (tests/test_startup.py)."""
-    # Here, not at the top: Construct (and metadata_files' json) cost more to import than checking a small segment.
-    from .formats import index, metadata_files, producer_snapshot, txnindex
+def _metadata_files() -> ModuleType:
+    """:mod:`kafkatool.formats.metadata_files`, imported at the first text metadata file read: its json costs more to
+    import than checking a small segment, and text output never needs json otherwise (tests/test_startup.py)."""
+    from .formats import metadata_files
 
-    offset, time = _packer(index.OffsetIndexEntry), _packer(index.TimeIndexEntry)
-    txn = _packer(txnindex.AbortedTxnEntry)
-    return _Formats(offset, time, txn, _packer(producer_snapshot.ProducerEntry),
-                    _packer(producer_snapshot.SnapshotHeader),
-                    {FileKind.INDEX: offset, FileKind.TIME_INDEX: time, FileKind.TXN_INDEX: txn},
-                    txnindex, producer_snapshot, metadata_files)
+    return metadata_files
 
 
 def entry_struct(kind: FileKind) -> struct.Struct:
-    """The ``struct`` of one entry of an index kind, derived from its Construct declaration."""
-    return _formats().slots[kind]
+    """The ``struct`` of one entry of an index kind (its Construct declaration's layout)."""
+    return _SLOTS[kind]
 
 
 def index_slots(data: bytes, kind: FileKind) -> Iterator[tuple]:
@@ -335,7 +319,7 @@ def index_slots(data: bytes, kind: FileKind) -> Iterator[tuple]:
 
     Bulk ``struct`` decoding; a partial last slot is left out (``len(data) % entry size`` bytes).
     """
-    packer = _formats().slots[kind]
+    packer = _SLOTS[kind]
     return packer.iter_unpack(memoryview(data)[: len(data) - len(data) % packer.size])
 
 
@@ -401,7 +385,7 @@ def offset_slots(data: bytes) -> OffsetSlots:
 
 def offset_index_sanity(data: bytes, path: str) -> Finding | None:
     """``OffsetIndex.sanityCheck()``: the last (mapped) entry below the base offset, or a partial entry."""
-    entry = _formats().offset_entry
+    entry = _OFFSET_ENTRY
     size = entry.size
     entries = len(data) // size
     if entries and entry.unpack_from(data, (entries - 1) * size)[0] < 0:
@@ -424,7 +408,7 @@ def _time_index(data: bytes, path: str, base_offset: int) -> Iterator[TimeIndexE
 
 def time_index_sanity(data: bytes, path: str) -> Finding | None:
     """``TimeIndex.sanityCheck()``: last timestamp below the first, last offset below base, partial entry."""
-    entry = _formats().time_entry
+    entry = _TIME_ENTRY
     size = entry.size
     entries = len(data) // size
     if entries:
@@ -444,18 +428,17 @@ def time_index_sanity(data: bytes, path: str) -> Finding | None:
 
 
 def _txn_index(data: bytes, path: str, base_offset: int) -> Iterator[AbortedTxn | Finding]:
-    formats = _formats()
-    txn_format, size = formats.txn, formats.txn_entry.size
+    size = _TXN_ENTRY.size
     txns: list[AbortedTxn] = []
     for i, fields in enumerate(index_slots(data, FileKind.TXN_INDEX)):
         txn = AbortedTxn(*fields)
-        seen_by_kafka = txn_format.kafka_version(txn.version)
-        if seen_by_kafka > txn_format.CURRENT_VERSION:
+        seen_by_kafka = layout.txn_kafka_version(txn.version)
+        if seen_by_kafka > layout.TXN_INDEX_VERSION:
             yield _error(path, "txnindex-bad-version", i * size,
                          f"entry {i} has version {txn.version} (Kafka reads {seen_by_kafka}, "
-                         f"supports {txn_format.CURRENT_VERSION})")
+                         f"supports {layout.TXN_INDEX_VERSION})")
             return
-        if txn.version != txn_format.CURRENT_VERSION:
+        if txn.version != layout.TXN_INDEX_VERSION:
             yield finding("txnindex-odd-version", path, i * size,
                           f"entry {i} has version {txn.version}; Kafka reads only the first byte, accepts it")
         txns.append(txn)
@@ -475,36 +458,46 @@ def _txn_index(data: bytes, path: str, base_offset: int) -> Iterator[AbortedTxn 
 
 
 def _producer_snapshot(data: bytes, path: str, base_offset: int) -> Iterator[Any]:
-    fmt = _formats().snapshot
-    if len(data) < fmt.HEADER_SIZE:
+    if len(data) < layout.SNAPSHOT_HEADER_SIZE:
         yield _error(path, "snapshot-truncated", 0,
-                     f"snapshot is {len(data)} bytes, shorter than its {fmt.HEADER_SIZE}-byte header")
+                     f"snapshot is {len(data)} bytes, shorter than its {layout.SNAPSHOT_HEADER_SIZE}-byte header")
         return
-    version, crc, num_entries = _formats().snapshot_header.unpack_from(data)
-    computed = fmt.snapshot_crc(data, crc32c)
+    version, crc, num_entries = _SNAPSHOT_HEADER.unpack_from(data)
+    computed = layout.snapshot_crc(data, crc32c)
     crc_valid = computed == crc
     yield ProducerSnapshotHeader(version, crc, crc_valid, num_entries)
-    available = len(data) - fmt.HEADER_SIZE
+    available = len(data) - layout.SNAPSHOT_HEADER_SIZE
     if num_entries < 0:
-        yield _error(path, "snapshot-bad-count", fmt.ENTRIES_OFFSET,
+        yield _error(path, "snapshot-bad-count", layout.SNAPSHOT_ENTRIES_OFFSET,
                      f"negative entry count {num_entries}")
-    elif not fmt.entries_fit(num_entries, available):
-        yield _error(path, "snapshot-truncated", fmt.ENTRIES_OFFSET,
-                     f"{num_entries} entries of {fmt.PRODUCER_ENTRY_SIZE} bytes do not fit in the "
+    elif not layout.entries_fit(num_entries, available):
+        yield _error(path, "snapshot-truncated", layout.SNAPSHOT_ENTRIES_OFFSET,
+                     f"{num_entries} entries of {layout.PRODUCER_ENTRY_SIZE} bytes do not fit in the "
                      f"{available} bytes after the header")
-    elif version != fmt.VERSION:
+    elif version != layout.SNAPSHOT_VERSION:
         yield _error(path, "snapshot-bad-version", 0,
-                     f"unknown snapshot version {version} (expected {fmt.VERSION})")
+                     f"unknown snapshot version {version} (expected {layout.SNAPSHOT_VERSION})")
     elif not crc_valid:
-        yield _error(path, "snapshot-crc-mismatch", fmt.CRC_OFFSET,
+        yield _error(path, "snapshot-crc-mismatch", layout.SNAPSHOT_CRC_OFFSET,
                      f"stored CRC {crc} != computed CRC {computed}")
     else:
-        end = fmt.HEADER_SIZE + num_entries * fmt.PRODUCER_ENTRY_SIZE
-        for fields in _formats().snapshot_entry.iter_unpack(memoryview(data)[fmt.HEADER_SIZE : end]):
+        end = layout.SNAPSHOT_HEADER_SIZE + num_entries * layout.PRODUCER_ENTRY_SIZE
+        for fields in _SNAPSHOT_ENTRY.iter_unpack(memoryview(data)[layout.SNAPSHOT_HEADER_SIZE : end]):
             yield ProducerEntry(*fields)
         if end < len(data):
             yield finding("snapshot-trailing-bytes", path, end,
                           f"{len(data) - end} bytes after the last entry (CRC-covered; Kafka ignores them)")
+
+
+def producer_snapshot_bytes(entries: Iterable[ProducerEntry]) -> bytes:
+    """A producer snapshot file of ``entries`` as ``ProducerStateManager.writeSnapshot`` writes it (the CRC filled in):
+    the layouts above, equal to :func:`kafkatool.formats.producer_snapshot.build_snapshot` (tests/test_formats_small.py)
+    without importing Construct."""
+    pack = _SNAPSHOT_ENTRY.pack
+    body = [pack(*e) for e in entries]
+    raw = bytearray(_SNAPSHOT_HEADER.pack(layout.SNAPSHOT_VERSION, 0, len(body)) + b"".join(body))
+    _SNAPSHOT_HEADER.pack_into(raw, 0, layout.SNAPSHOT_VERSION, layout.snapshot_crc(raw, crc32c), len(body))
+    return bytes(raw)
 
 
 # --- text checkpoints and metadata files ----------------------------------------------------------
@@ -529,7 +522,7 @@ def _checkpoint(parse_line: Callable[[str], tuple | None], make: Callable[..., A
 
 
 def _partition_metadata(data: bytes, path: str, base_offset: int) -> Iterator[PartitionMetadata | Finding]:
-    metadata_files = _formats().metadata
+    metadata_files = _metadata_files()
     try:
         version, topic_id = metadata_files.parse_partition_metadata(data)
     except TextFileError as e:
@@ -539,7 +532,7 @@ def _partition_metadata(data: bytes, path: str, base_offset: int) -> Iterator[Pa
 
 
 def _meta_properties(data: bytes, path: str, base_offset: int) -> Iterator[MetaProperties | Finding]:
-    metadata_files = _formats().metadata
+    metadata_files = _metadata_files()
     try:
         _, props = metadata_files.parse_properties(data)
     except TextFileError as e:
@@ -557,7 +550,7 @@ def _meta_properties(data: bytes, path: str, base_offset: int) -> Iterator[MetaP
 
 
 def _clean_shutdown(data: bytes, path: str, base_offset: int) -> Iterator[CleanShutdown | Finding]:
-    metadata_files = _formats().metadata
+    metadata_files = _metadata_files()
     try:
         version, epoch = metadata_files.parse_clean_shutdown(data)
     except TextFileError as e:  # Kafka still treats the shutdown as clean; only the epoch is lost
@@ -568,7 +561,7 @@ def _clean_shutdown(data: bytes, path: str, base_offset: int) -> Iterator[CleanS
 
 
 def _quorum_state(data: bytes, path: str, base_offset: int) -> Iterator[QuorumState | Finding]:
-    metadata_files = _formats().metadata
+    metadata_files = _metadata_files()
     try:
         state = metadata_files.parse_quorum_state(data)
     except TextFileError as e:

@@ -17,11 +17,13 @@ from construct import ConstructError
 from kafkatool.errors import InputIOError, UsageError
 from kafkatool.filetypes import FileKind, classify
 from kafkatool.formats import checkpoints as cp
+from kafkatool.formats import constants as c
 from kafkatool.formats import index as ix
 from kafkatool.formats import metadata_files as mf
 from kafkatool.formats import producer_snapshot as ps
 from kafkatool.formats import txnindex as tx
 from kafkatool.model import Finding
+from kafkatool.segment_indexes import txn_index_bytes
 from kafkatool.smallfiles import (
     AbortedTxn,
     CheckpointHeader,
@@ -30,6 +32,7 @@ from kafkatool.smallfiles import (
     ProducerEntry,
     TimeIndexEntry,
     index_slots,
+    producer_snapshot_bytes,
     read_epoch_checkpoint,
     read_offset_checkpoint,
     read_offset_index,
@@ -205,6 +208,43 @@ PRODUCERS = [
     dict(producer_id=2**63 - 1, producer_epoch=-1, last_sequence=-1, last_offset=-1, offset_delta=0,
          timestamp=-1, coordinator_epoch=-1, current_txn_first_offset=500),
 ]
+
+
+def _layout(decl) -> str:
+    """The ``struct`` layout of a Construct Struct of big-endian fixed-size fields, in declaration order (Construct
+    spells a 4-byte int ``l``, which in ``>`` mode is ``i``)."""
+    fields = "".join(sc.subcon.fmtstr.lstrip("<>=!") for sc in decl.subcons)
+    return ">" + fields.replace("l", "i").replace("L", "I")
+
+
+def test_the_readers_layouts_are_the_declarations() -> None:
+    """formats/constants.py spells the small files' layouts for the readers and writers that run without Construct:
+    each is its declaration's (an entry field added, retyped or moved there fails here)."""
+    assert [struct.calcsize(c.OFFSET_INDEX_ENTRY), struct.calcsize(c.TIME_INDEX_ENTRY)] == [
+        ix.OffsetIndexEntry.sizeof(), ix.TimeIndexEntry.sizeof()]
+    for constant, decl in [(c.OFFSET_INDEX_ENTRY, ix.OffsetIndexEntry), (c.TIME_INDEX_ENTRY, ix.TimeIndexEntry),
+                           (c.ABORTED_TXN_ENTRY, tx.AbortedTxnEntry), (c.SNAPSHOT_HEADER, ps.SnapshotHeader),
+                           (c.SNAPSHOT_ENTRY, ps.ProducerEntry)]:
+        assert constant == _layout(decl)
+    assert (c.SNAPSHOT_HEADER_SIZE, c.PRODUCER_ENTRY_SIZE) == (ps.SnapshotHeader.sizeof(), ps.ProducerEntry.sizeof())
+    header = {sub.name: ps.SnapshotHeader.subcons[:i] for i, sub in enumerate(ps.SnapshotHeader.subcons)}
+    assert sum(s.sizeof() for s in header["crc"]) == c.SNAPSHOT_CRC_OFFSET
+    assert sum(s.sizeof() for s in header["num_entries"]) == c.SNAPSHOT_ENTRIES_OFFSET
+    # the values follow their declarations' field order (they are built from the bulk-decoded tuples)
+    assert list(ProducerEntry._fields) == [sc.name for sc in ps.ProducerEntry.subcons]
+    assert list(AbortedTxn._fields) == [sc.name for sc in tx.AbortedTxnEntry.subcons]
+
+
+@pytest.mark.parametrize("producers", [[], PRODUCERS[:1], PRODUCERS])
+def test_a_snapshot_written_without_construct_is_the_declarations(producers: list[dict]) -> None:
+    """What repair and the log writer write (kafkatool.smallfiles.producer_snapshot_bytes): the Construct build's
+    bytes, the CRC included."""
+    assert producer_snapshot_bytes([ProducerEntry(**p) for p in producers]) == ps.build_snapshot(producers)
+
+
+def test_a_txnindex_written_without_construct_is_the_declarations() -> None:
+    txns = [AbortedTxn(0, 1000, 5, 9, 5), AbortedTxn(0, 2**63 - 1, -1, 2**63 - 1, 0)]
+    assert txn_index_bytes(txns) == b"".join(tx.AbortedTxnEntry.build(t._asdict()) for t in txns)
 
 
 def test_producer_snapshot_build_parse(tmp_path: Path) -> None:

@@ -113,6 +113,45 @@ def test_a_partition_with_producer_snapshots_checks_their_crcs_natively() -> Non
     assert "crc32c" in imported_by("verify", str(part), env={native.PURE_ENV: "1"})
 
 
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_a_partition_is_verified_without_construct(pure: str) -> None:
+    """A partition dir's small files (offset, time and transaction indexes, producer snapshots, checkpoints) are read
+    with the layouts of formats/constants.py: Construct's import (~35 ms, pdb with it) is not on verify's path."""
+    part = corpus_root() / "kafka" / "logdir" / "txn-0"
+    assert {p.suffix for p in part.iterdir()} >= {".txnindex", ".snapshot", ".index", ".timeindex"}
+    modules = imported_by("verify", str(part), env={native.PURE_ENV: pure})
+    assert "kafkatool.loader" in modules and "kafkatool.smallfiles" in modules  # it did load the partition
+    assert heavy(modules, ("construct",)) == []
+
+
+VALUES = """
+import dataclasses, sys
+from kafkatool.cli import main
+sys.argv = ["kafkatool", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+for name, module in sorted(sys.modules.items()):
+    if name.startswith("kafkatool."):
+        for value in vars(module).values():
+            # made by @dataclass here (a subclass of another module's dataclass is not made again)
+            params = isinstance(value, type) and vars(value).get("__dataclass_params__")
+            if params and value.__module__ == name and params.frozen:
+                sys.__stderr__.write(f"FROZEN {name}.{value.__qualname__}\\n")
+"""
+
+
+def test_the_values_on_a_partitions_path_are_named_tuples() -> None:
+    """kafkatool/__init__.py's rule: an immutable value on a command's path is a NamedTuple, not a frozen dataclass
+    (~2 ms each to make at import here, where a NamedTuple costs ~0.2 ms): none among the modules a partition's
+    verify imports."""
+    part = str(corpus_root() / "kafka" / "logdir" / "txn-0")
+    p = subprocess.run([sys.executable, "-c", VALUES, "verify", part], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert [line for line in p.stderr.splitlines() if line.startswith("FROZEN ")] == []
+
+
 def test_one_segment_read_in_pure_python_imports_no_construct() -> None:
     """The pure-Python reader needs crc32c, but still not the Construct declarations (v2 batches are read with
     ``struct``, tied to the declarations by tests/test_records_formats.py)."""

@@ -4,15 +4,13 @@ decoded payloads (light: the output layer imports it at every start)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..model import Record
 
 
-@dataclass(frozen=True, slots=True)
-class Decoded:
+class Decoded(NamedTuple):
     """One payload read by a decoder: a JSON-able ``value``, the Confluent schema id it was written with (None when
     not framed), or why it does not decode (``error``; ``value`` is None then)."""
 
@@ -27,8 +25,7 @@ class Decoded:
 PayloadDecoder = Callable[..., Decoded]
 
 
-@dataclass(frozen=True)
-class SchemaSources:
+class SchemaSources(NamedTuple):
     """Where the schema decoders find writer schemas: a ``_schemas`` partition among the command's ``paths`` (or in
     ``schema_log_dir``, ``--schema-log-dir``), and ``<id>.avsc``/``<id>.proto``/``<id>.json`` files in ``schemas_dir``
     (``--schemas``); with ``validate`` (``--validate``) a JSON Schema body is checked against its schema."""
