@@ -5,7 +5,9 @@ alone); ``verify``, ``dump`` and ``dump --records`` of one segment need the read
 converts option values through it), the help renderer's markdown and syntax highlighting, the compression codecs
 of an uncompressed segment, Spark or Arrow; nor rich when the output is no terminal, nor Construct (the reader's
 numbers are in ``formats/constants.py``), nor the loader and small-file readers of a whole partition; and with
-the native core, not crc32c either (whose import brings ``importlib.metadata``); and json only for jsonl.
+the native core, not crc32c either (whose import brings ``importlib.metadata``); and json only for jsonl. A whole
+partition's verify needs the loader and the small-file readers, still without Construct, and its immutable values
+are ``NamedTuple`` classes, not frozen dataclasses (kafkatool/__init__.py).
 The timings are in ``bench/bench_cli.py`` (ratios against ``python -c pass`` taken in the same run).
 """
 
