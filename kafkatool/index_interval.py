@@ -53,6 +53,9 @@ class IndexInterval(NamedTuple):
     high: int | None = None
 
 
+_NO_ENTRIES = IndexInterval(DEFAULT, "default", "(default: no offset index entries to infer it from)")
+
+
 def segment_range(positions: list[int], entry_positions: list[int]) -> tuple[int, int | None] | None:
     """``(low, high)``: the intervals ``low <= I < high`` (``high`` None: unbounded) under which Kafka's rule indexes
     exactly the batches at ``entry_positions`` among the batches at ``positions`` (ascending, from the segment's
@@ -170,6 +173,8 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
             continue
         log, index = segments[base][0], named[0]
         data = read_index(index)
+        if len(data) < 8:  # no whole slot: no entry (a one-batch segment's index is empty)
+            continue
         slots = offset_slots(data)
         listed = slots.position[: slots.used]
         if not listed:
@@ -187,6 +192,8 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
         high = fit[1] if high is None else (high if fit[1] is None else min(high, fit[1]))
     left_out = f"; {skipped} segment(s) whose entries fit no interval left out" if skipped else ""
     if entries == 0:
+        if not used and not skipped:  # every index empty: one value for every such partition
+            return _NO_ENTRIES
         return IndexInterval(DEFAULT, "default", f"(default: no offset index entries to infer it from{left_out})",
                              segments=used)
     if high is not None and low >= high:

@@ -64,6 +64,7 @@ Where this deliberately differs from the broker (say so when you read the number
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -439,7 +440,7 @@ def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
         out = _Files(leftovers=leftover_passes(files, lambda p, d, base: _next_offset(p, d, base, options)))
         gone = {p for p, _, _ in out.leftovers.deleted}
     else:  # no leftover (most partitions): the passes do nothing
-        out, gone = _Files(), set()
+        out, gone = _Files(), _NOTHING
     for p, d, info in files.files:
         base = info.base_offset
         if base is not None and base > INT64_MAX and info.leftover is None and p not in gone:
@@ -454,7 +455,7 @@ def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
     else:  # every file is live (most partitions): no set of paths to hash
         kept = _every
     out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if kept(p)}
-    out.indexes = {(b, k.value): p for (b, k), (p, _d) in files.indexes.items() if kept(p)}
+    out.indexes = {(b, _EXTENSION[k]): p for (b, k), (p, _d) in files.indexes.items() if kept(p)}
     out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if kept(p)}
     if files.others:  # only there are KRaft snapshots (sort_files)
         out.raft_snapshots = snapshot_files(files.files)
@@ -470,6 +471,10 @@ def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
 
 def _every(path: Path) -> bool:
     return True
+
+
+_NOTHING: frozenset[Path] = frozenset()
+_EXTENSION = {k: k.value for k in FileKind}  # an enum member's .value is a descriptor call; a dict lookup is not
 
 
 def segment_files(files: Iterable[tuple[Path, str]], options: ScanOptions | None = None) -> list[LoadedSegment]:
@@ -569,7 +574,9 @@ class PartitionLoad:
         self.files = sorted_files = _sort_files(_by_role(path, display, files), options)
         self.bases = bases = sorted(sorted_files.segments)
         self.segs = segs = [sorted_files.segments[b] for b in bases]
-        self.seg_index = {s.display: i for i, s in reversed(list(enumerate(segs)))}  # tap's lookup (the first wins)
+        self.seg_index = seg_index = {s.display: i for i, s in enumerate(segs)}  # tap's lookup
+        if len(seg_index) < len(segs):  # a display named twice: the first wins
+            self.seg_index = {s.display: i for i, s in reversed(list(enumerate(segs)))}
         self.loaded = loaded = LoadedPartition(path, display, topic, partition, segs, rp, rp_checkpoint, clean,
                                                ls_checkpoint, hw_checkpoint,
                                                findings=list(logdir.unreadable_checkpoints))
@@ -594,8 +601,8 @@ class PartitionLoad:
             if problem:
                 seg.recovered = problem
                 load_phase.add(seg.base_offset)
-        floor = max((b for b in bases if b <= rp), default=bases[0]) if bases else 0
-        self.unflushed = unflushed = set() if clean else {b for b in bases if b >= floor}
+        # recoverLog starts at the segment holding the recovery point (the first when it is below every base)
+        self.unflushed = unflushed = set() if clean else set(bases[max(bisect_right(bases, rp) - 1, 0):])
         for seg in segs:
             if seg.base_offset in unflushed and seg.recovered is None:
                 seg.recovered = f"at or after the recovery point {rp}"
@@ -1020,9 +1027,10 @@ def read_logdir(path: Path, display: str) -> LogDir:
 
 def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict[int | None, Path]:
     """``ProducerStateManager.removeStraySnapshots``: snapshots at a segment's base offset stay, and the latest
-    other one when it is at or past the last segment's base (the snapshot of the log end)."""
-    kept = {o: p for o, p in snapshots.items() if o in bases}
-    strays = sorted(o for o in snapshots if o is not None and o not in bases)
+    other one when it is at or past the last segment's base (the snapshot of the log end). ``bases``: sorted."""
+    at_base = set(bases)  # one hash a snapshot, not a scan of the bases (a partition of N segments has N snapshots)
+    kept = {o: p for o, p in snapshots.items() if o in at_base}
+    strays = sorted(o for o in snapshots if o is not None and o not in at_base)
     if strays and (not bases or strays[-1] >= bases[-1]):
         kept[strays[-1]] = snapshots[strays[-1]]
     return kept
@@ -1038,8 +1046,13 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
     except InputIOError as exc:
         findings.append(finding("io-error", shown, None, str(exc)))
         return []
-    findings.extend(i for i in items if isinstance(i, Finding) and i.severity != "info")
-    return [(e.epoch, e.start_offset) for e in items if isinstance(e, EpochEntry)]
+    entries = []
+    for i in items:  # one pass: the entries, and the findings that are not mere notes
+        if isinstance(i, EpochEntry):
+            entries.append((i.epoch, i.start_offset))
+        elif isinstance(i, Finding) and i.severity != "info":
+            findings.append(i)
+    return entries
 
 
 __all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "PartitionLoad",

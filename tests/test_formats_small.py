@@ -374,6 +374,36 @@ def test_checkpoint_read_buffer_rules(data: bytes, items: list, code: str | None
         assert raised.value.code == code
 
 
+def _read_all(items) -> tuple[list, str | None]:
+    got = []
+    try:
+        for item in items:
+            got.append(item)
+    except cp.TextFileError as e:
+        return got, f"{e.code} at {e.position}: {e.message}"
+    return got, None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        cp.build_epoch_checkpoint([(0, 0)]), cp.build_epoch_checkpoint([]), cp.build_epoch_checkpoint([(3, 1), (5, 9)]),
+        cp.build_offset_checkpoint([("t", 0, 5), ("u", 3, 2**63 - 1)]),
+        b"0\n007\n" + b"1 5\n" * 7,          # a count with leading zeros: Integer.parseInt reads 7
+        b"0\n1\n1 5\n2 9\n", b"0\n2\n1 5\n", b"0\n1\n\n", b"0\n1\n1 5", b"00\n1\n1 5\n", b"+0\n1\n1 5\n",
+        b"0\n1\n1  5\n", b"0\n1\n1 \xd9\xa1\n", b"0\n1\r\n1 5\n", b"0\n9999999999\n", b"0\n", b"0\n-1\n1 5\n",
+    ],
+)
+def test_checkpoint_as_written_reads_as_the_read_buffer(data: bytes) -> None:
+    """The files read without the line-by-line reader (as the broker writes them) give what it gives, and every other
+    one is left to it."""
+    for parse_line in (cp.parse_epoch_line, cp.parse_offset_line):
+        assert _read_all(cp.parse_checkpoint(data, parse_line)) == _read_all(cp._read_buffer(data, parse_line))
+    if data.startswith(b"0\n") and data.endswith(b"\n") and b"\r" not in data and data.count(b"\n") > 1:
+        whole = _read_all(cp._read_buffer(data, cp.parse_epoch_line))
+        assert (cp._as_written(data, cp.parse_epoch_line) is not None) == (whole[1] is None and data.isascii())
+
+
 def test_checkpoint_reader(tmp_path: Path) -> None:
     out = run(tmp_path, "leader-epoch-checkpoint", b"0\n2\n0 0\n3 125\n")
     assert out == [CheckpointHeader(0, 2), EpochEntry(0, 0), EpochEntry(3, 125)]
@@ -445,6 +475,24 @@ def test_partition_metadata_reader_rules(data: bytes, result) -> None:
         with pytest.raises(cp.TextFileError) as raised:
             mf.parse_partition_metadata(data)
         assert raised.value.code == result
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        mf.build_partition_metadata(TOPIC_ID), mf.build_partition_metadata(bytes(16)),
+        mf.build_partition_metadata(TOPIC_ID) + b"\n", b"version: 0\ntopic_id: 7cuph1t0jlIQ_ty6mHakQx",  # bits past 128
+        b"version: 0\ntopic_id: 7cuph1t0jlIQ_ty6mHak", b"version: 1\ntopic_id: 7cuph1t0jlIQ_ty6mHakQw",
+        b"version:  0\ntopic_id: 7cuph1t0jlIQ_ty6mHakQw", b"version: 0\ntopic_id: 7cuph1t0jlIQ+ty6mHakQw",
+    ],
+)
+def test_partition_metadata_as_written_reads_as_the_read_buffer(data: bytes) -> None:
+    def read(parse):
+        try:
+            return parse(data)
+        except cp.TextFileError as e:
+            return e.code, e.position, e.message
+    assert read(mf.parse_partition_metadata) == read(mf._read_partition_metadata)
 
 
 # --- meta.properties, quorum-state, .kafka_cleanshutdown --------------------------------------------
