@@ -174,10 +174,16 @@ def open_regular(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
     before ``open`` alone would race. A device is not even opened (opening some acts: a tape rewinds, a modem
     line rises), so the type is looked at by name first too. A socket cannot be opened at all (ENXIO): refused the
     same way."""
-    fd, _size = _open_regular_fd(path)
+    return open_regular_sized(path, buffering)[0]
+
+
+def open_regular_sized(path: str | os.PathLike[str], buffering: int = -1) -> tuple[BinaryIO, int]:
+    """:func:`open_regular`, and the file's size then, from the ``fstat`` that checked its type: a reader that
+    counts the bytes of what it opened takes it rather than a ``stat`` of the file again."""
+    fd, size = _open_regular_fd(path)
     try:
         os.set_blocking(fd, True)
-        return open(fd, "rb", buffering=buffering)
+        return open(fd, "rb", buffering=buffering), size
     except BaseException:
         os.close(fd)
         raise
