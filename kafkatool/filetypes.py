@@ -125,6 +125,17 @@ def _classify_name(name: str, by_extension: bool) -> FileInfo:
     return FileInfo(FileKind.UNKNOWN, leftover)
 
 
+# Every name of a file that holds records ends so (``<offset>.log``, ``<offset>-<epoch>.checkpoint``,
+# ``bootstrap.checkpoint``, each perhaps with a leftover suffix); a partition's other files mostly do not.
+_RECORD_ENDINGS = (".log", ".checkpoint", *LEFTOVER_SUFFIXES)
+
+
+def holds_records(name: str) -> bool:
+    """``classify(name).kind.holds_records`` of a bare name: most names (an index, a producer snapshot, a
+    partition's checkpoints) are told by their ending alone, without classifying them."""
+    return name.endswith(_RECORD_ENDINGS) and _classify_name(name, False).kind.holds_records
+
+
 def sort_key(path: Path) -> tuple:
     """Offset order within a directory: segments by base offset (log, then its indexes), then the rest."""
     info = classify(path)

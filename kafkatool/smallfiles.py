@@ -243,9 +243,12 @@ def _read_small_file(
     if kind not in _READERS:
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
     data = _read_bytes(path, display_path)
-    if base_offset is None:
+    if base_offset is None and kind in _BASED:
         base_offset = classify(path).base_offset
     return len(data), parse_small_file(data, kind, display_path, base_offset)
+
+
+_BASED = frozenset({FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX})  # the kinds whose offsets are relative
 
 
 def parse_small_file(
@@ -255,7 +258,7 @@ def parse_small_file(
     reader = _READERS.get(kind)
     if reader is None:
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
-    if base_offset is None and kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+    if base_offset is None and kind in _BASED:
         return _with_first(
             finding("base-offset-unknown", display_path, None,
                     "no segment base offset in the file name; offsets shown relative to 0"),
