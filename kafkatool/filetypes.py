@@ -125,6 +125,17 @@ def _classify_name(name: str, by_extension: bool) -> FileInfo:
     return FileInfo(FileKind.UNKNOWN, leftover)
 
 
+# Every name of a file that holds records ends so (``<offset>.log``, ``<offset>-<epoch>.checkpoint``,
+# ``bootstrap.checkpoint``, each perhaps with a leftover suffix); a partition's other files mostly do not.
+_RECORD_ENDINGS = (".log", ".checkpoint", *LEFTOVER_SUFFIXES)
+
+
+def holds_records(name: str) -> bool:
+    """``classify(name).kind.holds_records`` of a bare name: most names (an index, a producer snapshot, a
+    partition's checkpoints) are told by their ending alone, without classifying them."""
+    return name.endswith(_RECORD_ENDINGS) and _classify_name(name, False).kind.holds_records
+
+
 def sort_key(path: Path) -> tuple:
     """Offset order within a directory: segments by base offset (log, then its indexes), then the rest."""
     info = classify(path)
@@ -174,10 +185,16 @@ def open_regular(path: str | os.PathLike[str], buffering: int = -1) -> BinaryIO:
     before ``open`` alone would race. A device is not even opened (opening some acts: a tape rewinds, a modem
     line rises), so the type is looked at by name first too. A socket cannot be opened at all (ENXIO): refused the
     same way."""
-    fd, _size = _open_regular_fd(path)
+    return open_regular_sized(path, buffering)[0]
+
+
+def open_regular_sized(path: str | os.PathLike[str], buffering: int = -1) -> tuple[BinaryIO, int]:
+    """:func:`open_regular`, and the file's size then, from the ``fstat`` that checked its type: a reader that
+    counts the bytes of what it opened takes it rather than a ``stat`` of the file again."""
+    fd, size = _open_regular_fd(path)
     try:
         os.set_blocking(fd, True)
-        return open(fd, "rb", buffering=buffering)
+        return open(fd, "rb", buffering=buffering), size
     except BaseException:
         os.close(fd)
         raise

@@ -221,12 +221,22 @@ def read_small_file(
     ``base_offset`` (segment base offset, for index kinds) defaults to the one in the file name.
     The file is read when this is called: :class:`InputIOError` is raised here, not while iterating.
     """
+    return _read_small_file(path, kind, display_path, base_offset)[1]
+
+
+def _read_small_file(
+    path: Path, kind: FileKind, display_path: str, base_offset: int | None = None
+) -> tuple[int, Iterator[SmallFileValue | Finding]]:
+    """:func:`read_small_file`, and the file's size (the bytes read)."""
     if kind not in _READERS:
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
     data = _read_bytes(path, display_path)
-    if base_offset is None:
+    if base_offset is None and kind in _BASED:
         base_offset = classify(path).base_offset
-    return parse_small_file(data, kind, display_path, base_offset)
+    return len(data), parse_small_file(data, kind, display_path, base_offset)
+
+
+_BASED = frozenset({FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX})  # the kinds whose offsets are relative
 
 
 def parse_small_file(
@@ -236,7 +246,7 @@ def parse_small_file(
     reader = _READERS.get(kind)
     if reader is None:
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
-    if base_offset is None and kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+    if base_offset is None and kind in _BASED:
         return _with_first(
             finding("base-offset-unknown", display_path, None,
                     "no segment base offset in the file name; offsets shown relative to 0"),
@@ -260,19 +270,22 @@ def cannot_read(display_path: str, exc: OSError) -> InputIOError:
 class SmallReads:
     """The small files of one partition dir, each read and parsed once (:func:`read_small_file`) however many
     readers ask: the loader (``leader-epoch-checkpoint``, producer snapshots) and ``verify``'s checks of the same
-    files. Keyed by path: every reader names a file by the display of the dir's listing (its findings say it)."""
+    files. Keyed by path: every reader names a file by the display of the dir's listing (its findings say it).
+    ``sizes``: each file read, its length (the partition's byte count takes it rather than a ``stat`` of it)."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "sizes")
 
     def __init__(self) -> None:
         self._items: dict[Path, list[SmallFileValue | Finding] | InputIOError] = {}
+        self.sizes: dict[Path, int] = {}
 
     def __call__(self, path: Path, kind: FileKind, display_path: str) -> list[SmallFileValue | Finding]:
         """``list(read_small_file(path, kind, display_path))``, read at the first call; InputIOError the same."""
         got = self._items.get(path)
         if got is None:
             try:
-                got = list(read_small_file(path, kind, display_path))
+                self.sizes[path], items = _read_small_file(path, kind, display_path)
+                got = list(items)
             except InputIOError as exc:
                 got = exc
             self._items[path] = got

@@ -36,11 +36,11 @@ from typing import Any, BinaryIO
 
 from .epochs import EpochCache
 from .errors import InputIOError
-from .filetypes import FileKind, classify, file_size, read_regular
+from .filetypes import FileKind, classify, file_size, open_regular_sized, read_regular
 from .findings import finding
 from .index_interval import resolve_index_interval
 from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot, snapshot_beyond_log_end
-from .log_check import SegmentReport, SegmentTask, open_local
+from .log_check import SegmentReport, SegmentTask
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .metadata_log import METADATA_TOPIC, partial_snapshot
@@ -308,6 +308,7 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     summary.index = _index_word(state.index_status)
     loaded = load.finish()
     sizes = kept.sizes  # the files' sizes where a reading here took them (each else statted)
+    sizes.update(load.reads.sizes)
     sizes.update((seg.path, seg.size) for seg in loaded.segments)
     for f in _summarise_load(loaded, summary):
         yield emit(f)
@@ -332,7 +333,8 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     if part.logdir is not None:
         for f in _check_checkpoints_for(part, state, summary):
             yield emit(f)
-    summary.bytes = sum(sizes[p] if p in sizes else file_size(p) for p, _ in part.files)
+    opened = kept.opened
+    summary.bytes = sum(sizes[p] if p in sizes else opened[d] if d in opened else file_size(p) for p, d in part.files)
     yield summary
 
 
@@ -361,8 +363,9 @@ def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Itera
 class _KeptIndexes:
     """The offset indexes read to infer the partition's index interval, kept for the segment checks, which then
     read each one once (:func:`kafkatool.index_interval.infer_index_interval` reads the newest first, each whole):
-    up to ``KEEP`` bytes a partition; the rest are read again. ``sizes``: each file read whole here, its length
-    (the partition's byte count takes it rather than a ``stat`` of each file again)."""
+    up to ``KEEP`` bytes a partition; the rest are read again. ``sizes``: each file read whole here, its length;
+    ``opened``: each file the segment checks opened, by the name they opened it by, its size then (the partition's
+    byte count takes them rather than a ``stat`` of each file again)."""
 
     KEEP = 1 << 20
 
@@ -371,6 +374,7 @@ class _KeptIndexes:
         self.data: dict[str, bytes] = {}
         self.room = self.KEEP
         self.sizes: dict[Path, int] = {}
+        self.opened: dict[str, int] = {}
 
     def read(self, path: Path) -> bytes:
         data = read_regular(path)
@@ -383,7 +387,10 @@ class _KeptIndexes:
 
     def open(self, name: str) -> BinaryIO:
         data = self.data.pop(name, None)
-        return open_local(name) if data is None else io.BytesIO(data)
+        if data is not None:
+            return io.BytesIO(data)
+        fh, self.opened[name] = open_regular_sized(name, buffering=0)  # log_check.open_local, with its size
+        return fh
 
 
 def _index_word(statuses: Counter[str]) -> str:

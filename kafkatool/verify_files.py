@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .filetypes import FileKind, classify, file_size
+from .filetypes import FileKind, classify, file_size, holds_records
 from .log_check import CheckOptions, Opener, SegmentReport, SegmentTask, check_log_file, open_local
 from .model import Finding
 from .walk import FoundFile, PartitionDir, Unit
@@ -198,9 +198,11 @@ class Runner:
         they do; never with one job)."""
         if self.options.jobs < 2:
             return False
+        if isinstance(unit, FoundFile):  # its kind is classify(path, by_extension=True)'s (walk.discover)
+            return unit.kind.holds_records and file_size(unit.path) >= POOLED_FROM
         total = 0
-        for path in (unit.path,) if isinstance(unit, FoundFile) else (p for p, _d in unit.files):
-            if classify(path, by_extension=isinstance(unit, FoundFile)).kind.holds_records:
+        for path, _display in unit.files:
+            if holds_records(path.name):
                 total += file_size(path)
                 if total >= POOLED_FROM:
                     return True
@@ -219,7 +221,7 @@ class Runner:
     def skipped(self, paths: Iterable[Path]) -> None:
         """Tell the progress bar the record files of ``paths`` that are not read (it counts every record file)."""
         if self.shown is not None:
-            self.progress(sum(file_size(p) for p in paths if classify(p).kind.holds_records))
+            self.progress(sum(file_size(p) for p in paths if holds_records(p.name)))
 
     def close(self) -> None:
         """Stop the pool's works (each at its next window: no thread outlives the command, Ctrl-C does not wait

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.errors import UsageError
-from kafkatool.filetypes import classify
+from kafkatool.filetypes import LEFTOVER_SUFFIXES, classify, holds_records
 from kafkatool.internal.offsets import consumer_offsets
 from kafkatool.model import Finding
 from kafkatool.partition import ReplicaState, inspect_replicas
@@ -233,3 +233,15 @@ def test_log_dirs_of_a_container_come_in_number_order(tmp_path: Path) -> None:
 def test_a_bare_name_is_classified_as_its_path_is(name: str) -> None:
     """classify of a name (a dir's entry) as of the Path made of it: what pathlib calls its name is classified."""
     assert classify(name) == classify(Path(name))
+
+
+def test_holds_records_by_a_names_ending_is_classifys_word(corpus: Path) -> None:
+    """filetypes.holds_records (verify -j's pool, by a name's ending first) says of every name in the corpus, each
+    also as a leftover (``.swap``...), and of names that are no Kafka file, what classify says."""
+    names = {p.name for p in corpus.rglob("*")} | {"bootstrap.checkpoint", "x.log", ".log", "1.log", "log",
+                                                   "00000000000000000000.log.jsonl", "checkpoint"}
+    names |= {name + suffix for name in names for suffix in LEFTOVER_SUFFIXES}
+    said = {name: holds_records(name) for name in names}
+    assert said == {name: classify(name).kind.holds_records for name in names}
+    assert {"00000000000000000000.log.swap", "00000000000000307588-0000000027.checkpoint.deleted",
+            "bootstrap.checkpoint.tmp"} <= {name for name, holds in said.items() if holds}
