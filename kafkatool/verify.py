@@ -42,7 +42,7 @@ from .index_interval import resolve_index_interval
 from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot, snapshot_beyond_log_end
 from .log_check import SegmentReport, SegmentTask
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
-from .logfiles import CLEANED, DELETED, INDEX_KINDS, SWAP, TMP, PartitionFiles, misnamed, sort_files
+from .logfiles import CLEANED, DELETED, SWAP, TMP, PartitionFiles, misnamed, sort_files
 from .metadata_log import METADATA_TOPIC, partial_snapshot
 from .model import Finding
 from .segment_check import check_segment
@@ -105,8 +105,9 @@ class PartitionSummary:
             "batches": self.batches, "records": self.records, "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset, "high_watermark": self.high_watermark,
             "first_unstable_offset": self.first_unstable_offset, "open_transactions": self.open_transactions,
-            "index": self.index, "errors": self.findings["error"], "warnings": self.findings["warning"],
-            "infos": self.findings["info"], "on_disk_end_offset": self.on_disk_end_offset,
+            "index": self.index, "errors": self.findings.get("error", 0),  # not [...]: no __missing__ call each
+            "warnings": self.findings.get("warning", 0), "infos": self.findings.get("info", 0),
+            "on_disk_end_offset": self.on_disk_end_offset,
             "last_stable_offset": self.last_stable_offset, "high_watermark_checkpoint": self.high_watermark_checkpoint,
             "leader_epochs": None if self.leader_epochs is None else [list(e) for e in self.leader_epochs],
         }
@@ -225,6 +226,8 @@ def _interrupted_apply(path: Path, display: str) -> Finding | None:
     return None
 
 
+_NO_FILE = (None, None)  # (path, display) of an index file the segment has not
+
 _LEFTOVER_MEANING = {
     DELETED: ("leftover-deleted", "a segment file scheduled for deletion (retention, truncation, compaction); "
                                   "the broker deletes it at start-up"),
@@ -273,18 +276,20 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
             swap_tasks.append(SegmentTask(info.base_offset or 0, display, standalone=True))
         else:
             runner.skipped([path])  # named, not read
-    for report in runner.run(swap_tasks):
-        for f in report.findings:
-            yield emit(f)
+    if swap_tasks:
+        for report in runner.run(swap_tasks):
+            for f in report.findings:
+                yield emit(f)
 
     # Segments.
     bases = sorted(files.segments)
     tasks = []
+    indexes, last = files.indexes, len(bases) - 1
     for i, base in enumerate(bases):
-        _path, display = files.segments[base]
-        index, timeindex, txnindex = (files.indexes.get((base, kind), (None, None))[1] for kind in INDEX_KINDS)
-        tasks.append(SegmentTask(base, display, index, timeindex, txnindex, active=i == len(bases) - 1))
-    for (base, kind), (_path, display) in sorted(files.indexes.items()):
+        tasks.append(SegmentTask(base, files.segments[base][1], indexes.get((base, FileKind.INDEX), _NO_FILE)[1],
+                                 indexes.get((base, FileKind.TIME_INDEX), _NO_FILE)[1],
+                                 indexes.get((base, FileKind.TXN_INDEX), _NO_FILE)[1], active=i == last))
+    for (base, kind), (_path, display) in sorted(indexes.items()):
         if base not in files.segments:
             yield emit(finding("orphan-index", display, None,
                                f"no {base:020d}.log beside this {kind.value}: the broker deletes it at start-up"))
@@ -299,7 +304,8 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     kept = _KeptIndexes(files)
     if tasks:  # index.interval.bytes as repair takes it: given, else what the partition's offset indexes fit
         interval = resolve_index_interval(part.path, options.index_interval_bytes, check.scan, files, kept.read)
-        check = check._replace(index_interval_bytes=interval.value)
+        if interval.value != check.index_interval_bytes:
+            check = check._replace(index_interval_bytes=interval.value)
     for report in runner.run(tasks, load, check, kept.open):
         for f in _join_segment(report, state, part, compacted):
             yield emit(f)
@@ -314,7 +320,8 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
         yield emit(f)
     state.loaded_leo = loaded.log_end_offset
 
-    for f in _check_epochs(files, state, part, compacted, load.reads):
+    for f in check_epochs(state.epochs, files.epoch_checkpoint, state.leo, state.first_offset, state.legacy,
+                          part.display, compacted, load.reads):
         yield emit(f)
     # A KRaft log truncated to its latest snapshot deletes every producer snapshot (its finding says so).
     truncated = loaded.metadata_log is not None and loaded.metadata_log.truncated_to is not None
@@ -395,7 +402,7 @@ class _KeptIndexes:
 
 def _index_word(statuses: Counter[str]) -> str:
     for word in ("broken", "missing", "usable"):
-        if statuses[word]:
+        if statuses.get(word):
             return word
     return "sparse" if statuses else "-"
 
@@ -579,12 +586,6 @@ def _compare_txn_index(
                       "that producer there: read_committed consumers would drop its records")
 
 
-def _check_epochs(files: PartitionFiles, state: _PartitionState, part: _Partition,
-                  compacted: bool, read: SmallReads) -> Iterator[Finding]:
-    return check_epochs(state.epochs, files.epoch_checkpoint, state.leo, state.first_offset, state.legacy,
-                        part.display, compacted, read)
-
-
 def check_epochs(
     runs: list[tuple[int, int, int, str]], checkpoint: tuple[Path, str] | None, leo: int | None,
     first_offset: int | None, legacy: bool, partition_display: str, compacted: bool = False,
@@ -743,7 +744,8 @@ def _check_checkpoints_for(part: _Partition, state: _PartitionState, summary: Pa
         return
     low = summary.log_start_offset if summary.log_start_offset is not None else start
     for name, what in _CHECKPOINTS.items():
-        value = cps.get(name, {}).get(key)
+        values = cps.get(name)
+        value = None if values is None else values.get(key)
         if value is None:
             continue
         if value > leo:
