@@ -30,7 +30,6 @@ import operator
 import os
 import time
 from array import array
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
@@ -83,8 +82,7 @@ def open_local(path: str) -> BinaryIO:
 
 
 def stream_size(fh: BinaryIO) -> int:
-    fh.seek(0, 2)
-    size = fh.tell()
+    size = fh.seek(0, 2)  # seek returns the new position (io, pyarrow's NativeFile): no tell
     fh.seek(0)
     return size
 
@@ -162,12 +160,12 @@ class Sink:
 
     def __init__(self, out: list[Finding], cap: int) -> None:
         self.out, self.cap = out, cap
-        self.counts: Counter[tuple[str, str]] = Counter()
+        self.counts: dict[tuple[str, str], int] = {}  # not a Counter: one per segment, its __init__ costs 3 calls
         self.first: dict[tuple[str, str], Finding] = {}
 
     def add(self, f: Finding) -> None:
         key = (f.path, f.code)
-        n = self.counts[key] = self.counts[key] + 1
+        n = self.counts[key] = self.counts.get(key, 0) + 1
         if n <= self.cap:
             self.out.append(f)
         elif n == self.cap + 1:

@@ -245,8 +245,7 @@ def scan(
     if (columnar or stretches) and (with_raw or decoded) or (columnar and stretches):
         raise ValueError("scan: columnar and stretches exclude each other, with_raw and decoded")
     with_raw = with_raw or decoded
-    fh.seek(0, 2)
-    file_size = fh.tell()
+    file_size = fh.seek(0, 2)  # the new position: no tell
     limit = file_size if end is None else min(end, file_size)
     fh.seek(start)
     # Reused for the whole file (no fresh pages per refill), and never larger than what there is to read: a scan
