@@ -126,14 +126,7 @@ def test_a_partition_is_verified_without_construct(pure: str) -> None:
     assert heavy(modules, ("construct",)) == []
 
 
-VALUES = """
-import dataclasses, sys
-from kafkatool.cli import main
-sys.argv = ["kafkatool", *sys.argv[1:]]
-try:
-    main()
-except SystemExit:
-    pass
+VALUES = RUN + """
 for name, module in sorted(sys.modules.items()):
     if name.startswith("kafkatool."):
         for value in vars(module).values():
