@@ -3,6 +3,7 @@
 # Annotations are evaluated here, at import: with "from __future__ import annotations" typer would compile
 # each one from its string whenever the command is built (see kafkatool/cli/commands.py).
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
@@ -73,6 +74,9 @@ def verify(
 
     def verified(advance) -> Iterator[object]:
         units = discover(paths)
+        # The listing lives as long as the command: frozen, the collector's full passes never walk it again (of a
+        # verify of 10,000 partitions' ~7 s, their five full passes took 0.8 s, 0.25 s once the listing is frozen).
+        gc.freeze()
         # Record files named alone need none of a partition's checks: their module is not even imported.
         if lone_record_files(units):
             from ..verify_files import verify_units
