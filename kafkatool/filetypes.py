@@ -225,6 +225,55 @@ def _open_regular_fd(path: str | os.PathLike[str]) -> tuple[int, int]:
         raise
 
 
+_SEEK_HOLE, _SEEK_DATA = getattr(os, "SEEK_HOLE", None), getattr(os, "SEEK_DATA", None)
+
+
+def data_end(fh: BinaryIO, size: int, unit: int = 1) -> int:
+    """Where the bytes of ``fh`` (``size`` long) that are not a trailing hole end, rounded up to a multiple of
+    ``unit`` (at most ``size``): a sparse file's unwritten tail reads as zeros and need not be read. Kafka makes a
+    segment's indexes so (``AbstractIndex``: ``RandomAccessFile.setLength`` to ``segment.index.bytes``, 10 MiB, the
+    entries written through a mapping), and a broker that crashed leaves its active segments' indexes that way:
+    reading them whole is 20 MiB a partition of zeros. ``size`` when the file has no hole running to its end, when
+    data follows its first hole, or when its stream or system cannot say (a file of pyarrow's, a ``BytesIO``, a file
+    system without ``SEEK_HOLE``). Leaves ``fh`` at its start."""
+    if _SEEK_HOLE is None or size <= 0:
+        return size
+    try:
+        fd = fh.fileno()
+        hole = os.lseek(fd, 0, _SEEK_HOLE)
+        if hole >= size:
+            return size
+        try:
+            os.lseek(fd, hole, _SEEK_DATA)
+            return size  # data after the first hole: read whole (Kafka's indexes are written from the start)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no data from ``hole`` on
+                return size
+        return min(size, -(-hole // unit) * unit)
+    except (OSError, ValueError, AttributeError):  # no descriptor (io.UnsupportedOperation is both), or no holes
+        return size
+    finally:
+        try:
+            fh.seek(0)
+        except (OSError, ValueError):
+            pass
+
+
+def read_to_hole(path: str | os.PathLike[str], unit: int = 1) -> tuple[bytes, int]:
+    """The bytes of a regular file (:func:`open_regular`'s rule) up to a trailing hole (:func:`data_end`, rounded up
+    to ``unit``: the rest is zeros), and the file's size: an index file as its readers take it."""
+    fh, size = open_regular_sized(path, buffering=0)
+    with fh:
+        return fh.read(data_end(fh, size, unit)), size
+
+
+def holds(path: str | os.PathLike[str], data: bytes) -> bool:
+    """Whether the regular file at ``path`` holds exactly ``data``, read only up to a trailing hole (its zeros are
+    compared, not read): ``repair`` asks it of a crashed broker's preallocated 10 MiB indexes."""
+    got, size = read_to_hole(path)
+    return size == len(data) and data.startswith(got) and data.count(0, len(got)) == size - len(got)
+
+
 def read_regular(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a regular file (:func:`open_regular`'s rule): ``Path.read_bytes`` for files on a disk.
 

@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from .filetypes import FileKind, open_regular, read_regular
+from .filetypes import FileKind, open_regular, read_to_hole
 from .logfiles import Named, PartitionFiles, sort_files
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
-from .smallfiles import offset_index_sanity, offset_slots
+from .smallfiles import OFFSET_SLOT, offset_index_sanity, offset_slots
 
 DEFAULT = 4096          # the broker's log.index.interval.bytes
 COMMON = (4096, 1024, 8192, 2048, 16384, 512, 32768, 65536, 1 << 20)
@@ -150,16 +150,21 @@ def _fit(log: Path, options: ScanOptions, limit: int, entry_positions: list[int]
     return fit
 
 
+def _read_index(path: Path) -> tuple[bytes, int]:
+    """An offset index's bytes up to a trailing hole, and its size (:func:`kafkatool.filetypes.read_to_hole`)."""
+    return read_to_hole(path, OFFSET_SLOT)
+
+
 def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
                          scan_bytes: int = SCAN_BYTES, total_bytes: int = TOTAL_BYTES,
                          files: Iterable[Named] | PartitionFiles | None = None,
-                         read_index: Callable[[Path], bytes] = read_regular) -> IndexInterval:
+                         read_index: Callable[[Path], tuple[bytes, int]] = _read_index) -> IndexInterval:
     """The ``index.interval.bytes`` the offset indexes of the partition at ``part_dir`` fit (see the module); the
     newest segments first (the setting the broker writes with now), ``scan_bytes`` of each, ``total_bytes`` in all.
     ``files``: the dir's (path, display) listing when discovery has it (not listed again), or that listing by role
     (:func:`kafkatool.logfiles.sort_files`, as ``verify`` has it: no name classified again); each index is read once
-    (a partition of many one-batch segments has nothing but empty ones), by ``read_index`` (``verify`` keeps the
-    bytes for its check of the index)."""
+    (a partition of many one-batch segments has nothing but empty ones), by ``read_index``: its bytes up to a
+    trailing hole and its size (``verify`` keeps the bytes for its check of the index)."""
     low, high, entries, used, skipped, read = 0, None, 0, 0, 0, 0
     if not isinstance(files, PartitionFiles):
         files = sort_files(files if files is not None
@@ -172,15 +177,16 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
         if named is None:
             continue
         log, index = segments[base][0], named[0]
-        data = read_index(index)
-        if len(data) < 8:  # no whole slot: no entry (a one-batch segment's index is empty)
+        data, size = read_index(index)
+        if size < OFFSET_SLOT:  # no whole slot: no entry (a one-batch segment's index is empty)
             continue
-        slots = offset_slots(data)
+        slots = offset_slots(data, size)
         listed = slots.position[: slots.used]
         if not listed:
             continue
         read += min(scan_bytes, log.stat().st_size)
-        fitted = None if offset_index_sanity(data, str(index)) else _fit(log, options, scan_bytes, listed.tolist())
+        sane = offset_index_sanity(data, str(index), size) is None
+        fitted = _fit(log, options, scan_bytes, listed.tolist()) if sane else None
         fit = None if fitted is None else fitted.range()
         if fit is None:
             skipped += 1
@@ -209,7 +215,7 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
 
 def resolve_index_interval(part_dir: Path, given: int | None, options: ScanOptions = _SCAN,
                            files: Iterable[Named] | PartitionFiles | None = None,
-                           read_index: Callable[[Path], bytes] = read_regular) -> IndexInterval:
+                           read_index: Callable[[Path], tuple[bytes, int]] = _read_index) -> IndexInterval:
     """``given`` (``--index-interval-bytes``) when set, else what the partition's indexes say (``files``: its
     listing or its files by role, ``read_index``: how an index is read, see :func:`infer_index_interval`)."""
     if given is not None:

@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ApplyRefused, IndexAppendError, InputIOError, PlanError
-from .filetypes import FileKind, open_regular, read_regular
+from .filetypes import FileKind, holds, open_regular, read_regular, read_to_hole
 from .findings import finding
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
@@ -76,7 +76,14 @@ from .safewrite.durable import atomic_write
 from .safewrite.journal import FileOp, apply_ops, check_ops, resume
 from .safewrite.lock import log_dir_lock
 from .segment_indexes import INT64_MAX, SegmentIndexes, txn_index_bytes
-from .smallfiles import OffsetCheckpointEntry, offset_index_sanity, read_small_file, time_index_sanity
+from .smallfiles import (
+    OFFSET_SLOT,
+    TIME_SLOT,
+    OffsetCheckpointEntry,
+    offset_index_sanity,
+    read_small_file,
+    time_index_sanity,
+)
 from .walk import partition_dirs_and_findings
 
 # the loader's findings that refuse an apply: a batch whose offsets do not fit a segment the broker trusts, a file
@@ -437,10 +444,11 @@ def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
     ``.sanityCheck``), or None."""
     if index is None:
         return None
-    if problem := offset_index_sanity(read_regular(index), str(index)):
+    data, size = read_to_hole(index, OFFSET_SLOT)  # a preallocated one up to its hole: the rest reads as zeros
+    if problem := offset_index_sanity(data, str(index), size):
         return f"its offset index is corrupt ({problem.message})"
-    data = read_regular(timeindex) if timeindex is not None else b""
-    if (problem := time_index_sanity(data, str(timeindex))) and data.count(0) != len(data):  # all zero: untrimmed
+    data, size = read_to_hole(timeindex, TIME_SLOT) if timeindex is not None else (b"", 0)
+    if (problem := time_index_sanity(data, str(timeindex), size)) and data.count(0) != len(data):  # all zero: untrimmed
         return f"its time index is corrupt ({problem.message})"
     return None
 
@@ -451,7 +459,7 @@ def _rebuild(part: Path, display: str, base: int, ext: str, current: Path | None
     ``.txnindex`` is never created (``TransactionIndex`` creates its file on the first entry); a present one with
     no aborted transaction left is emptied (``TransactionIndex.reset``)."""
     target = segment_file(part, base, ext)
-    if current is not None and read_regular(current) == data:
+    if current is not None and holds(current, data):
         return []
     if current is None and ext == "txnindex" and not data:
         return []

@@ -22,7 +22,7 @@ import operator
 from array import array
 from collections.abc import Callable
 
-from .filetypes import FileKind
+from .filetypes import FileKind, data_end
 from .log_check import (
     CheckOptions,
     Entries,
@@ -39,6 +39,8 @@ from .log_check import (
 )
 from .model import Finding
 from .smallfiles import (
+    OFFSET_SLOT,
+    TIME_SLOT,
     AbortedTxn,
     index_slots,
     offset_index_sanity,
@@ -54,7 +56,9 @@ MAX_INDEX_BYTES = 64 * 1024 * 1024  # segment.index.bytes is 10 MiB by default; 
 # --- index files -----------------------------------------------------------------------------------------
 
 
-def _read_index(path: str, sink: Sink, open_file: Opener = open_local) -> bytes | None:
+def _read_index(path: str, sink: Sink, unit: int, open_file: Opener = open_local) -> tuple[bytes, int] | None:
+    """The bytes of an index file up to a trailing hole (``filetypes.data_end``: zeros, not read), rounded up to its
+    ``unit`` (slot size), and the file's size; None when it cannot be read (a finding says why)."""
     try:
         with open_file(path) as fh:
             size = stream_size(fh)
@@ -62,7 +66,7 @@ def _read_index(path: str, sink: Sink, open_file: Opener = open_local) -> bytes 
                 sink("index-too-large", path, None,
                      f"{size} bytes: larger than any index the broker writes ({MAX_INDEX_BYTES}); not read")
                 return None
-            return fh.read()
+            return fh.read(data_end(fh, size, unit)), size
     except OSError as exc:
         sink("io-error", path, None, f"cannot read: {exc.strerror or exc}")
         return None
@@ -76,14 +80,15 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: Sink,
     ``tests/test_verify.py`` checks it against the Construct-derived reader on every corpus index.
     """
     empty = OffsetEntries(base_offset, array("i"), array("i"))
-    data = _read_index(path, sink, open_file)
-    if data is None:
+    read = _read_index(path, sink, OFFSET_SLOT, open_file)
+    if read is None:
         return empty, IndexVerdict("broken")
-    if not data:  # no slot (a segment with less than index.interval.bytes of batches): what follows would say so
+    data, size = read
+    if not size:  # no slot (a segment with less than index.interval.bytes of batches): what follows would say so
         return empty, IndexVerdict("sparse")
-    rel, pos, used, written, n = offset_slots(data)
+    rel, pos, used, written, n = offset_slots(data, size)
     verdict = IndexVerdict("sparse", slots=n)
-    if problem := offset_index_sanity(data, path):
+    if problem := offset_index_sanity(data, path, size):
         sink.add(problem)
         verdict.status = "broken"
     if used < n:
@@ -119,14 +124,15 @@ def load_offset_index(path: str, base_offset: int, active: bool, sink: Sink,
 def load_time_index(path: str, base_offset: int, active: bool, sink: Sink,
                     open_file: Opener = open_local) -> tuple[Entries, IndexVerdict]:
     """The entries (timestamp, absolute offset) of a ``.timeindex``, and a first verdict."""
-    data = _read_index(path, sink, open_file)
-    if data is None:
+    read = _read_index(path, sink, TIME_SLOT, open_file)
+    if read is None:
         return [], IndexVerdict("broken")
-    n = len(data) // 12
-    # Slots from ``written`` on are all zero bytes (a crashed broker's preallocated ~870 k of them): counted, not
-    # decoded. A zero slot is never-written (relative offset 0), so the first never-written slot is in the
-    # decoded ones or is slot ``written``.
-    written = slots_written(data, n, 12)
+    data, size = read
+    n = size // TIME_SLOT
+    # Slots from ``written`` on are all zero bytes (a crashed broker's preallocated ~870 k of them, a hole not even
+    # read): counted, not decoded. A zero slot is never-written (relative offset 0), so the first never-written slot
+    # is in the decoded ones or is slot ``written``.
+    written = slots_written(data, min(n, len(data) // TIME_SLOT), TIME_SLOT)
     slots = list(index_slots(data[: written * 12], FileKind.TIME_INDEX))
     verdict = IndexVerdict("sparse", slots=n)
     used = written if written < n else n
@@ -136,7 +142,7 @@ def load_time_index(path: str, base_offset: int, active: bool, sink: Sink,
             break
     tail = slots[used:]  # the never-written slots among the decoded ones; the rest are zero
     untrimmed = used < n and all(s == (0, 0) for s in tail)
-    problem = time_index_sanity(data, path)
+    problem = time_index_sanity(data, path, size)
     if problem and not (untrimmed and problem.code == "timeindex-last-timestamp-below-first"):
         # An untrimmed index fails this check by construction (last slot is zero); it is reported as such.
         sink.add(problem)

@@ -307,6 +307,7 @@ def _error(path: str, code: str, position: int | None, message: str) -> Finding:
 # tests/test_formats_small.py): each a tuple of its fields in declaration order, which the values above follow.
 _OFFSET_ENTRY = struct.Struct(layout.OFFSET_INDEX_ENTRY)
 _TIME_ENTRY = struct.Struct(layout.TIME_INDEX_ENTRY)
+OFFSET_SLOT, TIME_SLOT = _OFFSET_ENTRY.size, _TIME_ENTRY.size  # an .index's and a .timeindex's slot sizes (8, 12)
 _TXN_ENTRY = struct.Struct(layout.ABORTED_TXN_ENTRY)
 _SNAPSHOT_HEADER = struct.Struct(layout.SNAPSHOT_HEADER)  # version, crc, num_entries
 _SNAPSHOT_ENTRY = struct.Struct(layout.SNAPSHOT_ENTRY)    # ProducerEntry's fields
@@ -375,13 +376,14 @@ class OffsetSlots(NamedTuple):
     slots: int       # whole slots in the file
 
 
-def offset_slots(data: bytes) -> OffsetSlots:
+def offset_slots(data: bytes, size: int | None = None) -> OffsetSlots:
     """The slots of an ``.index`` in bulk with ``array`` (a full 10 MiB index is 1.3 M slots; this runs in C), the
     zero ones past the last written counted, not decoded (a crashed broker's preallocated ~1.3 M of them). A slot of
     relative offset 0 is never-written, but slot 0 when its position is not 0 (:func:`_offset_index`'s rule), so the
-    first never-written slot is among the decoded ones or is slot ``written``."""
-    n = len(data) // 8
-    written = slots_written(data, n, 8)
+    first never-written slot is among the decoded ones or is slot ``written``. ``size``: the file's, when ``data``
+    is only its bytes up to a trailing hole (``filetypes.data_end``): zeros from there on."""
+    n = (len(data) if size is None else size) // 8
+    written = slots_written(data, min(n, len(data) // 8), 8)
     words = array("i", data[: written * 8])
     if sys.byteorder == "little":
         words.byteswap()  # the file is big-endian int32 pairs (relative offset, position)
@@ -396,17 +398,19 @@ def offset_slots(data: bytes) -> OffsetSlots:
     return OffsetSlots(rel, pos, used, written, n)
 
 
-def offset_index_sanity(data: bytes, path: str) -> Finding | None:
-    """``OffsetIndex.sanityCheck()``: the last (mapped) entry below the base offset, or a partial entry."""
+def offset_index_sanity(data: bytes, path: str, size: int | None = None) -> Finding | None:
+    """``OffsetIndex.sanityCheck()``: the last (mapped) entry below the base offset, or a partial entry. ``size``: the
+    file's, when ``data`` stops at a trailing hole (:func:`offset_slots`): a last slot in it is zeros."""
     entry = _OFFSET_ENTRY
-    size = entry.size
-    entries = len(data) // size
-    if entries and entry.unpack_from(data, (entries - 1) * size)[0] < 0:
-        return _error(path, "index-last-offset-below-base", (entries - 1) * size,
+    length = len(data) if size is None else size
+    entries = length // OFFSET_SLOT
+    last = (entries - 1) * OFFSET_SLOT
+    if entries and last + OFFSET_SLOT <= len(data) and entry.unpack_from(data, last)[0] < 0:
+        return _error(path, "index-last-offset-below-base", last,
                       f"last slot ({entries - 1}) has a negative relative offset: below the base offset")
-    if len(data) % size:
-        return _error(path, "index-size-not-multiple", entries * size,
-                      f"index is {len(data)} bytes, not a multiple of {size}")
+    if length % OFFSET_SLOT:
+        return _error(path, "index-size-not-multiple", entries * OFFSET_SLOT,
+                      f"index is {length} bytes, not a multiple of {OFFSET_SLOT}")
     return None
 
 
@@ -419,24 +423,26 @@ def _time_index(data: bytes, path: str, base_offset: int) -> Iterator[TimeIndexE
         yield problem
 
 
-def time_index_sanity(data: bytes, path: str) -> Finding | None:
-    """``TimeIndex.sanityCheck()``: last timestamp below the first, last offset below base, partial entry."""
+def time_index_sanity(data: bytes, path: str, size: int | None = None) -> Finding | None:
+    """``TimeIndex.sanityCheck()``: last timestamp below the first, last offset below base, partial entry. ``size``:
+    as :func:`offset_index_sanity`'s."""
     entry = _TIME_ENTRY
-    size = entry.size
-    entries = len(data) // size
+    length = len(data) if size is None else size
+    entries = length // TIME_SLOT
     if entries:
-        first_timestamp = entry.unpack_from(data, 0)[0]
-        last_timestamp, last_relative = entry.unpack_from(data, (entries - 1) * size)
+        last = (entries - 1) * TIME_SLOT  # a slot past ``data`` is in the hole: zeros
+        first_timestamp = entry.unpack_from(data)[0] if len(data) >= TIME_SLOT else 0
+        last_timestamp, last_relative = entry.unpack_from(data, last) if last + TIME_SLOT <= len(data) else (0, 0)
         if last_timestamp < first_timestamp:
-            return _error(path, "timeindex-last-timestamp-below-first", (entries - 1) * size,
+            return _error(path, "timeindex-last-timestamp-below-first", last,
                           f"last timestamp {last_timestamp} (slot {entries - 1}) is less than the first "
                           f"timestamp {first_timestamp}")
         if last_relative < 0:
-            return _error(path, "timeindex-last-offset-below-base", (entries - 1) * size,
+            return _error(path, "timeindex-last-offset-below-base", last,
                           f"last slot ({entries - 1}) has a negative relative offset: below the base offset")
-    if len(data) % size:
-        return _error(path, "timeindex-size-not-multiple", entries * size,
-                      f"time index is {len(data)} bytes, not a multiple of {size}")
+    if length % TIME_SLOT:
+        return _error(path, "timeindex-size-not-multiple", entries * TIME_SLOT,
+                      f"time index is {length} bytes, not a multiple of {TIME_SLOT}")
     return None
 
 

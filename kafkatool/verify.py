@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 
 from .epochs import EpochCache
 from .errors import InputIOError
-from .filetypes import FileKind, classify, file_size, open_regular_sized, read_regular
+from .filetypes import FileKind, classify, file_size, open_regular_sized, read_to_hole
 from .findings import finding
 from .index_interval import resolve_index_interval
 from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot, snapshot_beyond_log_end
@@ -47,6 +47,7 @@ from .metadata_log import METADATA_TOPIC, partial_snapshot
 from .model import Finding
 from .segment_check import check_segment
 from .smallfiles import (
+    OFFSET_SLOT,
     EpochEntry,
     OffsetCheckpointEntry,
     ProducerSnapshotHeader,
@@ -383,14 +384,14 @@ class _KeptIndexes:
         self.sizes: dict[Path, int] = {}
         self.opened: dict[str, int] = {}
 
-    def read(self, path: Path) -> bytes:
-        data = read_regular(path)
-        self.sizes[path] = len(data)
+    def read(self, path: Path) -> tuple[bytes, int]:
+        data, size = read_to_hole(path, OFFSET_SLOT)
+        self.sizes[path] = size
         display = self.display.get(path)
-        if display is not None and len(data) <= self.room:
+        if display is not None and len(data) == size <= self.room:  # kept whole (a sparse one is read again: its data)
             self.data[display] = data
-            self.room -= len(data)
-        return data
+            self.room -= size
+        return data, size
 
     def open(self, name: str) -> BinaryIO:
         data = self.data.pop(name, None)

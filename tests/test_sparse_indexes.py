@@ -1,0 +1,130 @@
+"""A crashed broker's preallocated indexes are sparse: read up to their trailing hole, judged as if read whole.
+
+Kafka makes a segment's ``.index`` and ``.timeindex`` with ``RandomAccessFile.setLength(segment.index.bytes)``
+(10 MiB) and writes entries through a mapping, so the active segment of a broker that did not shut down cleanly has
+its entries, then a hole to 10 MiB. ``verify`` reads such a file only up to the hole (``filetypes.data_end``): the
+rest reads as zeros, and every check sees the same slots as if it had read them (``size`` given to
+``offset_slots`` and the sanity checks). ``PartitionWriter.close(clean=False)`` leaves them so too.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+from pathlib import Path
+
+import pytest
+
+from kafkatool.build import RecordSpec, record_batch
+from kafkatool.filetypes import holds, read_to_hole
+from kafkatool.logwriter import PartitionWriter
+from kafkatool.smallfiles import OFFSET_SLOT, TIME_SLOT, offset_index_sanity, offset_slots, time_index_sanity
+
+T0 = 1_700_000_000_000
+
+
+def crashed(part: Path, batches: int = 40) -> Path:
+    """A partition left as a killed broker leaves it: two segments, the active one's indexes preallocated."""
+    with PartitionWriter(part, topic=part.name.rsplit("-", 1)[0], partition=0, topic_id=b"\x02" * 16,
+                         segment_bytes=4000, index_interval_bytes=256) as w:
+        for i in range(batches):
+            w.append(record_batch(i, [RecordSpec(b"k", bytes(100 + i % 50), T0 + i)]))
+        w.close(clean=False)
+    return part
+
+
+def dense_copy(part: Path, to: Path) -> Path:
+    """``part`` with every file written out byte for byte: its holes become real zeros."""
+    to.mkdir(parents=True)
+    for f in part.iterdir():
+        (to / f.name).write_bytes(f.read_bytes())
+    return to
+
+
+def test_a_crashed_partitions_indexes_are_sparse_and_read_to_their_hole(tmp_path: Path) -> None:
+    part = crashed(tmp_path / "t-0")
+    active = max(part.glob("*.index"))
+    for path, unit in ((active, OFFSET_SLOT), (active.with_suffix(".timeindex"), TIME_SLOT)):
+        st = os.stat(path)
+        assert st.st_size == 10 * 1024 * 1024 // unit * unit
+        assert st.st_blocks * 512 < st.st_size // 4, "the writer left the preallocated slots a hole, as Kafka does"
+        data, size = read_to_hole(path, unit)
+        whole = path.read_bytes()
+        assert size == len(whole) and len(data) < size // 4
+        assert len(data) % unit == 0 and whole[: len(data)] == data and whole.count(0, len(data)) == size - len(data)
+
+
+def test_a_file_with_data_after_its_first_hole_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.index"
+    with path.open("wb") as fh:
+        fh.write(struct.pack(">ii", 1, 100))
+        fh.seek(1 << 20)
+        fh.write(struct.pack(">ii", 7, 700))  # an entry beyond the hole: a scrambled index, read as it is
+        fh.truncate(2 << 20)
+    data, size = read_to_hole(path, OFFSET_SLOT)
+    assert data == path.read_bytes() and size == 2 << 20
+
+
+def test_verify_of_sparse_and_dense_preallocated_indexes_is_the_same(tmp_path: Path, run_cli) -> None:
+    """The same crashed partition, its indexes sparse and written out whole: the same findings, byte for byte
+    (``index-preallocated`` among them, with the slot counts of the whole file)."""
+    sparse = crashed(tmp_path / "sparse" / "t-0")
+    dense = dense_copy(sparse, tmp_path / "dense" / "t-0")
+    assert sum(os.stat(f).st_blocks for f in sparse.iterdir()) < sum(os.stat(f).st_blocks for f in dense.iterdir())
+    out = {}
+    for name, part in (("sparse", sparse), ("dense", dense)):
+        result = run_cli("verify", "--format", "jsonl", str(part))
+        assert result.returncode == 0, result.stderr
+        out[name] = result.stdout.replace(str(part.parent), "ROOT")
+    assert out["sparse"] == out["dense"]
+    assert f"of {10 * 1024 * 1024 // OFFSET_SLOT} preallocated slots" in out["sparse"]
+    assert f"of {10 * 1024 * 1024 // TIME_SLOT} preallocated slots" in out["sparse"]
+
+
+def _zero_tailed(rng: random.Random, slot: int, fmt: str) -> list[bytes]:
+    """Index contents with a run of zeros to their end after some slots, odd ones among them: negative fields, a
+    last timestamp below the first, a partial slot, nothing but zeros."""
+    cases = [b"", bytes(slot), bytes(slot * 5), bytes(slot * 5 + 3)]
+    for _ in range(300):
+        n = rng.randrange(0, 40)
+        data = b"".join(struct.pack(fmt, *(rng.choice((-5, 0, 1, rng.randrange(1, 1 << 30))) for _ in fmt[1:]))
+                        for _ in range(n))
+        cases.append(data + bytes(slot * rng.randrange(0, 30) + rng.choice((0, 0, 0, 1, slot - 1))))
+    return cases
+
+
+@pytest.mark.parametrize("slot, fmt, sanity", [(OFFSET_SLOT, ">ii", offset_index_sanity),
+                                               (TIME_SLOT, ">qi", time_index_sanity)])
+def test_the_bytes_before_a_hole_and_the_size_judge_as_the_whole_file(slot: int, fmt: str, sanity) -> None:
+    """``offset_slots`` and the sanity checks given the bytes up to any point after which all are zero (at a slot
+    boundary, as ``read_to_hole`` rounds) and the file's size say what they say of the whole file."""
+    for whole in _zero_tailed(random.Random(slot), slot, fmt):
+        data_end = len(whole.rstrip(b"\0"))
+        for cut in {-(-data_end // slot) * slot, -(-data_end // slot) * slot + slot, len(whole)}:
+            data = whole[:cut]
+            assert sanity(data, "i", len(whole)) == sanity(whole, "i"), (whole, cut)
+            if slot == OFFSET_SLOT:
+                got, want = offset_slots(data, len(whole)), offset_slots(whole)
+                assert (got.relative, got.position, got.used, got.written, got.slots) == tuple(want), (whole, cut)
+
+
+def test_repair_plans_the_same_for_sparse_and_dense_preallocated_indexes(tmp_path: Path, run_cli) -> None:
+    sparse = crashed(tmp_path / "sparse" / "t-0")
+    dense = dense_copy(sparse, tmp_path / "dense" / "t-0")
+    plans = [run_cli("repair", "--format", "jsonl", str(p)).stdout.replace(str(p.parent), "ROOT")
+             for p in (sparse, dense)]
+    assert plans[0] == plans[1]
+    assert f"was {10 * 1024 * 1024 // OFFSET_SLOT * OFFSET_SLOT} bytes" in plans[0]  # the preallocated one rebuilt
+
+
+def test_holds_compares_the_zeros_of_a_hole_without_reading_them(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    with path.open("wb") as fh:
+        fh.write(b"abc")
+        fh.truncate(1 << 20)
+    assert holds(path, b"abc" + bytes((1 << 20) - 3))
+    assert not holds(path, b"abc")
+    assert not holds(path, b"abc" + bytes((1 << 20) - 4) + b"x")
+    assert not holds(path, b"abd" + bytes((1 << 20) - 3))
+    assert not holds(path, b"abc" + bytes(1 << 20))
