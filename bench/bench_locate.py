@@ -55,7 +55,8 @@ def generate(root: Path, size: int) -> dict:
     per = len(template)
     rolled = size // per
     meta = {"batch_bytes": per, "segment_batches": rolled, "active_batches": ACTIVE_BATCHES,
-            "records_per_batch": RECORDS_PER_BATCH, "segment_bytes": rolled * per, "batch_ms": BATCH_MS}
+            "records_per_batch": RECORDS_PER_BATCH, "segment_bytes": rolled * per, "batch_ms": BATCH_MS,
+            "indexes": "sparse"}  # the active segment's preallocated as Kafka leaves them
     part = root / "bench-0"
     stamp = root / "bench-0.json"
     if part.is_dir() and stamp.exists() and json.loads(stamp.read_text()) == meta:

@@ -44,7 +44,7 @@ def generate(root: Path, partitions: int, mib: int, clean: bool) -> Path:
     from kafkatool.logwriter import LogDirWriter
 
     stamp = root.with_suffix(".json")
-    want = {"partitions": partitions, "mib": mib, "clean": clean}
+    want = {"partitions": partitions, "mib": mib, "clean": clean, "indexes": "sparse"}  # as Kafka preallocates
     if stamp.exists() and json.loads(stamp.read_text()) == want and root.is_dir():
         return root
     shutil.rmtree(root, ignore_errors=True)

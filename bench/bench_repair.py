@@ -43,6 +43,7 @@ def _generate(root: Path, kind: str, meta: dict) -> Path:
 
     stamp = root.with_suffix(".json")
     part = root / "bench-0"
+    meta = {**meta, "indexes": "sparse"}  # preallocated as Kafka leaves them (a hole after the entries)
     if part.is_dir() and stamp.exists() and json.loads(stamp.read_text()) == meta:
         return part
     stamp.unlink(missing_ok=True)

@@ -40,7 +40,8 @@ path, origin REPLICATION; ``core/src/main/scala/kafka/log/UnifiedLog.scala``), i
 :meth:`PartitionWriter.close` is ``UnifiedLog.close``: a producer snapshot at the log end offset, then
 ``LogSegment.close`` (last time-index entry, index files trimmed to their entries by ``AbstractIndex.close``).
 ``close(clean=False)`` leaves what a killed broker leaves: the active segment's index files still
-preallocated (zero-filled to ``segment.index.bytes`` rounded down to whole entries), no final time-index entry,
+preallocated (extended to ``segment.index.bytes`` rounded down to whole entries with a hole after the entries,
+as ``RandomAccessFile.setLength`` leaves them: sparse, read as zeros), no final time-index entry,
 no snapshot at the log end. :class:`LogDirWriter` adds what ``LogManager.shutdown`` and ``ReplicaManager`` write:
 offset checkpoints, ``meta.properties`` and ``.kafka_cleanshutdown``.
 
@@ -356,11 +357,15 @@ class PartitionWriter:
                 indexes.close()
             except IndexAppendError as exc:
                 raise AppendError(str(exc)) from exc
-        # not clean: still preallocated, as the mmap left them
-        segment_file(self.dir, seg.base_offset, "index").write_bytes(
-            indexes.index_bytes(0 if clean else self.max_offset_entries))
-        segment_file(self.dir, seg.base_offset, "timeindex").write_bytes(
-            indexes.timeindex_bytes(0 if clean else self.max_time_entries))
+        # not clean: still preallocated, as the mmap left them: the entries, then a hole to the preallocated length
+        # (AbstractIndex: RandomAccessFile.setLength; the file is sparse and its unwritten slots read as zeros)
+        for ext, data, length in (
+                ("index", indexes.index_bytes(), self.max_offset_entries * index_format.OFFSET_INDEX_ENTRY_SIZE),
+                ("timeindex", indexes.timeindex_bytes(), self.max_time_entries * index_format.TIME_INDEX_ENTRY_SIZE)):
+            with segment_file(self.dir, seg.base_offset, ext).open("wb") as fh:
+                fh.write(data)
+                if not clean and length > len(data):
+                    fh.truncate(length)
         if seg.fh is not None:
             seg.fh.close()
             seg.fh = None

@@ -158,21 +158,19 @@ class SegmentIndexes:
         """``onBecomeInactiveSegment`` / ``LogSegment.close``: the last time-index entry."""
         self.maybe_append_time(self.max_timestamp, self.offset_of_max_timestamp)
 
-    def index_bytes(self, preallocated_entries: int = 0) -> bytes:
-        """The ``.index`` file (:data:`kafkatool.formats.index.OffsetIndex`): its entries, then zero-filled slots
-        up to ``preallocated_entries`` (a crash). Packed with ``struct`` (the construct costs ~20 µs an entry)."""
+    def index_bytes(self) -> bytes:
+        """The ``.index`` file (:data:`kafkatool.formats.index.OffsetIndex`): its entries (a crash leaves them
+        preallocated after: ``PartitionWriter`` extends the file). Packed with ``struct`` (the construct costs ~20 µs
+        an entry)."""
         base = self.base_offset
-        pad = max(preallocated_entries - len(self.offsets), 0) * _OFFSET_ENTRY.size
         pack = _OFFSET_ENTRY.pack
-        return b"".join([pack(o - base, p) for o, p in self.offsets]) + bytes(pad)
+        return b"".join([pack(o - base, p) for o, p in self.offsets])
 
-    def timeindex_bytes(self, preallocated_entries: int = 0) -> bytes:
-        """The ``.timeindex`` file (:data:`kafkatool.formats.index.TimeIndex`): its entries, then zero-filled slots
-        up to ``preallocated_entries``."""
+    def timeindex_bytes(self) -> bytes:
+        """The ``.timeindex`` file (:data:`kafkatool.formats.index.TimeIndex`): its entries."""
         base = self.base_offset
-        pad = max(preallocated_entries - len(self.times), 0) * _TIME_ENTRY.size
         pack = _TIME_ENTRY.pack
-        return b"".join([pack(t, o - base) for t, o in self.times]) + bytes(pad)
+        return b"".join([pack(t, o - base) for t, o in self.times])
 
 
 def txn_index_bytes(aborted: Iterable[AbortedTxn]) -> bytes:
