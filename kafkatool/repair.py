@@ -67,7 +67,7 @@ from .findings import finding
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
 from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
-from .logdir import CLEAN_SHUTDOWN
+from .logdir import CLEAN_SHUTDOWN, LogDir
 from .logfiles import offset_from_file_name, segment_file, without_swap
 from .model import Finding
 from .producer_state import snapshot_bytes
@@ -84,7 +84,7 @@ from .smallfiles import (
     read_small_file,
     time_index_sanity,
 )
-from .walk import partition_dirs_and_findings
+from .walk import PartitionDir, partition_dirs_and_findings
 
 # the loader's findings that refuse an apply: a batch whose offsets do not fit a segment the broker trusts, a file
 # named with an offset above 2^63-1 (the broker fails to load the partition)
@@ -164,14 +164,18 @@ class PartitionRepair:
 
 
 def plan_partition(part_dir: Path, display: str, options: RepairOptions = RepairOptions(),
-                   progress: Callable[[int], None] | None = None) -> PartitionRepair:
+                   progress: Callable[[int], None] | None = None, *, found: PartitionDir | None = None
+                   ) -> PartitionRepair:
     """The repair of one partition dir; never changes anything. Without ``options.index_interval_bytes`` the
     interval is the one the partition's offset indexes were written with (:mod:`kafkatool.index_interval`).
-    ``progress`` is called with the bytes of the segments as the load reads them."""
-    interval = resolve_index_interval(Path(part_dir), options.index_interval_bytes, options.scan)
+    ``progress`` is called with the bytes of the segments as the load reads them. ``found``: the partition as
+    discovery listed it, with its log dir (whose checkpoints are read once for all its partitions); None: listed,
+    and its log dir read, here (after an apply changed them)."""
+    files = found.files if found is not None else None
+    interval = resolve_index_interval(Path(part_dir), options.index_interval_bytes, options.scan, files)
     options = replace(options, index_interval_bytes=interval.value)
     try:
-        result = _plan(Path(part_dir), display, options, progress)
+        result = _plan(Path(part_dir), display, options, progress, found)
     except PlanError as exc:
         result = PartitionRepair(display, None, None)
         result.findings.append(finding("repair-impossible", display, None, str(exc)))
@@ -180,17 +184,18 @@ def plan_partition(part_dir: Path, display: str, options: RepairOptions = Repair
     return result
 
 
-def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[int], None] | None
-          ) -> PartitionRepair:
+def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[int], None] | None,
+          found: PartitionDir | None = None) -> PartitionRepair:
     """(a) the leftover passes and (b) the load, both :func:`kafkatool.loader.load_partition`'s; (c) what the broker
     would have on disk after loading against what is there, as actions."""
     now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
     rebuild = Rebuild(options.index_interval_bytes, now, options.producer_id_expiration_ms)
     # An explicit --recovery-point plans the recovery from it, as after an unclean shutdown, whatever the marker says.
     unclean = False if options.recovery_point is not None else None
+    listed, logdir = (found.files, found.logdir) if found is not None else (None, None)
     try:
-        loaded = load_partition(part, display, recovery_point=options.recovery_point, clean_shutdown=unclean,
-                                options=options.scan, rebuild=rebuild, progress=progress)
+        loaded = load_partition(part, display, files=listed, logdir=logdir, recovery_point=options.recovery_point,
+                                clean_shutdown=unclean, options=options.scan, rebuild=rebuild, progress=progress)
     except InputIOError as exc:
         raise PlanError(str(exc)) from exc
     result = _planned(part, display, loaded, options)
@@ -198,7 +203,7 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
     # a zero-filled tail): a clean shutdown's log dir is the common case, and that second load reads every segment.
     if loaded.clean_shutdown and loaded.segments and any(f.severity == "error" or f.code == "zero-filled-tail"
                                                          for f in loaded.findings):
-        _unclean_start(part, display, loaded, result, options, rebuild)
+        _unclean_start(part, display, loaded, result, options, rebuild, listed, logdir)
     return result
 
 
@@ -257,14 +262,16 @@ def _planned(part: Path, display: str, loaded: LoadedPartition, options: RepairO
 
 
 def _unclean_start(part: Path, display: str, loaded: LoadedPartition, result: PartitionRepair,
-                   options: RepairOptions, rebuild: Rebuild) -> None:
+                   options: RepairOptions, rebuild: Rebuild, files: tuple[tuple[Path, str], ...] | None = None,
+                   logdir: LogDir | None = None) -> None:
     """The log dir holds ``.kafka_cleanshutdown``: ``LogLoader.recoverLog`` skips recovery (``hadCleanShutdown``) and
     the broker trusts every segment as it is. When an unclean start's recovery would cut what the clean start keeps
     (an invalid batch the broker now serves), the plan says so: the invalid batches (as ``verify`` reports them: an
     error, so both exit alike), the marker, and the plan that recovery would make (its actions are shown, never
     applied: ``--recovery-point`` plans it for real)."""
     try:
-        unclean = load_partition(part, display, clean_shutdown=False, options=options.scan, rebuild=rebuild)
+        unclean = load_partition(part, display, files=files, logdir=logdir, clean_shutdown=False,
+                                 options=options.scan, rebuild=rebuild)
         plan = _planned(part, display, unclean, options)
     except (InputIOError, PlanError) as exc:
         unclean, plan, why = None, None, str(exc)
@@ -561,8 +568,8 @@ def repair_paths(
             continue
         part, display, log_dir = found.path, found.display, found.logdir_path
         yield from found.findings
-        if not apply:
-            result = plan_partition(part, display, options, progress)
+        if not apply:  # nothing changes between partitions: discovery's listing and log dir serve every one
+            result = plan_partition(part, display, options, progress, found=found)
             yield from result.actions
             yield from result.unclean_actions
             yield from result.findings

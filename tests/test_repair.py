@@ -433,3 +433,46 @@ def test_restore_refuses_a_log_dir_whose_lock_is_held(tmp_path: Path, run_cli) -
     finally:
         holder.kill()
         holder.communicate()
+
+
+# What a whole kafkatool run opens and lists, counted by an audit hook (sys.addaudithook: the interpreter's own
+# "open" and "os.scandir" events), printed as JSON on stderr's last line.
+_COUNT_READS = """
+import collections, json, os, sys
+counts = collections.Counter()
+def hook(event, args):
+    if event in ("open", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        counts[f"{event} {os.path.basename(os.fsdecode(args[0]))}"] += 1
+sys.addaudithook(hook)
+from kafkatool.cli.main import main
+sys.argv = ["kafkatool", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps(counts), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_a_dry_run_reads_the_log_dirs_files_once_not_once_a_partition(tmp_path: Path) -> None:
+    """``repair`` without ``--apply`` plans every partition of a log dir from discovery's listing and its log dir's
+    checkpoints read once: before, each partition's plan listed the log dir and read its four checkpoints again
+    (1,000 crashed partitions: 1,001 listings, 4,000 checkpoint reads, 42 s of CPU with the sparse indexes)."""
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.logwriter import LogDirWriter
+
+    logdir = tmp_path / "logdir"
+    with LogDirWriter(logdir, cluster_id="repair-reads-cluster-00", node_id=1) as d:
+        for i in range(12):
+            w = d.partition(f"topic{i % 3}", i // 3, bytes([i % 3 + 1] * 16))
+            w.append(record_batch(0, [RecordSpec(b"k", b"v" * 50, 1_700_000_000_000 + i)]))
+        d.close(clean=False)
+    run = subprocess.run([sys.executable, "-c", _COUNT_READS, "repair", "--format", "jsonl", str(logdir)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    counts = json.loads(run.stderr.splitlines()[-1])
+    plans = [json.loads(line) for line in run.stdout.splitlines()]
+    assert sum(p["type"] == "partition" for p in plans) == 12, run.stdout
+    assert counts["os.scandir logdir"] == 1
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        assert counts[f"open {name}"] == 1, counts
