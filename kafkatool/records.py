@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from . import native
 from .errors import DecompressionError, DecompressionLimitExceeded
+from .filetypes import data_end
 from .findings import finding
 from .formats.constants import (  # the layouts' numbers, without importing Construct
     ATTRIBUTES_OFFSET,
@@ -196,8 +197,10 @@ CODEC_BY_ID = (*CODECS, "unknown(5)", "unknown(6)", "unknown(7)")  # every value
 
 
 def _is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
+    """Whether the ``length`` bytes from ``start`` (to the end of the file) are all zero: read up to a trailing hole
+    only (``filetypes.data_end``; a segment preallocated with ``log.preallocate`` is a 1 GiB sparse file)."""
+    remaining = min(length, max(0, data_end(fh, start + length) - start))
     fh.seek(start)
-    remaining = length
     while remaining > 0:
         chunk = fh.read(min(remaining, 1 << 20))
         if not chunk:

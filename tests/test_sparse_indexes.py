@@ -128,3 +128,25 @@ def test_holds_compares_the_zeros_of_a_hole_without_reading_them(tmp_path: Path)
     assert not holds(path, b"abc" + bytes((1 << 20) - 4) + b"x")
     assert not holds(path, b"abd" + bytes((1 << 20) - 3))
     assert not holds(path, b"abc" + bytes(1 << 20))
+
+
+def test_a_preallocated_segments_zero_tail_is_judged_without_reading_its_hole(tmp_path: Path, run_cli) -> None:
+    """A segment preallocated (``log.preallocate``: ``FileRecords`` extends it with ``setLength``) and cut short by a
+    crash: its batches, then a hole. ``zero-filled-tail`` says so from the bytes before the hole; the same message
+    as for the tail written out in zeros, and a byte after the hole is still seen."""
+    part = tmp_path / "sparse" / "t-0"
+    part.mkdir(parents=True)
+    batches = b"".join(record_batch(i, [RecordSpec(b"k", b"v" * 100, T0 + i)]) for i in range(3))
+    log = part / "00000000000000000000.log"
+    with log.open("wb") as fh:
+        fh.write(batches)
+        fh.truncate(64 << 20)
+    assert os.stat(log).st_blocks * 512 < 1 << 20
+    dense = dense_copy(part, tmp_path / "dense" / "t-0")
+    outs = [run_cli("verify", "--format", "jsonl", str(p)).stdout.replace(str(p.parent), "ROOT") for p in (part, dense)]
+    assert outs[0] == outs[1]
+    assert f'"zero-filled-tail", "path": "ROOT/t-0/{log.name}", "position": {len(batches)}' in outs[0]
+    with log.open("r+b") as fh:  # a byte of data past the hole: not a zero tail any more
+        fh.seek((64 << 20) - 1)
+        fh.write(b"\x01")
+    assert "zero-filled-tail" not in run_cli("verify", "--format", "jsonl", str(part)).stdout
