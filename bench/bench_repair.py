@@ -12,6 +12,11 @@ repair it holds the log end offset, so a second run has nothing to recover):
   repaired copy (nothing to do) against ``verify`` of that copy.
 - ``big``: one ``--big-size`` segment (default 512 MiB) of ~64 KiB batches. Measured: bytes written to the
   backup dir by ``repair --apply`` against the segment's size.
+- ``crashed``: a log dir of ``--crashed`` (default 1,000) partitions of five 1 KiB batches, and one of a quarter as
+  many, left by a killed broker: each active segment's ``.index`` and ``.timeindex`` preallocated to 10 MiB, sparse
+  as Kafka leaves them (20 GB apparent for 1,000). Measured: ``verify`` and the ``repair`` dry run of each; the
+  ratio of the two sizes is 4x when both are linear in partitions (the dry run once read the log dir again for
+  each partition, and both read the 20 MiB of holes a partition).
 
 Each timing runs in a fresh process (library calls, no CLI start-up), ``--repeat`` times, the fastest
 counting; ratios are taken within the same run. Targets (issue 15): dry run <= 2x verify, nothing-to-do
@@ -74,6 +79,25 @@ def _generate(root: Path, kind: str, meta: dict) -> Path:
     (root / "recovery-point-offset-checkpoint").write_bytes(checkpoints.build_offset_checkpoint([("bench", 0, 0)]))
     stamp.write_text(json.dumps(meta))
     return part
+
+
+def _crashed(root: Path, partitions: int) -> Path:
+    """The ``crashed`` log dir of ``partitions`` partitions (the module doc), written once and reused."""
+    from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.logwriter import LogDirWriter
+
+    stamp, meta = root.with_suffix(".json"), {"kind": "crashed", "partitions": partitions, "indexes": "sparse"}
+    if root.is_dir() and stamp.exists() and json.loads(stamp.read_text()) == meta:
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    with LogDirWriter(root, cluster_id="bench-crashed-cluster-0", node_id=1) as d:
+        for i in range(partitions):
+            w = d.partition(f"topic{i % 10}", i // 10, bytes([i % 10 + 1] * 16))
+            for k in range(5):
+                w.append(record_batch(k, [RecordSpec(b"key-%d" % i, b"v" * 1000, TIMESTAMP + k)]))
+        d.close(clean=False)
+    stamp.write_text(json.dumps(meta))
+    return root
 
 
 def _copy(part: Path, name: str) -> Path:
@@ -142,6 +166,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", type=int, default=114_000, help="1-record batches of the tiny partition")
     ap.add_argument("--big-size", type=int, default=512 << 20, help="bytes of the big segment (default 512 MiB)")
+    ap.add_argument("--crashed", type=int, default=1000, help="partitions of the crashed log dir")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing; the fastest counts")
     ap.add_argument("--profile", action="store_true", help="also write a cProfile of the dry run to bench/out")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -176,7 +201,18 @@ def main() -> None:
     shutil.rmtree(work.parent)
     shutil.rmtree(backup)
 
+    sys.stderr.write("generating the crashed log dirs ...\n")
+    crashed = {n: _crashed(OUT / f"repair-crashed-{n}", n) for n in (args.crashed // 4, args.crashed)}
+    crashed_s = {(n, what): run(what, d, *(("dry",) if what == "repair" else ()), repeat=args.repeat)["seconds"]
+                 for n, d in crashed.items() for what in ("verify", "repair")}
+    small, large = sorted(crashed)
+
     results = {
+        "crashed_partitions": [small, large],
+        "crashed_verify_s": [round(crashed_s[small, "verify"], 3), round(crashed_s[large, "verify"], 3)],
+        "crashed_repair_dry_run_s": [round(crashed_s[small, "repair"], 3), round(crashed_s[large, "repair"], 3)],
+        "crashed_verify_ratio": round(crashed_s[large, "verify"] / crashed_s[small, "verify"], 2),
+        "crashed_repair_ratio": round(crashed_s[large, "repair"] / crashed_s[small, "repair"], 2),
         "tiny_batches": args.batches,
         "verify_s": round(verify["seconds"], 3),
         "repair_dry_run_s": round(dry["seconds"], 3),
@@ -202,6 +238,11 @@ def main() -> None:
     print(f"  repair dry run of the repaired partition: {results['repaired_dry_run_s']} s")
     print(f"big segment, {segment / (1 << 20):.0f} MiB, torn tail: repair --apply {results['big_apply_s']} s, "
           f"backup {backed_up:,} bytes = {results['big_backup_fraction']:.4%} of the segment (target < 1 %)")
+    print(f"crashed log dir (sparse preallocated indexes), {small:,} and {large:,} partitions: verify "
+          f"{results['crashed_verify_s'][0]} / {results['crashed_verify_s'][1]} s "
+          f"({results['crashed_verify_ratio']}x), "
+          f"repair dry run {results['crashed_repair_dry_run_s'][0]} / {results['crashed_repair_dry_run_s'][1]} s "
+          f"({results['crashed_repair_ratio']}x; linear 4x)")
 
 
 if __name__ == "__main__":
