@@ -235,11 +235,16 @@ def data_end(fh: BinaryIO, size: int, unit: int = 1) -> int:
     entries written through a mapping), and a broker that crashed leaves its active segments' indexes that way:
     reading them whole is 20 MiB a partition of zeros. ``size`` when the file has no hole running to its end, when
     data follows its first hole, or when its stream or system cannot say (a file of pyarrow's, a ``BytesIO``, a file
-    system without ``SEEK_HOLE``). Leaves ``fh`` at its start."""
+    system without ``SEEK_HOLE``). The descriptor's position is put back as it was: a buffered reader over it keeps
+    its own view of where it is."""
     if _SEEK_HOLE is None or size <= 0:
         return size
     try:
         fd = fh.fileno()
+        at = os.lseek(fd, 0, os.SEEK_CUR)
+    except (OSError, ValueError, AttributeError):  # no descriptor (io.UnsupportedOperation is both)
+        return size
+    try:
         hole = os.lseek(fd, 0, _SEEK_HOLE)
         if hole >= size:
             return size
@@ -250,13 +255,10 @@ def data_end(fh: BinaryIO, size: int, unit: int = 1) -> int:
             if exc.errno != errno.ENXIO:  # ENXIO: no data from ``hole`` on
                 return size
         return min(size, -(-hole // unit) * unit)
-    except (OSError, ValueError, AttributeError):  # no descriptor (io.UnsupportedOperation is both), or no holes
+    except OSError:  # a file system that cannot say
         return size
     finally:
-        try:
-            fh.seek(0)
-        except (OSError, ValueError):
-            pass
+        os.lseek(fd, at, os.SEEK_SET)
 
 
 def read_to_hole(path: str | os.PathLike[str], unit: int = 1) -> tuple[bytes, int]:

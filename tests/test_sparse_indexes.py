@@ -150,3 +150,20 @@ def test_a_preallocated_segments_zero_tail_is_judged_without_reading_its_hole(tm
         fh.seek((64 << 20) - 1)
         fh.write(b"\x01")
     assert "zero-filled-tail" not in run_cli("verify", "--format", "jsonl", str(part)).stdout
+
+
+def test_data_end_leaves_a_buffered_readers_position_as_it_was(tmp_path: Path) -> None:
+    """``data_end`` moves the descriptor to find the hole and puts it back: a buffered reader over it, part-way
+    through its buffer, reads on from where it was (it does not seek the descriptor for a seek inside its buffer)."""
+    from kafkatool.filetypes import data_end
+
+    path = tmp_path / "f"
+    content = bytes(range(256)) * 64
+    with path.open("wb") as fh:
+        fh.write(content)
+        fh.truncate(1 << 20)
+    with path.open("rb", buffering=8192) as fh:
+        assert fh.read(100) == content[:100]
+        assert len(content) <= data_end(fh, 1 << 20) < 1 << 20  # the hole's start (a file system block)
+        fh.seek(50)  # inside the buffer
+        assert fh.read(10_000) == content[50:10_050]
