@@ -270,10 +270,15 @@ def read_to_hole(path: str | os.PathLike[str], unit: int = 1) -> tuple[bytes, in
 
 
 def holds(path: str | os.PathLike[str], data: bytes) -> bool:
-    """Whether the regular file at ``path`` holds exactly ``data``, read only up to a trailing hole (its zeros are
-    compared, not read): ``repair`` asks it of a crashed broker's preallocated 10 MiB indexes."""
-    got, size = read_to_hole(path)
-    return size == len(data) and data.startswith(got) and data.count(0, len(got)) == size - len(got)
+    """Whether the regular file at ``path`` holds exactly ``data``: a file of another size is not read, and one of
+    the same size only up to a trailing hole (its zeros compared, not read). ``repair`` asks it of what it would
+    write, a crashed broker's 10 MiB preallocated indexes among them."""
+    fh, size = open_regular_sized(path, buffering=0)
+    with fh:
+        if size != len(data):
+            return False
+        got = fh.read(data_end(fh, size))
+    return data.startswith(got) and data.count(0, len(got)) == size - len(got)
 
 
 def read_regular(path: str | os.PathLike[str]) -> bytes:
