@@ -271,20 +271,21 @@ class SmallReads:
     """The small files of one partition dir, each read and parsed once (:func:`read_small_file`) however many
     readers ask: the loader (``leader-epoch-checkpoint``, producer snapshots) and ``verify``'s checks of the same
     files. Keyed by path: every reader names a file by the display of the dir's listing (its findings say it).
-    ``sizes``: each file read, its length (the partition's byte count takes it rather than a ``stat`` of it)."""
+    ``sizes``: each file read, by that display, its length (the partition's byte count takes it rather than a
+    ``stat`` of it)."""
 
     __slots__ = ("_items", "sizes")
 
     def __init__(self) -> None:
         self._items: dict[Path, list[SmallFileValue | Finding] | InputIOError] = {}
-        self.sizes: dict[Path, int] = {}
+        self.sizes: dict[str, int] = {}
 
     def __call__(self, path: Path, kind: FileKind, display_path: str) -> list[SmallFileValue | Finding]:
         """``list(read_small_file(path, kind, display_path))``, read at the first call; InputIOError the same."""
         got = self._items.get(path)
         if got is None:
             try:
-                self.sizes[path], items = _read_small_file(path, kind, display_path)
+                self.sizes[display_path], items = _read_small_file(path, kind, display_path)
                 got = list(items)
             except InputIOError as exc:
                 got = exc
