@@ -228,12 +228,11 @@ def _read_small_file(
     path: Path, kind: FileKind, display_path: str, base_offset: int | None = None
 ) -> tuple[int, Iterator[SmallFileValue | Finding]]:
     """:func:`read_small_file`, and the file's size (the bytes read)."""
-    if kind not in _READERS:
-        raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
+    reader = _reader(kind, display_path)
     data = _read_bytes(path, display_path)
     if base_offset is None and kind in _BASED:
         base_offset = classify(path).base_offset
-    return len(data), parse_small_file(data, kind, display_path, base_offset)
+    return len(data), _parse(reader, data, kind, display_path, base_offset)
 
 
 _BASED = frozenset({FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX})  # the kinds whose offsets are relative
@@ -243,9 +242,21 @@ def parse_small_file(
     data: bytes, kind: FileKind, display_path: str, base_offset: int | None
 ) -> Iterator[SmallFileValue | Finding]:
     """:func:`read_small_file` on bytes already read (from any filesystem); ``base_offset`` as given."""
+    return _parse(_reader(kind, display_path), data, kind, display_path, base_offset)
+
+
+def _reader(kind: FileKind, display_path: str) -> Reader:
+    """The reader of ``kind``; UsageError for a kind none here reads (the caller's mistake, said before a read)."""
     reader = _READERS.get(kind)
     if reader is None:
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
+    return reader
+
+
+def _parse(
+    reader: Reader, data: bytes, kind: FileKind, display_path: str, base_offset: int | None
+) -> Iterator[SmallFileValue | Finding]:
+    """:func:`parse_small_file` by ``reader``, the reader of ``kind``."""
     if base_offset is None and kind in _BASED:
         return _with_first(
             finding("base-offset-unknown", display_path, None,
