@@ -136,40 +136,14 @@ def parse_epoch_line(line: str) -> tuple[int, int] | None:
 
 
 def parse_checkpoint(data: bytes, parse_line: Callable[[str], Any | None]) -> Iterator[tuple]:
-    """Yield ``(version, count)``, then ``parse_line``'s tuple for each entry line, in file order.
+    """Yield ``(version, count)``, then ``parse_line``'s tuple for each entry line, in file order:
+    ``CheckpointReadBuffer.read()`` line by line.
 
     Nothing is yielded for an empty file; ``count`` is ``None`` when the file ends after the version
     line (Kafka reads both as "no entries"). Raises :class:`TextFileError` where Kafka's
-    ``CheckpointReadBuffer.read()`` throws, after yielding what precedes the problem.
+    ``CheckpointReadBuffer.read()`` throws, after yielding what precedes the problem. A file as the broker writes
+    it takes the fast path of each step (:func:`java_lines`, :func:`java_int`, the line parsers').
     """
-    written = _as_written(data, parse_line)
-    return iter(written) if written is not None else _read_buffer(data, parse_line)
-
-
-def _as_written(data: bytes, parse_line: Callable[[str], Any | None]) -> list[tuple] | None:
-    """The items of a file exactly as ``CheckpointWriteBuffer`` writes it (ASCII, every line ended by ``\n``, version
-    ``0``, a count of plain digits and that many lines, each one ``parse_line`` takes): what :func:`_read_buffer`
-    yields for it, without its line positions or generator (every partition dir has a ``leader-epoch-checkpoint``).
-    None for any other file: :func:`_read_buffer` reads it and says what is wrong."""
-    if not data.endswith(b"\n") or b"\r" in data or not data.isascii():
-        return None
-    lines = data[:-1].decode("ascii").split("\n")
-    if len(lines) < 2 or lines[0] != "0":
-        return None
-    count = lines[1]
-    if not count.isdigit() or len(count) > 9 or int(count) != len(lines) - 2:  # 9 digits: an int, not negative
-        return None
-    out: list[tuple] = [(CURRENT_VERSION, len(lines) - 2)]
-    for line in lines[2:]:
-        entry = parse_line(line)
-        if entry is None:
-            return None
-        out.append(entry)
-    return out
-
-
-def _read_buffer(data: bytes, parse_line: Callable[[str], Any | None]) -> Iterator[tuple]:
-    """``CheckpointReadBuffer.read()`` line by line (see :func:`parse_checkpoint`)."""
     lines = java_lines(data)
     first = next(lines, None)
     if first is None:

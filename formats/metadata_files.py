@@ -68,21 +68,11 @@ def uuid_to_string(raw: bytes) -> str:
 PARTITION_METADATA_VERSION = 0
 _ZERO_UUID = bytes(16)  # Uuid.ZERO_UUID
 _COLON_WHITESPACE = re.compile(r":[ \t\n\x0b\f\r]+")
-_AS_WRITTEN = re.compile(rb"version: 0\ntopic_id: ([A-Za-z0-9_-]{22})")  # PartitionMetadataFileFormatter's output
 
 
 def parse_partition_metadata(data: bytes) -> tuple[int, bytes]:
-    """``(version, topic id bytes)`` as ``PartitionMetadataReadBuffer.read`` reads them, or TextFileError."""
-    written = _AS_WRITTEN.fullmatch(data)
-    if written is not None:  # as the broker writes it (every partition dir has one): the two lines read alike
-        topic_id = uuid_from_string(written[1].decode("ascii"))  # 22 URL-safe base64 characters: 16 bytes
-        if topic_id != _ZERO_UUID:
-            return PARTITION_METADATA_VERSION, topic_id
-    return _read_partition_metadata(data)
-
-
-def _read_partition_metadata(data: bytes) -> tuple[int, bytes]:
-    """``PartitionMetadataReadBuffer.read`` line by line (see :func:`parse_partition_metadata`)."""
+    """``(version, topic id bytes)`` as ``PartitionMetadataReadBuffer.read`` reads them, line by line, or
+    TextFileError."""
     lines = java_lines(data)
     version_line = next(lines, None)
     if version_line is None:

@@ -49,8 +49,6 @@ OFFSET_CHECKPOINT_NAMES = frozenset(
         "cleaner-offset-checkpoint",
     }
 )
-_SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.(?P<ext>log|index|timeindex|txnindex|snapshot)$")
-_KRAFT_SNAPSHOT = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
 _FIXED = {
     "leader-epoch-checkpoint": FileKind.EPOCH_CHECKPOINT,
     "partition.metadata": FileKind.PARTITION_METADATA,
@@ -60,13 +58,17 @@ _FIXED = {
     ".lock": FileKind.LOCK,
     "bootstrap.checkpoint": FileKind.KRAFT_SNAPSHOT,
 }
-_EXT_KIND = {
+_EXT_KIND = {  # <20-digit base offset>.<ext>
     "log": FileKind.LOG,
     "index": FileKind.INDEX,
     "timeindex": FileKind.TIME_INDEX,
     "txnindex": FileKind.TXN_INDEX,
     "snapshot": FileKind.PRODUCER_SNAPSHOT,
 }
+_KRAFT_SNAPSHOT_EXT = "checkpoint"  # <20-digit end offset>-<10-digit epoch>.checkpoint
+_EXTS = "|".join(_EXT_KIND)
+_SEGMENT_FILE = re.compile(rf"^(?P<base>\d{{20}})\.(?P<ext>{_EXTS})$")
+_KRAFT_SNAPSHOT = re.compile(rf"^(?P<offset>\d{{20}})-(?P<epoch>\d{{10}})\.{_KRAFT_SNAPSHOT_EXT}$")
 # Order in which a partition dir's files are shown: segment by segment, log first.
 _KIND_ORDER = {
     FileKind.LOG: 0,
@@ -87,7 +89,7 @@ class FileInfo(NamedTuple):
     epoch: int | None = None        # KRaft snapshot epoch
 
 
-_BY_EXTENSION = re.compile(r"^.+\.(?P<ext>log|index|timeindex|txnindex|snapshot)$")
+_BY_EXTENSION = re.compile(rf"^.+\.(?P<ext>{_EXTS})$")
 
 
 def classify(path: str | Path, *, by_extension: bool = False) -> FileInfo:
@@ -126,8 +128,14 @@ def _classify_name(name: str, by_extension: bool) -> FileInfo:
 
 
 # Every name of a file that holds records ends so (``<offset>.log``, ``<offset>-<epoch>.checkpoint``,
-# ``bootstrap.checkpoint``, each perhaps with a leftover suffix); a partition's other files mostly do not.
-_RECORD_ENDINGS = (".log", ".checkpoint", *LEFTOVER_SUFFIXES)
+# ``bootstrap.checkpoint``, each perhaps with a leftover suffix), from the tables above; a partition's other files
+# mostly do not.
+_RECORD_ENDINGS = (
+    *(f".{ext}" for ext, kind in _EXT_KIND.items() if kind.holds_records),
+    f".{_KRAFT_SNAPSHOT_EXT}",
+    *(name for name, kind in _FIXED.items() if kind.holds_records and not name.endswith(f".{_KRAFT_SNAPSHOT_EXT}")),
+    *LEFTOVER_SUFFIXES,
+)
 
 
 def holds_records(name: str) -> bool:

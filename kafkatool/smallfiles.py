@@ -228,12 +228,11 @@ def _read_small_file(
     path: Path, kind: FileKind, display_path: str, base_offset: int | None = None
 ) -> tuple[int, Iterator[SmallFileValue | Finding]]:
     """:func:`read_small_file`, and the file's size (the bytes read)."""
-    if kind not in _READERS:
-        raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
+    reader = _reader(kind, display_path)
     data = _read_bytes(path, display_path)
     if base_offset is None and kind in _BASED:
         base_offset = classify(path).base_offset
-    return len(data), parse_small_file(data, kind, display_path, base_offset)
+    return len(data), _parse(reader, data, kind, display_path, base_offset)
 
 
 _BASED = frozenset({FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX})  # the kinds whose offsets are relative
@@ -243,9 +242,21 @@ def parse_small_file(
     data: bytes, kind: FileKind, display_path: str, base_offset: int | None
 ) -> Iterator[SmallFileValue | Finding]:
     """:func:`read_small_file` on bytes already read (from any filesystem); ``base_offset`` as given."""
+    return _parse(_reader(kind, display_path), data, kind, display_path, base_offset)
+
+
+def _reader(kind: FileKind, display_path: str) -> Reader:
+    """The reader of ``kind``; UsageError for a kind none here reads (the caller's mistake, said before a read)."""
     reader = _READERS.get(kind)
     if reader is None:
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
+    return reader
+
+
+def _parse(
+    reader: Reader, data: bytes, kind: FileKind, display_path: str, base_offset: int | None
+) -> Iterator[SmallFileValue | Finding]:
+    """:func:`parse_small_file` by ``reader``, the reader of ``kind``."""
     if base_offset is None and kind in _BASED:
         return _with_first(
             finding("base-offset-unknown", display_path, None,
@@ -271,20 +282,21 @@ class SmallReads:
     """The small files of one partition dir, each read and parsed once (:func:`read_small_file`) however many
     readers ask: the loader (``leader-epoch-checkpoint``, producer snapshots) and ``verify``'s checks of the same
     files. Keyed by path: every reader names a file by the display of the dir's listing (its findings say it).
-    ``sizes``: each file read, its length (the partition's byte count takes it rather than a ``stat`` of it)."""
+    ``sizes``: each file read, by that display, its length (the partition's byte count takes it rather than a
+    ``stat`` of it)."""
 
     __slots__ = ("_items", "sizes")
 
     def __init__(self) -> None:
         self._items: dict[Path, list[SmallFileValue | Finding] | InputIOError] = {}
-        self.sizes: dict[Path, int] = {}
+        self.sizes: dict[str, int] = {}
 
     def __call__(self, path: Path, kind: FileKind, display_path: str) -> list[SmallFileValue | Finding]:
         """``list(read_small_file(path, kind, display_path))``, read at the first call; InputIOError the same."""
         got = self._items.get(path)
         if got is None:
             try:
-                self.sizes[path], items = _read_small_file(path, kind, display_path)
+                self.sizes[display_path], items = _read_small_file(path, kind, display_path)
                 got = list(items)
             except InputIOError as exc:
                 got = exc

@@ -314,9 +314,6 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     summary.batches, summary.records = state.batches, state.records
     summary.index = _index_word(state.index_status)
     loaded = load.finish()
-    sizes = kept.sizes  # the files' sizes where a reading here took them (each else statted)
-    sizes.update(load.reads.sizes)
-    sizes.update((seg.path, seg.size) for seg in loaded.segments)
     for f in _summarise_load(loaded, summary):
         yield emit(f)
     state.loaded_leo = loaded.log_end_offset
@@ -341,8 +338,10 @@ def verify_partition(part: _Partition, options: VerifyOptions, runner: Runner) -
     if part.logdir is not None:
         for f in _check_checkpoints_for(part, state, summary):
             yield emit(f)
-    opened = kept.opened
-    summary.bytes = sum(sizes[p] if p in sizes else opened[d] if d in opened else file_size(p) for p, d in part.files)
+    sizes = kept.sizes  # each file's size by its display where a reading here took it; the rest statted
+    sizes.update(load.reads.sizes)
+    sizes.update((seg.display, seg.size) for seg in loaded.segments)
+    summary.bytes = sum(sizes[d] if d in sizes else file_size(p) for p, d in part.files)
     yield summary
 
 
@@ -370,10 +369,11 @@ def _summarise_load(loaded: LoadedPartition, summary: PartitionSummary) -> Itera
 
 class _KeptIndexes:
     """The offset indexes read to infer the partition's index interval, kept for the segment checks, which then
-    read each one once (:func:`kafkatool.index_interval.infer_index_interval` reads the newest first, each whole):
-    up to ``KEEP`` bytes a partition; the rest are read again. ``sizes``: each file read whole here, its length;
-    ``opened``: each file the segment checks opened, by the name they opened it by, its size then (the partition's
-    byte count takes them rather than a ``stat`` of each file again)."""
+    read each one once (:func:`kafkatool.index_interval.infer_index_interval` reads the newest first, each up to a
+    trailing hole): up to ``KEEP`` bytes a partition of whole files; the rest are read again. ``sizes``: each file
+    read here or opened by the
+    segment checks, by its display (the name they open it by), its size then (the partition's byte count takes them
+    rather than a ``stat`` of each file again)."""
 
     KEEP = 1 << 20
 
@@ -381,23 +381,23 @@ class _KeptIndexes:
         self.display = {p: d for (_base, kind), (p, d) in files.indexes.items() if kind is FileKind.INDEX}
         self.data: dict[str, bytes] = {}
         self.room = self.KEEP
-        self.sizes: dict[Path, int] = {}
-        self.opened: dict[str, int] = {}
+        self.sizes: dict[str, int] = {}
 
     def read(self, path: Path) -> tuple[bytes, int]:
         data, size = read_to_hole(path, OFFSET_SLOT)
-        self.sizes[path] = size
         display = self.display.get(path)
-        if display is not None and len(data) == size <= self.room:  # kept whole (a sparse one is read again: its data)
-            self.data[display] = data
-            self.room -= size
+        if display is not None:
+            self.sizes[display] = size
+            if len(data) == size <= self.room:  # kept whole (a sparse one is read again: only its data)
+                self.data[display] = data
+                self.room -= size
         return data, size
 
     def open(self, name: str) -> BinaryIO:
         data = self.data.pop(name, None)
         if data is not None:
             return io.BytesIO(data)
-        fh, self.opened[name] = open_regular_sized(name, buffering=0)  # log_check.open_local, with its size
+        fh, self.sizes[name] = open_regular_sized(name, buffering=0)  # log_check.open_local, with its size
         return fh
 
 
