@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from .filetypes import FileKind, open_regular, read_regular
+from .filetypes import FileKind, open_regular, read_small
 from .logfiles import Named, PartitionFiles, sort_files
 from .model import Batch, Stretch, placed
 from .records import ScanOptions, scan
@@ -153,7 +153,7 @@ def _fit(log: Path, options: ScanOptions, limit: int, entry_positions: list[int]
 def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
                          scan_bytes: int = SCAN_BYTES, total_bytes: int = TOTAL_BYTES,
                          files: Iterable[Named] | PartitionFiles | None = None,
-                         read_index: Callable[[Path], bytes] = read_regular) -> IndexInterval:
+                         read_index: Callable[[Path], bytes] = read_small) -> IndexInterval:
     """The ``index.interval.bytes`` the offset indexes of the partition at ``part_dir`` fit (see the module); the
     newest segments first (the setting the broker writes with now), ``scan_bytes`` of each, ``total_bytes`` in all.
     ``files``: the dir's (path, display) listing when discovery has it (not listed again), or that listing by role
@@ -172,7 +172,10 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
         if named is None:
             continue
         log, index = segments[base][0], named[0]
-        data = read_index(index)
+        try:
+            data = read_index(index)
+        except OSError:  # unreadable, or too large to be an index: the segment's check says so; no entry here
+            continue
         if len(data) < 8:  # no whole slot: no entry (a one-batch segment's index is empty)
             continue
         slots = offset_slots(data)
@@ -209,7 +212,7 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
 
 def resolve_index_interval(part_dir: Path, given: int | None, options: ScanOptions = _SCAN,
                            files: Iterable[Named] | PartitionFiles | None = None,
-                           read_index: Callable[[Path], bytes] = read_regular) -> IndexInterval:
+                           read_index: Callable[[Path], bytes] = read_small) -> IndexInterval:
     """``given`` (``--index-interval-bytes``) when set, else what the partition's indexes say (``files``: its
     listing or its files by role, ``read_index``: how an index is read, see :func:`infer_index_interval`)."""
     if given is not None:

@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from .errors import InputIOError, UsageError
-from .filetypes import FileKind, classify, read_regular
+from .filetypes import MAX_SMALL_FILE_BYTES, FileKind, FileTooLarge, classify, read_small
 from .findings import finding
 from .formats import checkpoints
 from .formats import constants as layout
@@ -230,13 +230,27 @@ def _read_small_file(
     """:func:`read_small_file`, and the file's size (the bytes read)."""
     if kind not in _READERS:
         raise UsageError(f"{display_path}: {kind.value} files are not read by read_small_file")
-    data = _read_bytes(path, display_path)
+    try:
+        data = _read_bytes(path, display_path)
+    except FileTooLarge as exc:
+        return exc.size, iter([too_large(kind, display_path, exc.size)])
     if base_offset is None and kind in _BASED:
         base_offset = classify(path).base_offset
     return len(data), parse_small_file(data, kind, display_path, base_offset)
 
 
+def too_large(kind: FileKind, display_path: str, size: int) -> Finding:
+    """The finding of a small file larger than :data:`~kafkatool.filetypes.MAX_SMALL_FILE_BYTES`: not read."""
+    if kind in _INDEXES:
+        return finding("index-too-large", display_path, None, f"{size} bytes: larger than any index the broker "
+                       f"writes ({MAX_SMALL_FILE_BYTES}); not read")
+    what = kind.value.replace("_", " ")
+    return finding("file-too-large", display_path, None,
+                   f"{size} bytes: larger than any {what} file the broker writes ({MAX_SMALL_FILE_BYTES}); not read")
+
+
 _BASED = frozenset({FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX})  # the kinds whose offsets are relative
+_INDEXES = _BASED
 
 
 def parse_small_file(
@@ -256,8 +270,11 @@ def parse_small_file(
 
 
 def _read_bytes(path: Path, display_path: str) -> bytes:
+    """The file's bytes; FileTooLarge beyond ``MAX_SMALL_FILE_BYTES``, InputIOError when it cannot be read."""
     try:
-        return read_regular(path)
+        return read_small(path)
+    except FileTooLarge:
+        raise
     except OSError as e:
         raise cannot_read(display_path, e) from e
 

@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 
 from .epochs import EpochCache
 from .errors import InputIOError
-from .filetypes import FileKind, classify, file_size, open_regular_sized, read_regular
+from .filetypes import FileKind, classify, file_size, open_regular_sized, read_small
 from .findings import finding
 from .index_interval import resolve_index_interval
 from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot, snapshot_beyond_log_end
@@ -384,7 +384,7 @@ class _KeptIndexes:
         self.opened: dict[str, int] = {}
 
     def read(self, path: Path) -> bytes:
-        data = read_regular(path)
+        data = read_small(path)
         self.sizes[path] = len(data)
         display = self.display.get(path)
         if display is not None and len(data) <= self.room:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import shutil
 import socket
 import stat
@@ -27,7 +28,14 @@ import typer
 
 from kafkatool.cli.exits import EXIT_INTERNAL, command
 from kafkatool.errors import InputIOError, UsageError
-from kafkatool.filetypes import NotRegularFile, open_regular, read_regular
+from kafkatool.filetypes import (
+    MAX_SMALL_FILE_BYTES,
+    FileTooLarge,
+    NotRegularFile,
+    holds,
+    open_regular,
+    read_regular,
+)
 
 from .clirun import cli
 
@@ -218,6 +226,50 @@ def test_a_socket_in_a_file_role_is_a_finding(trees: tuple[Path, Path]) -> None:
     finally:
         shutil.rmtree(short)
     _check("verify", proc, lines, path, "file type not supported: a socket")
+
+
+# --- a file read whole that is far too large (a sparse hole: 4 GiB that cost nothing on disk) --------------------
+
+SPARSE = 4 << 30
+AS_LIMIT = 2 << 30  # the child's address space: a 4 GiB file read whole does not fit (it was a MemoryError, exit 70)
+SPARSE_ROLES = [(role, "index-too-large" if role.endswith("index") else "file-too-large")
+                for role in ("recovery-point-offset-checkpoint", "meta.properties",
+                             "codecs-0/00000000000000000000.index", "codecs-0/00000000000000000000.timeindex",
+                             "txn-0/00000000000000000000.txnindex", "codecs-0/00000000000000000095.snapshot",
+                             "codecs-0/leader-epoch-checkpoint", "codecs-0/partition.metadata",
+                             "__cluster_metadata-0/quorum-state")]
+
+
+def _bounded() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+
+
+@pytest.mark.parametrize(("role", "code"), SPARSE_ROLES)
+def test_a_huge_sparse_small_file_is_a_finding_not_read(trees: tuple[Path, Path], role: str, code: str) -> None:
+    """Every file kafkatool reads whole (filetypes.MAX_SMALL_FILE_BYTES): one of 4 GiB is a finding naming it, its
+    size and the limit, and the rest is read; no command reads it into memory."""
+    ld, intact = trees
+    with open(ld / role, "ab") as f:  # meta.properties is not in the copied log dir: made here
+        f.truncate(SPARSE)
+    for name in ("verify", "dump", "repair", "overview", "producers", "epochs", "txns"):
+        proc, lines = _kt(name, ld, intact, preexec_fn=_bounded)  # no traceback, no internal error
+        assert proc.returncode in (0, 1) and (proc.returncode == 1 or name not in ("verify", "dump")), (
+            name, proc.returncode, proc.stderr[-2000:])
+        assert COMMANDS[name][1] in proc.stdout, (name, proc.stdout[-3000:])
+        if name in ("verify", "dump") or name == "txns" and role.endswith(".txnindex"):
+            assert [x for x in lines if x.get("code") == code and x["path"] == str(ld / role)
+                    and f"{SPARSE} bytes" in x["message"] and str(MAX_SMALL_FILE_BYTES) in x["message"]], (
+                name, proc.stdout[-3000:])
+
+
+def test_read_regular_refuses_more_than_its_limit(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"12345")
+    assert read_regular(path, limit=5) == b"12345" and holds(path, b"12345")
+    with pytest.raises(FileTooLarge) as raised:
+        read_regular(path, limit=4)
+    assert (raised.value.size, raised.value.limit, raised.value.filename) == (5, 4, str(path))
+    assert not holds(path, b"1234") and not holds(path, b"123456")
 
 
 def test_open_regular_takes_the_type_from_the_open_descriptor(tmp_path: Path) -> None:
