@@ -241,7 +241,7 @@ def _read_small_file(
 
 def too_large(kind: FileKind, display_path: str, size: int) -> Finding:
     """The finding of a small file larger than :data:`~kafkatool.filetypes.MAX_SMALL_FILE_BYTES`: not read."""
-    if kind in _INDEXES:
+    if kind in _BASED:  # the indexes
         return finding("index-too-large", display_path, None, f"{size} bytes: larger than any index the broker "
                        f"writes ({MAX_SMALL_FILE_BYTES}); not read")
     what = kind.value.replace("_", " ")
@@ -250,7 +250,6 @@ def too_large(kind: FileKind, display_path: str, size: int) -> Finding:
 
 
 _BASED = frozenset({FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX})  # the kinds whose offsets are relative
-_INDEXES = _BASED
 
 
 def parse_small_file(
