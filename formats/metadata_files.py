@@ -240,7 +240,7 @@ def parse_quorum_state(data: bytes) -> dict[str, Any]:
         raise TextFileError("quorum-state-malformed", "empty file", 0)
     try:
         state = json.loads(first[1])
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # RecursionError: nested deeper than the interpreter's stack
         raise TextFileError("quorum-state-malformed", f"not JSON: {e}", 0) from None
     if not isinstance(state, dict):
         raise TextFileError("quorum-state-malformed", "not a JSON object", 0)
@@ -266,7 +266,7 @@ def parse_clean_shutdown(data: bytes) -> tuple[int | None, int | None]:
         return None, None
     try:
         content = json.loads(data.decode("utf-8"))
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # RecursionError: nested deeper than the interpreter's stack
         raise TextFileError("clean-shutdown-unreadable", f"not JSON: {e}", 0) from None
     if not isinstance(content, dict):
         raise TextFileError("clean-shutdown-unreadable", "not a JSON object", 0)

@@ -233,6 +233,24 @@ def _open_regular_fd(path: str | os.PathLike[str]) -> tuple[int, int]:
         raise
 
 
+# The largest file kafkatool reads whole (indexes, producer snapshots, checkpoints, metadata files): 64 MiB, six
+# times the 10 MiB index the broker preallocates (segment.index.bytes), far above any snapshot or checkpoint it
+# writes. A bigger one (a hole a crash or a hostile disk left: a sparse 4 GiB file costs nothing on disk) is not
+# read: read whole it would take that much memory.
+MAX_SMALL_FILE_BYTES = 64 * 1024 * 1024
+
+
+class FileTooLarge(OSError):
+    """A file kafkatool would read whole is larger than it may be (:func:`read_regular`'s ``limit``): not read.
+
+    An :class:`OSError` (``EFBIG``), so a reader that turns a file it cannot read into a finding goes on the same
+    way; ``size``: the file's size, ``limit``: the most it may hold."""
+
+    def __init__(self, path: str | os.PathLike[str], size: int, limit: int) -> None:
+        super().__init__(errno.EFBIG, f"{size} bytes, more than {limit}: not read", os.fspath(path))
+        self.size, self.limit = size, limit
+
+
 _SEEK_HOLE, _SEEK_DATA = getattr(os, "SEEK_HOLE", None), getattr(os, "SEEK_DATA", None)
 
 
@@ -269,11 +287,15 @@ def data_end(fh: BinaryIO, size: int, unit: int = 1) -> int:
         os.lseek(fd, at, os.SEEK_SET)
 
 
-def read_to_hole(path: str | os.PathLike[str], unit: int = 1) -> tuple[bytes, int]:
+def read_to_hole(path: str | os.PathLike[str], unit: int = 1,
+                 limit: int | None = MAX_SMALL_FILE_BYTES) -> tuple[bytes, int]:
     """The bytes of a regular file (:func:`open_regular`'s rule) up to a trailing hole (:func:`data_end`, rounded up
-    to ``unit``: the rest is zeros), and the file's size: an index file as its readers take it."""
+    to ``unit``: the rest is zeros), and the file's size: an index file as its readers take it.
+    :class:`FileTooLarge` for a file larger than ``limit``, hole or not (no broker writes one)."""
     fh, size = open_regular_sized(path, buffering=0)
     with fh:
+        if limit is not None and size > limit:
+            raise FileTooLarge(path, size, limit)
         return fh.read(data_end(fh, size, unit)), size
 
 
@@ -289,20 +311,33 @@ def holds(path: str | os.PathLike[str], data: bytes) -> bool:
     return data.startswith(got) and data.count(0, len(got)) == size - len(got)
 
 
-def read_regular(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file (:func:`open_regular`'s rule): ``Path.read_bytes`` for files on a disk.
+def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The bytes of a regular file (:func:`open_regular`'s rule): ``Path.read_bytes`` for files on a disk;
+    :class:`FileTooLarge` rather than more than ``limit`` bytes.
 
     On the descriptor, without a file object: its size from the ``fstat`` that checks its type, read in one call
     when it has not changed (5 system calls where ``FileIO.readall`` makes 10: a partition's small files are most of
     the system calls ``verify`` makes; ``O_NONBLOCK`` does not change how a regular file is read)."""
     fd, size = _open_regular_fd(path)
     try:
+        if limit is not None and size > limit:
+            raise FileTooLarge(path, size, limit)
         data = os.read(fd, size + 1)
         if len(data) == size:  # all its fstat said, and not one byte more
             return data
         chunks = [data]  # cut short (2 GiB a read), or changed since its fstat: read to the end
+        got = len(data)
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
+            got += len(chunk)
+            if limit is not None and got > limit:  # grown since its fstat
+                raise FileTooLarge(path, got, limit)
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_small(path: str | os.PathLike[str]) -> bytes:
+    """:func:`read_regular` of a file kafkatool reads whole: :class:`FileTooLarge` beyond
+    :data:`MAX_SMALL_FILE_BYTES`."""
+    return read_regular(path, limit=MAX_SMALL_FILE_BYTES)

@@ -74,6 +74,8 @@ _ENTRIES: tuple[Entry, ...] = tuple(Entry(*row) for row in (
      "the name and fails to load the partition", "LogFileUtils.offsetFromFileName"),
     ("io-error", "error", "a file or dir that cannot be read (FIFO, device, socket, link to nothing or in a "
      "loop, unlistable dir): not read, exit 3", KAFKATOOL),
+    ("file-too-large", "error", "a producer snapshot, checkpoint, partition.metadata, meta.properties or "
+     "quorum-state larger than any the broker writes (64 MiB; a sparse hole, a hostile disk): not read", KAFKATOOL),
     # --- segments (verify) ---------------------------------------------------------------------------------
     ("offset-not-increasing", "error", "a batch's offsets do not follow the previous batch's",
      "LogSegment.recover"),

@@ -177,7 +177,10 @@ def infer_index_interval(part_dir: Path, options: ScanOptions = _SCAN,
         if named is None:
             continue
         log, index = segments[base][0], named[0]
-        data, size = read_index(index)
+        try:
+            data, size = read_index(index)
+        except OSError:  # unreadable, or too large to be an index: the segment's check says so; no entry here
+            continue
         if size < OFFSET_SLOT:  # no whole slot: no entry (a one-batch segment's index is empty)
             continue
         slots = offset_slots(data, size)

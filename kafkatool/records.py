@@ -18,6 +18,8 @@ filesystems' streams).
 
 from __future__ import annotations
 
+import errno
+import os
 import struct
 import zlib
 from array import array
@@ -27,7 +29,6 @@ from typing import Any, BinaryIO, NamedTuple
 
 from . import native
 from .errors import DecompressionError, DecompressionLimitExceeded
-from .filetypes import data_end
 from .findings import finding
 from .formats.constants import (  # the layouts' numbers, without importing Construct
     ATTRIBUTES_OFFSET,
@@ -196,18 +197,56 @@ def _take_run(positions: array, headers: bytearray, valid: bytearray, controls: 
 CODEC_BY_ID = (*CODECS, "unknown(5)", "unknown(6)", "unknown(7)")  # every value of 3 attribute bits
 
 
+_ZEROS = bytes(1 << 20)  # what a zero-filled stretch is compared with, a MiB at a time
+
+
 def _is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
-    """Whether the ``length`` bytes from ``start`` (to the end of the file) are all zero: read up to a trailing hole
-    only (``filetypes.data_end``; a segment preallocated with ``log.preallocate`` is a 1 GiB sparse file)."""
-    remaining = min(length, max(0, data_end(fh, start + length) - start))
-    fh.seek(start)
-    while remaining > 0:
-        chunk = fh.read(min(remaining, 1 << 20))
+    """Whether the ``length`` bytes from ``start`` are all zero. Compared a MiB at a time with zeros (``memcmp``:
+    ``bytes.count(0)`` took ~1.5 s of CPU a GiB); in a file on a disk, only its data is read: the holes of a sparse
+    file are zeros without reading them (``SEEK_DATA``; reading them cost ~1 s a GiB, each reader again)."""
+    end = start + length
+    fd = _file_descriptor(fh)
+    if fd is None:
+        return _zeros_between(lambda at, n: fh.read(n) if fh.seek(at) == at else b"", start, end)
+    here = os.lseek(fd, 0, os.SEEK_CUR)  # put back after: ``fh`` may buffer, its position must stay its own
+    try:
+        pos = start
+        while pos < end:
+            try:
+                pos = os.lseek(fd, pos, os.SEEK_DATA)  # from ``pos`` to here: a hole
+            except OSError as exc:  # ENXIO: a hole to the end of the file (else no SEEK_DATA here: read it all)
+                if exc.errno == errno.ENXIO:
+                    return os.fstat(fd).st_size >= end
+                return _zeros_between(lambda at, n: os.pread(fd, n, at), pos, end)
+            if pos >= end:
+                return True
+            stop = min(end, os.lseek(fd, pos, os.SEEK_HOLE))
+            if not _zeros_between(lambda at, n: os.pread(fd, n, at), pos, stop):
+                return False
+            pos = stop
+        return True
+    finally:
+        os.lseek(fd, here, os.SEEK_SET)
+
+
+def _file_descriptor(fh: BinaryIO) -> int | None:
+    """The descriptor of ``fh`` when it is a file on a disk (not a BytesIO, not a pyarrow stream)."""
+    try:
+        return fh.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both an OSError and a ValueError
+        return None
+
+
+def _zeros_between(read_at: Callable[[int, int], bytes], start: int, end: int) -> bool:
+    """Whether the bytes from ``start`` to ``end`` are all zero, ``read_at(position, n)`` reading them."""
+    pos = start
+    while pos < end:
+        chunk = read_at(pos, min(end - pos, len(_ZEROS)))
         if not chunk:
             return False
-        if chunk.count(0) != len(chunk):
+        if chunk != (_ZEROS if len(chunk) == len(_ZEROS) else bytes(len(chunk))):
             return False
-        remaining -= len(chunk)
+        pos += len(chunk)
     return True
 
 

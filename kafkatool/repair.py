@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ApplyRefused, IndexAppendError, InputIOError, PlanError
-from .filetypes import FileKind, holds, open_regular, read_regular, read_to_hole
+from .filetypes import FileKind, FileTooLarge, holds, open_regular, read_small, read_to_hole
 from .findings import finding
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
@@ -410,7 +410,7 @@ def _snapshot_actions(loaded: LoadedPartition, result: PartitionRepair) -> None:
             continue
         data = snapshot_bytes(state)
         path = current.get(offset)
-        if path is not None and read_regular(path) == data:
+        if path is not None and holds(path, data):
             continue
         target = segment_file(loaded.path, offset, "snapshot")
         reason = ("unreadable (" + loaded.bad_snapshots[offset] + "): rebuilt from the log"
@@ -451,10 +451,13 @@ def _index_problem(index: Path | None, timeindex: Path | None) -> str | None:
     ``.sanityCheck``), or None."""
     if index is None:
         return None
-    data, size = read_to_hole(index, OFFSET_SLOT)  # a preallocated one up to its hole: the rest reads as zeros
-    if problem := offset_index_sanity(data, str(index), size):
-        return f"its offset index is corrupt ({problem.message})"
-    data, size = read_to_hole(timeindex, TIME_SLOT) if timeindex is not None else (b"", 0)
+    try:  # a preallocated one up to its hole: the rest reads as zeros
+        data, size = read_to_hole(index, OFFSET_SLOT)
+        if problem := offset_index_sanity(data, str(index), size):
+            return f"its offset index is corrupt ({problem.message})"
+        data, size = read_to_hole(timeindex, TIME_SLOT) if timeindex is not None else (b"", 0)
+    except FileTooLarge as exc:
+        return f"its index {os.path.basename(exc.filename)} is larger than any the broker writes ({exc.size} bytes)"
     if (problem := time_index_sanity(data, str(timeindex), size)) and data.count(0) != len(data):  # all zero: untrimmed
         return f"its time index is corrupt ({problem.message})"
     return None
@@ -484,10 +487,9 @@ def _epochs(part: Path, display: str, loaded: LoadedPartition) -> list[Action]:
     """``leader-epoch-checkpoint`` as the loader's cache leaves it (``LeaderEpochFileCache``: the checkpoint, the
     recovered batches' newer epochs assigned, ``truncateFromEnd``, ``truncateFromStart``)."""
     path = part / "leader-epoch-checkpoint"
-    current = read_regular(path) if loaded.epoch_checkpoint_file is not None else None
     entries = list(loaded.epoch_cache.entries) if loaded.epoch_cache is not None else []
     data = checkpoints.build_epoch_checkpoint(entries)
-    if current is None:
+    if loaded.epoch_checkpoint_file is None:
         # UnifiedLog.maybeCreateLeaderEpochCache opens the checkpoint, which creates the file empty
         # (CheckpointFile); LeaderEpochFileCache.assign writes it for the epochs of the recovered batches.
         data = data if entries else b""
@@ -495,7 +497,7 @@ def _epochs(part: Path, display: str, loaded: LoadedPartition) -> list[Action]:
         return [Action(os.path.join(display, path.name), "create", "leader epochs: the broker creates the missing "
                        f"file from the epochs of the batches it recovers ({epochs})",
                        FileOp("write", path, data=data), {"epochs": [list(e) for e in entries]})]
-    if current == data or not entries and not current:  # an empty file with no epoch to assign: left as it is
+    if holds(path, data) or not entries and holds(path, b""):  # an empty file with no epoch to assign: left as it is
         return []
     return [Action(os.path.join(display, path.name), "write", "leader epochs: new epochs of the recovered batches, "
                    "none at or past the log end, none before the log start", FileOp("write", path, data=data),
@@ -508,7 +510,7 @@ def _recovery_point(logdir: Path, key: tuple[str, int], leo: int, display: str) 
         return []
     try:  # not a regular file (a FIFO), or unreadable: left alone; the walk and the loader report it
         items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, str(path)))
-        current = read_regular(path)
+        current = read_small(path)
     except (InputIOError, OSError):
         return []
     if any(isinstance(i, Finding) and i.severity == "error" for i in items):

@@ -22,7 +22,7 @@ import operator
 from array import array
 from collections.abc import Callable
 
-from .filetypes import FileKind, data_end
+from .filetypes import MAX_SMALL_FILE_BYTES, FileKind, data_end
 from .log_check import (
     CheckOptions,
     Entries,
@@ -48,10 +48,8 @@ from .smallfiles import (
     parse_small_file,
     slots_written,
     time_index_sanity,
+    too_large,
 )
-
-MAX_INDEX_BYTES = 64 * 1024 * 1024  # segment.index.bytes is 10 MiB by default; beyond this is not an index
-
 
 # --- index files -----------------------------------------------------------------------------------------
 
@@ -62,9 +60,8 @@ def _read_index(path: str, sink: Sink, unit: int, open_file: Opener = open_local
     try:
         with open_file(path) as fh:
             size = stream_size(fh)
-            if size > MAX_INDEX_BYTES:
-                sink("index-too-large", path, None,
-                     f"{size} bytes: larger than any index the broker writes ({MAX_INDEX_BYTES}); not read")
+            if size > MAX_SMALL_FILE_BYTES:
+                sink.add(too_large(FileKind.INDEX, path, size))
                 return None
             return fh.read(data_end(fh, size, unit)), size
     except OSError as exc:
@@ -229,13 +226,11 @@ def _load_indexes(task: SegmentTask, report: SegmentReport, sink: Sink, open_fil
 
 
 def _load_txn_index(path: str, base_offset: int, sink: Sink, open_file: Opener = open_local) -> list[AbortedTxn]:
-    try:
-        with open_file(path) as fh:
-            data = fh.read()
-    except OSError as exc:
-        sink("io-error", path, None, f"cannot read: {exc.strerror or exc}")
+    read = _read_index(path, sink, 1, open_file)
+    if read is None:
         return []
-    items = list(parse_small_file(data, FileKind.TXN_INDEX, path, base_offset))
+    data, size = read  # never preallocated: a hole in one is read as the zeros it holds
+    items = list(parse_small_file(data + bytes(size - len(data)), FileKind.TXN_INDEX, path, base_offset))
     out = []
     for item in items:
         if isinstance(item, Finding):

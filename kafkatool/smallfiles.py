@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from .errors import InputIOError, UsageError
-from .filetypes import FileKind, classify, read_regular
+from .filetypes import MAX_SMALL_FILE_BYTES, FileKind, FileTooLarge, classify, read_small
 from .findings import finding
 from .formats import checkpoints
 from .formats import constants as layout
@@ -229,10 +229,23 @@ def _read_small_file(
 ) -> tuple[int, Iterator[SmallFileValue | Finding]]:
     """:func:`read_small_file`, and the file's size (the bytes read)."""
     reader = _reader(kind, display_path)
-    data = _read_bytes(path, display_path)
+    try:
+        data = _read_bytes(path, display_path)
+    except FileTooLarge as exc:
+        return exc.size, iter([too_large(kind, display_path, exc.size)])
     if base_offset is None and kind in _BASED:
         base_offset = classify(path).base_offset
     return len(data), _parse(reader, data, kind, display_path, base_offset)
+
+
+def too_large(kind: FileKind, display_path: str, size: int) -> Finding:
+    """The finding of a small file larger than :data:`~kafkatool.filetypes.MAX_SMALL_FILE_BYTES`: not read."""
+    if kind in _BASED:  # the indexes
+        return finding("index-too-large", display_path, None, f"{size} bytes: larger than any index the broker "
+                       f"writes ({MAX_SMALL_FILE_BYTES}); not read")
+    what = kind.value.replace("_", " ")
+    return finding("file-too-large", display_path, None,
+                   f"{size} bytes: larger than any {what} file the broker writes ({MAX_SMALL_FILE_BYTES}); not read")
 
 
 _BASED = frozenset({FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX})  # the kinds whose offsets are relative
@@ -267,8 +280,11 @@ def _parse(
 
 
 def _read_bytes(path: Path, display_path: str) -> bytes:
+    """The file's bytes; FileTooLarge beyond ``MAX_SMALL_FILE_BYTES``, InputIOError when it cannot be read."""
     try:
-        return read_regular(path)
+        return read_small(path)
+    except FileTooLarge:
+        raise
     except OSError as e:
         raise cannot_read(display_path, e) from e
 

@@ -164,7 +164,7 @@ def txns_paths(paths: Iterable[str | Path], progress: Callable[[int], None] | No
                               " until it ends (hanging, if its producer is gone)")
         checked = Tally(progress)
         yield from (f for f in verify_partition_dir(pd, progress=checked if progress is not None else None)
-                    if isinstance(f, Finding) and f.code.startswith("txnindex-"))
+                    if isinstance(f, Finding) and (f.code.startswith("txnindex-") or f.path.endswith(".txnindex")))
         if progress is not None:
             checked.settle(total_bytes([pd.display]))  # the leftovers verify does not read (.deleted, .cleaned)
 

@@ -579,6 +579,10 @@ def test_meta_properties_reader(tmp_path: Path) -> None:
     assert out[0].version is None and codes(out) == ["meta-properties-missing-key"]
 
 
+# JSON nested deeper than the interpreter's stack: json.loads raises RecursionError, not ValueError (it was exit 70)
+DEEP_JSON = b'{"data_version":' * 100_000 + b"0" + b"}" * 100_000
+
+
 @pytest.mark.parametrize("path", corpus_files(FileKind.QUORUM_STATE))
 def test_quorum_state_round_trip(path: Path) -> None:
     data = path.read_bytes()
@@ -595,7 +599,7 @@ def test_quorum_state_reader(tmp_path: Path) -> None:
                                "leader_epoch": 44, "voted_id": -1, "applied_offset": 0,
                                "current_voters": [{"voter_id": 1}]}
     assert dict(value.fields)["leaderEpoch"] == 44
-    for bad in (b"", b"[1]", b"{", b'{"leaderId":1}', b'{"data_version":true}'):
+    for bad in (b"", b"[1]", b"{", b'{"leaderId":1}', b'{"data_version":true}', DEEP_JSON):
         assert codes(run(tmp_path, "quorum-state", bad)) == ["quorum-state-malformed"]
 
 
@@ -611,9 +615,10 @@ def test_clean_shutdown_reader(tmp_path: Path) -> None:
     assert mf.parse_clean_shutdown(b'{"version":"0","broker_epoch":"7"}') == (0, 7)  # early 3.7 form
     assert [v.as_dict() for v in run(tmp_path, ".kafka_cleanshutdown", b"")] == [
         {"type": "clean_shutdown", "version": None, "broker_epoch": None}]
-    out = run(tmp_path, ".kafka_cleanshutdown", b"garbage")  # still a clean shutdown for Kafka
-    assert out[0].broker_epoch is None and codes(out) == ["clean-shutdown-unreadable"]
-    assert out[-1].severity == "warning"
+    for garbage in (b"garbage", DEEP_JSON):
+        out = run(tmp_path, ".kafka_cleanshutdown", garbage)  # still a clean shutdown for Kafka
+        assert out[0].broker_epoch is None and codes(out) == ["clean-shutdown-unreadable"]
+        assert out[-1].severity == "warning"
 
 
 # --- the reader's contract --------------------------------------------------------------------------
