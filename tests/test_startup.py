@@ -156,11 +156,12 @@ for name, module in sorted(sys.modules.items()):
 """
 
 
-@pytest.mark.parametrize("command", [["verify"], ["dump"], ["dump", "--records", "--key", "k"], ["overview"]])
+@pytest.mark.parametrize("command", [["verify"], ["dump"], ["dump", "--records", "--key", "k"], ["overview"],
+                                     ["locate", "--offset", "3"]])
 def test_the_values_on_a_partitions_path_are_named_tuples(command: list[str]) -> None:
     """kafkatool/__init__.py's rule: an immutable value on a command's path is a NamedTuple, not a frozen dataclass
     (~2 ms each to make at import here, where a NamedTuple costs ~0.2 ms): none among the modules a partition's
-    verify, dump (its options and record filter) or overview (its rows) imports."""
+    verify, dump (its options and record filter), overview (its rows) or locate (its answer and steps) imports."""
     part = str(corpus_root() / "kafka" / "logdir" / "txn-0")
     p = subprocess.run([sys.executable, "-c", VALUES, *command, part], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
