@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .checkpoints import TextFileError, java_int, java_lines, java_split
+
+# json is imported by the two JSON files' functions alone (quorum-state, .kafka_cleanshutdown): a partition's
+# partition.metadata is read on every verify and dump of a partition, and json's import (~3 ms) is most of what
+# reading it costs (tests/test_startup.py).
 
 # --- Uuid (org.apache.kafka.common.Uuid) -------------------------------------------------------
 
@@ -235,6 +238,8 @@ def meta_properties_node_id(props: Mapping[str, str]) -> tuple[int, int | None]:
 
 def parse_quorum_state(data: bytes) -> dict[str, Any]:
     """The JSON object of the first line, which must hold an integer ``data_version``; else TextFileError."""
+    import json
+
     first = next(java_lines(data), None)
     if first is None:
         raise TextFileError("quorum-state-malformed", "empty file", 0)
@@ -251,6 +256,8 @@ def parse_quorum_state(data: bytes) -> dict[str, Any]:
 
 def build_quorum_state(state: Mapping[str, Any]) -> bytes:
     """``quorum-state`` as Jackson's ``ObjectNode.toString`` writes it (compact, key order kept)."""
+    import json
+
     return json.dumps(dict(state), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -262,6 +269,8 @@ def parse_clean_shutdown(data: bytes) -> tuple[int | None, int | None]:
 
     Accepts the written key ``brokerEpoch`` and the ``broker_epoch`` string form of early 3.7 builds.
     """
+    import json
+
     if not data:
         return None, None
     try:
@@ -288,6 +297,8 @@ def _json_long(value: Any) -> int | None:
 def build_clean_shutdown(broker_epoch: int | None, version: int = 0) -> bytes:
     """The file as Kafka writes it: ``{"version":V,"brokerEpoch":N}``, or empty (``broker_epoch=None``,
     as before Kafka 3.7)."""
+    import json
+
     if broker_epoch is None:
         return b""
     content = {"version": version, "brokerEpoch": broker_epoch}

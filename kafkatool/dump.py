@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import native
 from .errors import InputIOError, UsageError
@@ -35,8 +34,7 @@ if TYPE_CHECKING:
     from .txns import CommittedView
 
 
-@dataclass(frozen=True, slots=True)
-class RecordFilter:
+class RecordFilter(NamedTuple):
     """Which records ``dump`` shows (every given condition must hold): ``key``/``value`` regular expressions
     searched in the bytes decoded as UTF-8 (a null key or value never matches), a header by name (and a
     regular expression on its value), the batch's producer id, and a time range (inclusive) on the record's
@@ -44,7 +42,8 @@ class RecordFilter:
 
     ``native``: the same conditions compiled once by the native core (``_native.RecordSearch``: the ``regex`` crate's
     patterns :func:`kafkatool.pattern.translate` made of these, which match exactly what these match), applied to the
-    records it decodes; None where a pattern is not translated (the records are searched here, the reference)."""
+    records it decodes; None where a pattern is not translated (the records are searched here, the reference).
+    A NamedTuple, as every immutable value on a command's path (kafkatool/__init__.py)."""
 
     key: re.Pattern[str] | None = None
     value: re.Pattern[str] | None = None
@@ -52,7 +51,7 @@ class RecordFilter:
     producer_id: int | None = None
     from_time: int | None = None
     to_time: int | None = None
-    native: Any = field(default=None, compare=False, repr=False)
+    native: Any = None
 
     @property
     def needs_records(self) -> bool:
@@ -151,15 +150,16 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-@dataclass(frozen=True, slots=True)
-class DumpOptions:
+class DumpOptions(NamedTuple):
+    """What ``dump`` reads and shows (a NamedTuple: see :class:`RecordFilter`)."""
+
     records: bool = False
     from_offset: int | None = None
     to_offset: int | None = None
     max_batches: int | None = None   # per record file
     max_bytes: int | None = None     # per record file: entries starting within the first N bytes
-    scan: ScanOptions = field(default_factory=ScanOptions)
-    filter: RecordFilter = field(default_factory=RecordFilter)
+    scan: ScanOptions = ScanOptions()
+    filter: RecordFilter = RecordFilter()
     columnar: bool = False  # the consumer takes RecordRuns (records as native columns; the CLI's text and jsonl)
     # What the options need from other engines, given by the caller (the CLI imports each where its option is set):
     # read_committed: a partition dir's view, only what such a consumer receives (kafkatool.txns.committed_view);

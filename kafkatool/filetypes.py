@@ -40,6 +40,9 @@ class FileKind(StrEnum):
         return self in (FileKind.LOG, FileKind.KRAFT_SNAPSHOT)
 
 
+# The KRaft metadata partition, whose dir alone holds KRAFT_SNAPSHOT and QUORUM_STATE files: named here, where every
+# reader of a partition finds it, so that a data partition's load never imports kafkatool.metadata_log.
+METADATA_TOPIC = "__cluster_metadata"
 LEFTOVER_SUFFIXES = (".swap", ".cleaned", ".deleted", ".tmp")
 OFFSET_CHECKPOINT_NAMES = frozenset(
     {

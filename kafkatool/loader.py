@@ -69,22 +69,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .epochs import EpochCache
 from .errors import IndexAppendError, InputIOError
-from .filetypes import FileKind, file_size, open_regular
+from .filetypes import METADATA_TOPIC, FileKind, file_size, open_regular
 from .findings import finding
 from .logdir import LogDir
 from .logfiles import Leftovers, PartitionFiles, leftover_passes, sort_files
-from .metadata_log import (
-    METADATA_TOPIC,
-    MetadataLogLoad,
-    SnapshotFile,
-    load_metadata_log,
-    partial_snapshot,
-    snapshot_files,
-)
 from .model import Batch, Finding, Marker, Stretch, column_batch, pushback
 from .producer_state import ProducerReplay, ProducerState, fenced
 from .records import ScanOptions, scan
@@ -100,6 +92,9 @@ from .smallfiles import (
     read_txn_index,
 )
 from .walk import PARTITION_DIR, dir_files
+
+if TYPE_CHECKING:
+    from .metadata_log import MetadataLogLoad, SnapshotFile
 
 # Topics that are always compacted (cleanup.policy=compact): their first batches of an epoch may be gone.
 COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
@@ -457,9 +452,14 @@ def _sort_files(files: PartitionFiles, options: ScanOptions) -> _Files:
     out.segments = {b: LoadedSegment(b, p, d, file_size(p)) for b, (p, d) in files.segments.items() if kept(p)}
     out.indexes = {(b, _EXTENSION[k]): p for (b, k), (p, _d) in files.indexes.items() if kept(p)}
     out.snapshots = {b: p for b, (p, _d) in files.snapshots.items() if kept(p)}
+    # kafkatool.metadata_log: imported for a dir that may hold its files, never for a data partition's load
     if files.others:  # only there are KRaft snapshots (sort_files)
+        from .metadata_log import snapshot_files
+
         out.raft_snapshots = snapshot_files(files.files)
     if files.unknown:
+        from .metadata_log import partial_snapshot
+
         out.raft_partial = [s for p, d in files.unknown if (s := partial_snapshot(p, d)) is not None]
     if files.epoch_checkpoint is not None:
         out.epoch_checkpoint = files.epoch_checkpoint[0]
@@ -969,6 +969,8 @@ class PartitionLoad:
 def _metadata_log(loaded: LoadedPartition, snapshots: list[SnapshotFile], partial: list[SnapshotFile]) -> None:
     """Step 8: ``KafkaMetadataLog.apply`` over the loaded log; a log truncated to the latest snapshot
     (``UnifiedLog.truncateFullyAndStartAt``) starts and ends there, with no epoch, producer or batch kept."""
+    from .metadata_log import load_metadata_log  # __cluster_metadata alone (see _sort_files)
+
     latest = loaded.epoch_cache.latest if loaded.epoch_cache is not None else None
     kraft = load_metadata_log(snapshots, loaded.display, loaded.log_start_offset, loaded.log_end_offset,
                               latest[0] if latest else None, sum(1 for s in loaded.segments if not s.deleted),

@@ -51,10 +51,9 @@ import mmap
 import os
 import struct
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from .errors import InputIOError, UsageError
 from .filetypes import FileKind, classify, open_regular
@@ -83,16 +82,16 @@ _PAST_ANY_RELATIVE = 1 << 32  # an offset-index key above every 32-bit relative 
 
 
 # --- values -----------------------------------------------------------------------------------------
+# NamedTuples, as every immutable value on a command's path (kafkatool/__init__.py): locate, txns, dump --from-*
+# and the internal topics' commands import this module.
 
 
-@dataclass(frozen=True, slots=True)
-class LocateOptions:
+class LocateOptions(NamedTuple):
     use_indexes: bool = True  # False: ignore .index/.timeindex and scan (to cross-check them)
-    scan: ScanOptions = field(default_factory=lambda: ScanOptions(window=LOCATE_WINDOW))
+    scan: ScanOptions = ScanOptions(window=LOCATE_WINDOW)
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(NamedTuple):
     """What was asked for: an offset, or a timestamp (ms, or a ListOffsets special value)."""
 
     offset: int | None = None
@@ -107,8 +106,7 @@ class Target:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One step of the search, as a line a person reads (``kind``: segment, index, timeindex, scan, fallback...)."""
 
     kind: str
@@ -118,8 +116,7 @@ class Step:
         return {"type": "locate_step", "step": self.kind, "message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(NamedTuple):
     """The answer of one lookup, with how it was reached.
 
     ``offset`` is the answer (the record's offset; for ``latest``/``earliest`` the log end/start offset).
@@ -233,8 +230,7 @@ def parse_timestamp(text: str) -> int:
 # --- the partition's files ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(NamedTuple):
     base_offset: int
     log: Path
     display: str  # the .log path as the user would write it
@@ -254,8 +250,7 @@ def partition_segments(path: str | Path) -> list[Segment]:
     return partition_files(path).segments
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionFiles:
+class PartitionFiles(NamedTuple):
     """What a lookup needs of a partition before reading it: its segments as the broker sees them and its log start
     offset (:func:`kafkatool.loader.segment_files`, :func:`kafkatool.loader.log_start_offset`, Kafka's
     ``LogLoader``), from the files discovery found (:func:`kafkatool.walk.discover`)."""
@@ -781,7 +776,7 @@ class _Search:
             self.step("target", f"earliest: the log start offset {self.log_start} ({self.log_start_source})")
             loc = self.find_offset(self.log_start, target)
             note = loc.note if loc.found else f"the log is empty ({loc.note})"
-            return replace(loc, found=True, offset=self.log_start, note=note)
+            return loc._replace(found=True, offset=self.log_start, note=note)
         if t == LATEST_TIMESTAMP:
             leo = self.log_end_offset()
             return self.location(target, True, offset=leo, segment=self.segments[-1].display,

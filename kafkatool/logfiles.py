@@ -32,8 +32,9 @@ DELETED, CLEANED, SWAP, TMP = ".deleted", ".cleaned", ".swap", ".tmp"   # filety
 INDEX_KINDS = (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
 """``LogFileUtils.isIndexFile``: the offset, time and transaction indexes of a segment, in that order."""
 
-# A segment file's name whose offset is not 20 digits: Kafka writes none (``filenamePrefixFromOffset``).
-_MISNAMED = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$")
+# A segment file's name whose offset is not 20 digits: Kafka writes none (``filenamePrefixFromOffset``). Compiled by re
+# at the first name a partition dir holds that no file kind claims (most partitions have none).
+_MISNAMED = r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)$"
 
 Named = tuple[Path, str]   # (path, display) of a file of a listing
 
@@ -46,7 +47,7 @@ def segment_file(dir: Path, base_offset: int, suffix: str) -> Path:
 
 def misnamed(name: str) -> bool:
     """A segment file's name whose offset is not the 20 digits Kafka writes (``5.log``, a 21-digit offset)."""
-    return bool(_MISNAMED.match(name))
+    return bool(re.match(_MISNAMED, name))
 
 
 def offset_from_file_name(name: str) -> int | None:

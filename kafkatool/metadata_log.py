@@ -27,11 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from .filetypes import FileInfo, FileKind
+from .filetypes import METADATA_TOPIC, FileInfo, FileKind
 from .findings import finding
 from .model import Finding
-
-METADATA_TOPIC = "__cluster_metadata"
 
 # Snapshots.createTempFile: "<end offset>-<epoch>-" + a random part + ".checkpoint.part"
 _PARTIAL = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10}).*\.checkpoint\.part$")

@@ -9,9 +9,9 @@ files); ``verify`` checks far more and says what each is.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .filetypes import file_size
 from .loader import LoadedPartition, load_partition
@@ -20,8 +20,9 @@ from .smallfiles import read_meta_properties
 from .walk import partition_dirs_and_findings
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionOverview:
+class PartitionOverview(NamedTuple):
+    """One partition's row (a NamedTuple, as every immutable value on a command's path: kafkatool/__init__.py)."""
+
     topic: str
     partition: int
     path: str
@@ -119,9 +120,9 @@ def overview_paths(paths: Iterable[str | Path], *, topic: str | None = None
             props = read_meta_properties(pd.logdir_path)
             clusters[pd.logdir_path] = props.cluster_id if props is not None and props.cluster_id else "-"
         row = partition_overview(load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir), pd.files)
-        rows.append(replace(row, cluster=clusters[pd.logdir_path]))
+        rows.append(row._replace(cluster=clusters[pd.logdir_path]))
     if len(set(clusters.values())) < 2:  # one cluster (or none known): the rows as they always were
-        rows = [replace(r, cluster=None) for r in rows]
+        rows = [r._replace(cluster=None) for r in rows]
     rows.sort(key=lambda r: (-r.bytes, r.topic, r.partition, r.path))
     yield from rows
     totals: dict[tuple[str | None, str], TopicOverview] = {}

@@ -344,8 +344,9 @@ _SLOTS = {FileKind.INDEX: _OFFSET_ENTRY, FileKind.TIME_INDEX: _TIME_ENTRY, FileK
 
 @functools.cache
 def _metadata_files() -> ModuleType:
-    """:mod:`kafkatool.formats.metadata_files`, imported at the first text metadata file read: its json costs more to
-    import than checking a small segment, and text output never needs json otherwise (tests/test_startup.py)."""
+    """:mod:`kafkatool.formats.metadata_files`, imported at the first text metadata file read: a lone segment's
+    check needs none (tests/test_startup.py). json comes later still: only with a JSON file (quorum-state,
+    .kafka_cleanshutdown), never for a partition's partition.metadata."""
     from .formats import metadata_files
 
     return metadata_files

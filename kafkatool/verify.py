@@ -36,14 +36,13 @@ from typing import Any, BinaryIO
 
 from .epochs import EpochCache
 from .errors import InputIOError
-from .filetypes import FileKind, classify, file_size, open_regular_sized, read_to_hole
+from .filetypes import METADATA_TOPIC, FileKind, classify, file_size, open_regular_sized, read_to_hole
 from .findings import finding
 from .index_interval import resolve_index_interval
 from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot, snapshot_beyond_log_end
 from .log_check import SegmentReport, SegmentTask
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, SWAP, TMP, PartitionFiles, misnamed, sort_files
-from .metadata_log import METADATA_TOPIC, partial_snapshot
 from .model import Finding
 from .segment_check import check_segment
 from .smallfiles import (
@@ -203,6 +202,8 @@ def _sort_files(part: _Partition) -> tuple[PartitionFiles, list[Finding]]:
     """The partition dir's files by role (:func:`kafkatool.logfiles.sort_files`), and what discovery met in it with
     a word on each file the broker does not write there."""
     out, findings = sort_files(part.files), list(part.findings)
+    if out.unknown and part.topic == METADATA_TOPIC:  # kafkatool.metadata_log: for that partition alone
+        from .metadata_log import partial_snapshot
     for path, display in out.unknown:
         if interrupted := _interrupted_apply(path, display):
             findings.append(interrupted)

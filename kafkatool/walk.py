@@ -51,7 +51,8 @@ _PARTITION_KINDS = frozenset({
     FileKind.LOG, FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT,
     FileKind.EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA, FileKind.KRAFT_SNAPSHOT, FileKind.QUORUM_STATE,
 })
-_SEGMENT_LIKE = re.compile(r"^\d+\.(log|index|timeindex|txnindex|snapshot)$|^\d{20}-\d{10}\.checkpoint$")
+# A dir named as a segment file would be (compiled by re at the first dir inside a partition dir: a rare thing)
+_SEGMENT_LIKE = r"^\d+\.(log|index|timeindex|txnindex|snapshot)$|^\d{20}-\d{10}\.checkpoint$"
 NOTHING_FOUND = "no Kafka log dir, partition or segment under {}"
 NOT_KAFKA_FILE = "{}: not a Kafka log-dir file (a segment, index, snapshot or checkpoint, by its name)"
 
@@ -218,7 +219,7 @@ def _partition(listing: _Listing, logdir: LogDir | None, known: bool = True) -> 
     m = PARTITION_DIR.match(listing.path.name) if known else None
     findings = _unreadable_findings(listing)
     for path, display in listing.dirs if known else ():
-        segment_like = bool(_SEGMENT_LIKE.match(path.name))
+        segment_like = bool(re.match(_SEGMENT_LIKE, path.name))
         findings.append(finding(
             "unknown-dir-segment-name" if segment_like else "unknown-dir", display, None,
             "a directory, not a file: the broker reads only the files of a partition dir "

@@ -7,7 +7,8 @@ of an uncompressed segment, Spark or Arrow; nor rich when the output is no termi
 numbers are in ``formats/constants.py``), nor the loader and small-file readers of a whole partition; and with
 the native core, not crc32c either (whose import brings ``importlib.metadata``); and json only for jsonl. A whole
 partition's verify needs the loader and the small-file readers, still without Construct, and its immutable values
-are ``NamedTuple`` classes, not frozen dataclasses (kafkatool/__init__.py).
+are ``NamedTuple`` classes, not frozen dataclasses (kafkatool/__init__.py); a data partition's verify or dump needs
+no json (its partition.metadata is not JSON), nor the KRaft metadata log's module, nor the payload decoders.
 The timings are in ``bench/bench_cli.py`` (ratios against ``python -c pass`` taken in the same run).
 """
 
@@ -126,6 +127,24 @@ def test_a_partition_is_verified_without_construct(pure: str) -> None:
     assert heavy(modules, ("construct",)) == []
 
 
+# What a data partition's verify reads has no use for: json (only quorum-state and .kafka_cleanshutdown are JSON, and
+# text output writes none), the KRaft metadata log's rules (__cluster_metadata alone), the decoded payloads of dump's
+# --key-decoder/--value-decoder. Each was imported by every such verify until the readers deferred it.
+PARTITION_UNUSED = ("json", "kafkatool.metadata_log", "kafkatool.payloads")
+
+
+@pytest.mark.parametrize("command", ["verify", "dump"])
+@pytest.mark.parametrize("name", ["headers-0", "txn-0"])
+def test_a_data_partition_is_read_without_what_only_other_files_need(command: str, name: str) -> None:
+    """A partition dir with its partition.metadata (and, txn-0, producer snapshots and a transaction index) is
+    verified or dumped, as text, without json, kafkatool.metadata_log or kafkatool.payloads."""
+    part = corpus_root() / "kafka" / "logdir" / name
+    assert (part / "partition.metadata").is_file()
+    modules = imported_by(command, str(part))
+    assert "kafkatool.formats.metadata_files" in modules  # it did read partition.metadata
+    assert heavy(modules, PARTITION_UNUSED) == []
+
+
 VALUES = RUN + """
 for name, module in sorted(sys.modules.items()):
     if name.startswith("kafkatool."):
@@ -137,12 +156,14 @@ for name, module in sorted(sys.modules.items()):
 """
 
 
-def test_the_values_on_a_partitions_path_are_named_tuples() -> None:
+@pytest.mark.parametrize("command", [["verify"], ["dump"], ["dump", "--records", "--key", "k"], ["overview"],
+                                     ["locate", "--offset", "3"]])
+def test_the_values_on_a_partitions_path_are_named_tuples(command: list[str]) -> None:
     """kafkatool/__init__.py's rule: an immutable value on a command's path is a NamedTuple, not a frozen dataclass
     (~2 ms each to make at import here, where a NamedTuple costs ~0.2 ms): none among the modules a partition's
-    verify imports."""
+    verify, dump (its options and record filter), overview (its rows) or locate (its answer and steps) imports."""
     part = str(corpus_root() / "kafka" / "logdir" / "txn-0")
-    p = subprocess.run([sys.executable, "-c", VALUES, "verify", part], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", VALUES, *command, part], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert [line for line in p.stderr.splitlines() if line.startswith("FROZEN ")] == []
 

@@ -1,5 +1,5 @@
 """What a decoder gives for one payload, where the schema decoders find the writers' schemas, and a record with its
-decoded payloads (light: the output layer imports it at every start)."""
+decoded payloads (light: export imports it, and the output layer at the first record with decoded payloads)."""
 
 from __future__ import annotations
 

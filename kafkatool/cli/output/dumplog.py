@@ -12,14 +12,14 @@ import os
 import re
 from typing import Any
 
-from ...payloads.decoded import compact
 from .jsonl import _json
 from .terminal import _printable, printable
 from .text import _finding
 
 _TIMESTAMP_TYPES = {"create": "CreateTime", "log_append": "LogAppendTime"}
 _INT32_MAX = 2**31 - 1
-_SNAPSHOT = re.compile(r"(\d{20})-(\d{10})\.checkpoint\Z")  # Snapshots.parse: 20-digit end offset, 10-digit epoch
+# Snapshots.parse: 20-digit end offset, 10-digit epoch (compiled at first use: dump-log alone needs it)
+_SNAPSHOT = r"(\d{20})-(\d{10})\.checkpoint\Z"
 _BOOTSTRAP = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
 
 
@@ -119,7 +119,7 @@ def _file_header(name: str) -> str:
         return f"\nLog starting offset: {int(name.split('.')[0])}" if name.split(".")[0].isdigit() else ""
     if name == _BOOTSTRAP:
         return "\nKRaft bootstrap snapshot"
-    m = _SNAPSHOT.match(name)
+    m = re.match(_SNAPSHOT, name)
     return f"\nSnapshot end offset: {int(m[1])}, epoch: {int(m[2])}" if m else ""
 
 
@@ -159,6 +159,8 @@ def _dump_log_record(d: dict[str, Any], batch: dict[str, Any] | None, payload: b
     def shown(side: str) -> str:
         if f"{side}_decoded" not in d or f"{side}_decode_error" in d:
             return utf8(d[side])
+        from ...payloads.decoded import compact  # here: see kafkatool.cli.output.text._compacted
+
         v = d[f"{side}_decoded"]
         return printable(v if isinstance(v, str) else compact(v))
 

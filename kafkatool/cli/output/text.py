@@ -9,7 +9,6 @@ import datetime as _dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...payloads.decoded import compact
 from .terminal import escape
 
 if TYPE_CHECKING:
@@ -123,6 +122,10 @@ def _record(o: Output, d: dict[str, Any]) -> str:
 def _compacted(d: dict[str, Any]) -> dict[str, Any]:
     """A record's decoded key and value as their compact JSON text, before the line is made printable: one string
     each (a value nested a thousand deep is not walked again, and its escapes are JSON's, not doubled)."""
+    # here, as in dumplog: a record with decoded payloads is the only user of kafkatool.payloads in the output layer,
+    # which every command imports (tests/test_startup.py)
+    from ...payloads.decoded import compact
+
     d = dict(d)
     for side in ("key", "value"):
         if f"{side}_decoded" in d:
