@@ -36,7 +36,8 @@ def test_ctrl_c_is_130_with_one_line() -> None:
 
 def test_one_error_root() -> None:
     """Every exception class of the engines derives from ``KafkaToolError`` and lives in ``kafkatool.errors``, each with
-    its exit code; outside it only ``filetypes.NotRegularFile`` (an ``OSError`` on purpose: callers catch it as one),
+    its exit code; outside it only ``filetypes.NotRegularFile`` and ``filetypes.FileTooLarge`` (``OSError``s on
+    purpose: a reader that turns a file it cannot read into a finding catches them as one),
     the private control-flow ones (caught where raised: one
     that escaped would be a bug, an internal error, not a message mapped to an exit code)."""
     import importlib
@@ -53,7 +54,7 @@ def test_one_error_root() -> None:
         for name, cls in vars(importlib.import_module(m.name)).items():
             if inspect.isclass(cls) and issubclass(cls, BaseException) and cls.__module__ == m.name != errors.__name__:
                 outside.add(f"{m.name}.{name}")
-    assert outside == {"kafkatool.filetypes.NotRegularFile",
+    assert outside == {"kafkatool.filetypes.NotRegularFile", "kafkatool.filetypes.FileTooLarge",
                        "kafkatool.fastparse._Miss", "kafkatool.internal.common.Undecodable",
                        "kafkatool.locate._BadPosition", "kafkatool.internal.groups._Inconsistent",
                        "kafkatool.delivery._RowTooLong", "kafkatool.verify_files._Stopped",
