@@ -93,11 +93,17 @@ class LogDir:
         return out
 
     @cached_property
+    def checkpoint_findings(self) -> tuple[Finding, ...]:
+        """What reading the offset checkpoint files met (malformed, too large, unreadable), by file name: what a
+        command that loads partitions says once a log dir, as ``verify`` does."""
+        return tuple(f for name in sorted(OFFSET_CHECKPOINT_NAMES) if (cp := self.checkpoint(name)) is not None
+                     for f in cp.findings)
+
+    @cached_property
     def unreadable_checkpoints(self) -> tuple[Finding, ...]:
         """The io-error findings of the checkpoint files that could not be read (what a partition's load goes
         without): looked for once a log dir, not once a partition."""
-        return tuple(f for name in sorted(OFFSET_CHECKPOINT_NAMES) if (cp := self.checkpoint(name)) is not None
-                     for f in cp.findings if f.code == "io-error")
+        return tuple(f for f in self.checkpoint_findings if f.code == "io-error")
 
     def offset(self, name: str, topic: str, partition: int) -> int | None:
         """This partition's entry in checkpoint ``name``, if the file is there and lists it."""

@@ -61,3 +61,30 @@ def test_timestamps_topic_filter_and_compacted(run_cli) -> None:
     assert compacted == {"__consumer_offsets-0", "__transaction_state-0"}
     code, rows = kt("overview", corpus_root() / "kafka/recovery/crc-flip/before")
     assert code == 1 and rows[0]["problems"] >= 1 and rows[0]["log_end_offset"] == 264
+
+
+def test_a_damaged_checkpoint_is_said_once_a_log_dir_and_fails_the_run(tmp_path: Path) -> None:
+    """Every row's offsets come from the log dir's checkpoints: what reading them met is a finding (as verify's),
+    said once for the log dir (not once a row, not lost when partition dirs are named alone), and exit 1."""
+    import shutil
+
+    logdir = tmp_path / "logdir"
+    shutil.copytree(PROJECT_ROOT / "fixtures" / "incident", logdir, symlinks=True)
+    rp = logdir / "recovery-point-offset-checkpoint"
+    code, rows = kt("overview", logdir)
+    assert code == 0 and not [r for r in rows if r["type"] == "finding" and r["path"] == str(rp)]
+    rp.write_text("0\n1\ngarbage\n")
+    _code, checked = kt("verify", logdir)
+    said = [(r["code"], r["severity"]) for r in checked if r["type"] == "finding" and r["path"] == str(rp)
+            and r["code"] != "recovery-point-missing"]  # verify's own check of each partition against the file
+    assert said == [("checkpoint-malformed", "error")]
+    partitions = sorted(p for p in logdir.iterdir() if p.is_dir() and p.name[-1].isdigit())
+    for named in ([logdir], partitions[:2]):
+        code, rows = kt("overview", *named)
+        assert [(r["code"], r["severity"]) for r in rows if r["type"] == "finding" and r["path"] == str(rp)] == said
+        assert code == 1 and len([r for r in rows if r["type"] == "partition_overview"]) >= 2
+    with rp.open("r+b") as fh:  # 4 GiB, sparse: larger than any the broker writes, so not read
+        fh.truncate(4 << 30)
+    code, rows = kt("overview", logdir)
+    assert code == 1 and [r["code"] for r in rows if r["type"] == "finding" and r["path"] == str(rp)] == [
+        "file-too-large"]

@@ -32,8 +32,9 @@ def overview(
     loading met; then totals per topic.
 
     Reads batch headers and the log dir's checkpoints only; `verify` checks everything and explains each problem.
-    Exit 0 when loading met no problem, 1 when it did (or a finding reaches --fail-on, default warning), 2 usage
-    error or nothing to read, 3 I/O error.
+    What reading a log dir's checkpoints met (a malformed or oversized file) is a finding, said once for the log
+    dir. Exit 0 when loading met no problem, 1 when it did (or a finding reaches --fail-on, default warning), 2
+    usage error or nothing to read, 3 I/O error.
     """
     from ..overview import PartitionOverview, overview_paths
     from .exits import check_fail_on
