@@ -91,7 +91,7 @@ from .smallfiles import (
     read_small_file,
     read_txn_index,
 )
-from .walk import PARTITION_DIR, dir_files
+from .walk import PARTITION_DIR, PartitionDir, dir_files
 
 if TYPE_CHECKING:
     from .metadata_log import MetadataLogLoad, SnapshotFile
@@ -1023,6 +1023,24 @@ def read_logdir(path: Path, display: str) -> LogDir:
     except InputIOError:
         files = []
     return LogDir(path, display, files)
+
+
+class LogDirs:
+    """The log dirs of the partitions a command loads, each once: a partition dir named alone gets its parent's
+    (:func:`read_logdir`), shared by its siblings named alone, so its checkpoints are read once, not once a partition;
+    and what reading a log dir's checkpoints met is handed out once (every partition's offsets come from them)."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[Path, LogDir] = {}
+
+    def place(self, part: PartitionDir) -> tuple[PartitionDir, tuple[Finding, ...]]:
+        """``part`` with its log dir, and :attr:`LogDir.checkpoint_findings` the first time that log dir is met
+        (else nothing)."""
+        logdir = self._by_path.get(part.logdir_path)
+        if logdir is not None:
+            return (part if part.logdir is logdir else part._replace(logdir=logdir)), ()
+        logdir = self._by_path[part.logdir_path] = part.logdir or read_logdir(part.logdir_path, part.logdir_display)
+        return (part if part.logdir is logdir else part._replace(logdir=logdir)), logdir.checkpoint_findings
 
 
 

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .filetypes import file_size
-from .loader import LoadedPartition, load_partition, read_logdir
-from .logdir import LogDir
+from .loader import LoadedPartition, LogDirs, load_partition
 from .model import Finding
 from .smallfiles import read_meta_properties
 from .walk import partition_dirs_and_findings
@@ -111,7 +110,7 @@ def overview_paths(paths: Iterable[str | Path], *, topic: str | None = None
     biggest first."""
     rows: list[PartitionOverview] = []
     clusters: dict[Path, str] = {}  # log dir -> its cluster.id: rows of two clusters are never one total
-    logdirs: dict[Path, LogDir] = {}  # a partition dir named alone: its parent's checkpoints, read once
+    logdirs = LogDirs()
     for pd in partition_dirs_and_findings(paths):
         if isinstance(pd, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
             yield pd
@@ -119,14 +118,13 @@ def overview_paths(paths: Iterable[str | Path], *, topic: str | None = None
         if topic is not None and pd.topic != topic:
             continue
         yield from pd.findings
-        logdir = logdirs.get(pd.logdir_path)
-        if logdir is None:
-            logdir = logdirs[pd.logdir_path] = pd.logdir or read_logdir(pd.logdir_path, pd.logdir_display)
-            # the checkpoints every row's offsets come from: what reading them met, said once (as verify does)
-            yield from logdir.checkpoint_findings
+        # the checkpoints every row's offsets come from: what reading them met, said once a log dir (as verify does)
+        pd, met = logdirs.place(pd)
+        yield from met
+        if pd.logdir_path not in clusters:
             props = read_meta_properties(pd.logdir_path)
             clusters[pd.logdir_path] = props.cluster_id if props is not None and props.cluster_id else "-"
-        row = partition_overview(load_partition(pd.path, pd.display, files=pd.files, logdir=logdir), pd.files)
+        row = partition_overview(load_partition(pd.path, pd.display, files=pd.files, logdir=pd.logdir), pd.files)
         rows.append(row._replace(cluster=clusters[pd.logdir_path]))
     if len(set(clusters.values())) < 2:  # one cluster (or none known): the rows as they always were
         rows = [r._replace(cluster=None) for r in rows]

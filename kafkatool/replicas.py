@@ -23,7 +23,7 @@ from typing import Any
 from .epochs import EpochCache
 from .errors import NothingMatched, UsageError
 from .filetypes import FileKind, classify, open_regular
-from .loader import LoadedPartition, LoadedSegment, load_partition, segment_bytes
+from .loader import LoadedPartition, LoadedSegment, LogDirs, load_partition, segment_bytes
 from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
@@ -161,6 +161,7 @@ def replica_groups(paths: Iterable[str | Path], topic: str | None = None, partit
     discovery met outside the partitions (a dir it cannot list, a link loop)."""
     groups: dict[tuple[str, int], list[PartitionDir]] = {}
     seen: set[Path] = set()
+    logdirs = LogDirs()
     for part in partition_dirs_and_findings(paths):
         if isinstance(part, Finding):
             if met is not None:
@@ -168,6 +169,9 @@ def replica_groups(paths: Iterable[str | Path], topic: str | None = None, partit
             continue
         if (topic is not None and part.topic != topic) or (partition is not None and part.partition != partition):
             continue
+        part, read = logdirs.place(part)
+        if met is not None:
+            met.extend(checkpoint_trouble(part, read))
         real = part.path.resolve()
         if real not in seen:
             seen.add(real)
@@ -180,6 +184,14 @@ def replica_groups(paths: Iterable[str | Path], topic: str | None = None, partit
         unique = len(set(names)) == len(names)
         out.append([(p, n if unique else p.display) for p, n in zip(parts, names, strict=True)])
     return out
+
+
+def checkpoint_trouble(part: PartitionDir, read: Iterable[Finding]) -> list[Finding]:
+    """Of what reading ``part``'s log dir's checkpoints met (:meth:`kafkatool.loader.LogDirs.place`), what its
+    replica's findings do not carry already (an unreadable file is in every load's findings): a malformed or
+    oversized checkpoint a replica's high watermark, recovery point or log start would be silently missing from."""
+    carried = part.logdir.unreadable_checkpoints if part.logdir is not None else ()
+    return [f for f in read if f not in carried]
 
 
 def filter_matched_nothing(paths: Iterable[str | Path], topic: str | None, partition: int | None,

@@ -63,12 +63,12 @@ from .errors import ApplyRefused, UsageError
 from .filetypes import FileKind, classify, open_regular, read_regular
 from .findings import finding
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
-from .loader import segment_bytes
+from .loader import LogDirs, segment_bytes
 from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
 from .repair import default_backup_dir
-from .replicas import Replica, Segment, compare, filter_matched_nothing, merge, open_replica
+from .replicas import Replica, Segment, checkpoint_trouble, compare, filter_matched_nothing, merge, open_replica
 from .safewrite.journal import FileOp, apply_ops, resume
 from .safewrite.lock import log_dir_lock
 from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
@@ -414,12 +414,21 @@ def _pairs(leader: str | Path, follower: str | Path, topic: str | None, partitio
            met: list[Finding] | None = None) -> Iterator[tuple[PartitionDir, PartitionDir, str, str]]:
     """(leader's dir, follower's dir, their names) for every partition under both; ``met`` is given what
     discovery met outside the partitions (a dir it cannot list, a link loop) before the first pair."""
+    logdirs = LogDirs()
+
     def found(path: str | Path) -> dict[tuple[str, int], Any]:
         units = list(partition_dirs_and_findings([path]))
         if met is not None:
             met.extend(u for u in units if isinstance(u, Finding))
-        return {(p.topic, p.partition): p for p in units if isinstance(p, PartitionDir)
-                if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)}
+        parts = {}
+        for p in units:
+            if isinstance(p, PartitionDir) and (topic is None or p.topic == topic) and (
+                    partition is None or p.partition == partition):
+                p, read = logdirs.place(p)
+                if met is not None:
+                    met.extend(checkpoint_trouble(p, read))
+                parts[p.topic, p.partition] = p
+        return parts
 
     leaders, followers = found(leader), found(follower)
     keys = sorted(set(leaders) & set(followers))

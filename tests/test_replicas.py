@@ -1082,3 +1082,30 @@ def test_without_isr_the_isr_comes_from_the_kraft_metadata_beside_the_replicas(t
     (part,) = [x for x in proc.jsonl() if x["type"] == "partition"]
     assert (part["isr"], part["isr_from"], part["isr_hw"]) == (["broker-2"], "metadata", 70)
     assert "ISR 2 of " in part["isr_basis"]
+
+
+def test_a_malformed_checkpoint_is_said_once_by_replicas_truncation_and_epochs(tmp_path: Path) -> None:
+    """A replica's high watermark comes from its log dir's replication-offset-checkpoint: when that file cannot be
+    parsed the high watermark is missing, and each command that compares replicas says why (verify's finding,
+    once for the log dir) and exits 1, where it used to show "-" and exit 0."""
+    from .clirun import cli
+
+    case = tmp_path / "case"
+    shutil.copytree(CASES / "lagging", case)
+    brokers = sorted(p for p in case.iterdir() if p.is_dir())
+    hw = brokers[1] / "replication-offset-checkpoint"
+
+    def said(*args: str | Path) -> tuple[int, list[tuple[str, str]]]:
+        p = cli(*args, "--format", "jsonl")
+        return p.returncode, [(r["code"], r["severity"]) for r in p.jsonl()
+                              if r["type"] == "finding" and r["path"] == str(hw)]
+
+    commands = (("replicas", *brokers), ("epochs", brokers[1]),
+                ("truncation", "--leader", brokers[0], "--follower", brokers[1]))
+    for args in commands:
+        assert said(*args)[1] == [], args
+    hw.write_bytes(b"0\n1\ngarbage\n")
+    _code, verified = said("verify", brokers[1])
+    assert verified == [("checkpoint-malformed", "error")]
+    for args in (*commands, ("replicas", *(b / "orders-0" for b in brokers))):  # a partition dir named alone too
+        assert said(*args) == (1, verified), args
