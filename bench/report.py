@@ -95,6 +95,7 @@ def rows(since: float) -> list[tuple[str, str, str, str, str, str]]:
         r = par["4x64"]
         row(what, f"{r['j2_wall_s']:.2f} s wall ({r['j2_cpu_s']:.2f} s CPU)",
             f"`verify -j 1`: {r['j1_wall_s']:.2f} s wall ({r['j1_cpu_s']:.2f} s CPU)"
+            + (f"; load average {r['load_average']:.2f} on {r['cpus']} CPUs" if "load_average" in r else "")
             + ("" if r["same_output"] else "; OUTPUTS DIFFER"), r["wall_ratio"], "<= 0.85x", r["wall_ratio"] <= 0.85)
     else:
         missing(what, "<= 0.85x", why or "no 4x64 case in `bench/out/parallel_results.json`")
