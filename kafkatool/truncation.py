@@ -60,7 +60,7 @@ from typing import Any
 
 from .epochs import UNDEFINED_EPOCH_OFFSET, EpochCache
 from .errors import ApplyRefused, UsageError
-from .filetypes import FileKind, classify, open_regular, read_regular
+from .filetypes import MAX_SMALL_FILE_BYTES, FileKind, FileTooLarge, classify, open_regular, read_regular
 from .findings import finding
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
 from .loader import LogDirs, segment_bytes
@@ -636,7 +636,11 @@ def _cut_ops(log: Path, s: SegmentChange, target: int) -> list[FileOp]:
         path = log.with_name(f"{stem}.{kind.value}")
         if not path.is_file():
             continue
-        data = read_regular(path)
+        try:  # bounded: an index no broker writes is not read into memory whole
+            data = read_regular(path, MAX_SMALL_FILE_BYTES)
+        except FileTooLarge as exc:
+            raise ApplyRefused(f"{path}: {exc.size:,} bytes, larger than any {kind.value} the broker writes (verify: "
+                               f"index-too-large); nothing was changed") from None
         new = trim_index(data, kind, s.base_offset, target)
         if kind is FileKind.TIME_INDEX:
             new = _with_largest_timestamp(new if new is not None else data, log, s)

@@ -260,12 +260,17 @@ CASE = "kafka/recovery/torn-tail/before"   # a log dir whose repair cuts a segme
 
 def snapshot(top: Path) -> dict[str, object]:
     """Everything under ``top``: each path's kind and content (a link's target, a file's bytes)."""
+    return snapshot_without(top, ())
+
+
+def snapshot_without(top: Path, unread: tuple[str, ...]) -> dict[str, object]:
+    """:func:`snapshot`, but the files whose names end with one of ``unread`` are listed, not read."""
     seen: dict[str, object] = {}
     for p in sorted(top.rglob("*")):
         rel = p.relative_to(top).as_posix()
         mode = p.lstat().st_mode
-        seen[rel] = (("link", os.readlink(p)) if stat.S_ISLNK(mode) else p.read_bytes() if stat.S_ISREG(mode)
-                     else (stat.S_IFMT(mode),))
+        seen[rel] = (("link", os.readlink(p)) if stat.S_ISLNK(mode) else None if rel.endswith(unread) else
+                     p.read_bytes() if stat.S_ISREG(mode) else (stat.S_IFMT(mode),))
     return seen
 
 
@@ -435,6 +440,44 @@ def test_repair_never_takes_a_planted_lock_file(tmp_path: Path, damaged: Path, p
     assert ".lock" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not target.exists() and (tmp_path / "outside" / "precious").read_bytes() == b"not the log dir's\n"
     assert {p: p.read_bytes() for p in before} == before
+
+
+def _small_address_space() -> None:
+    """The child's address space capped at 1 GiB: a file of 4 GiB read whole is a MemoryError (an internal error,
+    70), not a slow success."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("case", ["journal", "staged"])
+def test_repair_reads_a_journal_and_its_staged_contents_bounded(tmp_path: Path, damaged: Path, case: str,
+                                                                 run_cli) -> None:
+    """A 4 GiB journal (sparse), or a staged content far longer than its journal says, is refused as such: neither
+    is read whole (bounded memory), nothing changes."""
+    backup = tmp_path / "bk"
+    staged = backup / "staged" / ("0" * 16)
+    path = damaged / ".kafkatool-apply.journal"
+    if case == "journal":
+        with path.open("wb") as fh:
+            fh.truncate(4 << 30)
+        why = "larger than any journal kafkatool writes"
+    else:
+        staged.mkdir(parents=True)
+        with (staged / "000000").open("wb") as fh:
+            fh.truncate(4 << 30)
+        path.write_text(journal(root=str(damaged), backup_dir=str(backup), staged_dir=str(staged), ops=[
+            {"kind": "write", "path": "rtopic-0/partition.metadata", "staged": "000000", "length": 10,
+             "sha256": "0" * 64, "reason": ""}]))
+        why = "is damaged"
+    def state() -> dict[str, object]:  # the 4 GiB file by its size and extents, not read here either
+        return {rel: (os.stat(tmp_path / rel).st_size, os.stat(tmp_path / rel).st_blocks) if rel.endswith(
+            ("journal", "000000")) else v for rel, v in snapshot_without(tmp_path, ("journal", "000000")).items()}
+
+    before = state()
+    done = run_cli("repair", "--apply", damaged, timeout=120, preexec_fn=_small_address_space)
+    assert done.returncode not in (0, 70) and why in done.stderr, done.stdout + done.stderr
+    assert state() == {**before, "logdir/.lock": b""}
 
 
 def journal(**header: object) -> str:

@@ -1109,3 +1109,24 @@ def test_a_malformed_checkpoint_is_said_once_by_replicas_truncation_and_epochs(t
     assert verified == [("checkpoint-malformed", "error")]
     for args in (*commands, ("replicas", *(b / "orders-0" for b in brokers))):  # a partition dir named alone too
         assert said(*args) == (1, verified), args
+
+
+def test_apply_refuses_an_index_no_broker_writes_without_reading_it_whole(tmp_path: Path, run_cli) -> None:
+    """The follower's segment to cut has a 4 GiB (sparse) offset index: --apply refuses it by its size (verify's
+    index-too-large) and changes nothing, where it used to read all of it into memory (a MemoryError under a
+    1 GiB address space, exit 70)."""
+    import resource
+
+    def small_address_space() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    root = copy_brokers(tmp_path, "broker-1", "broker-2")
+    follower, leader = root / "broker-1", root / "broker-2"
+    index = follower / "orders-0" / "00000000000000000000.index"
+    with index.open("r+b") as fh:
+        fh.truncate(4 << 30)
+    before = {p: p.stat().st_size for p in follower.rglob("*") if p.is_file()}
+    proc = run_cli("truncation", "--rule", "epoch", "--apply", "--backup-dir", tmp_path / "backup", "--leader", leader,
+                   "--follower", follower, preexec_fn=small_address_space)
+    assert proc.returncode == 2 and f"{index}: 4,294,967,296 bytes" in proc.stderr, proc.stdout + proc.stderr
+    assert {p: p.stat().st_size for p in follower.rglob("*") if p.is_file() and p.name != ".lock"} == before

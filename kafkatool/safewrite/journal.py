@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ApplyRefused, JournalError
-from ..filetypes import open_regular, read_regular, type_name
+from ..filetypes import MAX_SMALL_FILE_BYTES, FileTooLarge, open_regular, read_regular, type_name
 from ..logdir import JOURNAL_NAME, MANIFEST_NAME
 from .backup import (
     BackedUp,
@@ -404,9 +404,12 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
     try:
         if not stat.S_ISREG(os.lstat(journal).st_mode):  # a FIFO would block the read, a link lead anywhere
             raise JournalError(f"{journal}: not a regular file; a kafkatool journal never is anything else")
-        text = read_regular(journal)
+        text = read_regular(journal, MAX_SMALL_FILE_BYTES)  # bounded: it is read from the disk it is about
     except FileNotFoundError:
         return None
+    except FileTooLarge as exc:
+        raise JournalError(f"{journal}: {exc.size:,} bytes, larger than any journal kafkatool writes; the originals "
+                           "are in the apply's backup dir") from None
     lines = text.split(b"\n")
     try:
         header = json.loads(lines[0])
@@ -434,8 +437,10 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
         if record["kind"] != "write":
             continue
         staged = staged_dir / record["staged"]
-        try:
-            data = read_regular(staged)
+        try:  # never more than the journal says it holds: a longer one is damaged, and not read whole
+            data = read_regular(staged, max(record["length"], 0))
+        except FileTooLarge:
+            raise JournalError(f"{journal}: the new content of {record['path']} ({staged}) is damaged") from None
         except OSError as exc:
             raise JournalError(f"{journal}: the new content of {record['path']} ({staged}) cannot be read: "
                                f"{exc.strerror or exc}") from None
