@@ -60,7 +60,7 @@ from typing import Any
 
 from .epochs import UNDEFINED_EPOCH_OFFSET, EpochCache
 from .errors import ApplyRefused, UsageError
-from .filetypes import MAX_SMALL_FILE_BYTES, FileKind, FileTooLarge, classify, open_regular, read_regular
+from .filetypes import MAX_SMALL_FILE_BYTES, FileKind, FileTooLarge, classify, open_regular, read_regular, read_small
 from .findings import finding
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
 from .loader import LogDirs, segment_bytes
@@ -619,7 +619,7 @@ def _checkpoint_ops(plan: TruncationPlan) -> list[FileOp]:
         if plan.key not in {(t, p) for t, p, _ in entries}:
             new.append((*plan.key, value))
         data = build_offset_checkpoint(new)
-        if data != read_regular(path):
+        if data != read_small(path):
             ops.append(FileOp("write", path, data=data, reason=f"{plan.key[0]}-{plan.key[1]}: {value}, the new log "
                                                                "end (never above it)"))
     return ops

@@ -341,6 +341,23 @@ def test_restore_of_a_tampered_manifest_writes_nowhere_else(tmp_path: Path) -> N
     assert_writes_only_under(before, snapshot(tmp_path), logdir, backup)
 
 
+def test_restore_of_a_4_gib_manifest_is_refused_unread(tmp_path: Path) -> None:
+    """A backup dir's manifest is read from a disk that may be hostile: one of 4 GiB (sparse) is refused as
+    unreadable, not read whole (a MemoryError, exit 70, under a 1 GiB address space before), and nothing moves."""
+    import resource
+
+    logdir, _outside, _ = hostile_root(tmp_path, Hostile("kafka/recovery/leftovers/before", 8, ("flip",), count=0))
+    backup = tmp_path / "backup"
+    kt("repair", "--apply", "--backup-dir", backup, *REPAIR, logdir)
+    with (backup / "MANIFEST.json").open("r+b") as fh:
+        fh.truncate(4 << 30)
+    before = contents(logdir)
+    proc = cli("repair", "--restore", backup, "--apply", timeout=120, stdin=subprocess.DEVNULL,
+               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)))
+    assert proc.returncode == 2 and "MANIFEST.json: unreadable" in proc.stderr, proc.stdout + proc.stderr
+    assert contents(logdir) == before
+
+
 def test_dump_out_to_a_symlink_is_written_in_place_or_refused(tmp_path: Path) -> None:
     logdir, outside, _ = hostile_root(tmp_path, Hostile("kafka/logdir", 9, ("flip",), count=0))
     link = tmp_path / "records.csv"

@@ -91,6 +91,11 @@ def test_isr_shrink_topic_config_and_cluster_default(tmp_path: Path, run_cli) ->
     assert marks == [(3, 0, "under"), (4, 0, "back"), (6, 1, "under"), (9, 0, "under")]
 
     props = tmp_path / "server.properties"
+    with props.open("wb") as fh:  # 4 GiB (sparse): an I/O error saying why, not gigabytes read
+        fh.truncate(4 << 30)
+    p = run_cli("metadata", "--under-min-isr", "--server-properties", str(props), str(part))
+    assert p.returncode == 3 and "4294967296 bytes" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    props.unlink()
     props.write_text("# broker\nbroker.id=1\nmin.insync.replicas = 2\n")
     p = run_cli("metadata", "--under-min-isr", "-f", "jsonl", "--server-properties", str(props), str(part))
     assert p.returncode == 1, p.stderr

@@ -15,7 +15,7 @@ from construct import ConstructError
 
 from ..errors import InputIOError, UsageError
 from ..fastparse import prefix_reader
-from ..filetypes import FileKind, classify, file_size, read_regular
+from ..filetypes import FileKind, classify, file_size, read_small
 from ..findings import finding
 from ..formats import internal_topics as it
 from ..formats import kafka_schema as ks
@@ -434,7 +434,7 @@ def read_min_insync_replicas(server_properties: Path) -> int | None:
     """``min.insync.replicas`` of a broker's ``server.properties`` (Java properties: ``key=value`` or
     ``key: value``, ``#``/``!`` comments), or None when it is not set there."""
     try:
-        text = read_regular(server_properties).decode("latin-1")
+        text = read_small(server_properties).decode("latin-1")  # a server.properties is a few KiB
     except OSError as exc:
         raise InputIOError(f"cannot read {server_properties}: {exc.strerror or exc}") from exc
     for line in text.splitlines():

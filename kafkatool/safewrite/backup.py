@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ApplyRefused
-from ..filetypes import open_regular, read_regular
+from ..filetypes import FileTooLarge, open_regular, read_small
 from ..logdir import MANIFEST_NAME
 from .durable import CHUNK, atomic_write, copy_to_temp, create_temp, fsync, makedirs, replace, tmp_of, unlink
 
@@ -77,7 +77,7 @@ def load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
     """The backup dir's manifest entries (one per file and apply)."""
     path = backup_dir / MANIFEST_NAME
     try:
-        doc = json.loads(read_regular(path))
+        doc = json.loads(read_small(path))  # a manifest is data from the disk too: bounded
         if doc.get("format") != _MANIFEST_FORMAT or doc.get("version") not in (1, _MANIFEST_VERSION):
             raise ValueError(f"not a {_MANIFEST_FORMAT} of a known version")
         entries = doc["files"]
@@ -86,7 +86,7 @@ def load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
         return entries
     except FileNotFoundError:
         return []
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError, FileTooLarge) as exc:
         raise ApplyRefused(f"{path}: unreadable ({exc}); use a new backup dir") from None
 
 
