@@ -508,3 +508,61 @@ def test_a_partition_dir_is_guarded_by_its_log_dirs_lock(tmp_path: Path) -> None
     with log_dir_lock(logdir / "topic-0") as lock:
         assert lock == logdir / ".lock" and not can_lock(lock, "lockf")
     assert not (logdir / "topic-0" / ".lock").exists()
+
+
+# --- backups of sparse files -------------------------------------------------------------------------------------
+
+
+def _preallocated(path: Path, data: bytes, size: int = 10 << 20) -> Path:
+    """``data`` then a hole up to ``size``: an index as a killed broker leaves it (``setLength``)."""
+    with path.open("wb") as fh:
+        fh.write(data)
+        fh.truncate(size)
+    return path
+
+
+def _blocks(path: Path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def test_a_trimmed_preallocated_index_is_backed_up_without_writing_its_zeros(tmp_path: Path) -> None:
+    """Trimming a 10 MiB preallocated index to its entries backs up nothing (the bytes cut are zeros, the manifest
+    says so) and writes nothing on the way: no temp copy of the zeros is made and removed (the broker's disk may be
+    full). With one byte past the zeros, the copy holds it, the zeros before it a hole."""
+    from kafkatool.safewrite.backup import backup_tail
+
+    index = _preallocated(tmp_path / "00000000000000000000.index", bytes(range(1, 65)))
+    backup = tmp_path / "backup"
+    opened: list[str] = []
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "open" and isinstance(args[0], str) and args[0].startswith(str(backup)):
+            opened.append(args[0])
+
+    sys.addaudithook(hook)
+    tail = backup_tail(index, backup, "p-0/00000000000000000000.index", 64)
+    seen, opened[:] = list(opened), []
+    assert tail.copy is None and tail.size == (10 << 20) - 64 and seen == [] and not backup.exists()
+    assert tail.before == (10 << 20, hashlib.sha256(index.read_bytes()).hexdigest())
+    assert tail.sha256 == hashlib.sha256(bytes((10 << 20) - 64)).hexdigest()
+
+    with index.open("r+b") as fh:  # a stray byte at the end: that tail is copied, sparse
+        fh.seek((10 << 20) - 1)
+        fh.write(b"\x01")
+    tail = backup_tail(index, backup, "p-0/00000000000000000000.index", 64)
+    assert tail.copy is not None and tail.copy.read_bytes() == index.read_bytes()[64:]
+    assert _blocks(tail.copy) <= 1 << 20 < tail.size  # the one MiB chunk that holds the byte
+
+
+def test_a_whole_backup_keeps_a_preallocated_file_sparse(tmp_path: Path) -> None:
+    """A whole copy (the backup of an index rebuilt with other entries; a restore copies back through the same
+    durable.copy_to_temp) leaves the runs of zeros holes: the same bytes, without 10 MiB of real zeros in the
+    backup dir."""
+    from kafkatool.safewrite.backup import backup_copy
+
+    index = _preallocated(tmp_path / "00000000000000000000.index", bytes(range(1, 65)) * 3)
+    copy = tmp_path / "backup" / "copy.index"
+    copy.parent.mkdir()
+    size, digest = backup_copy(index, copy)
+    assert (size, digest) == (10 << 20, hashlib.sha256(index.read_bytes()).hexdigest())
+    assert copy.read_bytes() == index.read_bytes() and _blocks(copy) <= 1 << 20  # the first MiB only

@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import ApplyRefused
 from ..filetypes import FileTooLarge, open_regular, read_small
 from ..logdir import MANIFEST_NAME
-from .durable import CHUNK, atomic_write, copy_to_temp, create_temp, fsync, makedirs, replace, tmp_of, unlink
+from .durable import CHUNK, atomic_write, copy_to_temp, create_temp, fsync, is_zero, makedirs, replace, tmp_of, unlink
 
 REMOVED_SUFFIX = ".removed"
 
@@ -141,13 +141,14 @@ def backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> Tail:
     """Copy the bytes of ``src`` from ``keep`` to its end into ``<rel>.removed`` in the backup dir (temp + fsync +
     rename; an identical copy there is reused, a different one kept and the next free ``.~N~`` name taken),
     hashing the kept prefix and the whole original on the way (one read of the file). Nothing is written when
-    the bytes removed are all zero."""
+    the bytes removed are all zero (a preallocated index trimmed: no 10 MiB temp file written and deleted), and
+    their runs of zeros are holes in the copy."""
     h_all, h_tail = hashlib.sha256(), hashlib.sha256()
     buf = bytearray(CHUNK)
     view = memoryview(buf)
     first = backup_dir / f"{rel}{REMOVED_SUFFIX}"
     tmp = tmp_of(first)
-    size, zeros = 0, True
+    size, fd = 0, None  # the copy is created at the first byte that is not zero
     with open_regular(src, buffering=0) as fin:
         left = keep
         while left:
@@ -157,24 +158,27 @@ def backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> Tail:
             h_all.update(view[:n])
             left -= n
         kept = h_all.copy().hexdigest()
-        makedirs(tmp.parent, sync=False)
-        fd = create_temp(tmp, 0o600)
         try:
             while n := fin.readinto(buf):
                 chunk = view[:n]
                 h_all.update(chunk)
                 h_tail.update(chunk)
-                zeros = zeros and buf.count(0, 0, n) == n
+                if not is_zero(buf, n):
+                    if fd is None:
+                        makedirs(tmp.parent, sync=False)
+                        fd = create_temp(tmp, 0o600)
+                    os.lseek(fd, size, os.SEEK_SET)  # the zeros before it: a hole
+                    while chunk:
+                        chunk = chunk[os.write(fd, chunk):]
                 size += n
-                while chunk:
-                    chunk = chunk[os.write(fd, chunk):]
-            if not zeros:
+            if fd is not None:
+                os.ftruncate(fd, size)
                 fsync(fd)
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
     before, tail_sha = (keep + size, h_all.hexdigest()), h_tail.hexdigest()
-    if zeros:
-        unlink(tmp)
+    if fd is None:
         return Tail(None, size, tail_sha, False, before, kept)
     n = 1
     while True:

@@ -131,10 +131,21 @@ def write_temp(tmp: Path, data: bytes, like: os.stat_result | None, mode: bool) 
         os.close(fd)
 
 
+_ZERO_CHUNK = bytes(CHUNK)
+
+
+def is_zero(buf: bytearray, n: int) -> bool:
+    """Whether the first ``n`` bytes of ``buf`` (a :data:`CHUNK` buffer) are all zero (``memcmp``: ``count(0)`` took
+    ~3 ms a MiB)."""
+    return buf == _ZERO_CHUNK if n == len(buf) == CHUNK else buf[:n] == _ZERO_CHUNK[:n]
+
+
 def copy_to_temp(fin: BinaryIO, tmp: Path, perm: int, like: os.stat_result | None = None, mode: bool = False,
                  h: Any = None) -> int:
     """The rest of ``fin`` copied into a new ``tmp`` (:func:`create_temp`, owned as :func:`take_owner` says) and
-    fsynced, hashed into ``h`` on the way when given; the bytes copied. The caller renames it into place."""
+    fsynced, hashed into ``h`` on the way when given; the bytes copied. The caller renames it into place.
+    A chunk of zeros is left a hole (``cp --sparse``): a preallocated index's 10 MiB of zeros take no room in a
+    backup dir, on the disk of a broker that may be full."""
     buf = bytearray(CHUNK)
     size = 0
     fd = create_temp(tmp, perm)
@@ -145,8 +156,12 @@ def copy_to_temp(fin: BinaryIO, tmp: Path, perm: int, like: os.stat_result | Non
             if h is not None:
                 h.update(chunk)
             size += n
+            if is_zero(buf, n):
+                os.lseek(fd, n, os.SEEK_CUR)
+                continue
             while chunk:
                 chunk = chunk[os.write(fd, chunk):]
+        os.ftruncate(fd, size)  # the zeros a hole at the end stands for
         fsync(fd)
     finally:
         os.close(fd)
