@@ -14,7 +14,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -267,6 +267,13 @@ def descriptor(fh: BinaryIO) -> int | None:
         return None
 
 
+def stream_size(fh: BinaryIO) -> int:
+    """The size of an open stream (a file on a disk, pyarrow's, a ``BytesIO``), left at its start."""
+    size = fh.seek(0, 2)  # seek returns the new position (io, pyarrow's NativeFile): no tell
+    fh.seek(0)
+    return size
+
+
 def data_extents(fh: BinaryIO, start: int, end: int) -> Iterator[tuple[int, int]]:
     """The stretches of ``fh`` between ``start`` and ``end`` that are data, in order, as ``(from, to)``: what lies
     between them (and after the last) is a hole of a sparse file, zeros that need not be read (``SEEK_DATA``,
@@ -318,13 +325,19 @@ def data_end(fh: BinaryIO, size: int, unit: int = 1) -> int:
     return min(size, -(-end // unit) * unit)
 
 
-def read_to_hole(path: str | os.PathLike[str], unit: int = 1,
-                 limit: int | None = MAX_SMALL_FILE_BYTES) -> tuple[bytes, int]:
+def read_to_hole(path: str | os.PathLike[str], unit: int = 1, limit: int | None = MAX_SMALL_FILE_BYTES, *,
+                 open_file: Callable[[str], BinaryIO] | None = None) -> tuple[bytes, int]:
     """The bytes of a regular file (:func:`open_regular`'s rule) up to a trailing hole (:func:`data_end`, rounded up
     to ``unit``: the rest is zeros), and the file's size: an index file as its readers take it.
-    :class:`FileTooLarge` for a file larger than ``limit``, hole or not (no broker writes one)."""
-    fh, size = open_regular_sized(path, buffering=0)
+    :class:`FileTooLarge` for a file larger than ``limit``, hole or not (no broker writes one). ``open_file``: what
+    opens it instead (a Spark task's pyarrow file, bytes already read), its size then its stream's."""
+    if open_file is None:
+        fh, size = open_regular_sized(path, buffering=0)
+    else:
+        fh, size = open_file(os.fspath(path)), -1
     with fh:
+        if size < 0:
+            size = stream_size(fh)
         if limit is not None and size > limit:
             raise FileTooLarge(path, size, limit)
         return fh.read(data_end(fh, size, unit)), size

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
-from .filetypes import descriptor, open_regular
+from .filetypes import descriptor, open_regular, stream_size
 from .findings import finding
 from .model import (
     EVENT_BEGINS,
@@ -79,12 +79,6 @@ Tap = Callable[[Iterator[object]], Iterator[object]]
 def open_local(path: str) -> BinaryIO:
     """The default :data:`Opener`: a local file, unbuffered (the scan reads through its own window)."""
     return open_regular(path, buffering=0)
-
-
-def stream_size(fh: BinaryIO) -> int:
-    size = fh.seek(0, 2)  # seek returns the new position (io, pyarrow's NativeFile): no tell
-    fh.seek(0)
-    return size
 
 
 def _preader(fh) -> Callable[[int, int], bytes] | None:

@@ -209,3 +209,34 @@ def test_data_extents_walk_a_sparse_files_data_and_skip_its_holes(tmp_path: Path
     assert list(data_extents(stream, 7, 3 * mib)) == [(7, 3 * mib)] and data_end(stream, 3 * mib) == 3 * mib
     assert list(data_extents(stream, 7, 7)) == []
 
+
+def test_an_index_served_by_an_opener_is_read_as_the_file_on_the_disk(tmp_path: Path) -> None:
+    """``read_to_hole`` through an opener (a Spark task's pyarrow file; here bytes already read, with no descriptor:
+    read whole), as ``segment_check`` takes a segment's indexes: the same slots, findings and verdicts as the sparse
+    file on the disk, and the same cap on their size."""
+    from kafkatool.filetypes import FileTooLarge
+    from kafkatool.log_check import SegmentTask
+    from kafkatool.segment_check import check_segment
+
+    part = crashed(tmp_path / "t-0")
+    index = max(part.glob("*.index"))
+    opened: list[str] = []
+
+    def from_bytes(path: str) -> io.BytesIO:
+        opened.append(path)
+        return io.BytesIO(Path(path).read_bytes())
+
+    whole = index.read_bytes()
+    assert read_to_hole(index, OFFSET_SLOT, open_file=from_bytes) == (whole, len(whole))
+    data, size = read_to_hole(index, OFFSET_SLOT)  # on the disk: up to its hole
+    assert size == len(whole) and len(data) < size and whole.startswith(data)
+    with pytest.raises(FileTooLarge):
+        read_to_hole(index, OFFSET_SLOT, limit=len(whole) - 1, open_file=from_bytes)
+    base = int(index.stem)
+    task = SegmentTask(base, str(index.with_suffix(".log")), str(index), str(index.with_suffix(".timeindex")),
+                       active=True)
+    opened.clear()
+    local, served = check_segment(task), check_segment(task, open_file=from_bytes)
+    assert sorted(opened) == sorted([task.log, task.index, task.timeindex])
+    assert (served.findings, served.index, served.timeindex) == (local.findings, local.index, local.timeindex)
+    assert any(f.code == "index-preallocated" for f in local.findings)
