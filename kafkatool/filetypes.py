@@ -293,20 +293,23 @@ def data_extents(fh: BinaryIO, start: int, end: int) -> Iterator[tuple[int, int]
     if here < 0:
         yield start, end
         return
-    pos = start
+    pos, hole = start, False  # hole: ``SEEK_HOLE`` found a hole (or the file's end) at ``pos``
     while pos < end:
+        at, to, moved = pos, end, False  # a file's data most often starts where it is asked (one lseek, not two)
         try:
-            at = os.lseek(fd, pos, _SEEK_DATA)  # from ``pos`` to here: a hole
-            to = os.lseek(fd, at, _SEEK_HOLE) if at < end else end
+            if hole:
+                at, moved = os.lseek(fd, pos, _SEEK_DATA), True  # from ``pos`` to here: a hole
+            if at < end:
+                to, moved = os.lseek(fd, at, _SEEK_HOLE), True
         except OSError as exc:
             # ENXIO: no data from ``pos`` to the file's end (then past its end); else the system cannot say
             at, to = (max(pos, os.fstat(fd).st_size), end) if exc.errno == errno.ENXIO else (pos, end)
         finally:
-            os.lseek(fd, here, os.SEEK_SET)
-        if at >= end:
-            return
-        pos = min(to, end)
-        yield at, pos
+            if moved:
+                os.lseek(fd, here, os.SEEK_SET)
+        pos, hole = min(to, end), True
+        if at < pos:
+            yield at, pos
 
 
 def data_end(fh: BinaryIO, size: int, unit: int = 1) -> int:

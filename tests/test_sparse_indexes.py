@@ -195,6 +195,7 @@ def test_data_extents_walk_a_sparse_files_data_and_skip_its_holes(tmp_path: Path
         assert data == content  # outside them: zeros
         assert list(data_extents(fh, 200, mib + 50)) == [(200, extents[0][1]), (mib, mib + 50)]  # where asked
         assert list(data_extents(fh, 0, 4 * mib))[-1] == (3 * mib, 4 * mib)  # past the end
+        assert list(data_extents(fh, 0, mib // 2)) == [extents[0]]  # to the middle of a hole
         assert data_end(fh, 3 * mib) == 3 * mib  # data after the first hole: read whole
         walk = data_extents(fh, 0, 3 * mib)
         next(walk)  # stopped part-way: the buffered reader reads on from where it was
