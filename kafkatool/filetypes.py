@@ -14,6 +14,7 @@ import functools
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -257,46 +258,89 @@ class FileTooLarge(OSError):
 _SEEK_HOLE, _SEEK_DATA = getattr(os, "SEEK_HOLE", None), getattr(os, "SEEK_DATA", None)
 
 
+def descriptor(fh: BinaryIO) -> int | None:
+    """The descriptor of ``fh`` when it is a file on a disk; None for a stream without one (a ``BytesIO``, a file of
+    pyarrow's)."""
+    try:
+        return fh.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both an OSError and a ValueError
+        return None
+
+
+def stream_size(fh: BinaryIO) -> int:
+    """The size of an open stream (a file on a disk, pyarrow's, a ``BytesIO``), left at its start."""
+    size = fh.seek(0, 2)  # seek returns the new position (io, pyarrow's NativeFile): no tell
+    fh.seek(0)
+    return size
+
+
+def data_extents(fh: BinaryIO, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """The stretches of ``fh`` between ``start`` and ``end`` that are data, in order, as ``(from, to)``: what lies
+    between them (and after the last) is a hole of a sparse file, zeros that need not be read (``SEEK_DATA``,
+    ``SEEK_HOLE``). Where the stream or its file system cannot say, the rest is one stretch, to be read: a stream
+    without a descriptor (a ``BytesIO``, a file of pyarrow's), a system without ``SEEK_DATA``, an ``lseek`` failing
+    other than with ENXIO (no data from there on). Past the file's end is a stretch too: reading it finds nothing.
+
+    The descriptor's position is as it was whenever a stretch is yielded: a buffered reader over it keeps its own
+    view of where it is, and the caller may stop at any stretch."""
+    if start >= end:
+        return
+    fd = descriptor(fh) if _SEEK_DATA is not None else None
+    try:
+        here = os.lseek(fd, 0, os.SEEK_CUR) if fd is not None else -1
+    except OSError:  # a descriptor with no position (a pipe)
+        here = -1
+    if here < 0:
+        yield start, end
+        return
+    pos, hole = start, False  # hole: ``SEEK_HOLE`` found a hole (or the file's end) at ``pos``
+    while pos < end:
+        at, to, moved = pos, end, False  # a file's data most often starts where it is asked (one lseek, not two)
+        try:
+            if hole:
+                at, moved = os.lseek(fd, pos, _SEEK_DATA), True  # from ``pos`` to here: a hole
+            if at < end:
+                to, moved = os.lseek(fd, at, _SEEK_HOLE), True
+        except OSError as exc:
+            # ENXIO: no data from ``pos`` to the file's end (then past its end); else the system cannot say
+            at, to = (max(pos, os.fstat(fd).st_size), end) if exc.errno == errno.ENXIO else (pos, end)
+        finally:
+            if moved:
+                os.lseek(fd, here, os.SEEK_SET)
+        pos, hole = min(to, end), True
+        if at < pos:
+            yield at, pos
+
+
 def data_end(fh: BinaryIO, size: int, unit: int = 1) -> int:
     """Where the bytes of ``fh`` (``size`` long) that are not a trailing hole end, rounded up to a multiple of
     ``unit`` (at most ``size``): a sparse file's unwritten tail reads as zeros and need not be read. Kafka makes a
     segment's indexes so (``AbstractIndex``: ``RandomAccessFile.setLength`` to ``segment.index.bytes``, 10 MiB, the
     entries written through a mapping), and a broker that crashed leaves its active segments' indexes that way:
     reading them whole is 20 MiB a partition of zeros. ``size`` when the file has no hole running to its end, when
-    data follows its first hole, or when its stream or system cannot say (a file of pyarrow's, a ``BytesIO``, a file
-    system without ``SEEK_HOLE``). The descriptor's position is put back as it was: a buffered reader over it keeps
-    its own view of where it is."""
-    if _SEEK_HOLE is None or size <= 0:
-        return size
-    try:
-        fd = fh.fileno()
-        at = os.lseek(fd, 0, os.SEEK_CUR)
-    except (OSError, ValueError, AttributeError):  # no descriptor (io.UnsupportedOperation is both)
-        return size
-    try:
-        hole = os.lseek(fd, 0, _SEEK_HOLE)
-        if hole >= size:
-            return size
-        try:
-            os.lseek(fd, hole, _SEEK_DATA)
+    data follows its first hole, or when its stream or system cannot say (:func:`data_extents`: a file of pyarrow's,
+    a ``BytesIO``, a file system without ``SEEK_HOLE``). The descriptor's position is put back as it was."""
+    end = 0
+    for at, to in data_extents(fh, 0, size):
+        if at != end:
             return size  # data after the first hole: read whole (Kafka's indexes are written from the start)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: no data from ``hole`` on
-                return size
-        return min(size, -(-hole // unit) * unit)
-    except OSError:  # a file system that cannot say
-        return size
-    finally:
-        os.lseek(fd, at, os.SEEK_SET)
+        end = to
+    return min(size, -(-end // unit) * unit)
 
 
-def read_to_hole(path: str | os.PathLike[str], unit: int = 1,
-                 limit: int | None = MAX_SMALL_FILE_BYTES) -> tuple[bytes, int]:
+def read_to_hole(path: str | os.PathLike[str], unit: int = 1, limit: int | None = MAX_SMALL_FILE_BYTES, *,
+                 open_file: Callable[[str], BinaryIO] | None = None) -> tuple[bytes, int]:
     """The bytes of a regular file (:func:`open_regular`'s rule) up to a trailing hole (:func:`data_end`, rounded up
     to ``unit``: the rest is zeros), and the file's size: an index file as its readers take it.
-    :class:`FileTooLarge` for a file larger than ``limit``, hole or not (no broker writes one)."""
-    fh, size = open_regular_sized(path, buffering=0)
+    :class:`FileTooLarge` for a file larger than ``limit``, hole or not (no broker writes one). ``open_file``: what
+    opens it instead (a Spark task's pyarrow file, bytes already read), its size then its stream's."""
+    if open_file is None:
+        fh, size = open_regular_sized(path, buffering=0)
+    else:
+        fh, size = open_file(os.fspath(path)), -1
     with fh:
+        if size < 0:
+            size = stream_size(fh)
         if limit is not None and size > limit:
             raise FileTooLarge(path, size, limit)
         return fh.read(data_end(fh, size, unit)), size

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
-from .filetypes import open_regular
+from .filetypes import descriptor, open_regular, stream_size
 from .findings import finding
 from .model import (
     EVENT_BEGINS,
@@ -81,21 +81,12 @@ def open_local(path: str) -> BinaryIO:
     return open_regular(path, buffering=0)
 
 
-def stream_size(fh: BinaryIO) -> int:
-    size = fh.seek(0, 2)  # seek returns the new position (io, pyarrow's NativeFile): no tell
-    fh.seek(0)
-    return size
-
-
 def _preader(fh) -> Callable[[int, int], bytes] | None:
     """``pread(size, position)`` on a local file, without moving its position (the scan is reading it); None
     for other files (pyarrow's): there a positioned read can be a request of its own, so the check keeps
     the bytes of each batch from the scan instead."""
-    try:
-        fd = fh.fileno()
-    except (AttributeError, OSError, ValueError):
-        return None
-    return lambda size, position: os.pread(fd, size, position)
+    fd = descriptor(fh)
+    return None if fd is None else lambda size, position: os.pread(fd, size, position)
 
 
 class SegmentTask(NamedTuple):

@@ -18,7 +18,6 @@ filesystems' streams).
 
 from __future__ import annotations
 
-import errno
 import os
 import struct
 import zlib
@@ -29,6 +28,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from . import native
 from .errors import DecompressionError, DecompressionLimitExceeded
+from .filetypes import data_extents, descriptor
 from .findings import finding
 from .formats.constants import (  # the layouts' numbers, without importing Construct
     ATTRIBUTES_OFFSET,
@@ -202,39 +202,13 @@ _ZEROS = bytes(1 << 20)  # what a zero-filled stretch is compared with, a MiB at
 
 def _is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
     """Whether the ``length`` bytes from ``start`` are all zero. Compared a MiB at a time with zeros (``memcmp``:
-    ``bytes.count(0)`` took ~1.5 s of CPU a GiB); in a file on a disk, only its data is read: the holes of a sparse
-    file are zeros without reading them (``SEEK_DATA``; reading them cost ~1 s a GiB, each reader again)."""
-    end = start + length
-    fd = _file_descriptor(fh)
-    if fd is None:
-        return _zeros_between(lambda at, n: fh.read(n) if fh.seek(at) == at else b"", start, end)
-    here = os.lseek(fd, 0, os.SEEK_CUR)  # put back after: ``fh`` may buffer, its position must stay its own
-    try:
-        pos = start
-        while pos < end:
-            try:
-                pos = os.lseek(fd, pos, os.SEEK_DATA)  # from ``pos`` to here: a hole
-            except OSError as exc:  # ENXIO: a hole to the end of the file (else no SEEK_DATA here: read it all)
-                if exc.errno == errno.ENXIO:
-                    return os.fstat(fd).st_size >= end
-                return _zeros_between(lambda at, n: os.pread(fd, n, at), pos, end)
-            if pos >= end:
-                return True
-            stop = min(end, os.lseek(fd, pos, os.SEEK_HOLE))
-            if not _zeros_between(lambda at, n: os.pread(fd, n, at), pos, stop):
-                return False
-            pos = stop
-        return True
-    finally:
-        os.lseek(fd, here, os.SEEK_SET)
-
-
-def _file_descriptor(fh: BinaryIO) -> int | None:
-    """The descriptor of ``fh`` when it is a file on a disk (not a BytesIO, not a pyarrow stream)."""
-    try:
-        return fh.fileno()
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both an OSError and a ValueError
-        return None
+    ``bytes.count(0)`` took ~1.5 s of CPU a GiB); in a file on a disk, only its data is read (``pread``: the
+    position of ``fh`` is its own): the holes of a sparse file are zeros without reading them
+    (:func:`kafkatool.filetypes.data_extents`; reading them cost ~1 s a GiB, each reader again)."""
+    fd = descriptor(fh)
+    read_at = ((lambda at, n: fh.read(n) if fh.seek(at) == at else b"") if fd is None
+               else (lambda at, n: os.pread(fd, n, at)))
+    return all(_zeros_between(read_at, at, to) for at, to in data_extents(fh, start, start + length))
 
 
 def _zeros_between(read_at: Callable[[int, int], bytes], start: int, end: int) -> bool:

@@ -22,7 +22,7 @@ import operator
 from array import array
 from collections.abc import Callable
 
-from .filetypes import MAX_SMALL_FILE_BYTES, FileKind, data_end
+from .filetypes import FileKind, FileTooLarge, read_to_hole
 from .log_check import (
     CheckOptions,
     Entries,
@@ -35,7 +35,6 @@ from .log_check import (
     Tap,
     check_log_file,
     open_local,
-    stream_size,
 )
 from .model import Finding
 from .smallfiles import (
@@ -55,18 +54,16 @@ from .smallfiles import (
 
 
 def _read_index(path: str, sink: Sink, unit: int, open_file: Opener = open_local) -> tuple[bytes, int] | None:
-    """The bytes of an index file up to a trailing hole (``filetypes.data_end``: zeros, not read), rounded up to its
-    ``unit`` (slot size), and the file's size; None when it cannot be read (a finding says why)."""
+    """:func:`kafkatool.filetypes.read_to_hole` through ``open_file``: the bytes of an index file up to a trailing
+    hole, rounded up to its ``unit`` (slot size), and the file's size; None when it cannot be read (a finding says
+    why)."""
     try:
-        with open_file(path) as fh:
-            size = stream_size(fh)
-            if size > MAX_SMALL_FILE_BYTES:
-                sink.add(too_large(FileKind.INDEX, path, size))
-                return None
-            return fh.read(data_end(fh, size, unit)), size
+        return read_to_hole(path, unit, open_file=open_file)
+    except FileTooLarge as exc:
+        sink.add(too_large(FileKind.INDEX, path, exc.size))
     except OSError as exc:
         sink("io-error", path, None, f"cannot read: {exc.strerror or exc}")
-        return None
+    return None
 
 
 def load_offset_index(path: str, base_offset: int, active: bool, sink: Sink,

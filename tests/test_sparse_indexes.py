@@ -9,6 +9,7 @@ rest reads as zeros, and every check sees the same slots as if it had read them 
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import struct
@@ -167,3 +168,76 @@ def test_data_end_leaves_a_buffered_readers_position_as_it_was(tmp_path: Path) -
         assert len(content) <= data_end(fh, 1 << 20) < 1 << 20  # the hole's start (a file system block)
         fh.seek(50)  # inside the buffer
         assert fh.read(10_000) == content[50:10_050]
+
+
+def test_data_extents_walk_a_sparse_files_data_and_skip_its_holes(tmp_path: Path) -> None:
+    """``filetypes.data_extents``, the one walk over a file's holes (``data_end`` and the zero-filled-tail check stand
+    on it): the data between two positions, in order; every byte outside it a zero of a hole, not to be read; past
+    the file's end a stretch too (nothing there to read); the descriptor's position as it was at every stretch."""
+    from kafkatool.filetypes import data_end, data_extents
+
+    mib = 1 << 20
+    path = tmp_path / "f"
+    with path.open("wb") as fh:  # data, a hole, data after it, a hole to the end
+        fh.write(bytes(range(256)) * 64)  # 16 KiB, more than the reader below buffers
+        fh.seek(mib)
+        fh.write(b"\x02" * 100)
+        fh.truncate(3 * mib)
+    content = path.read_bytes()
+    with path.open("rb", buffering=8192) as fh:
+        assert fh.read(10) == content[:10]
+        extents = list(data_extents(fh, 0, 3 * mib))
+        assert len(extents) == 2 and extents[0][0] == 0 and 16384 <= extents[0][1] < extents[1][0] <= mib < mib + 100 \
+            <= extents[1][1] < 3 * mib  # at the file system's block size
+        data = bytearray(3 * mib)
+        for at, to in extents:
+            data[at:to] = content[at:to]
+        assert data == content  # outside them: zeros
+        assert list(data_extents(fh, 200, mib + 50)) == [(200, extents[0][1]), (mib, mib + 50)]  # where asked
+        assert list(data_extents(fh, 0, 4 * mib))[-1] == (3 * mib, 4 * mib)  # past the end
+        assert list(data_extents(fh, 0, mib // 2)) == [extents[0]]  # to the middle of a hole
+        assert data_end(fh, 3 * mib) == 3 * mib  # data after the first hole: read whole
+        walk = data_extents(fh, 0, 3 * mib)
+        next(walk)  # stopped part-way: the buffered reader reads on from where it was
+        fh.seek(5)  # inside its buffer
+        assert fh.read(10_000) == content[5:10_005]
+    os.truncate(path, 0)
+    os.truncate(path, 3 * mib)  # only a hole
+    with path.open("rb") as fh:
+        assert list(data_extents(fh, 0, 3 * mib)) == [] and data_end(fh, 3 * mib) == 0
+        assert list(data_extents(fh, mib, 4 * mib)) == [(3 * mib, 4 * mib)]
+    stream = io.BytesIO(content)  # no descriptor: all of it data, to read
+    assert list(data_extents(stream, 7, 3 * mib)) == [(7, 3 * mib)] and data_end(stream, 3 * mib) == 3 * mib
+    assert list(data_extents(stream, 7, 7)) == []
+
+
+def test_an_index_served_by_an_opener_is_read_as_the_file_on_the_disk(tmp_path: Path) -> None:
+    """``read_to_hole`` through an opener (a Spark task's pyarrow file; here bytes already read, with no descriptor:
+    read whole), as ``segment_check`` takes a segment's indexes: the same slots, findings and verdicts as the sparse
+    file on the disk, and the same cap on their size."""
+    from kafkatool.filetypes import FileTooLarge
+    from kafkatool.log_check import SegmentTask
+    from kafkatool.segment_check import check_segment
+
+    part = crashed(tmp_path / "t-0")
+    index = max(part.glob("*.index"))
+    opened: list[str] = []
+
+    def from_bytes(path: str) -> io.BytesIO:
+        opened.append(path)
+        return io.BytesIO(Path(path).read_bytes())
+
+    whole = index.read_bytes()
+    assert read_to_hole(index, OFFSET_SLOT, open_file=from_bytes) == (whole, len(whole))
+    data, size = read_to_hole(index, OFFSET_SLOT)  # on the disk: up to its hole
+    assert size == len(whole) and len(data) < size and whole.startswith(data)
+    with pytest.raises(FileTooLarge):
+        read_to_hole(index, OFFSET_SLOT, limit=len(whole) - 1, open_file=from_bytes)
+    base = int(index.stem)
+    task = SegmentTask(base, str(index.with_suffix(".log")), str(index), str(index.with_suffix(".timeindex")),
+                       active=True)
+    opened.clear()
+    local, served = check_segment(task), check_segment(task, open_file=from_bytes)
+    assert sorted(opened) == sorted([task.log, task.index, task.timeindex])
+    assert (served.findings, served.index, served.timeindex) == (local.findings, local.index, local.timeindex)
+    assert any(f.code == "index-preallocated" for f in local.findings)
