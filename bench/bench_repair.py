@@ -13,14 +13,20 @@ repair it holds the log end offset, so a second run has nothing to recover):
 - ``big``: one ``--big-size`` segment (default 512 MiB) of ~64 KiB batches. Measured: bytes written to the
   backup dir by ``repair --apply`` against the segment's size.
 - ``crashed``: a log dir of ``--crashed`` (default 1,000) partitions of five 1 KiB batches, and one of a quarter as
-  many, left by a killed broker: each active segment's ``.index`` and ``.timeindex`` preallocated to 10 MiB, sparse
-  as Kafka leaves them (20 GB apparent for 1,000). Measured: ``verify`` and the ``repair`` dry run of each; the
-  ratio of the two sizes is 4x when both are linear in partitions (the dry run once read the log dir again for
-  each partition, and both read the 20 MiB of holes a partition).
+  many, left by a killed broker: no ``.kafka_cleanshutdown``, each active segment's ``.index`` and ``.timeindex``
+  preallocated to 10 MiB, sparse as Kafka leaves them (20 GB apparent for 1,000), and a recovery-point checkpoint
+  of 0 for every partition (so every partition is recovered and moves its entry). Measured: ``verify``, the
+  ``repair`` dry run and ``repair --apply`` (on a sparse copy, ``cp --sparse=always``) of each; the ratio of the two
+  sizes is 4x when they are linear in partitions (the dry run once read the log dir again for each partition, and
+  both read the 20 MiB of holes a partition; the dry run then read and rebuilt the recovery-point checkpoint once a
+  partition, and the apply rewrote and backed it up once a partition). Before 2026-11-28 this log dir was closed
+  cleanly by mistake (its writer's ``with`` wrote the checkpoints and ``.kafka_cleanshutdown`` after the crash), so
+  nothing in it was recovered.
 
 Each timing runs in a fresh process (library calls, no CLI start-up), ``--repeat`` times, the fastest
-counting; ratios are taken within the same run. Targets (issue 15): dry run <= 2x verify, nothing-to-do
-apply ~1x verify, backup < 1 % of the segment. Results go to stdout and ``bench/out/repair.json``.
+counting (wall time; the CPU time of that run is kept too); ratios are taken within the same run; ``--cases``
+picks which of the three run. Targets (issue 15): dry run <= 2x verify, nothing-to-do apply ~1x verify, backup
+< 1 % of the segment. Results go to stdout and ``bench/out/repair.json``.
 """
 
 from __future__ import annotations
@@ -84,20 +90,35 @@ def _generate(root: Path, kind: str, meta: dict) -> Path:
 def _crashed(root: Path, partitions: int) -> Path:
     """The ``crashed`` log dir of ``partitions`` partitions (the module doc), written once and reused."""
     from kafkatool.build import RecordSpec, record_batch
+    from kafkatool.formats import checkpoints
     from kafkatool.logwriter import LogDirWriter
 
-    stamp, meta = root.with_suffix(".json"), {"kind": "crashed", "partitions": partitions, "indexes": "sparse"}
+    stamp, meta = root.with_suffix(".json"), {"kind": "crashed", "partitions": partitions, "indexes": "sparse",
+                                              "v": 2}
     if root.is_dir() and stamp.exists() and json.loads(stamp.read_text()) == meta:
         return root
+    stamp.unlink(missing_ok=True)
     shutil.rmtree(root, ignore_errors=True)
-    with LogDirWriter(root, cluster_id="bench-crashed-cluster-0", node_id=1) as d:
-        for i in range(partitions):
-            w = d.partition(f"topic{i % 10}", i // 10, bytes([i % 10 + 1] * 16))
-            for k in range(5):
-                w.append(record_batch(k, [RecordSpec(b"key-%d" % i, b"v" * 1000, TIMESTAMP + k)]))
-        d.close(clean=False)
+    d = LogDirWriter(root, cluster_id="bench-crashed-cluster-0", node_id=1)  # no ``with``: it would close cleanly
+    keys = []
+    for i in range(partitions):
+        w = d.partition(f"topic{i % 10}", i // 10, bytes([i % 10 + 1] * 16))
+        keys.append((f"topic{i % 10}", i // 10))
+        for k in range(5):
+            w.append(record_batch(k, [RecordSpec(b"key-%d" % i, b"v" * 1000, TIMESTAMP + k)]))
+    d.close(clean=False)
+    # The broker's periodic checkpoint, taken before anything was flushed: recovery starts at offset 0.
+    (root / "recovery-point-offset-checkpoint").write_bytes(
+        checkpoints.build_offset_checkpoint((t, p, 0) for t, p in keys))
     stamp.write_text(json.dumps(meta))
     return root
+
+
+def _sparse_copy(src: Path, dst: Path) -> Path:
+    """A copy of the crashed log dir ``src`` keeping its holes (a plain copy would write 20 GB of zeros)."""
+    shutil.rmtree(dst, ignore_errors=True)
+    subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dst)], check=True)
+    return dst
 
 
 def _copy(part: Path, name: str) -> Path:
@@ -119,21 +140,21 @@ def m_verify(path: str) -> dict:
     from kafkatool.verify import verify_paths
     from kafkatool.verify_files import VerifyOptions
 
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     errors = sum(1 for x in verify_paths([Path(path)], VerifyOptions())
                  if isinstance(x, Finding) and x.severity == "error")
-    return {"seconds": time.perf_counter() - t, "errors": errors}
+    return {"seconds": time.perf_counter() - t, "cpu": time.process_time() - cpu, "errors": errors}
 
 
 def m_repair(path: str, apply: str, backup: str = "") -> dict:
     from kafkatool.repair import Action, RepairOptions, repair_paths
 
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     actions = 0
     for x in repair_paths([Path(path)], RepairOptions(now_ms=TIMESTAMP),
                           apply=apply == "apply", backup_dir=Path(backup) if backup else None):
         actions += isinstance(x, Action)
-    return {"seconds": time.perf_counter() - t, "actions": actions}
+    return {"seconds": time.perf_counter() - t, "cpu": time.process_time() - cpu, "actions": actions}
 
 
 def m_profile(path: str, out: str) -> dict:
@@ -168,13 +189,28 @@ def main() -> None:
     ap.add_argument("--big-size", type=int, default=512 << 20, help="bytes of the big segment (default 512 MiB)")
     ap.add_argument("--crashed", type=int, default=1000, help="partitions of the crashed log dir")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing; the fastest counts")
+    ap.add_argument("--cases", default="tiny,big,crashed", help="which cases to run (default all: tiny,big,crashed)")
     ap.add_argument("--profile", action="store_true", help="also write a cProfile of the dry run to bench/out")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         _child(args.child)
         return
+    cases = set(args.cases.split(","))
+    if not cases or cases - {"tiny", "big", "crashed"}:
+        ap.error(f"--cases: tiny, big or crashed, not {args.cases!r}")
     OUT.mkdir(exist_ok=True)
+    results: dict = {}
+    if "tiny" in cases:
+        results.update(_tiny(args))
+    if "big" in cases:
+        results.update(_big(args))
+    if "crashed" in cases:
+        results.update(_crashed_case(args))
+    (OUT / "repair.json").write_text(json.dumps(results, indent=2))
+
+
+def _tiny(args: argparse.Namespace) -> dict:
     sys.stderr.write("generating the tiny partition ...\n")
     tiny = _generate(OUT / "repair-tiny", "tiny", {"kind": "tiny", "batches": args.batches, "v": 3})
     verify = run("verify", tiny, repeat=args.repeat)
@@ -189,30 +225,7 @@ def main() -> None:
     verify_after = run("verify", work, repeat=args.repeat)
     assert again["actions"] == 0 and verify_after["errors"] == 0, (again, verify_after)
     dry_after = run("repair", work, "dry", repeat=args.repeat)
-
-    sys.stderr.write("generating the big segment ...\n")
-    big = _generate(OUT / "repair-big", "big", {"kind": "big", "size": args.big_size, "v": 3})
-    segment = (big / "00000000000000000000.log").stat().st_size
-    work = _copy(big, "repair-big-work")
-    backup = OUT / "repair-big-backup"
-    shutil.rmtree(backup, ignore_errors=True)
-    big_apply = run("repair", work, "apply", backup)
-    backed_up = _tree_bytes(backup)
-    shutil.rmtree(work.parent)
-    shutil.rmtree(backup)
-
-    sys.stderr.write("generating the crashed log dirs ...\n")
-    crashed = {n: _crashed(OUT / f"repair-crashed-{n}", n) for n in (args.crashed // 4, args.crashed)}
-    crashed_s = {(n, what): run(what, d, *(("dry",) if what == "repair" else ()), repeat=args.repeat)["seconds"]
-                 for n, d in crashed.items() for what in ("verify", "repair")}
-    small, large = sorted(crashed)
-
     results = {
-        "crashed_partitions": [small, large],
-        "crashed_verify_s": [round(crashed_s[small, "verify"], 3), round(crashed_s[large, "verify"], 3)],
-        "crashed_repair_dry_run_s": [round(crashed_s[small, "repair"], 3), round(crashed_s[large, "repair"], 3)],
-        "crashed_verify_ratio": round(crashed_s[large, "verify"] / crashed_s[small, "verify"], 2),
-        "crashed_repair_ratio": round(crashed_s[large, "repair"] / crashed_s[small, "repair"], 2),
         "tiny_batches": args.batches,
         "verify_s": round(verify["seconds"], 3),
         "repair_dry_run_s": round(dry["seconds"], 3),
@@ -223,12 +236,7 @@ def main() -> None:
         "nothing_to_do_vs_verify": round(again["seconds"] / verify_after["seconds"], 2),
         "repaired_dry_run_s": round(dry_after["seconds"], 3),
         "batches_per_s_dry_run": round(args.batches / dry["seconds"]),
-        "big_segment_bytes": segment,
-        "big_apply_s": round(big_apply["seconds"], 3),
-        "big_backup_bytes": backed_up,
-        "big_backup_fraction": round(backed_up / segment, 6),
     }
-    (OUT / "repair.json").write_text(json.dumps(results, indent=2))
     print(f"tiny partition, {args.batches:,} 1-record batches, torn tail:")
     print(f"  verify {results['verify_s']} s; repair dry run {results['repair_dry_run_s']} s "
           f"= {results['dry_run_vs_verify']}x verify (target <= 2x), {results['batches_per_s_dry_run']:,} batches/s")
@@ -236,13 +244,63 @@ def main() -> None:
           f"= {results['nothing_to_do_vs_verify']}x verify of the repaired partition ({results['verify_repaired_s']} s;"
           " target ~1x)")
     print(f"  repair dry run of the repaired partition: {results['repaired_dry_run_s']} s")
+    return results
+
+
+def _big(args: argparse.Namespace) -> dict:
+    sys.stderr.write("generating the big segment ...\n")
+    big = _generate(OUT / "repair-big", "big", {"kind": "big", "size": args.big_size, "v": 3})
+    segment = (big / "00000000000000000000.log").stat().st_size
+    work = _copy(big, "repair-big-work")
+    backup = OUT / "repair-big-backup"
+    shutil.rmtree(backup, ignore_errors=True)
+    big_apply = run("repair", work, "apply", backup)
+    backed_up = _tree_bytes(backup)
+    shutil.rmtree(work.parent)
+    shutil.rmtree(backup)
+    results = {
+        "big_segment_bytes": segment,
+        "big_apply_s": round(big_apply["seconds"], 3),
+        "big_backup_bytes": backed_up,
+        "big_backup_fraction": round(backed_up / segment, 6),
+    }
     print(f"big segment, {segment / (1 << 20):.0f} MiB, torn tail: repair --apply {results['big_apply_s']} s, "
           f"backup {backed_up:,} bytes = {results['big_backup_fraction']:.4%} of the segment (target < 1 %)")
-    print(f"crashed log dir (sparse preallocated indexes), {small:,} and {large:,} partitions: verify "
-          f"{results['crashed_verify_s'][0]} / {results['crashed_verify_s'][1]} s "
-          f"({results['crashed_verify_ratio']}x), "
-          f"repair dry run {results['crashed_repair_dry_run_s'][0]} / {results['crashed_repair_dry_run_s'][1]} s "
-          f"({results['crashed_repair_ratio']}x; linear 4x)")
+    return results
+
+
+def _crashed_case(args: argparse.Namespace) -> dict:
+    sys.stderr.write("generating the crashed log dirs ...\n")
+    crashed = {n: _crashed(OUT / f"repair-crashed-{n}", n) for n in (args.crashed // 4, args.crashed)}
+    timed = {(n, what): run(what, d, *(("dry",) if what == "repair" else ()), repeat=args.repeat)
+             for n, d in crashed.items() for what in ("verify", "repair")}
+    for n, d in crashed.items():  # each apply on a fresh copy: the fastest of --repeat
+        applies = []
+        for _ in range(args.repeat):
+            work = _sparse_copy(d, OUT / "repair-crashed-work")
+            backup = OUT / "repair-crashed-backup"
+            shutil.rmtree(backup, ignore_errors=True)
+            applies.append(run("repair", work, "apply", backup))
+            shutil.rmtree(work)
+            shutil.rmtree(backup)
+        timed[n, "apply"] = min(applies, key=lambda r: r["seconds"])
+    small, large = sorted(crashed)
+
+    def figures(what: str, key: str) -> list[float]:
+        return [round(timed[small, what][key], 3), round(timed[large, what][key], 3)]
+
+    results = {"crashed_partitions": [small, large]}
+    for what, name in (("verify", "verify"), ("repair", "repair_dry_run"), ("apply", "repair_apply")):
+        results[f"crashed_{name}_s"] = figures(what, "seconds")
+        results[f"crashed_{name}_cpu_s"] = figures(what, "cpu")
+        results[f"crashed_{name}_ratio"] = round(timed[large, what]["seconds"] / timed[small, what]["seconds"], 2)
+    print(f"crashed log dir (sparse preallocated indexes, recovery point 0), {small:,} and {large:,} partitions, "
+          "wall (CPU) s:")
+    for name in ("verify", "repair_dry_run", "repair_apply"):
+        wall, cpu = results[f"crashed_{name}_s"], results[f"crashed_{name}_cpu_s"]
+        print(f"  {name.replace('_', ' ')}: {wall[0]} ({cpu[0]}) / {wall[1]} ({cpu[1]}) "
+              f"({results[f'crashed_{name}_ratio']}x; linear 4x)")
+    return results
 
 
 if __name__ == "__main__":

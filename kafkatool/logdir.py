@@ -17,8 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from .errors import InputIOError
-from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind
+from .filetypes import OFFSET_CHECKPOINT_NAMES, FileKind, FileTooLarge, read_small
 from .findings import finding
 from .model import Finding
 
@@ -43,11 +42,13 @@ TMP_SUFFIX = ".kafkatool-tmp"
 
 class Checkpoint(NamedTuple):
     """One offset checkpoint file of the log dir: its entries in file order, the offset per (topic, partition)
-    (a later line wins, as ``CheckpointFile`` reading into a map), and what was wrong reading it."""
+    (a later line wins, as ``CheckpointFile`` reading into a map), what was wrong reading it, and its bytes (None
+    when it could not be read: ``repair`` rewrites a checkpoint only from the bytes it parsed)."""
 
     entries: tuple[OffsetCheckpointEntry, ...]
     offsets: dict[tuple[str, int], int]
     findings: tuple[Finding, ...]
+    data: bytes | None = None
 
 
 @dataclass(eq=False)
@@ -111,22 +112,31 @@ class LogDir:
         return None if cp is None else cp.offsets.get((topic, partition))
 
     def _read_checkpoint(self, name: str) -> Checkpoint | None:
-        # Here, not at the top: discovery runs for every command, a log dir's checkpoints are read only by the
-        # commands that look at a log dir, and smallfiles' value classes cost more to create than checking a small
-        # segment, which never needs them (tests/test_startup.py); smallfiles imports no module of discovery.
-        from . import smallfiles
-
         found = self.file(name)
         if found is None:
             return None
         path, display = found
-        try:
-            items = list(smallfiles.read_small_file(path, FileKind.OFFSET_CHECKPOINT, display))
-        except InputIOError as exc:
-            return Checkpoint((), {}, (finding("io-error", display, None, str(exc)),))
-        entries = tuple(i for i in items if isinstance(i, smallfiles.OffsetCheckpointEntry))
-        offsets = {(e.topic, e.partition): e.offset for e in entries}
-        return Checkpoint(entries, offsets, tuple(i for i in items if isinstance(i, Finding)))
+        return parse_checkpoint(path, display)
+
+
+def parse_checkpoint(path: Path, display: str) -> Checkpoint:
+    """An offset checkpoint file read and parsed (:meth:`LogDir.checkpoint` keeps it; ``repair --apply`` reads the
+    recovery-point checkpoint again under the log dir's lock before it writes it)."""
+    # Here, not at the top: discovery runs for every command, a log dir's checkpoints are read only by the
+    # commands that look at a log dir, and smallfiles' value classes cost more to create than checking a small
+    # segment, which never needs them (tests/test_startup.py); smallfiles imports no module of discovery.
+    from . import smallfiles
+
+    try:
+        data = read_small(path)
+    except FileTooLarge as exc:
+        return Checkpoint((), {}, (smallfiles.too_large(FileKind.OFFSET_CHECKPOINT, display, exc.size),))
+    except OSError as exc:
+        return Checkpoint((), {}, (finding("io-error", display, None, str(smallfiles.cannot_read(display, exc))),))
+    items = list(smallfiles.parse_small_file(data, FileKind.OFFSET_CHECKPOINT, display, None))
+    entries = tuple(i for i in items if isinstance(i, smallfiles.OffsetCheckpointEntry))
+    offsets = {(e.topic, e.partition): e.offset for e in entries}
+    return Checkpoint(entries, offsets, tuple(i for i in items if isinstance(i, Finding)), data)
 
 
 def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()) -> bool:
@@ -135,4 +145,4 @@ def is_backup_dir(name: str, file_names: set[str] | frozenset[str] = frozenset()
 
 
 __all__ = ["BACKUP_PREFIX", "BROKER_FILES", "CLEAN_SHUTDOWN", "JOURNAL_NAME", "MANIFEST_NAME", "META_PROPERTIES",
-           "TMP_SUFFIX", "Checkpoint", "LogDir", "is_backup_dir"]
+           "TMP_SUFFIX", "Checkpoint", "LogDir", "is_backup_dir", "parse_checkpoint"]

@@ -43,7 +43,9 @@ The plan follows Kafka's ``LogLoader`` (storage module) step by step, and every 
    ``leader-epoch-checkpoint`` is created, as the broker's ``CheckpointFile`` creates it: with the recovered
    epochs, or empty.
 5. **Recovery point**: the log dir's ``recovery-point-offset-checkpoint`` entry for the partition becomes
-   the new log end offset (everything repaired is on disk, fsynced).
+   the new log end offset (everything repaired is on disk, fsynced). The file is read once for the log dir and,
+   with ``--apply``, written once after its last partition with every applied partition's entry, as
+   ``LogManager.checkpointRecoveryOffsetsInDir`` writes it (:class:`RecoveryPoints`).
 
 Steps 1 to 4 are the loader's (one home for LogLoader's rules); this module only turns the difference between
 what the broker would have on disk after loading and what is there into actions. Only files whose bytes would
@@ -62,12 +64,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ApplyRefused, IndexAppendError, InputIOError, PlanError
-from .filetypes import FileKind, FileTooLarge, holds, open_regular, read_small, read_to_hole
+from .filetypes import FileTooLarge, holds, open_regular, read_to_hole
 from .findings import finding
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
-from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition
-from .logdir import CLEAN_SHUTDOWN, LogDir
+from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition, read_logdir
+from .logdir import CLEAN_SHUTDOWN, Checkpoint, LogDir, parse_checkpoint
 from .logfiles import offset_from_file_name, segment_file, without_swap
 from .model import Finding
 from .producer_state import snapshot_bytes
@@ -76,14 +78,7 @@ from .safewrite.durable import atomic_write
 from .safewrite.journal import FileOp, apply_ops, check_ops, resume
 from .safewrite.lock import log_dir_lock
 from .segment_indexes import INT64_MAX, SegmentIndexes, txn_index_bytes
-from .smallfiles import (
-    OFFSET_SLOT,
-    TIME_SLOT,
-    OffsetCheckpointEntry,
-    offset_index_sanity,
-    read_small_file,
-    time_index_sanity,
-)
+from .smallfiles import OFFSET_SLOT, TIME_SLOT, offset_index_sanity, time_index_sanity
 from .walk import PartitionDir, partition_dirs_and_findings
 
 # the loader's findings that refuse an apply: a batch whose offsets do not fit a segment the broker trusts, a file
@@ -139,6 +134,7 @@ class PartitionRepair:
     clean_shutdown: str | None = None   # the marker, when it makes the broker keep what recovery would cut
     unclean_actions: list[Action] = field(default_factory=list)  # what an unclean start would do (never applied)
     unclean: dict[str, Any] | None = None     # and what it comes to
+    new_recovery_point: tuple[str, int, int] | None = None  # its recovery point checkpoint entry to write, if any
 
     @property
     def blocked(self) -> bool:
@@ -164,18 +160,19 @@ class PartitionRepair:
 
 
 def plan_partition(part_dir: Path, display: str, options: RepairOptions = RepairOptions(),
-                   progress: Callable[[int], None] | None = None, *, found: PartitionDir | None = None
-                   ) -> PartitionRepair:
+                   progress: Callable[[int], None] | None = None, *, found: PartitionDir | None = None,
+                   recovery_points: RecoveryPoints | None = None) -> PartitionRepair:
     """The repair of one partition dir; never changes anything. Without ``options.index_interval_bytes`` the
     interval is the one the partition's offset indexes were written with (:mod:`kafkatool.index_interval`).
     ``progress`` is called with the bytes of the segments as the load reads them. ``found``: the partition as
     discovery listed it, with its log dir (whose checkpoints are read once for all its partitions); None: listed,
-    and its log dir read, here (after an apply changed them)."""
+    and its log dir read, here (after an apply changed them). ``recovery_points``: its log dir's recovery-point
+    checkpoint as :func:`repair_paths` reads it once for all the log dir's partitions; None: read here."""
     files = found.files if found is not None else None
     interval = resolve_index_interval(Path(part_dir), options.index_interval_bytes, options.scan, files)
     options = replace(options, index_interval_bytes=interval.value)
     try:
-        result = _plan(Path(part_dir), display, options, progress, found)
+        result = _plan(Path(part_dir), display, options, progress, found, recovery_points)
     except PlanError as exc:
         result = PartitionRepair(display, None, None)
         result.findings.append(finding("repair-impossible", display, None, str(exc)))
@@ -185,7 +182,7 @@ def plan_partition(part_dir: Path, display: str, options: RepairOptions = Repair
 
 
 def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[int], None] | None,
-          found: PartitionDir | None = None) -> PartitionRepair:
+          found: PartitionDir | None = None, points: RecoveryPoints | None = None) -> PartitionRepair:
     """(a) the leftover passes and (b) the load, both :func:`kafkatool.loader.load_partition`'s; (c) what the broker
     would have on disk after loading against what is there, as actions."""
     now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
@@ -193,21 +190,25 @@ def _plan(part: Path, display: str, options: RepairOptions, progress: Callable[[
     # An explicit --recovery-point plans the recovery from it, as after an unclean shutdown, whatever the marker says.
     unclean = False if options.recovery_point is not None else None
     listed, logdir = (found.files, found.logdir) if found is not None else (None, None)
+    if logdir is None:  # read here, as the loader would, to share it with the recovery point's step
+        logdir = read_logdir(part.parent, os.path.dirname(display) or ".")
+    points = points if points is not None else RecoveryPoints(logdir)
     try:
         loaded = load_partition(part, display, files=listed, logdir=logdir, recovery_point=options.recovery_point,
                                 clean_shutdown=unclean, options=options.scan, rebuild=rebuild, progress=progress)
     except InputIOError as exc:
         raise PlanError(str(exc)) from exc
-    result = _planned(part, display, loaded, options)
+    result = _planned(part, display, loaded, options, points)
     # Read again as after an unclean start only when the clean one kept something recovery cuts (an invalid batch,
     # a zero-filled tail): a clean shutdown's log dir is the common case, and that second load reads every segment.
     if loaded.clean_shutdown and loaded.segments and any(f.severity == "error" or f.code == "zero-filled-tail"
                                                          for f in loaded.findings):
-        _unclean_start(part, display, loaded, result, options, rebuild, listed, logdir)
+        _unclean_start(part, display, loaded, result, options, rebuild, listed, logdir, points)
     return result
 
 
-def _planned(part: Path, display: str, loaded: LoadedPartition, options: RepairOptions) -> PartitionRepair:
+def _planned(part: Path, display: str, loaded: LoadedPartition, options: RepairOptions,
+             points: RecoveryPoints) -> PartitionRepair:
     """(c) of :func:`_plan`: what the broker would have on disk after ``loaded`` against what is there."""
     actions = _leftover_actions(loaded, display)
     if not loaded.segments:
@@ -239,9 +240,10 @@ def _planned(part: Path, display: str, loaded: LoadedPartition, options: RepairO
     if recovered:
         _snapshot_actions(loaded, result)
     result.actions.extend(_epochs(part, display, loaded))
-    if recovered:
-        result.actions.extend(_recovery_point(part.parent, (loaded.topic, loaded.partition), loaded.log_end_offset,
-                                              display))
+    moved = points.action(part.parent, loaded.topic, loaded.partition, loaded.log_end_offset) if recovered else None
+    if moved is not None:
+        result.actions.append(moved)
+        result.new_recovery_point = (loaded.topic, loaded.partition, loaded.log_end_offset)
     for action in result.actions:  # never a file named past 2^63-1 (the loader reports no such offset: a bug)
         op = action.op
         if op is not None and op.kind == "write" and (offset_from_file_name(op.path.name) or 0) > INT64_MAX:
@@ -253,6 +255,8 @@ def _planned(part: Path, display: str, loaded: LoadedPartition, options: RepairO
             check_ops(part.parent, ops)
         except ApplyRefused as exc:
             raise PlanError(str(exc)) from None
+    if moved is not None and (refused := points.refused(part.parent)):
+        raise PlanError(refused)
     cut = loaded.cut
     if cut is not None:
         result.cut = (cut.path, cut.position)
@@ -262,8 +266,8 @@ def _planned(part: Path, display: str, loaded: LoadedPartition, options: RepairO
 
 
 def _unclean_start(part: Path, display: str, loaded: LoadedPartition, result: PartitionRepair,
-                   options: RepairOptions, rebuild: Rebuild, files: tuple[tuple[Path, str], ...] | None = None,
-                   logdir: LogDir | None = None) -> None:
+                   options: RepairOptions, rebuild: Rebuild, files: tuple[tuple[Path, str], ...] | None,
+                   logdir: LogDir, points: RecoveryPoints) -> None:
     """The log dir holds ``.kafka_cleanshutdown``: ``LogLoader.recoverLog`` skips recovery (``hadCleanShutdown``) and
     the broker trusts every segment as it is. When an unclean start's recovery would cut what the clean start keeps
     (an invalid batch the broker now serves), the plan says so: the invalid batches (as ``verify`` reports them: an
@@ -272,7 +276,7 @@ def _unclean_start(part: Path, display: str, loaded: LoadedPartition, result: Pa
     try:
         unclean = load_partition(part, display, files=files, logdir=logdir, clean_shutdown=False,
                                  options=options.scan, rebuild=rebuild)
-        plan = _planned(part, display, unclean, options)
+        plan = _planned(part, display, unclean, options, points)
     except (InputIOError, PlanError) as exc:
         unclean, plan, why = None, None, str(exc)
     known = {(c.display, c.position) for c in loaded.cuts}
@@ -504,27 +508,71 @@ def _epochs(part: Path, display: str, loaded: LoadedPartition) -> list[Action]:
                    {"epochs": [list(e) for e in entries]})]
 
 
-def _recovery_point(logdir: Path, key: tuple[str, int], leo: int, display: str) -> list[Action]:
-    path = logdir / "recovery-point-offset-checkpoint"
-    if not path.exists():
-        return []
-    try:  # not a regular file (a FIFO), or unreadable: left alone; the walk and the loader report it
-        items = list(read_small_file(path, FileKind.OFFSET_CHECKPOINT, str(path)))
-        current = read_small(path)
-    except (InputIOError, OSError):
-        return []
-    if any(isinstance(i, Finding) and i.severity == "error" for i in items):
-        return []
-    entries = [(e.topic, e.partition, e.offset) for e in items if isinstance(e, OffsetCheckpointEntry)]
-    new = [(t, p, leo if (t, p) == key else o) for t, p, o in entries]
-    if (key[0], key[1]) not in {(t, p) for t, p, _ in entries}:
-        new.append((key[0], key[1], leo))
-    data = checkpoints.build_offset_checkpoint(new)
-    if data == current:
-        return []
-    return [Action(str(path), "write", f"{key[0]}-{key[1]}: recovery point {leo}, the repaired log end (all of it is "
-                   "on disk now): an unclean restart recovers only the segment holding it, none before it",
-                   FileOp("write", path, data=data))]
+RECOVERY_POINTS = "recovery-point-offset-checkpoint"
+
+
+class RecoveryPoints:
+    """Step 5 for every partition of one log dir: its ``recovery-point-offset-checkpoint``, read and parsed once (the
+    :class:`~kafkatool.logdir.LogDir`'s reading, shared with the loads), each recovered partition's entry planned
+    against it, and the entries of the partitions an apply repaired written in one go, after the log dir's last
+    partition (:meth:`write_op`): ``LogManager.checkpointRecoveryOffsetsInDir`` writes the file once with every
+    partition's value. Planning and writing it once a partition made a log dir's repair quadratic in its
+    partitions. A file that is absent, cannot be read (a FIFO), is too large or fails to parse is left alone (the
+    walk and the loader report it)."""
+
+    def __init__(self, logdir: LogDir) -> None:
+        cp = logdir.checkpoint(RECOVERY_POINTS)
+        self._usable = _usable(cp)
+        offsets: dict[tuple[str, int], set[int]] = {}
+        for e in cp.entries if cp is not None and self._usable else ():
+            offsets.setdefault((e.topic, e.partition), set()).add(e.offset)
+        self._offsets = offsets
+        # the file as the broker writes it: a changed entry is then the only change; else any write rewrites it
+        self._canonical = self._usable and cp is not None and cp.data == checkpoints.build_offset_checkpoint(
+            (e.topic, e.partition, e.offset) for e in cp.entries)
+        self._refused: dict[Path, str | None] = {}
+        self.moved: dict[tuple[str, int], int] = {}   # the new recovery points an apply is to write
+
+    def action(self, logdir: Path, topic: str, partition: int, leo: int) -> Action | None:
+        """The partition's new entry, when the file would change. No file op: the file is written once for the log
+        dir (:meth:`write_op`), not once a partition."""
+        if not self._usable or self._canonical and self._offsets.get((topic, partition)) == {leo}:
+            return None
+        return Action(str(logdir / RECOVERY_POINTS), "write", f"{topic}-{partition}: recovery point {leo}, the "
+                      "repaired log end (all of it is on disk now): an unclean restart recovers only the segment "
+                      "holding it, none before it")
+
+    def refused(self, logdir: Path) -> str | None:
+        """Why the apply would refuse to write the file (a link, a FIFO): checked once for the log dir."""
+        if logdir not in self._refused:
+            try:
+                check_ops(logdir, [FileOp("write", logdir / RECOVERY_POINTS, data=b"")])
+                self._refused[logdir] = None
+            except ApplyRefused as exc:
+                self._refused[logdir] = str(exc)
+        return self._refused[logdir]
+
+    def write_op(self, logdir: Path) -> FileOp | None:
+        """The one write of the new recovery points in :attr:`moved`, from the file as it is now (read again: the
+        caller holds the log dir's lock); None when nothing changes or the file is to be left alone."""
+        path = logdir / RECOVERY_POINTS
+        if not self.moved or not path.exists():
+            return None
+        cp = parse_checkpoint(path, str(path))
+        if not _usable(cp):
+            return None
+        present = {(e.topic, e.partition) for e in cp.entries}
+        new = [(e.topic, e.partition, self.moved.get((e.topic, e.partition), e.offset)) for e in cp.entries]
+        new += [(t, p, o) for (t, p), o in self.moved.items() if (t, p) not in present]
+        data = checkpoints.build_offset_checkpoint(new)
+        if data == cp.data:
+            return None
+        return FileOp("write", path, data=data, reason=f"recovery points of {len(self.moved)} repaired partitions")
+
+
+def _usable(cp: Checkpoint | None) -> bool:
+    """The checkpoint was read whole and parsed without an error: repair may rewrite it."""
+    return cp is not None and cp.data is not None and not any(f.severity == "error" for f in cp.findings)
 
 
 # --- salvage -------------------------------------------------------------------------------------------------
@@ -557,44 +605,111 @@ def repair_paths(
 ) -> Iterator[Action | PartitionRepair | Finding]:
     """Plan (and with ``apply`` carry out) the repair of every partition under ``paths``.
 
-    Values come out per partition: its actions, then its :class:`PartitionRepair`. With ``apply``, the log dir's
+    Values come out per partition: its actions, then its :class:`PartitionRepair`. Each log dir's recovery-point
+    checkpoint is read once for all its partitions (:class:`RecoveryPoints`). With ``apply``, the log dir's
     ``.lock`` is held for the whole partition (a live broker's lock refuses it), an interrupted earlier apply is
     completed first, the partition is planned once and that plan applied (originals backed up before anything
     changes; a truncation backs up only the bytes it removes, see :mod:`kafkatool.safewrite.backup`). Then every
     segment the plan cut is scanned again: it must now end with its last whole valid batch (a header scan of
-    the cut segments only, not a second replay).
+    the cut segments only, not a second replay). The new recovery points of the partitions applied (each one's
+    action in its plan) are written after the log dir's last partition, in one write of the checkpoint (under the
+    lock again); a run killed before it leaves the old ones, which a re-run moves.
     """
+    dirs: dict[Path, _LogDirRun] = {}   # the log dirs met so far (with apply: until their recovery points are written)
+    seen: set[Path] = set()             # the partitions planned so far (with apply, one named twice is listed again)
+    written: set[Path] = set()          # with apply: the log dirs whose recovery points were written (resolved)
+    current: _LogDirRun | None = None
     for found in partition_dirs_and_findings(paths):
         if isinstance(found, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
             yield found
             continue
         part, display, log_dir = found.path, found.display, found.logdir_path
+        if apply and current is not None and current.path != log_dir:
+            _write_recovery_points(dirs.pop(current.path), written)
         yield from found.findings
         if not apply:  # nothing changes between partitions: discovery's listing and log dir serve every one
-            result = plan_partition(part, display, options, progress, found=found)
+            current = dirs.get(log_dir) or dirs.setdefault(log_dir, _LogDirRun.of(found, stale=False))
+            result = plan_partition(part, display, options, progress, found=current.found(found),
+                                    recovery_points=current.points)
             yield from result.actions
             yield from result.unclean_actions
             yield from result.findings
             yield result
             continue
-        backup = backup_dir or default_backup_dir(log_dir)
         with log_dir_lock(log_dir):
             finished = resume(log_dir)
             if finished is not None:
                 yield finding("repair-resumed", display, None,
                               "completed an interrupted repair from its journal before planning again")
-            result = plan_partition(part, display, options, progress)
+            current = dirs.get(log_dir)
+            if current is None or finished is not None:  # read again after a resume (it may have changed anything)
+                stale = finished is not None or log_dir.resolve() in written  # or after its recovery points' write
+                current = dirs[log_dir] = _LogDirRun.of(found, stale=stale, backup_dir=backup_dir, before=current)
+            backup = current.backup
+            # discovery's listing holds until an apply changes the partition (one named twice is listed again)
+            result = plan_partition(part, display, options, progress, found=None if part in seen else
+                                    current.found(found), recovery_points=current.points)
+            seen.add(part)
             yield from result.actions
             yield from result.unclean_actions
             yield from result.findings
             ops = [a.op for a in result.actions if a.op is not None]
-            if ops and not result.findings:
+            if (ops or result.new_recovery_point) and not result.findings:
                 if options.salvage and result.salvaged_batches:
                     _write_salvage(result, backup, atomic_write)
-                apply_ops(log_dir, ops, backup)
+                if ops:
+                    apply_ops(log_dir, ops, backup)
+                if result.new_recovery_point:  # written with the log dir's others after its last partition
+                    topic, partition, point = result.new_recovery_point
+                    current.points.moved[(topic, partition)] = point
                 result.applied, result.backup_dir = True, str(backup)
                 yield from _check_cuts(result, options)
         yield result
+    if apply and current is not None:
+        _write_recovery_points(dirs.pop(current.path), written)
+
+
+@dataclass
+class _LogDirRun:
+    """A log dir during :func:`repair_paths`: what its partitions' plans share, and where an apply backs up."""
+
+    path: Path
+    logdir: LogDir
+    points: RecoveryPoints
+    stale: bool          # discovery's listing may no longer hold (an interrupted apply was completed): list again
+    backup: Path
+
+    @classmethod
+    def of(cls, found: PartitionDir, *, stale: bool, backup_dir: Path | None = None,
+           before: _LogDirRun | None = None) -> _LogDirRun:
+        """Discovery's log dir of ``found`` (a partition dir named on its own: its parent, read here once), or
+        (``stale``) the log dir read again; ``before``: the same log dir earlier in the run (its recovery points
+        still to write and its backup dir are kept)."""
+        path = found.logdir_path
+        logdir = found.logdir if found.logdir is not None and not stale else read_logdir(path, found.logdir_display)
+        run = cls(path, logdir, RecoveryPoints(logdir), stale,
+                  before.backup if before is not None else backup_dir or default_backup_dir(path))
+        if before is not None:
+            run.points.moved.update(before.points.moved)
+        return run
+
+    def found(self, found: PartitionDir) -> PartitionDir | None:
+        """``found`` with this log dir, for its plan; None (listed and read again by the plan) when stale."""
+        return None if self.stale else found._replace(logdir=self.logdir)
+
+
+def _write_recovery_points(run: _LogDirRun, written: set[Path]) -> None:
+    """After a log dir's last partition: the new recovery points of its partitions applied, in one write of its
+    ``recovery-point-offset-checkpoint`` (backed up, temp + fsync + rename, journalled like every apply). Nothing is
+    reported: each partition's plan showed its entry's action, and its record says it was applied."""
+    if not run.points.moved:
+        return
+    written.add(run.path.resolve())
+    with log_dir_lock(run.path):
+        resume(run.path)  # the protocol; none is pending (each apply of this run completed its journal, or raised)
+        op = run.points.write_op(run.path)
+        if op is not None:
+            apply_ops(run.path, [op], run.backup)
 
 
 def _check_cuts(result: PartitionRepair, options: RepairOptions) -> Iterator[Finding]:
