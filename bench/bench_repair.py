@@ -189,6 +189,8 @@ def main() -> None:
     ap.add_argument("--big-size", type=int, default=512 << 20, help="bytes of the big segment (default 512 MiB)")
     ap.add_argument("--crashed", type=int, default=1000, help="partitions of the crashed log dir")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing; the fastest counts")
+    ap.add_argument("--apply-repeat", type=int, default=1,
+                    help="runs of each crashed --apply (minutes each at 1,000 partitions: one by default)")
     ap.add_argument("--cases", default="tiny,big,crashed", help="which cases to run (default all: tiny,big,crashed)")
     ap.add_argument("--profile", action="store_true", help="also write a cProfile of the dry run to bench/out")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -274,9 +276,9 @@ def _crashed_case(args: argparse.Namespace) -> dict:
     crashed = {n: _crashed(OUT / f"repair-crashed-{n}", n) for n in (args.crashed // 4, args.crashed)}
     timed = {(n, what): run(what, d, *(("dry",) if what == "repair" else ()), repeat=args.repeat)
              for n, d in crashed.items() for what in ("verify", "repair")}
-    for n, d in crashed.items():  # each apply on a fresh copy: the fastest of --repeat
+    for n, d in crashed.items():  # each apply on a fresh copy: the fastest of --apply-repeat
         applies = []
-        for _ in range(args.repeat):
+        for _ in range(args.apply_repeat):
             work = _sparse_copy(d, OUT / "repair-crashed-work")
             backup = OUT / "repair-crashed-backup"
             shutil.rmtree(backup, ignore_errors=True)
