@@ -60,7 +60,7 @@ from typing import Any
 
 from .epochs import UNDEFINED_EPOCH_OFFSET, EpochCache
 from .errors import ApplyRefused, UsageError
-from .filetypes import MAX_SMALL_FILE_BYTES, FileKind, FileTooLarge, classify, open_regular, read_regular, read_small
+from .filetypes import FileKind, FileTooLarge, classify, open_regular, read_small
 from .findings import finding
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
 from .loader import LogDirs, segment_bytes
@@ -637,7 +637,7 @@ def _cut_ops(log: Path, s: SegmentChange, target: int) -> list[FileOp]:
         if not path.is_file():
             continue
         try:  # bounded: an index no broker writes is not read into memory whole
-            data = read_regular(path, MAX_SMALL_FILE_BYTES)
+            data = read_small(path)
         except FileTooLarge as exc:
             raise ApplyRefused(f"{path}: {exc.size:,} bytes, larger than any {kind.value} the broker writes (verify: "
                                f"index-too-large); nothing was changed") from None

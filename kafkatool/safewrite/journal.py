@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ApplyRefused, JournalError
-from ..filetypes import MAX_SMALL_FILE_BYTES, FileTooLarge, open_regular, read_regular, type_name
+from ..filetypes import FileTooLarge, open_regular, read_regular, read_small, type_name
 from ..logdir import JOURNAL_NAME, MANIFEST_NAME
 from .backup import (
     BackedUp,
@@ -404,7 +404,7 @@ def resume(root: Path, journal: Path | None = None) -> ApplyReport | None:
     try:
         if not stat.S_ISREG(os.lstat(journal).st_mode):  # a FIFO would block the read, a link lead anywhere
             raise JournalError(f"{journal}: not a regular file; a kafkatool journal never is anything else")
-        text = read_regular(journal, MAX_SMALL_FILE_BYTES)  # bounded: it is read from the disk it is about
+        text = read_small(journal)  # bounded: it is read from the disk it is about
     except FileNotFoundError:
         return None
     except FileTooLarge as exc:
