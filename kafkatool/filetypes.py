@@ -328,6 +328,34 @@ def data_end(fh: BinaryIO, size: int, unit: int = 1) -> int:
     return min(size, -(-end // unit) * unit)
 
 
+_ZEROS = bytes(1 << 20)  # what a zero-filled stretch is compared with, a MiB at a time
+
+
+def is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
+    """Whether the ``length`` bytes from ``start`` are all zero. Compared a MiB at a time with zeros (``memcmp``:
+    ``bytes.count(0)`` took ~1.5 s of CPU a GiB); in a file on a disk, only its data is read (``pread``: the
+    position of ``fh`` is its own): the holes of a sparse file are zeros without reading them
+    (:func:`data_extents`; reading them cost ~1 s a GiB, each reader again). The record reader asks it of what
+    follows a log's last batch, a backup of what an apply cuts from a file (a preallocated index's zeros)."""
+    fd = descriptor(fh)
+    read_at = ((lambda at, n: fh.read(n) if fh.seek(at) == at else b"") if fd is None
+               else (lambda at, n: os.pread(fd, n, at)))
+    return all(_zeros_between(read_at, at, to) for at, to in data_extents(fh, start, start + length))
+
+
+def _zeros_between(read_at: Callable[[int, int], bytes], start: int, end: int) -> bool:
+    """Whether the bytes from ``start`` to ``end`` are all zero, ``read_at(position, n)`` reading them."""
+    pos = start
+    while pos < end:
+        chunk = read_at(pos, min(end - pos, len(_ZEROS)))
+        if not chunk:
+            return False
+        if chunk != (_ZEROS if len(chunk) == len(_ZEROS) else bytes(len(chunk))):
+            return False
+        pos += len(chunk)
+    return True
+
+
 def read_to_hole(path: str | os.PathLike[str], unit: int = 1, limit: int | None = MAX_SMALL_FILE_BYTES, *,
                  open_file: Callable[[str], BinaryIO] | None = None) -> tuple[bytes, int]:
     """The bytes of a regular file (:func:`open_regular`'s rule) up to a trailing hole (:func:`data_end`, rounded up

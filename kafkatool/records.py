@@ -18,7 +18,6 @@ filesystems' streams).
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from array import array
@@ -28,7 +27,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from . import native
 from .errors import DecompressionError, DecompressionLimitExceeded
-from .filetypes import data_extents, descriptor
+from .filetypes import is_all_zero
 from .findings import finding
 from .formats.constants import (  # the layouts' numbers, without importing Construct
     ATTRIBUTES_OFFSET,
@@ -195,33 +194,6 @@ def _take_run(positions: array, headers: bytearray, valid: bytearray, controls: 
 
 
 CODEC_BY_ID = (*CODECS, "unknown(5)", "unknown(6)", "unknown(7)")  # every value of 3 attribute bits
-
-
-_ZEROS = bytes(1 << 20)  # what a zero-filled stretch is compared with, a MiB at a time
-
-
-def _is_all_zero(fh: BinaryIO, start: int, length: int) -> bool:
-    """Whether the ``length`` bytes from ``start`` are all zero. Compared a MiB at a time with zeros (``memcmp``:
-    ``bytes.count(0)`` took ~1.5 s of CPU a GiB); in a file on a disk, only its data is read (``pread``: the
-    position of ``fh`` is its own): the holes of a sparse file are zeros without reading them
-    (:func:`kafkatool.filetypes.data_extents`; reading them cost ~1 s a GiB, each reader again)."""
-    fd = descriptor(fh)
-    read_at = ((lambda at, n: fh.read(n) if fh.seek(at) == at else b"") if fd is None
-               else (lambda at, n: os.pread(fd, n, at)))
-    return all(_zeros_between(read_at, at, to) for at, to in data_extents(fh, start, start + length))
-
-
-def _zeros_between(read_at: Callable[[int, int], bytes], start: int, end: int) -> bool:
-    """Whether the bytes from ``start`` to ``end`` are all zero, ``read_at(position, n)`` reading them."""
-    pos = start
-    while pos < end:
-        chunk = read_at(pos, min(end - pos, len(_ZEROS)))
-        if not chunk:
-            return False
-        if chunk != (_ZEROS if len(chunk) == len(_ZEROS) else bytes(len(chunk))):
-            return False
-        pos += len(chunk)
-    return True
 
 
 def scan(
@@ -416,7 +388,7 @@ def _entry(fh, window, p, position, size, eof, file_size, limit, max_batch, with
     avail = len(window) - p
     if size is not None and size < RECORD_OVERHEAD_V0:
         rest = file_size - position
-        if _is_all_zero(fh, position, rest):
+        if is_all_zero(fh, position, rest):
             yield finding("zero-filled-tail", path, position,
                           f"{rest} zero bytes from here to the end of the file (preallocated or crash-left tail)")
             return _END, None, None

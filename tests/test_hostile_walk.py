@@ -34,10 +34,10 @@ from kafkatool.filetypes import (
     FileTooLarge,
     NotRegularFile,
     holds,
+    is_all_zero,
     open_regular,
     read_regular,
 )
-from kafkatool.records import _is_all_zero
 
 from .clirun import cli
 
@@ -265,9 +265,9 @@ def test_a_huge_sparse_small_file_is_a_finding_not_read(trees: tuple[Path, Path]
 
 
 def test_a_sparse_zero_tail_is_found_where_it_starts(trees: tuple[Path, Path]) -> None:
-    """The hole of a sparse segment (16 GiB here) is a zero-filled tail, found where it starts (``records._is_all_zero``
-    skips holes with ``SEEK_DATA``: read, it cost ~1 s of CPU a GiB for each reader; what it costs now is measured by
-    hand in docs/performance.md, not asserted here)."""
+    """The hole of a sparse segment (16 GiB here) is a zero-filled tail, found where it starts
+    (``filetypes.is_all_zero`` skips holes with ``SEEK_DATA``: read, it cost ~1 s of CPU a GiB for each reader; what
+    it costs now is measured by hand in docs/performance.md, not asserted here)."""
     ld, _ = trees
     log = ld / "codecs-0" / "00000000000000000190.log"
     end = log.stat().st_size
@@ -292,12 +292,12 @@ def test_data_after_a_hole_is_no_zero_filled_tail(tmp_path: Path, gap: int) -> N
         size = path.stat().st_size
         with open(path, "rb") as f:
             f.seek(3)
-            assert not _is_all_zero(f, 0, size) and _is_all_zero(f, 0, 100 + gap + at)
-            assert _is_all_zero(f, 101 + gap + at, 10) and not _is_all_zero(f, 101 + gap + at, 11)  # past the end
+            assert not is_all_zero(f, 0, size) and is_all_zero(f, 0, 100 + gap + at)
+            assert is_all_zero(f, 101 + gap + at, 10) and not is_all_zero(f, 101 + gap + at, 11)  # past the end
             assert f.tell() == 3 and f.read(1) == b"\x00"  # its position is its own
         data = path.read_bytes() if gap < 1 << 30 else None
         if data is not None:  # not a file on a disk: read
-            assert not _is_all_zero(io.BytesIO(data), 0, size) and _is_all_zero(io.BytesIO(data), 0, 100 + gap + at)
+            assert not is_all_zero(io.BytesIO(data), 0, size) and is_all_zero(io.BytesIO(data), 0, 100 + gap + at)
 
 
 def test_read_regular_refuses_more_than_its_limit(tmp_path: Path) -> None:
