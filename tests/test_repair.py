@@ -390,6 +390,56 @@ def test_a_cut_backs_up_only_the_bytes_it_removes(tmp_path: Path, run_cli) -> No
     assert_restores(tmp_path / "logdir", backup, originals)
 
 
+def test_a_trimmed_index_zeros_are_recorded_by_length_and_checked_by_the_restore(tmp_path: Path, run_cli) -> None:
+    """Recovery trims a killed broker's preallocated indexes (``AbstractIndex.trimToValidSize``): the manifest
+    (version 3) records the zeros cut by their length, and the state before by the kept prefix's sha256 and where the
+    zeros start (a 10 MiB index's zeros are not hashed). The restore gives each file back byte for byte, finds it
+    restored when run again, and refuses once a byte was written into those zeros since."""
+    part = _torn_partition(tmp_path / "logdir", 400, 50)
+    originals = tree(tmp_path / "logdir")
+    indexes = {p.name: p.read_bytes() for p in part.iterdir() if p.suffix in (".index", ".timeindex")}
+    assert all(len(data) > (10 << 20) - 12 for data in indexes.values()) and len(indexes) == 2  # preallocated
+    backup = tmp_path / "backup"
+    done = run_cli("repair", "--apply", "--backup-dir", str(backup), str(part))
+    assert done.returncode == 0, done.stdout + done.stderr
+    manifest = json.loads((backup / "MANIFEST.json").read_bytes())
+    zeros = {e["path"]: e for e in manifest["files"] if e["backup"] == "zeros"}
+    assert manifest["version"] == 3 and sorted(zeros) == sorted(f"t-0/{name}" for name in indexes)
+    for path, e in zeros.items():
+        data, kept = indexes[path.split("/")[1]], e["offset"]
+        assert 0 < kept < len(data) and data[kept:].count(0) == len(data) - kept and e["sha256"] is None
+        assert e["before"] == {"size": len(data), "sha256": hashlib.sha256(data[:kept]).hexdigest(), "zeros_from": kept}
+        after = (part / path.split("/")[1]).read_bytes()  # trimmed, or rebuilt over the zeros: hashed whole
+        assert e["after"] == {"size": len(after), "sha256": hashlib.sha256(after).hexdigest()} and kept <= len(after)
+    assert_restores(tmp_path / "logdir", backup, originals)
+    index = part / "00000000000000000000.index"
+    with open(index, "r+b") as fh:  # the broker, or a hand, wrote into the zeros the restore put back
+        fh.seek((10 << 20) - 1)
+        fh.write(b"\x01")
+    refused = run_cli("repair", "--restore", str(backup), "--apply")
+    assert refused.returncode == 2 and "changed since apply 1" in refused.stderr, refused.stdout + refused.stderr
+    assert "then zeros" in refused.stderr and index.stat().st_size == 10 << 20
+
+
+def test_a_version_2_manifest_still_restores(tmp_path: Path, run_cli) -> None:
+    """A backup dir written before version 3 hashed the zeros it cut, and each file's whole state before: its
+    restore still gives every byte back."""
+    part = _torn_partition(tmp_path / "logdir", 400, 50)
+    originals = tree(tmp_path / "logdir")
+    whole = {f"t-0/{p.name}": p.read_bytes() for p in part.iterdir()}
+    backup = tmp_path / "backup"
+    assert run_cli("repair", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
+    manifest = json.loads((backup / "MANIFEST.json").read_bytes())
+    for e in manifest["files"]:  # as version 2 wrote them
+        if e["backup"] == "zeros":
+            data = whole[e["path"]]
+            e["sha256"] = hashlib.sha256(data[e["offset"]:]).hexdigest()
+            e["before"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    assert any(e["backup"] == "zeros" for e in manifest["files"])
+    (backup / "MANIFEST.json").write_text(json.dumps({**manifest, "version": 2}))
+    assert_restores(tmp_path / "logdir", backup, originals)
+
+
 @pytest.mark.parametrize("change", ["appended", "prefix", "copy"])
 def test_restore_refuses_when_a_file_changed_since_the_apply(tmp_path: Path, change: str, run_cli) -> None:
     """A broker started after the repair appends to the cut segment (``UnifiedLog.append``): appending the cut

@@ -7,10 +7,13 @@ kept prefix, to ``<path>.removed`` (nothing when they are all zero): cutting 500
 copies 500 bytes. A copy only ever appears complete (temp + fsync + rename) and is never overwritten or
 deleted: when the backup dir already holds a copy of that path (an earlier apply into the same dir, or one
 killed before its commit), an identical copy is reused and a different one kept, the current file going to
-``<path>.~2~`` (``.~3~``...). ``backup_dir/MANIFEST.json`` (version 2) has one entry per file and apply
+``<path>.~2~`` (``.~3~``...). ``backup_dir/MANIFEST.json`` (version 3) has one entry per file and apply
 (applies numbered from 1 per backup dir): root, path, the kind of backup (``whole``, ``tail``, ``zeros``, or
 none for a file the apply creates), the copy with its size and sha256, where the kept prefix ends and its
-sha256, and the file's size and sha256 before and after the apply; merged with the entries of earlier applies.
+sha256, and the file's state before and after the apply (:func:`file_state`); merged with the entries of earlier
+applies. Zeros cut are never hashed (version 3): a crashed broker's preallocated index is 10 MiB of zeros, sha256
+reads ~190 MB/s here, and hashing them twice an index was ~70% of ``repair --apply``'s CPU on such a broker; a
+``zeros`` entry records their length, and the state before it the hash of the kept prefix with ``zeros_from``.
 :mod:`.restore` reads it back; :mod:`kafkatool.walk` never takes a backup dir for a log dir
 (:func:`kafkatool.logdir.is_backup_dir`, which also holds the names of backup dirs and of the manifest).
 """
@@ -25,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ApplyRefused
-from ..filetypes import FileTooLarge, open_regular, read_small
+from ..filetypes import FileTooLarge, is_all_zero, open_regular, read_small
 from ..logdir import MANIFEST_NAME
 from .durable import CHUNK, atomic_write, copy_to_temp, create_temp, fsync, is_zero, makedirs, replace, tmp_of, unlink
 
 REMOVED_SUFFIX = ".removed"
 
 _MANIFEST_FORMAT = "kafkatool-backup-manifest"
-_MANIFEST_VERSION = 2   # 2: entries per apply, with the state before and after and tail copies
+_MANIFEST_VERSION = 3   # 2: entries per apply, with the state before and after and tail copies; 3: zeros_from
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class BackedUp:
     copy: Path | None   # backup_dir / path relative to root (``.~2~``... when an earlier version is there); for a
     #                     cut, ``<path>.removed``; None when the bytes cut are all zero (nothing to copy)
     size: int           # bytes in the copy
-    sha256: str         # of the copy
+    sha256: str | None  # of the copy (None: the bytes cut are all zero, and not hashed)
     kind: str = "whole"          # "whole" | "tail" (the bytes from ``offset`` to the end) | "zeros" (as tail, all 0)
     offset: int | None = None    # tail, zeros: where the cut is (the length kept)
 
@@ -68,9 +71,12 @@ def hash_prefix(path: Path, length: int) -> str:
     return h.hexdigest()
 
 
-def file_state(size: int, sha256: str) -> dict[str, Any]:
-    """A file's state as the manifest records it (before and after an apply)."""
-    return {"size": size, "sha256": sha256}
+def file_state(size: int, sha256: str, zeros_from: int | None = None) -> dict[str, Any]:
+    """A file's state as the manifest records it (before and after an apply): its size and the sha256 of its bytes;
+    with ``zeros_from``, the sha256 of its first ``zeros_from`` bytes, all the others being zero (a preallocated
+    index's zeros are not hashed: :func:`backup_tail`)."""
+    return {"size": size, "sha256": sha256} if zeros_from is None else {
+        "size": size, "sha256": sha256, "zeros_from": zeros_from}
 
 
 def load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
@@ -78,7 +84,7 @@ def load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
     path = backup_dir / MANIFEST_NAME
     try:
         doc = json.loads(read_small(path))  # a manifest is data from the disk too: bounded
-        if doc.get("format") != _MANIFEST_FORMAT or doc.get("version") not in (1, _MANIFEST_VERSION):
+        if doc.get("format") != _MANIFEST_FORMAT or doc.get("version") not in (1, 2, _MANIFEST_VERSION):
             raise ValueError(f"not a {_MANIFEST_FORMAT} of a known version")
         entries = doc["files"]
         if not all(isinstance(e, dict) and "path" in e and "root" in e for e in entries):
@@ -131,18 +137,24 @@ class Tail:
 
     copy: Path | None     # None: the bytes removed are all zero (a preallocated index, a zero-filled tail)
     size: int             # bytes removed
-    sha256: str           # of the bytes removed
+    sha256: str | None    # of the bytes removed (None when they are all zero: not hashed)
     reused: bool          # an identical copy was already in the backup dir
-    before: tuple[int, str]   # the whole original: size, sha256
+    before: tuple[int, str, int | None]   # the whole original: size, sha256, zeros_from (:func:`file_state`)
     kept: str             # sha256 of the first ``before[0] - size`` bytes: the file as the apply leaves it
 
 
 def backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> Tail:
     """Copy the bytes of ``src`` from ``keep`` to its end into ``<rel>.removed`` in the backup dir (temp + fsync +
     rename; an identical copy there is reused, a different one kept and the next free ``.~N~`` name taken),
-    hashing the kept prefix and the whole original on the way (one read of the file). Nothing is written when
-    the bytes removed are all zero (a preallocated index trimmed: no 10 MiB temp file written and deleted), and
-    their runs of zeros are holes in the copy."""
+    hashing the kept prefix and the whole original on the way (one read of the file). When the bytes removed are
+    all zero (a preallocated index trimmed) nothing is written, and they are neither hashed nor, where they are a
+    hole, read (:func:`kafkatool.filetypes.is_all_zero`): the state before is the kept prefix's hash with
+    ``zeros_from``. Otherwise the runs of zeros are holes in the copy."""
+    with open_regular(src, buffering=0) as fin:
+        total = os.fstat(fin.fileno()).st_size
+        if keep < total and is_all_zero(fin, keep, total - keep):
+            kept = hash_prefix(src, keep)
+            return Tail(None, total - keep, None, False, (total, kept, keep), kept)
     h_all, h_tail = hashlib.sha256(), hashlib.sha256()
     buf = bytearray(CHUNK)
     view = memoryview(buf)
@@ -177,9 +189,9 @@ def backup_tail(src: Path, backup_dir: Path, rel: str, keep: int) -> Tail:
         finally:
             if fd is not None:
                 os.close(fd)
-    before, tail_sha = (keep + size, h_all.hexdigest()), h_tail.hexdigest()
-    if fd is None:
-        return Tail(None, size, tail_sha, False, before, kept)
+    before, tail_sha = (keep + size, h_all.hexdigest(), None), h_tail.hexdigest()
+    if fd is None:  # all zero after all (a file written meanwhile, or one whose holes the system cannot show)
+        return Tail(None, size, None, False, (keep + size, kept, keep if size else None), kept)
     n = 1
     while True:
         copy = first if n == 1 else first.with_name(f"{first.name}.~{n}~")

@@ -261,7 +261,7 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return i
 
 
-def _after(root: Path, content: _Content, befores: dict[str, tuple[int, str]],
+def _after(root: Path, content: _Content, befores: dict[str, tuple[int, str, int | None]],
            kept_sha: dict[tuple[str, int], str]) -> dict[str, Any] | None:
     """Size and sha256 of what a path holds once the apply is done (None: absent)."""
     if content is None:
@@ -330,7 +330,7 @@ def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: P
 
     # Back up the originals: whole, or (a file only cut short) the bytes removed.
     backups: list[BackedUp] = []
-    befores: dict[str, tuple[int, str]] = {}
+    befores: dict[str, tuple[int, str, int | None]] = {}
     kept_sha: dict[tuple[str, int], str] = {}
     entries: list[dict[str, Any]] = []
     copied = 0
@@ -348,7 +348,7 @@ def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: P
             else:
                 size, digest = reused
             backups.append(BackedUp(root / rel, copy, size, digest))
-            befores[rel] = (size, digest)
+            befores[rel] = (size, digest, None)
             entry.update(backup="whole", copy=copy.relative_to(backup_dir).as_posix(), size=size, sha256=digest)
         else:
             tail = backup_tail(root / rel, backup_dir, rel, k)
@@ -498,7 +498,8 @@ def _check_journal(root: Path, header: dict[str, Any]) -> None:
             raise ValueError(f"truncate {r['path']!r}: no size")
     for b in header["backups"]:
         if not (isinstance(b["path"], str) and (b["copy"] is None or isinstance(b["copy"], str))
-                and isinstance(b["size"], int) and isinstance(b["sha256"], str)):
+                and isinstance(b["size"], int)
+                and (isinstance(b["sha256"], str) or (b["sha256"] is None and b.get("kind") == "zeros"))):
             raise ValueError(f"backup {b!r}: not as an apply records it")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RestoreRefused, UsageError
-from ..filetypes import OFFSET_CHECKPOINT_NAMES, classify, open_regular
+from ..filetypes import OFFSET_CHECKPOINT_NAMES, classify, is_all_zero, open_regular
 from ..logdir import MANIFEST_NAME
 from ..walk import partition_of
 from .backup import REMOVED_SUFFIX, file_state, hash_file, hash_prefix, load_manifest
@@ -188,9 +188,13 @@ def _check_entry(root: Path, e: dict[str, Any], backup_dir: Path) -> None:
         if not stat.S_ISDIR(st.st_mode):
             raise refuse(f"{root / parts[0]} is not a directory (a symlink is not followed)")
 
+    def count(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
     def is_state(v: Any) -> bool:
-        return (isinstance(v, dict) and isinstance(v.get("size"), int) and not isinstance(v["size"], bool)
-                and v["size"] >= 0 and isinstance(v.get("sha256"), str) and bool(_SHA256.match(v["sha256"])))
+        return (isinstance(v, dict) and count(v.get("size")) and isinstance(v.get("sha256"), str)
+                and bool(_SHA256.match(v["sha256"]))
+                and ("zeros_from" not in v or (count(v["zeros_from"]) and v["zeros_from"] <= v["size"])))
 
     kind, copy = e.get("backup"), e.get("copy")
     number = e.get("apply")
@@ -204,7 +208,7 @@ def _check_entry(root: Path, e: dict[str, Any], backup_dir: Path) -> None:
         if e["before"] is not None or copy is not None:
             raise refuse("a file the apply created has no original")
         return
-    if e["before"] is None or not is_state(e):
+    if e["before"] is None or not (is_state(e) or (kind == "zeros" and e.get("sha256") is None and count(e["size"]))):
         raise refuse("no state before the apply, or its copy has no size and sha256")
     if kind != "whole":
         offset = e.get("offset")
@@ -232,27 +236,67 @@ def _plan_restore(root: Path, entries: list[dict[str, Any]], backup_dir: Path) -
             st = path.lstat()
             if not stat.S_ISREG(st.st_mode):
                 raise RestoreRefused(f"{path}: not a regular file")
-            now: dict[str, Any] | None = file_state(*hash_file(path))
+            now: _OnDisk | dict[str, Any] | None = _OnDisk(path, st.st_size)
         except FileNotFoundError:
             now = None
         for e in sorted(es, key=lambda e: e["apply"], reverse=True):
             before, after = e["before"], e["after"]
-            if now == before:  # this change is not there (undone already, or its apply was killed before it)
+            if _same(now, before):  # this change is not there (undone already, or its apply was killed before it)
                 continue
-            if now == after or (now is not None and _partly_appended(path, now, e, backup_dir)):
+            size = None if now is None else now.size if isinstance(now, _OnDisk) else now["size"]
+            if _same(now, after) or (size is not None and _partly_appended(path, size, e, backup_dir)):
                 if e["backup"] is not None:
                     _check_copy(e, backup_dir)
                 kind = {"whole": "copy", "tail": "append", "zeros": "zeros", None: "delete"}[e["backup"]]
                 steps.append(RestoreStep(root, rel, e["apply"], kind, e))
                 now = before
             else:
-                def show(s: dict[str, Any] | None) -> str:
-                    return "absent" if s is None else f"{s['size']:,} bytes, sha256 {s['sha256'][:12]}"
+                def show(s: _OnDisk | dict[str, Any] | None) -> str:
+                    if s is None:
+                        return "absent"
+                    if isinstance(s, _OnDisk):
+                        s = s.state()
+                    zeros = f" of its first {s['zeros_from']:,}, then zeros" if "zeros_from" in s else ""
+                    return f"{s['size']:,} bytes, sha256 {s['sha256'][:12]}{zeros}"
                 have = show(now)
                 raise RestoreRefused(f"{path}: changed since apply {e['apply']} (it has {have}; that apply left "
                                      f"{show(after)}, before it {show(before)}): was the broker started? "
                                      "Nothing was restored")
     return steps
+
+
+class _OnDisk:
+    """A file as a restore finds it: its size, and the hashes a recorded state asks of it, each computed once; a
+    state with ``zeros_from`` (:func:`kafkatool.safewrite.backup.file_state`) hashes that prefix and finds the rest
+    zero without hashing it (a preallocated index's 10 MiB: not read where they are a hole)."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.path, self.size, self._sha = path, size, {}
+
+    def _prefix(self, n: int) -> str:
+        if n not in self._sha:
+            self._sha[n] = hash_prefix(self.path, n)
+        return self._sha[n]
+
+    def state(self) -> dict[str, Any]:
+        return file_state(self.size, self._prefix(self.size))
+
+    def holds(self, state: dict[str, Any]) -> bool:
+        if state["size"] != self.size:
+            return False
+        zeros_from = state.get("zeros_from", self.size)
+        if self._prefix(zeros_from) != state["sha256"]:
+            return False
+        with open_regular(self.path, buffering=0) as fh:
+            return is_all_zero(fh, zeros_from, self.size - zeros_from)
+
+
+def _same(now: _OnDisk | dict[str, Any] | None, state: dict[str, Any] | None) -> bool:
+    """Whether a file as found (or as an undone step leaves it: a recorded state) is in ``state`` (None: absent).
+    Two recorded states are the same only when recorded alike."""
+    if now is None or state is None:
+        return now is None and state is None
+    return now.holds(state) if isinstance(now, _OnDisk) else now == state
 
 
 def _check_copy(entry: dict[str, Any], backup_dir: Path) -> None:
@@ -272,15 +316,15 @@ def _check_copy(entry: dict[str, Any], backup_dir: Path) -> None:
                              "nothing was restored")
 
 
-def _partly_appended(path: Path, now: dict[str, Any], entry: dict[str, Any], backup_dir: Path) -> bool:
+def _partly_appended(path: Path, size: int, entry: dict[str, Any], backup_dir: Path) -> bool:
     """A file a killed restore was appending the cut bytes to: the kept prefix intact, then the first of the cut
     bytes (and nothing else: bytes a broker appended since are not taken for ours)."""
     if entry["backup"] not in ("tail", "zeros") or entry["after"] is None:
         return False
     kept, total = entry["offset"], entry["before"]["size"]
-    if not kept <= now["size"] < total or hash_prefix(path, kept) != entry["kept_sha256"]:
+    if not kept <= size < total or hash_prefix(path, kept) != entry["kept_sha256"]:
         return False
-    n = now["size"] - kept
+    n = size - kept
     with open_regular(path) as fh:
         fh.seek(kept)
         have = fh.read(n)
