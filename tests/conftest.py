@@ -99,6 +99,13 @@ def golden_params(suffixes: tuple[str, ...], keep: Callable[[Path], bool] = lamb
     return params
 
 
+def read_manifest(backup: Path) -> dict:
+    """A backup dir's ``MANIFEST.json`` as one document: JSON lines since version 3, a header (format, version) and
+    one entry a line, read here without kafkatool's reader."""
+    head, *lines = (backup / "MANIFEST.json").read_bytes().splitlines()
+    return {**json.loads(head), "files": [json.loads(line) for line in lines]}
+
+
 def read_jsonl(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]

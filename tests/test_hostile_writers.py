@@ -26,7 +26,7 @@ import pytest
 from crc32c import crc32c
 
 from .clirun import cli
-from .conftest import corpus_root
+from .conftest import corpus_root, read_manifest
 
 EXIT_CODES = {0, 1, 2, 3}  # clean, findings, usage / nothing to read, I/O error; never 70
 
@@ -83,7 +83,7 @@ def contents(root: Path) -> dict[str, str]:
 def backed_up(backup: Path) -> list:
     """The manifest entries of a backup dir (none when it was never made)."""
     manifest = backup / "MANIFEST.json"
-    return json.loads(manifest.read_text())["files"] if manifest.exists() else []
+    return read_manifest(backup)["files"] if manifest.exists() else []
 
 
 # --- hostile copies --------------------------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def test_restore_of_a_tampered_manifest_writes_nowhere_else(tmp_path: Path) -> N
     logdir, outside, _ = hostile_root(tmp_path, Hostile("kafka/recovery/leftovers/before", 8, ("flip",), count=0))
     backup = tmp_path / "backup"
     kt("repair", "--apply", "--backup-dir", backup, *REPAIR, logdir)
-    doc = json.loads((backup / "MANIFEST.json").read_text())
+    doc = read_manifest(backup)
     deleted = [e for e in doc["files"] if e.get("after") is None]
     assert deleted
     for i, entry in enumerate(deleted):

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from .clirun import KAFKATOOL, cli
+from .conftest import read_manifest
 
 PART = "kafka/logdir/codecs-0"   # about 64 KB of CSV
 TEMP_SUFFIXES = (".tmp", ".kafkatool-tmp")
@@ -287,7 +288,7 @@ def applied(corpus: Path, tmp_path: Path) -> tuple[Path, Path, dict]:
     assert done.returncode == 0, done.stdout + done.stderr
     (backup,) = tmp_path.glob("kafkatool-backup-logdir-*")
     (tmp_path / "outside").mkdir()
-    return logdir, backup, json.loads((backup / "MANIFEST.json").read_bytes())
+    return logdir, backup, read_manifest(backup)
 
 
 def hostile(backup: Path, manifest: dict, /, **change: object) -> None:

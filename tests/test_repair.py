@@ -18,7 +18,7 @@ from kafkatool.smallfiles import read_offset_index, read_time_index, read_txn_in
 from kafkatool.verify import verify_paths
 
 from .clirun import cli
-from .conftest import PROJECT_ROOT, corpus_root
+from .conftest import PROJECT_ROOT, corpus_root, read_manifest
 
 CASES = sorted(p.name for p in (corpus_root() / "kafka/recovery").iterdir() if p.is_dir())
 
@@ -379,7 +379,7 @@ def test_a_cut_backs_up_only_the_bytes_it_removes(tmp_path: Path, run_cli) -> No
     assert segment.stat().st_size == size - 50
     copies = {p.relative_to(backup).as_posix(): p.stat().st_size for p in backup.rglob("*") if p.is_file()}
     assert (backup / "t-0/00000000000000000000.log.removed").read_bytes() == torn
-    manifest = json.loads((backup / "MANIFEST.json").read_bytes())
+    manifest = read_manifest(backup)
     cut = next(e for e in manifest["files"] if e["path"] == "t-0/00000000000000000000.log")
     assert (cut["backup"], cut["offset"], cut["before"]["size"], cut["after"]["size"]) == ("tail", size - 50, size,
                                                                                          size - 50)
@@ -402,7 +402,7 @@ def test_a_trimmed_index_zeros_are_recorded_by_length_and_checked_by_the_restore
     backup = tmp_path / "backup"
     done = run_cli("repair", "--apply", "--backup-dir", str(backup), str(part))
     assert done.returncode == 0, done.stdout + done.stderr
-    manifest = json.loads((backup / "MANIFEST.json").read_bytes())
+    manifest = read_manifest(backup)
     zeros = {e["path"]: e for e in manifest["files"] if e["backup"] == "zeros"}
     assert manifest["version"] == 3 and sorted(zeros) == sorted(f"t-0/{name}" for name in indexes)
     for path, e in zeros.items():
@@ -429,7 +429,7 @@ def test_a_version_2_manifest_still_restores(tmp_path: Path, run_cli) -> None:
     whole = {f"t-0/{p.name}": p.read_bytes() for p in part.iterdir()}
     backup = tmp_path / "backup"
     assert run_cli("repair", "--apply", "--backup-dir", str(backup), str(part)).returncode == 0
-    manifest = json.loads((backup / "MANIFEST.json").read_bytes())
+    manifest = read_manifest(backup)
     for e in manifest["files"]:  # as version 2 wrote them
         if e["backup"] == "zeros":
             data = whole[e["path"]]

@@ -25,10 +25,13 @@ import pytest
 from kafkatool.errors import ApplyRefused, JournalError, LogDirLocked, RestoreRefused
 from kafkatool.logdir import JOURNAL_NAME, TMP_SUFFIX
 from kafkatool.safewrite import durable
+from kafkatool.safewrite.backup import load_manifest
 from kafkatool.safewrite.durable import atomic_write
 from kafkatool.safewrite.journal import FileOp, apply_ops, resume
 from kafkatool.safewrite.lock import log_dir_lock
 from kafkatool.safewrite.restore import restore
+
+from .conftest import read_manifest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,7 +112,7 @@ def test_reapplying_applied_ops_changes_nothing(small: tuple[Path, Path]) -> Non
     now = tree(backup)
     assert {k: v for k, v in now.items() if k != "MANIFEST.json"} == {
         k: v for k, v in first.items() if k != "MANIFEST.json"}
-    second = [e for e in json.loads(now["MANIFEST.json"])["files"] if e["apply"] == 2]
+    second = [e for e in read_manifest(backup)["files"] if e["apply"] == 2]
     assert second and all(e["before"] == e["after"] for e in second if e["before"])
 
 
@@ -123,7 +126,7 @@ def test_backup_holds_every_original_byte_and_nothing_else(small: tuple[Path, Pa
     for rel in whole:
         assert (backup / rel).read_bytes() == originals[rel], rel
     assert (backup / "p-0/a.log.removed").read_bytes() == b"456789"  # only what the cut to 4 bytes removed
-    manifest = {e["path"]: e for e in json.loads((backup / "MANIFEST.json").read_bytes())["files"]}
+    manifest = {e["path"]: e for e in read_manifest(backup)["files"]}
     assert {rel: (e["before"]["size"], e["before"]["sha256"]) for rel, e in manifest.items() if e["before"]} == {
         rel: (len(originals[rel]), hashlib.sha256(originals[rel]).hexdigest()) for rel in whole | {"p-0/a.log"}}
     assert manifest["p-0/a.log"]["after"] == {"size": 4, "sha256": hashlib.sha256(b"0123").hexdigest()}
@@ -261,7 +264,7 @@ def assert_complete(trial: Path, expected: dict[str, bytes], where: str) -> None
     assert tree(root) == expected, where
     assert temp_files(root, backup) == [], where
     assert not (root / JOURNAL_NAME).exists() and not (backup / "staged").exists(), where
-    entries = json.loads((backup / "MANIFEST.json").read_bytes())["files"]
+    entries = read_manifest(backup)["files"]
     assert {e["path"] for e in entries if e["before"]} == ORIGINALLY_TOUCHED, where
     for e in entries:  # one apply, or a killed one and its re-run: each saw the originals
         if e["before"]:
@@ -323,6 +326,59 @@ def test_killed_before_any_durable_step_resume_completes_the_apply(
         outcomes = Counter(pool.map(kill_then_finish, range(1, steps + 2)))
     # Every phase was hit: before the commit, after it (resumed), after the journal was removed.
     assert outcomes["re-applied"] > 10 and outcomes["resumed"] > 10 and outcomes["was done"] >= 2, outcomes
+
+
+RUN_TWO = """
+import pickle, sys
+from pathlib import Path
+from kafkatool.safewrite import durable
+from kafkatool.safewrite.journal import apply_ops
+for ops in pickle.loads(Path("two.pickle").read_bytes()):
+    apply_ops(Path("root"), ops, Path("backup"))
+    print(durable.steps_taken(), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_second_apply_killed_while_appending_to_the_manifest_leaves_it_readable(tmp_path: Path) -> None:
+    """A log dir's partitions are applied one by one into one backup dir, each apply appending its entries to the
+    manifest (version 3: JSON lines, fsynced; rewriting it whole for each was quadratic). Killed at every durable
+    step of the second apply of a process, between the two halves of its append too: the manifest still reads (a
+    torn last line is an apply that changed nothing yet, left out), a re-run finishes, and the restore gives every
+    original back."""
+    second = [op for op in CRASH_OPS if "p-1" in op.path.parts]
+    two = [[op for op in CRASH_OPS if op not in second], second]
+
+    def trial_of(name: str) -> Path:
+        trial = new_trial(tmp_path, name)
+        (trial / "two.pickle").write_bytes(pickle.dumps(two))
+        return trial
+
+    def run_two(trial: Path, crash_at: int | None) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != "KAFKATOOL_CRASH_AT"}
+        env.update({"KAFKATOOL_CRASH_AT": str(crash_at)} if crash_at else {})
+        return subprocess.run([sys.executable, "-c", RUN_TWO], cwd=trial, env=env, capture_output=True, text=True,
+                              check=False)
+
+    done = run_two(trial_of("reference"), None)
+    assert done.returncode == 0, done.stderr
+    after_first, total = map(int, done.stdout.split())
+    expected = tree(tmp_path / "reference" / "root")
+    torn = 0
+    for n in range(after_first + 1, total + 1):
+        trial = trial_of(f"n{n}")
+        assert run_two(trial, n).returncode == -9, n
+        manifest = (trial / "backup" / "MANIFEST.json").read_bytes()
+        torn += not manifest.endswith(b"\n")
+        entries = load_manifest(trial / "backup")  # reads, torn or not
+        assert {e["apply"] for e in entries} <= {1, 2} and any(e["apply"] == 1 for e in entries), n
+        if resume(trial / "root") is None and tree(trial / "root") != expected:  # killed before the commit
+            apply_ops(trial / "root", rebase(second, trial), trial / "backup")
+        assert tree(trial / "root") == expected, n
+        restore(trial / "backup", apply=True)
+        assert tree(trial / "root") == CRASH_FILES, n
+        shutil.rmtree(trial)
+    assert torn == 1  # one kill fell between the two halves of the append
 
 
 def test_killed_while_resuming_a_resume_still_completes(tmp_path: Path,

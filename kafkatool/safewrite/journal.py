@@ -20,7 +20,7 @@ What :func:`apply_ops` does, in this order (the order is what makes a kill harml
 2. **Stage** the new contents of "write" ops in ``backup_dir/staged/<id>/<op number>`` (``<id>`` is derived
    from the journal path, so only that journal can refer to it).
 3. **Back up** every file an op changes, deletes, renames or renames over, as it is before the apply (whole,
-   or the bytes a cut removes), and merge this apply's entries into ``backup_dir/MANIFEST.json``: see
+   or the bytes a cut removes), and append this apply's entries to ``backup_dir/MANIFEST.json`` (fsynced): see
    :mod:`.backup`.
 4. **Commit**: the journal (default ``root/.kafkatool-apply.journal``) is written atomically. Its first line is
    one JSON object: the ops (paths relative to ``root``, staged name, length and sha256 of new contents), the
@@ -62,13 +62,13 @@ from ..filetypes import FileTooLarge, open_regular, read_regular, read_small, ty
 from ..logdir import JOURNAL_NAME, MANIFEST_NAME
 from .backup import (
     BackedUp,
+    append_manifest,
     backup_copy,
     backup_tail,
     copy_for,
     file_state,
     hash_prefix,
-    load_manifest,
-    write_manifest,
+    next_apply,
 )
 from .durable import (
     CHUNK,
@@ -299,8 +299,7 @@ def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: P
     if not ops:
         return ApplyReport((), 0, (), 0, backup_dir, False)
     to_back_up, final = _check_ops(root, ops, journal)
-    manifest = load_manifest(backup_dir)
-    apply_no = 1 + max((e.get("apply", 0) for e in manifest), default=0)
+    apply_no = next_apply(backup_dir)
     keep = {rel: _kept_length(root, rel, final[rel], (root / rel).stat().st_size) for rel in to_back_up}
     copies = {rel: copy_for(backup_dir, rel, root / rel) for rel in to_back_up if keep[rel] is None}
 
@@ -368,14 +367,13 @@ def apply_ops(root: Path, ops: Sequence[FileOp], backup_dir: Path, *, journal: P
         rel = entry["path"]
         entry["before"] = file_state(*befores[rel]) if rel in befores else None
         entry["after"] = _after(root, final[rel], befores, kept_sha)
-    manifest.extend(entries)
     # Every directory the resume relies on, up to the backup dir's parent (even those a killed run created).
     for d in list(dirs):
         dirs.update(a for a in d.parents if inside(a, backup_dir.parent))
     for d in sorted(dirs, key=lambda d: (-len(d.parts), d)):
         if d.is_dir():
             fsync_dir(d)
-    write_manifest(backup_dir, manifest)
+    append_manifest(backup_dir, entries)
 
     # Commit, execute, clean up.
     header = {"format": _JOURNAL_FORMAT, "version": _VERSION, "root": str(root), "backup_dir": str(backup_dir),
