@@ -1042,6 +1042,11 @@ class LogDirs:
         logdir = self._by_path[part.logdir_path] = part.logdir or read_logdir(part.logdir_path, part.logdir_display)
         return (part if part.logdir is logdir else part._replace(logdir=logdir)), logdir.checkpoint_findings
 
+    def said(self, logdir: LogDir) -> None:
+        """``logdir`` says what reading its checkpoints met itself (``verify`` of a log dir named whole): its
+        partitions placed here hand out nothing more."""
+        self._by_path.setdefault(logdir.path, logdir)
+
 
 
 

@@ -53,7 +53,15 @@ from typing import Any, NamedTuple
 
 from .filetypes import FileKind, classify
 from .findings import finding
-from .loader import LoadedPartition, latest_snapshot, load_findings, load_partition, segment_bytes, segment_items
+from .loader import (
+    LoadedPartition,
+    LogDirs,
+    latest_snapshot,
+    load_findings,
+    load_partition,
+    segment_bytes,
+    segment_items,
+)
 from .logdir import LogDir
 from .model import NO_MARKERS, Batch, Finding, Marker, Stretch
 from .producer_state import ProducerReplay, ProducerState, fenced, invalid_txn_state, last_sequence, retained
@@ -569,12 +577,17 @@ def compare_snapshot(history: PartitionHistory) -> Iterator[Finding]:
 def replayed_partitions(paths: Iterable[str | Path], progress: Callable[[int], None] | None = None
                         ) -> Iterator[tuple[PartitionDir, PartitionHistory] | Finding]:
     """Per partition dir under ``paths``, as the producer and transaction audits read them: what discovery met
-    outside a partition (a dir it cannot list, a loop) where it met it, the dir's own findings, then the dir with
-    its :func:`replay_partition` (``progress`` told the bytes of its segments as they are read)."""
+    outside a partition (a dir it cannot list, a loop) where it met it, what reading its log dir's checkpoints met
+    the first time that log dir is met (:meth:`kafkatool.loader.LogDirs.place`: the log start and high watermark
+    come from them), the dir's own findings, then the dir with its :func:`replay_partition` (``progress`` told the
+    bytes of its segments as they are read)."""
+    logdirs = LogDirs()
     for pd in partition_dirs_and_findings(paths):
         if isinstance(pd, Finding):
             yield pd
             continue
+        pd, met = logdirs.place(pd)
+        yield from met
         yield from pd.findings
         yield pd, replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
 

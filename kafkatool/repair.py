@@ -68,7 +68,7 @@ from .filetypes import FileTooLarge, holds, open_regular, read_to_hole
 from .findings import finding
 from .formats import checkpoints
 from .index_interval import resolve_index_interval
-from .loader import LoadedPartition, LoadedSegment, Rebuild, load_partition, read_logdir
+from .loader import LoadedPartition, LoadedSegment, LogDirs, Rebuild, load_partition, read_logdir
 from .logdir import CLEAN_SHUTDOWN, Checkpoint, LogDir, parse_checkpoint
 from .logfiles import offset_from_file_name, segment_file, without_swap
 from .model import Finding
@@ -619,13 +619,16 @@ def repair_paths(
     seen: set[Path] = set()             # the partitions planned so far (with apply, one named twice is listed again)
     written: set[Path] = set()          # with apply: the log dirs whose recovery points were written (resolved)
     current: _LogDirRun | None = None
+    logdirs = LogDirs()
     for found in partition_dirs_and_findings(paths):
         if isinstance(found, Finding):  # what discovery met outside a partition (a dir it cannot list, a loop)
             yield found
             continue
+        found, met = logdirs.place(found)  # a malformed checkpoint: as Kafka, recovered from 0; said once, as verify
         part, display, log_dir = found.path, found.display, found.logdir_path
         if apply and current is not None and current.path != log_dir:
             _write_recovery_points(dirs.pop(current.path), written)
+        yield from met
         yield from found.findings
         if not apply:  # nothing changes between partitions: discovery's listing and log dir serve every one
             current = dirs.get(log_dir) or dirs.setdefault(log_dir, _LogDirRun.of(found, stale=False))

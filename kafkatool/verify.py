@@ -39,7 +39,14 @@ from .errors import InputIOError
 from .filetypes import METADATA_TOPIC, FileKind, classify, file_size, open_regular_sized, read_to_hole
 from .findings import finding
 from .index_interval import resolve_index_interval
-from .loader import COMPACTED_TOPICS, LoadedPartition, PartitionLoad, latest_snapshot, snapshot_beyond_log_end
+from .loader import (
+    COMPACTED_TOPICS,
+    LoadedPartition,
+    LogDirs,
+    PartitionLoad,
+    latest_snapshot,
+    snapshot_beyond_log_end,
+)
 from .log_check import SegmentReport, SegmentTask
 from .logdir import JOURNAL_NAME, TMP_SUFFIX
 from .logfiles import CLEANED, DELETED, SWAP, TMP, PartitionFiles, misnamed, sort_files
@@ -137,6 +144,7 @@ def verify_units(units: list[Unit], options: VerifyOptions = VerifyOptions(),
     """:func:`verify_paths` of discovery's units (:func:`kafkatool.verify_files.verify_units` where they are only
     record files named alone)."""
     runner = Runner(options, progress, check_segment)
+    units = _placed(units)
 
     def items_of(unit: LogDir | PartitionDir | FoundFile) -> Iterator[Any]:
         if isinstance(unit, FoundFile):
@@ -146,6 +154,24 @@ def verify_units(units: list[Unit], options: VerifyOptions = VerifyOptions(),
         return verify_partition(unit, options, runner)
 
     return tally(units, items_of, runner, PartitionSummary, inline=_LogDir)
+
+
+def _placed(units: list[Unit]) -> list[Unit]:
+    """Discovery's units, each partition dir named alone with its log dir (:meth:`kafkatool.loader.LogDirs.place`:
+    its siblings named alone share it) and, before the first of that log dir's, what reading its checkpoints met
+    (its recovery point, log start and high watermark come from them, as :func:`_verify_logdir` says of a log dir
+    named whole, which says it itself)."""
+    logdirs = LogDirs()
+    for unit in units:
+        if isinstance(unit, _LogDir):
+            logdirs.said(unit)
+    placed: list[Unit] = []
+    for unit in units:
+        if isinstance(unit, _Partition):
+            unit, met = logdirs.place(unit)
+            placed.extend(met)
+        placed.append(unit)
+    return placed
 
 
 def verify_partition_dir(part: PartitionDir, options: VerifyOptions = VerifyOptions(),

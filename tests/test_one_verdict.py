@@ -167,3 +167,33 @@ def test_zero_filled_tail_one_verdict_in_dump_and_verify(corpus: Path, tmp_path:
         [zero] = _findings(done.jsonl(), "zero-filled-tail")
         seen[command] = (zero["path"], zero["position"], zero["severity"], done.returncode)
     assert seen["dump"] == seen["verify"] == (str(log), end, "warning", 1 if fail_on == "warning" else 0)
+
+
+# --- a log dir's malformed checkpoint ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("named", ["log dir", "partition dirs"])
+def test_a_malformed_checkpoint_is_said_once_by_every_command_that_loads_from_it(corpus: Path, tmp_path: Path,
+                                                                                 run_cli, named: str) -> None:
+    """Kafka's LogManager reads a malformed recovery-point or log-start checkpoint as none (it recovers from 0), and
+    so do the loads of ``repair``, ``producers`` and ``txns``: each says what ``verify`` says of the file (same code,
+    byte and severity), once for the log dir whether the log dir or its partition dirs are named, and exits 1. They
+    were silent (exit 0 for producers and txns)."""
+    logdir = _copy(corpus / "real" / "DonaldY_kafka-2.7.1" / "kafka-logs", tmp_path / "data")
+    bad = {logdir / "recovery-point-offset-checkpoint": "0\n2\nbar\n",
+           logdir / "log-start-offset-checkpoint": "0\n3\nfoo 0 x\n"}
+    for path, text in bad.items():
+        path.write_text(text)
+    paths = [logdir] if named == "log dir" else sorted(p for p in logdir.iterdir() if p.is_dir())[:3]
+
+    def said(lines: list[dict]) -> list[tuple]:
+        return sorted((d["code"], d["path"], d["position"], d["severity"]) for d in lines
+                      if d["type"] == "finding" and Path(d["path"]) in bad and d["code"] == "checkpoint-malformed")
+
+    verify = run_cli("verify", "-f", "jsonl", *paths)
+    expected = said(verify.jsonl())
+    assert [Path(p).name for _c, p, _pos, _sev in expected] == ["log-start-offset-checkpoint",
+                                                                "recovery-point-offset-checkpoint"]
+    for command in (["repair"], ["producers"], ["txns"], ["txns", "--hanging"]):
+        done = run_cli(*command, "-f", "jsonl", *paths)
+        assert done.returncode == 1 and said(done.jsonl()) == expected, (command, done.stdout[-2000:], done.stderr)
