@@ -286,14 +286,16 @@ def partition_files(path: str | Path) -> PartitionFiles:
         if unread is not None:  # its segments are there but cannot be read (a FIFO, a link loop)
             raise InputIOError(f"{unread.path}: {unread.message}")
         raise UsageError(f"{path}: no .log segment files (not a partition dir?)")
-    checkpoint = None
+    checkpoint, met = None, ()
     if part.topic is not None:
         logdir = part.logdir or read_logdir(part.logdir_path, part.logdir_display)
         checkpoint = logdir.offset("log-start-offset-checkpoint", part.topic, part.partition or 0)
+        # what reading the checkpoint the log start comes from met (malformed: read as none, as the broker does)
+        met = tuple(f for f in logdir.checkpoint_findings if os.path.basename(f.path) == "log-start-offset-checkpoint")
     start = log_start_offset(checkpoint, segments[0].base_offset)
     source = ("the log-start-offset-checkpoint" if checkpoint is not None and checkpoint > segments[0].base_offset
               else "the first segment's base offset")
-    return PartitionFiles(segments, start, source, part.findings)
+    return PartitionFiles(segments, start, source, (*met, *part.findings))
 
 
 # --- reading indexes and the log -------------------------------------------------------------------------

@@ -177,8 +177,9 @@ def test_a_malformed_checkpoint_is_said_once_by_every_command_that_loads_from_it
                                                                                  run_cli, named: str) -> None:
     """Kafka's LogManager reads a malformed recovery-point or log-start checkpoint as none (it recovers from 0), and
     so do the loads of ``repair``, ``producers`` and ``txns``: each says what ``verify`` says of the file (same code,
-    byte and severity), once for the log dir whether the log dir or its partition dirs are named, and exits 1. They
-    were silent (exit 0 for producers and txns)."""
+    byte and severity), once for the log dir whether the log dir or its partition dirs are named, and exits 1; so
+    does ``locate`` of the log start's. They were silent (exit 0 for producers and txns), and so was ``verify`` of
+    partition dirs named alone."""
     logdir = _copy(corpus / "real" / "DonaldY_kafka-2.7.1" / "kafka-logs", tmp_path / "data")
     bad = {logdir / "recovery-point-offset-checkpoint": "0\n2\nbar\n",
            logdir / "log-start-offset-checkpoint": "0\n3\nfoo 0 x\n"}
@@ -197,3 +198,8 @@ def test_a_malformed_checkpoint_is_said_once_by_every_command_that_loads_from_it
     for command in (["repair"], ["producers"], ["txns"], ["txns", "--hanging"]):
         done = run_cli(*command, "-f", "jsonl", *paths)
         assert done.returncode == 1 and said(done.jsonl()) == expected, (command, done.stdout[-2000:], done.stderr)
+    # locate takes only the log start from them: it says that one
+    part = paths[0] if named == "partition dirs" else sorted(p for p in logdir.iterdir() if p.is_dir())[0]
+    located = run_cli("locate", "--offset", "0", "-f", "jsonl", part)
+    log_start = [e for e in expected if e[1].endswith("log-start-offset-checkpoint")]
+    assert said(located.jsonl()) == log_start, located.stdout
