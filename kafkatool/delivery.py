@@ -47,7 +47,7 @@ from .errors import InputIOError, UsageError
 from .filetypes import open_regular
 from .findings import finding
 from .internal.offsets import OFFSETS_TOPIC, CommittedOffset, consumer_offsets
-from .loader import load_partition
+from .loader import LogDirs, load_partition
 from .model import Finding
 from .native import PURE_ENV
 from .producers import segment_logs
@@ -1177,7 +1177,10 @@ def delivery_paths(
         raise UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}")
     paths = list(paths)
     parts: dict[tuple[str, int], Any] = {}
+    logdirs = LogDirs()
     for pd in partition_dirs(paths):
+        pd, met = logdirs.place(pd)  # the log start and high watermark come from its checkpoints: what reading met
+        yield from met
         if (pd.topic, pd.partition) in parts:
             yield finding("delivery-partition-twice", pd.display, None,
                           f"{pd.topic}-{pd.partition} is also at {parts[(pd.topic, pd.partition)].display}: "

@@ -176,10 +176,10 @@ def test_zero_filled_tail_one_verdict_in_dump_and_verify(corpus: Path, tmp_path:
 def test_a_malformed_checkpoint_is_said_once_by_every_command_that_loads_from_it(corpus: Path, tmp_path: Path,
                                                                                  run_cli, named: str) -> None:
     """Kafka's LogManager reads a malformed recovery-point or log-start checkpoint as none (it recovers from 0), and
-    so do the loads of ``repair``, ``producers`` and ``txns``: each says what ``verify`` says of the file (same code,
-    byte and severity), once for the log dir whether the log dir or its partition dirs are named, and exits 1; so
-    does ``locate`` of the log start's. They were silent (exit 0 for producers and txns), and so was ``verify`` of
-    partition dirs named alone."""
+    so do the loads of ``repair``, ``producers``, ``txns`` and ``delivery``: each says what ``verify`` says of the
+    file (same code, byte and severity), once for the log dir whether the log dir or its partition dirs are named,
+    and exits 1; so does ``locate`` of the log start's. They were silent (exit 0 for producers and txns), and so was
+    ``verify`` of partition dirs named alone."""
     logdir = _copy(corpus / "real" / "DonaldY_kafka-2.7.1" / "kafka-logs", tmp_path / "data")
     bad = {logdir / "recovery-point-offset-checkpoint": "0\n2\nbar\n",
            logdir / "log-start-offset-checkpoint": "0\n3\nfoo 0 x\n"}
@@ -198,6 +198,11 @@ def test_a_malformed_checkpoint_is_said_once_by_every_command_that_loads_from_it
     for command in (["repair"], ["producers"], ["txns"], ["txns", "--hanging"]):
         done = run_cli(*command, "-f", "jsonl", *paths)
         assert done.returncode == 1 and said(done.jsonl()) == expected, (command, done.stdout[-2000:], done.stderr)
+    sink = tmp_path / "sink.csv"
+    sink.write_text("topic,partition,offset\nmyTopic,0,0\n")
+    where = [logdir] if named == "log dir" else [logdir / "myTopic-0"]
+    delivered = run_cli("delivery", "-f", "jsonl", "--sink", sink, *where)
+    assert delivered.returncode == 1 and said(delivered.jsonl()) == expected, delivered.stdout + delivered.stderr
     # locate takes only the log start from them: it says that one
     part = paths[0] if named == "partition dirs" else sorted(p for p in logdir.iterdir() if p.is_dir())[0]
     located = run_cli("locate", "--offset", "0", "-f", "jsonl", part)
