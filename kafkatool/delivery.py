@@ -53,7 +53,7 @@ from .native import PURE_ENV
 from .producers import segment_logs
 from .records import DEFAULT_MAX_DECOMPRESSED, RECORD_BATCH_OVERHEAD, RawBatch, record_chunks, scan
 from .txns import checkpointed_offset, committed_view, high_watermark
-from .walk import partition_dirs
+from .walk import partition_dirs_and_findings
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 SINK_COLUMNS = ("topic", "partition", "offset")
@@ -1178,7 +1178,10 @@ def delivery_paths(
     paths = list(paths)
     parts: dict[tuple[str, int], Any] = {}
     logdirs = LogDirs()
-    for pd in partition_dirs(paths):
+    for pd in partition_dirs_and_findings(paths):
+        if isinstance(pd, Finding):  # what discovery met outside a partition (a FIFO with a checkpoint's name...)
+            yield pd
+            continue
         pd, met = logdirs.place(pd)  # the log start and high watermark come from its checkpoints: what reading met
         yield from met
         if (pd.topic, pd.partition) in parts:

@@ -198,6 +198,23 @@ def test_a_fifo_sink_is_refused_unopened(tmp_path: Path, run_cli) -> None:
     assert p.returncode == 2 and b"is not a regular file (for a pipe: --sink -)" in p.stderr
 
 
+def test_a_fifo_in_place_of_the_high_watermark_checkpoint_is_said(tmp_path: Path, committed: list[int],
+                                                                  run_cli) -> None:
+    """read_committed stops at the high watermark, which comes from replication-offset-checkpoint: a FIFO there is
+    never opened (a read would block) and is said as discovery says it for every command, an I/O error (exit 3, as
+    verify); delivery took only discovery's partitions, and dropped what it met beside them (exit 0, silent)."""
+    logdir = tmp_path / "logdir"
+    shutil.copytree(FIXTURES, logdir)
+    hw = logdir / "replication-offset-checkpoint"
+    hw.unlink()
+    os.mkfifo(hw)
+    sink = tmp_path / "sink.csv"
+    sink.write_text("topic,partition,offset\n" + "".join(f"payments,0,{o}\n" for o in committed))
+    p = run_cli("delivery", "-f", "jsonl", "--sink", str(sink), str(logdir), timeout=60)
+    said = [d for d in p.jsonl() if d["type"] == "finding" and d["path"] == str(hw)]
+    assert p.returncode == 3 and [(d["code"], d["severity"]) for d in said] == [("io-error", "error")], p.stdout
+
+
 def test_invalid_rows_are_counted_past_the_first_ones(tmp_path: Path, committed: list[int]) -> None:
     path = tmp_path / "sink.csv"
     path.write_text("topic,partition,offset\n" + "payments,0,x\n" * (MAX_ROW_FINDINGS + 50)

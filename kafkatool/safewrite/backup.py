@@ -106,11 +106,6 @@ def load_manifest(backup_dir: Path) -> list[dict[str, Any]]:
     """The backup dir's manifest entries (one per file and apply). A last line without its newline is an append a
     kill cut short (:func:`append_manifest`): its apply had changed nothing yet (the journal is written after it),
     and it is left out."""
-    return _read_manifest(backup_dir)[0]
-
-
-def _read_manifest(backup_dir: Path) -> tuple[list[dict[str, Any]], bool]:
-    """The entries, and whether the file is as :func:`append_manifest` appends to it (version 3, whole lines)."""
     path = backup_dir / MANIFEST_NAME
     try:
         data = read_small(path)  # a manifest is data from the disk too: bounded
@@ -122,19 +117,18 @@ def _read_manifest(backup_dir: Path) -> tuple[list[dict[str, Any]], bool]:
         if isinstance(head, dict) and head.get("version") == _MANIFEST_VERSION and "files" not in head:
             if head.get("format") != _MANIFEST_FORMAT:
                 raise ValueError(f"not a {_MANIFEST_FORMAT}")
-            lines = rest.split(b"\n")
-            entries, whole = [json.loads(line) for line in lines[:-1]], not lines[-1]
+            entries = [json.loads(line) for line in rest.split(b"\n")[:-1]]  # the last: b"" or torn
         else:
             doc = json.loads(data)
             if doc.get("format") != _MANIFEST_FORMAT or doc.get("version") not in (1, 2, _MANIFEST_VERSION):
                 raise ValueError(f"not a {_MANIFEST_FORMAT} of a known version")
-            entries, whole = doc["files"], False
+            entries = doc["files"]
         if not isinstance(entries, list) or not all(isinstance(e, dict) and "path" in e and "root" in e
                                                     for e in entries):
             raise ValueError("an entry without root or path")
-        return entries, whole
+        return entries
     except FileNotFoundError:
-        return [], False
+        return []
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, FileTooLarge) as exc:
         raise ApplyRefused(f"{path}: unreadable ({exc}); use a new backup dir") from None
 
