@@ -291,13 +291,18 @@ def applied(corpus: Path, tmp_path: Path) -> tuple[Path, Path, dict]:
     return logdir, backup, read_manifest(backup)
 
 
+def write_lines(backup: Path, doc: dict) -> None:
+    """``doc`` as the manifest an apply writes (version 3: a header line, one entry a line)."""
+    header = {k: v for k, v in doc.items() if k != "files"}
+    (backup / "MANIFEST.json").write_text("".join(json.dumps(x) + "\n" for x in [header, *doc["files"]]))
+
+
 def hostile(backup: Path, manifest: dict, /, **change: object) -> None:
     """The manifest with one more entry: the real whole copy's, changed as told; after the apply the file was
     absent (so a restore writes the copy there)."""
     whole = next(e for e in manifest["files"] if e["backup"] == "whole")
     entry = {**whole, "after": None, **change}
-    doc = {**manifest, "files": [*manifest["files"], entry]}
-    (backup / "MANIFEST.json").write_text(json.dumps(doc))
+    write_lines(backup, {**manifest, "files": [*manifest["files"], entry]})
 
 
 def assert_refused(tmp_path: Path, backup: Path, *extra: str | Path, says: str) -> None:
@@ -355,10 +360,9 @@ def test_restore_refuses_a_log_dir_that_is_not_the_backups_own(tmp_path: Path,
     logdir, backup, manifest = applied
     for other in (tmp_path / "other", tmp_path / "far" / "logdir"):
         shutil.copytree(logdir, other)
-        doc = {**manifest, "files": [{**e, "root": str(other)} for e in manifest["files"]]}
-        (backup / "MANIFEST.json").write_text(json.dumps(doc))
+        write_lines(backup, {**manifest, "files": [{**e, "root": str(other)} for e in manifest["files"]]})
         assert_refused(tmp_path, backup, says="which is not this backup's own")
-    (backup / "MANIFEST.json").write_text(json.dumps(manifest))
+    write_lines(backup, manifest)
     away = tmp_path / "incident" / backup.name
     shutil.copytree(backup, away)
     assert_refused(tmp_path, away, says="which is not this backup's own")
