@@ -1048,6 +1048,13 @@ class LogDirs:
         self._by_path.setdefault(logdir.path, logdir)
 
 
+def checkpoint_trouble(part: PartitionDir, read: Iterable[Finding]) -> list[Finding]:
+    """Of what reading ``part``'s log dir's checkpoints met (:meth:`LogDirs.place`), what its loads' findings do not
+    carry already (an unreadable file is in every load's findings, :attr:`LoadedPartition.findings`), for a command
+    that shows its loads' findings: a malformed or oversized checkpoint the high watermark, recovery point or log
+    start would be silently missing from."""
+    carried = part.logdir.unreadable_checkpoints if part.logdir is not None else ()
+    return [f for f in read if f not in carried]
 
 
 def _without_strays(snapshots: dict[int | None, Path], bases: list[int]) -> dict[int | None, Path]:
@@ -1080,7 +1087,7 @@ def _read_epoch_checkpoint(path: Path | None, display: str, findings: list[Findi
     return entries
 
 
-__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "PartitionLoad",
-           "Rebuild", "RecoveryCut", "latest_snapshot", "load_findings", "load_problem", "load_partition",
-           "log_start_offset", "read_logdir", "segment_bytes", "segment_files", "segment_items",
+__all__ = ["COMPACTED_TOPICS", "LoadedPartition", "LoadedSegment", "LogDirs", "PartitionLoad",
+           "Rebuild", "RecoveryCut", "checkpoint_trouble", "latest_snapshot", "load_findings", "load_problem",
+           "load_partition", "log_start_offset", "read_logdir", "segment_bytes", "segment_files", "segment_items",
            "snapshot_beyond_log_end"]

@@ -56,6 +56,7 @@ from .findings import finding
 from .loader import (
     LoadedPartition,
     LogDirs,
+    checkpoint_trouble,
     latest_snapshot,
     load_findings,
     load_partition,
@@ -578,16 +579,16 @@ def replayed_partitions(paths: Iterable[str | Path], progress: Callable[[int], N
                         ) -> Iterator[tuple[PartitionDir, PartitionHistory] | Finding]:
     """Per partition dir under ``paths``, as the producer and transaction audits read them: what discovery met
     outside a partition (a dir it cannot list, a loop) where it met it, what reading its log dir's checkpoints met
-    the first time that log dir is met (:meth:`kafkatool.loader.LogDirs.place`: the log start and high watermark
-    come from them), the dir's own findings, then the dir with its :func:`replay_partition` (``progress`` told the
-    bytes of its segments as they are read)."""
+    the first time that log dir is met and its loads do not carry (:func:`kafkatool.loader.checkpoint_trouble`: the
+    log start and high watermark come from them), the dir's own findings, then the dir with its
+    :func:`replay_partition` (``progress`` told the bytes of its segments as they are read)."""
     logdirs = LogDirs()
     for pd in partition_dirs_and_findings(paths):
         if isinstance(pd, Finding):
             yield pd
             continue
         pd, met = logdirs.place(pd)
-        yield from met
+        yield from checkpoint_trouble(pd, met)  # an unreadable one: in each load's findings (load_findings)
         yield from pd.findings
         yield pd, replay_partition(pd.path, pd.display, pd.files, logdir=pd.logdir, progress=progress)
 

@@ -23,7 +23,7 @@ from typing import Any
 from .epochs import EpochCache
 from .errors import NothingMatched, UsageError
 from .filetypes import FileKind, classify, open_regular
-from .loader import LoadedPartition, LoadedSegment, LogDirs, load_partition, segment_bytes
+from .loader import LoadedPartition, LoadedSegment, LogDirs, checkpoint_trouble, load_partition, segment_bytes
 from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
@@ -184,14 +184,6 @@ def replica_groups(paths: Iterable[str | Path], topic: str | None = None, partit
         unique = len(set(names)) == len(names)
         out.append([(p, n if unique else p.display) for p, n in zip(parts, names, strict=True)])
     return out
-
-
-def checkpoint_trouble(part: PartitionDir, read: Iterable[Finding]) -> list[Finding]:
-    """Of what reading ``part``'s log dir's checkpoints met (:meth:`kafkatool.loader.LogDirs.place`), what its
-    replica's findings do not carry already (an unreadable file is in every load's findings): a malformed or
-    oversized checkpoint a replica's high watermark, recovery point or log start would be silently missing from."""
-    carried = part.logdir.unreadable_checkpoints if part.logdir is not None else ()
-    return [f for f in read if f not in carried]
 
 
 def filter_matched_nothing(paths: Iterable[str | Path], topic: str | None, partition: int | None,

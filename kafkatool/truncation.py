@@ -63,12 +63,12 @@ from .errors import ApplyRefused, UsageError
 from .filetypes import FileKind, FileTooLarge, classify, open_regular, read_small
 from .findings import finding
 from .formats.checkpoints import build_epoch_checkpoint, build_offset_checkpoint
-from .loader import LogDirs, segment_bytes
+from .loader import LogDirs, checkpoint_trouble, segment_bytes
 from .model import Batch, Finding
 from .progress import Tally
 from .records import ScanOptions, scan
 from .repair import default_backup_dir
-from .replicas import Replica, Segment, checkpoint_trouble, compare, filter_matched_nothing, merge, open_replica
+from .replicas import Replica, Segment, compare, filter_matched_nothing, merge, open_replica
 from .safewrite.journal import FileOp, apply_ops, resume
 from .safewrite.lock import log_dir_lock
 from .smallfiles import OffsetCheckpointEntry, entry_struct, index_slots, read_small_file
