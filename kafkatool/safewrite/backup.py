@@ -162,6 +162,11 @@ def next_apply(backup_dir: Path) -> int:
     return 1 + (known if known is not None else _highest_apply(load_manifest(backup_dir)))
 
 
+def _lines(entries: list[dict[str, Any]]) -> bytes:
+    """Manifest entries as version 3 writes them: compact JSON, one a line."""
+    return b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in entries)
+
+
 def append_manifest(backup_dir: Path, entries: list[dict[str, Any]]) -> None:
     """Add an apply's ``entries`` to ``backup_dir``'s manifest, durably (fsynced) before the apply changes anything.
     Appended as lines to a manifest this process wrote last and that is still so (a kill between the two halves
@@ -169,7 +174,7 @@ def append_manifest(backup_dir: Path, entries: list[dict[str, Any]]) -> None:
     another run wrote, a torn last line) written whole with the entries already in it, once (temp + fsync +
     rename)."""
     path = backup_dir / MANIFEST_NAME
-    lines = b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in entries)
+    lines = _lines(entries)
     highest = _as_written(path)
     if highest is not None:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -186,8 +191,7 @@ def append_manifest(backup_dir: Path, entries: list[dict[str, Any]]) -> None:
     else:
         old = load_manifest(backup_dir)
         highest = _highest_apply(old)
-        atomic_write(path, _HEADER + b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in old)
-                     + lines)
+        atomic_write(path, _HEADER + _lines(old) + lines)
         st = os.lstat(path)
     _WRITTEN[path] = (_stamp(st), max(highest, _highest_apply(entries)))
 
